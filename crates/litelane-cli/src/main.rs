@@ -1,0 +1,51 @@
+//! The `litelane` command: import, bench, stats, doctor, checkpoint.
+//!
+//! Each subcommand lives in its own module; this file only parses the
+//! command line and turns an error into a message and an exit code
+//! (0 success, 1 failure, 2 usage error).
+
+mod bench;
+mod error;
+mod import;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+
+use error::CliError;
+
+/// The fast lane for SQLite.
+#[derive(Parser)]
+#[command(name = "litelane", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import a CSV, TSV or NDJSON file into a table.
+    Import(import::ImportArgs),
+    /// Run a benchmark scenario beside its peers.
+    Bench(bench::BenchArgs),
+    /// Show file, WAL, page and table statistics of a database.
+    Stats(inspect::StatsArgs),
+    /// Check a database's settings against best practice.
+    Doctor(inspect::DoctorArgs),
+    /// Run one checkpoint.
+    Checkpoint(inspect::CheckpointArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result: Result<(), CliError> = match cli.command {
+        Command::Import(a) => import::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Stats(a) => inspect::stats(a),
+        Command::Doctor(a) => inspect::doctor(a),
+        Command::Checkpoint(a) => inspect::checkpoint(a),
+    };
+    if let Err(e) = result {
+        eprintln!("litelane: error: {e}");
+        std::process::exit(1);
+    }
+}

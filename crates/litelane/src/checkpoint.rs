@@ -1,0 +1,313 @@
+//! Checkpoints off the write path.
+//!
+//! SQLite's automatic checkpoint runs inside the commit that crosses the
+//! threshold, so one unlucky writer stalls. litelane sets
+//! `wal_autocheckpoint=0` on the writer and installs a WAL hook instead: after
+//! each commit the hook only records the WAL's size and, past
+//! `passive_after_pages`, wakes the checkpointer thread, which runs a PASSIVE
+//! checkpoint on its own connection. When the writer has been idle for
+//! `idle_after`, it checkpoints what is left.
+//!
+//! A PASSIVE checkpoint cannot copy frames that a reader on an old snapshot
+//! still needs, and the WAL cannot restart while such a reader lives, so with
+//! overlapping readers the WAL could grow without bound. When it passes
+//! `limit_pages`, the checkpointer *escalates*: it takes the writer's next turn
+//! (ahead of queued writers, which then wait) and runs a RESTART checkpoint
+//! that waits up to `escalation_wait` for old readers to finish. The WAL file
+//! itself stays allocated after a restart (`journal_size_limit`), so it is not
+//! shrunk and re-grown.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rusqlite::wal::CheckpointMode as RawMode;
+use rusqlite::Connection;
+
+use crate::error::{Context, Error, Result};
+use crate::metrics::Recorder;
+use crate::options::Checkpoints;
+use crate::writer::Writer;
+
+/// A checkpoint mode (see <https://sqlite.org/c3ref/wal_checkpoint_v2.html>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointMode {
+    /// Copy what can be copied without waiting for anyone.
+    Passive,
+    /// Wait for the writer, then copy everything and sync the database.
+    Full,
+    /// Like `Full`, then wait for readers so the next writer restarts the WAL.
+    Restart,
+    /// Like `Restart`, then truncate the WAL file to zero bytes.
+    Truncate,
+}
+
+impl CheckpointMode {
+    fn to_rusqlite(self) -> RawMode {
+        match self {
+            CheckpointMode::Passive => RawMode::PASSIVE,
+            CheckpointMode::Full => RawMode::FULL,
+            CheckpointMode::Restart => RawMode::RESTART,
+            CheckpointMode::Truncate => RawMode::TRUNCATE,
+        }
+    }
+
+    /// The mode's lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckpointMode::Passive => "passive",
+            CheckpointMode::Full => "full",
+            CheckpointMode::Restart => "restart",
+            CheckpointMode::Truncate => "truncate",
+        }
+    }
+}
+
+impl fmt::Display for CheckpointMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CheckpointMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "passive" => Ok(CheckpointMode::Passive),
+            "full" => Ok(CheckpointMode::Full),
+            "restart" => Ok(CheckpointMode::Restart),
+            "truncate" => Ok(CheckpointMode::Truncate),
+            _ => Err(Error::invalid(format!(
+                "unknown checkpoint mode {s:?}: expected passive, full, restart or truncate"
+            ))),
+        }
+    }
+}
+
+/// What one checkpoint did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointReport {
+    /// The mode that ran.
+    pub mode: CheckpointMode,
+    /// Frames in the WAL when it ran.
+    pub wal_frames: u64,
+    /// Frames copied into the database (including ones copied before).
+    pub checkpointed_frames: u64,
+    /// True when it could not finish (readers or another checkpoint in the way).
+    pub busy: bool,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// Runs one checkpoint on `conn`.
+pub(crate) fn run(conn: &Connection, mode: CheckpointMode) -> Result<CheckpointReport> {
+    let start = Instant::now();
+    let (busy, log, done) = match conn.wal_checkpoint_v2(Some("main"), mode.to_rusqlite()) {
+        Ok((log, done)) => (false, log, done),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => (true, 0, 0),
+        Err(e) => {
+            return Err(Error::from_sqlite(
+                e,
+                format!("running a {mode} checkpoint"),
+            ))
+        }
+    };
+    Ok(CheckpointReport {
+        mode,
+        wal_frames: log.max(0) as u64,
+        checkpointed_frames: done.max(0) as u64,
+        busy: busy || done < log,
+        elapsed: start.elapsed(),
+    })
+}
+
+#[derive(Default)]
+struct State {
+    /// WAL pages after the last commit.
+    pages: u64,
+    /// Commits seen by the WAL hook.
+    commits: u64,
+    /// The hook asked for a checkpoint.
+    requested: bool,
+    stop: bool,
+}
+
+/// Shared between the writer's WAL hook and the checkpointer thread.
+#[derive(Default)]
+pub(crate) struct Signal {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl Signal {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Installs the WAL hook on the writer when background checkpoints are on
+/// (the hook replaces SQLite's automatic checkpoint, which is off anyway).
+pub(crate) fn install_wal_hook(
+    conn: &mut Connection,
+    recorder: &Arc<Recorder>,
+    cfg: &Checkpoints,
+) -> Result<Arc<Signal>> {
+    let signal = Arc::new(Signal::default());
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .context(|| "reading journal_mode".into())?;
+    if !cfg.background || !mode.eq_ignore_ascii_case("wal") {
+        return Ok(signal);
+    }
+    let s = Arc::clone(&signal);
+    let r = Arc::clone(recorder);
+    let threshold = u64::from(cfg.passive_after_pages);
+    conn.wal_hook(Some(
+        move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+            let pages = pages.max(0) as u64;
+            r.wal_pages.store(pages, Relaxed);
+            let mut st = s.lock();
+            st.pages = pages;
+            st.commits += 1;
+            if pages >= threshold {
+                st.requested = true;
+                s.wake.notify_one();
+            }
+            Ok(())
+        },
+    ))
+    .context(|| "installing the WAL hook".into())?;
+    Ok(signal)
+}
+
+/// The background checkpoint thread; stops when dropped.
+pub(crate) struct Checkpointer {
+    signal: Arc<Signal>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    pub fn start(
+        conn: Connection,
+        writer: Arc<Writer>,
+        signal: Arc<Signal>,
+        recorder: Arc<Recorder>,
+        cfg: Checkpoints,
+    ) -> Result<Checkpointer> {
+        let last_active = Arc::new(Mutex::new(Instant::now()));
+        let la = Arc::clone(&last_active);
+        writer.set_idle_hook(Box::new(move || {
+            *la.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        }));
+        let s = Arc::clone(&signal);
+        let thread = std::thread::Builder::new()
+            .name("litelane-checkpoint".into())
+            .spawn(move || checkpoint_loop(conn, writer, s, recorder, cfg, last_active))
+            .map_err(|e| Error::Io {
+                context: "starting the checkpoint thread".into(),
+                message: e.to_string(),
+            })?;
+        Ok(Checkpointer {
+            signal,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.signal.lock().stop = true;
+        self.signal.wake.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn checkpoint_loop(
+    conn: Connection,
+    writer: Arc<Writer>,
+    signal: Arc<Signal>,
+    recorder: Arc<Recorder>,
+    cfg: Checkpoints,
+    last_active: Arc<Mutex<Instant>>,
+) {
+    let limit = u64::from(cfg.limit_pages);
+    // Commit count at the last checkpoint that copied everything.
+    let mut settled_at = u64::MAX;
+    loop {
+        let (pages, commits) = {
+            let mut st = signal.lock();
+            if !st.requested && !st.stop {
+                st = signal
+                    .wake
+                    .wait_timeout(st, cfg.idle_after)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            if st.stop {
+                return;
+            }
+            let requested = std::mem::take(&mut st.requested);
+            let idle = last_active
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .elapsed()
+                >= cfg.idle_after;
+            if !requested && !(idle && st.pages > 0 && st.commits != settled_at) {
+                continue;
+            }
+            (st.pages, st.commits)
+        };
+        let report = if pages >= limit {
+            escalate(&conn, &writer, &cfg, &recorder)
+        } else {
+            run(&conn, CheckpointMode::Passive)
+        };
+        let Ok(report) = report else { continue };
+        record(&recorder, &report);
+        if !report.busy {
+            settled_at = commits;
+        } else if report.wal_frames >= limit {
+            if let Ok(r) = escalate(&conn, &writer, &cfg, &recorder) {
+                record(&recorder, &r);
+            }
+        }
+    }
+}
+
+fn record(recorder: &Recorder, report: &CheckpointReport) {
+    recorder.checkpoints.fetch_add(1, Relaxed);
+    recorder
+        .checkpoint_pages
+        .fetch_add(report.checkpointed_frames, Relaxed);
+    recorder
+        .checkpoint_nanos
+        .fetch_add(report.elapsed.as_nanos() as u64, Relaxed);
+}
+
+/// Takes the writer's next turn and runs RESTART, waiting up to
+/// `escalation_wait` for readers on old snapshots.
+fn escalate(
+    conn: &Connection,
+    writer: &Writer,
+    cfg: &Checkpoints,
+    recorder: &Recorder,
+) -> Result<CheckpointReport> {
+    recorder.checkpoints_escalated.fetch_add(1, Relaxed);
+    writer.with_turn("checkpoint (escalated: WAL over its limit)", true, |_| {
+        conn.busy_timeout(cfg.escalation_wait)
+            .context(|| "setting the checkpoint's wait".into())?;
+        let r = run(conn, CheckpointMode::Restart);
+        let _ = conn.busy_timeout(Duration::ZERO);
+        if let Ok(rep) = &r {
+            if !rep.busy {
+                recorder.wal_pages.store(0, Relaxed);
+            }
+        }
+        r
+    })?
+}

@@ -1,0 +1,207 @@
+//! Opening a connection and configuring it the same way every time.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::config::DbConfig;
+use rusqlite::trace::{TraceEvent, TraceEventCodes};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Context, Error, Result};
+use crate::ffi;
+use crate::metrics::Recorder;
+use crate::options::{Options, Profile};
+
+/// Which job a connection does; decides the few settings that differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Writer,
+    Reader,
+    Checkpointer,
+}
+
+/// Where the database lives.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// What is passed to `sqlite3_open_v2`.
+    pub open_name: String,
+    /// The file path (None for in-memory).
+    pub path: Option<PathBuf>,
+}
+
+impl Target {
+    pub fn new(path: &Path) -> Target {
+        let s = path.to_string_lossy();
+        if s == ":memory:" || s.is_empty() {
+            // The memdb VFS shares a database between connections of one
+            // process when its name starts with '/'; each open gets a new name.
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            Target {
+                open_name: format!("file:/litelane-mem-{}-{n}?vfs=memdb", std::process::id()),
+                path: None,
+            }
+        } else {
+            Target {
+                open_name: s.into_owned(),
+                path: Some(path.to_path_buf()),
+            }
+        }
+    }
+
+    pub fn is_memory(&self) -> bool {
+        self.path.is_none()
+    }
+
+    pub fn display(&self) -> String {
+        match &self.path {
+            Some(p) => p.display().to_string(),
+            None => ":memory:".to_string(),
+        }
+    }
+
+    /// The `-wal` file next to the database.
+    pub fn wal_path(&self) -> Option<PathBuf> {
+        self.path.as_ref().map(|p| {
+            let mut s = p.as_os_str().to_owned();
+            s.push("-wal");
+            PathBuf::from(s)
+        })
+    }
+}
+
+/// Shared by the trace callbacks of a database's connections: slow statements
+/// go to the metrics; the writer's last statement names the holder of a long
+/// wait.
+pub(crate) struct Tracer {
+    pub recorder: Arc<Recorder>,
+    pub slow_nanos: u64,
+    pub writer_last_sql: Mutex<String>,
+}
+
+/// The `journal_mode` the connection ends up with for `profile`.
+pub(crate) fn journal_mode_for(profile: Profile, target: &Target) -> &'static str {
+    if target.is_memory() {
+        "memory" // memdb has no shared memory, so no WAL
+    } else {
+        profile.journal_mode()
+    }
+}
+
+/// Opens and configures one connection.
+pub(crate) fn open(
+    target: &Target,
+    role: Role,
+    opts: &Options,
+    tracer: &Arc<Tracer>,
+) -> Result<Connection> {
+    ffi::disable_memstatus();
+    let name = target.display();
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(&target.open_name, flags)
+        .context(|| format!("opening {name}"))?;
+    let ctx = |what: &str| format!("configuring {name}: {what}");
+
+    conn.busy_timeout(opts.busy_timeout)
+        .context(|| ctx("busy_timeout"))?;
+    for (cfg, on) in [
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
+        (DbConfig::SQLITE_DBCONFIG_DQS_DML, false),
+        (DbConfig::SQLITE_DBCONFIG_DQS_DDL, false),
+        (DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY, true),
+    ] {
+        conn.set_db_config(cfg, on)
+            .context(|| ctx(&format!("{cfg:?}")))?;
+    }
+    conn.set_prepared_statement_cache_capacity(opts.statement_cache);
+
+    // The first statement that reads the file: a file that is not a database
+    // fails here with SQLITE_NOTADB.
+    let mut pragmas = format!(
+        "PRAGMA cache_size = -{}; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; \
+         PRAGMA trusted_schema = OFF;",
+        opts.cache_size_kib
+    );
+    if !target.is_memory() {
+        pragmas.push_str(&format!(" PRAGMA mmap_size = {};", opts.mmap_size));
+    }
+    conn.execute_batch(&pragmas)
+        .context(|| ctx("cache_size, temp_store, foreign_keys, mmap_size"))?;
+
+    if role == Role::Writer {
+        if conn.is_readonly("main").unwrap_or(false) {
+            return Err(Error::ReadOnly { path: name });
+        }
+        let want = journal_mode_for(opts.profile, target);
+        let got: String = conn
+            .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
+            .context(|| ctx("journal_mode"))?;
+        if !got.eq_ignore_ascii_case(want) {
+            return Err(Error::Sqlite {
+                code: 1,
+                extended_code: 1,
+                message: format!("journal_mode is {got}, wanted {want}"),
+                context: ctx("journal_mode"),
+            });
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {}; PRAGMA journal_size_limit = {};",
+            opts.profile.synchronous(),
+            opts.journal_size_limit
+        ))
+        .context(|| ctx("synchronous, journal_size_limit"))?;
+        if want == "wal" {
+            // Checkpoints run on their own thread, never inside a commit.
+            let auto = if opts.checkpoints.background { 0 } else { 1000 };
+            conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {auto};"))
+                .context(|| ctx("wal_autocheckpoint"))?;
+            ffi::set_persistent_wal(&conn, opts.persistent_wal)?;
+        }
+    } else {
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {}; PRAGMA wal_autocheckpoint = 0;",
+            opts.profile.synchronous()
+        ))
+        .context(|| ctx("synchronous"))?;
+        if role == Role::Reader {
+            conn.execute_batch("PRAGMA query_only = ON;")
+                .context(|| ctx("query_only"))?;
+        }
+        if !target.is_memory() {
+            ffi::set_persistent_wal(&conn, opts.persistent_wal)?;
+        }
+    }
+
+    install_tracer(&mut conn, role, tracer)?;
+    Ok(conn)
+}
+
+fn install_tracer(conn: &mut Connection, role: Role, tracer: &Arc<Tracer>) -> Result<()> {
+    let t = Arc::clone(tracer);
+    let is_writer = role == Role::Writer;
+    conn.trace_v2(
+        TraceEventCodes::SQLITE_TRACE_PROFILE,
+        Some(move |ev: TraceEvent<'_>| {
+            if let TraceEvent::Profile(stmt, took) = ev {
+                let slow = took.as_nanos() as u64 >= t.slow_nanos;
+                if is_writer || slow {
+                    let sql = stmt.sql();
+                    if slow {
+                        t.recorder.record_slow(&sql, took);
+                    }
+                    if is_writer {
+                        let mut last = t.writer_last_sql.lock().unwrap_or_else(|e| e.into_inner());
+                        last.clear();
+                        last.push_str(&sql);
+                    }
+                }
+            }
+        }),
+    )
+    .context(|| "installing the trace callback".to_string())
+}

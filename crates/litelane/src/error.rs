@@ -1,0 +1,205 @@
+//! The one error type of the engine.
+
+use std::fmt;
+
+/// Everything that can go wrong in litelane.
+///
+/// Errors that come from SQLite keep SQLite's primary and extended result codes
+/// (see <https://sqlite.org/rescode.html>) together with what litelane was doing
+/// at the time (`context`: which statement, which table, which file).
+///
+/// `Error` is `Clone` because one failed group commit is reported to every
+/// caller whose work was in the group.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// SQLite returned an error.
+    Sqlite {
+        /// Primary result code (`SQLITE_BUSY` = 5, `SQLITE_CONSTRAINT` = 19, ...).
+        code: i32,
+        /// Extended result code (`SQLITE_CONSTRAINT_PRIMARYKEY` = 1555, ...).
+        extended_code: i32,
+        /// SQLite's own message.
+        message: String,
+        /// What litelane was doing: the statement, table or file involved.
+        context: String,
+    },
+    /// The caller passed something litelane cannot use (an unknown column,
+    /// a row with the wrong number of values, an empty column list...).
+    InvalidInput {
+        /// What was wrong, and where.
+        message: String,
+    },
+    /// The database was opened without a writer (the file is read-only), or
+    /// the writer is gone.
+    ReadOnly {
+        /// The database path.
+        path: String,
+    },
+    /// An operating-system error outside SQLite (creating a directory, a
+    /// thread...).
+    Io {
+        /// What litelane was doing.
+        context: String,
+        /// The OS error's message.
+        message: String,
+    },
+    /// An error raised by user code inside a `write` or `read` closure and
+    /// carried through litelane unchanged.
+    User {
+        /// The message of the user's error.
+        message: String,
+    },
+}
+
+/// `Result` with litelane's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// SQLite's primary result code for "database is locked".
+pub const SQLITE_BUSY: i32 = 5;
+
+impl Error {
+    /// Builds an [`Error::User`] from anything printable: the way for a
+    /// closure to fail a transaction with its own reason.
+    pub fn user(message: impl fmt::Display) -> Self {
+        Error::User {
+            message: message.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            message: message.into(),
+        }
+    }
+
+    /// Converts a rusqlite error, recording what litelane was doing.
+    pub fn from_sqlite(err: rusqlite::Error, context: impl Into<String>) -> Self {
+        let context = context.into();
+        match err {
+            rusqlite::Error::SqliteFailure(e, msg) => Error::Sqlite {
+                code: e.extended_code & 0xff,
+                extended_code: e.extended_code,
+                message: msg.unwrap_or_else(|| e.to_string()),
+                context,
+            },
+            rusqlite::Error::SqlInputError {
+                error, msg, sql, ..
+            } => Error::Sqlite {
+                code: error.extended_code & 0xff,
+                extended_code: error.extended_code,
+                message: msg,
+                context: if context.is_empty() { sql } else { context },
+            },
+            other => match other.sqlite_extended_error_code() {
+                Some(ext) => Error::Sqlite {
+                    code: ext & 0xff,
+                    extended_code: ext,
+                    message: other.to_string(),
+                    context,
+                },
+                None => Error::InvalidInput {
+                    message: if context.is_empty() {
+                        other.to_string()
+                    } else {
+                        format!("{context}: {other}")
+                    },
+                },
+            },
+        }
+    }
+
+    /// The SQLite primary result code, if this error came from SQLite.
+    pub fn sqlite_code(&self) -> Option<i32> {
+        match self {
+            Error::Sqlite { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The SQLite extended result code, if this error came from SQLite.
+    pub fn sqlite_extended_code(&self) -> Option<i32> {
+        match self {
+            Error::Sqlite { extended_code, .. } => Some(*extended_code),
+            _ => None,
+        }
+    }
+
+    /// True for `SQLITE_BUSY` ("database is locked").
+    pub fn is_busy(&self) -> bool {
+        self.sqlite_code() == Some(SQLITE_BUSY)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Sqlite {
+                code,
+                extended_code,
+                message,
+                context,
+            } => {
+                write!(
+                    f,
+                    "{message} (SQLite code {code}, extended {extended_code})"
+                )?;
+                if !context.is_empty() {
+                    write!(f, " while {context}")?;
+                }
+                Ok(())
+            }
+            Error::InvalidInput { message } => write!(f, "invalid input: {message}"),
+            Error::ReadOnly { path } => write!(f, "database {path} is read-only: no writes"),
+            Error::Io { context, message } => write!(f, "{context}: {message}"),
+            Error::User { message } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Self {
+        Error::from_sqlite(err, String::new())
+    }
+}
+
+/// Adds context to a rusqlite result.
+pub(crate) trait Context<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> Context<T> for rusqlite::Result<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::from_sqlite(e, what()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_errors_keep_primary_and_extended_codes_and_context() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY)")
+            .unwrap();
+        conn.execute("INSERT INTO t VALUES (1)", []).unwrap();
+        let err = conn.execute("INSERT INTO t VALUES (1)", []).unwrap_err();
+        let err = Error::from_sqlite(err, "inserting into t");
+        assert_eq!(err.sqlite_code(), Some(19));
+        assert_eq!(err.sqlite_extended_code(), Some(1555));
+        let text = err.to_string();
+        assert!(text.contains("inserting into t"), "{text}");
+        assert!(text.contains("UNIQUE"), "{text}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_statement() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let err = Error::from(conn.prepare("SELEC 1").unwrap_err());
+        assert_eq!(err.sqlite_code(), Some(1));
+        assert!(err.to_string().contains("SELEC"), "{err}");
+    }
+}

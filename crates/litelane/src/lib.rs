@@ -1,0 +1,248 @@
+//! # litelane: the fast lane for SQLite
+//!
+//! One writer connection behind a fair FIFO queue with group commit, a pool of
+//! reader connections, durability profiles, bulk insert, background
+//! checkpoints and metrics — the lessons of the field reports in the
+//! repository's `shared/seeds`, as defaults.
+//!
+//! ```
+//! use litelane::{Database, Options};
+//!
+//! let db = Database::open_in_memory(Options::default())?;
+//! db.write(|tx| {
+//!     tx.execute("CREATE TABLE kv(k TEXT PRIMARY KEY, v INTEGER)", [])?;
+//!     tx.execute("INSERT INTO kv VALUES ('a', 1)", [])?;
+//!     Ok(())
+//! })?;
+//! let v: i64 = db.read(|conn| Ok(conn.query_row("SELECT v FROM kv WHERE k = 'a'", [], |r| r.get(0))?))?;
+//! assert_eq!(v, 1);
+//! # Ok::<(), litelane::Error>(())
+//! ```
+//!
+//! * Writes ([`Database::write`]) from any thread queue first come, first
+//!   served, and never see `SQLITE_BUSY` from another writer of the process.
+//! * Reads ([`Database::read`]) run on a pool of `query_only` connections,
+//!   each call on one snapshot; in WAL mode they never wait for the writer.
+//! * [`Database::inserter`] loads many rows through one cached multi-row
+//!   `INSERT`.
+//! * [`Database::metrics`] shows queue waits, group sizes, checkpoints and
+//!   who held the writer during a long wait.
+
+#![warn(missing_docs)]
+
+mod asyncio;
+mod bulk;
+mod checkpoint;
+mod connection;
+mod error;
+pub mod ffi;
+mod metrics;
+mod options;
+mod pool;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use asyncio::Pending;
+pub use bulk::{
+    quote_ident, AsValueRef, BulkRow, InsertReport, Inserter, TARGET_PARAMS_PER_STATEMENT,
+};
+pub use checkpoint::{CheckpointMode, CheckpointReport};
+pub use error::{Error, Result, SQLITE_BUSY};
+pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
+pub use options::{Checkpoints, GroupCommit, Options, Profile};
+pub use rusqlite;
+pub use rusqlite::types::{Value, ValueRef};
+pub use writer::Tx;
+
+use connection::{Role, Target, Tracer};
+use metrics::Recorder;
+use pool::Pool;
+use writer::Writer;
+
+/// The version of the SQLite library litelane runs on, e.g. `"3.50.2"`.
+pub fn sqlite_version() -> &'static str {
+    rusqlite::version()
+}
+
+/// An open database: one writer, a pool of readers, and the threads that
+/// serve them. Cheap to clone (all clones share the same connections); the
+/// connections close when the last clone is dropped.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    target: Target,
+    opts: Options,
+    max_parameters: usize,
+    recorder: Arc<Recorder>,
+    // Field order is drop order: stop the checkpointer and async threads
+    // before the connections they use close.
+    asyncs: asyncio::Executor,
+    _checkpointer: Option<checkpoint::Checkpointer>,
+    writer: Arc<Writer>,
+    pool: Arc<Pool>,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database file at `path`, or an
+    /// in-memory database shared by the writer and readers when `path` is
+    /// `":memory:"`.
+    ///
+    /// Every connection is configured the same way: the profile's
+    /// `journal_mode` and `synchronous`, `foreign_keys=ON`, defensive mode,
+    /// `trusted_schema=OFF`, double-quoted string literals off, the cache,
+    /// mmap and busy-timeout of `opts`. Readers are `query_only`.
+    ///
+    /// Fails with a clear [`Error`] (never a panic) when the file is not a
+    /// database (`SQLITE_NOTADB`), is read-only ([`Error::ReadOnly`]), or
+    /// cannot be opened.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Database> {
+        let target = Target::new(path.as_ref());
+        let recorder = Arc::new(Recorder::default());
+        let tracer = Arc::new(Tracer {
+            recorder: Arc::clone(&recorder),
+            slow_nanos: opts.slow_statement.as_nanos().min(u64::MAX as u128) as u64,
+            writer_last_sql: Default::default(),
+        });
+        let mut writer_conn = connection::open(&target, Role::Writer, &opts, &tracer)?;
+        let max_parameters = writer_conn
+            .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
+            .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
+            as usize;
+        let wal = connection::journal_mode_for(opts.profile, &target) == "wal";
+        let signal = checkpoint::install_wal_hook(&mut writer_conn, &recorder, &opts.checkpoints)?;
+        let writer = Arc::new(Writer::new(
+            writer_conn,
+            opts.group_commit.clone(),
+            opts.long_wait,
+            Arc::clone(&recorder),
+            Arc::clone(&tracer),
+        ));
+        let readers = (0..opts.readers.max(1))
+            .map(|_| connection::open(&target, Role::Reader, &opts, &tracer))
+            .collect::<Result<Vec<_>>>()?;
+        let checkpointer = if wal && opts.checkpoints.background {
+            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer)?;
+            Some(checkpoint::Checkpointer::start(
+                conn,
+                Arc::clone(&writer),
+                signal,
+                Arc::clone(&recorder),
+                opts.checkpoints.clone(),
+            )?)
+        } else {
+            None
+        };
+        Ok(Database {
+            inner: Arc::new(Inner {
+                asyncs: asyncio::Executor::new(opts.async_threads),
+                pool: Arc::new(Pool::new(readers, Arc::clone(&recorder))),
+                target,
+                max_parameters,
+                recorder,
+                _checkpointer: checkpointer,
+                writer,
+                opts,
+            }),
+        })
+    }
+
+    /// Opens a private in-memory database (see [`Database::open`]). Readers
+    /// see what the writer committed. In-memory databases use a rollback
+    /// journal kept in memory (there is no WAL without a file), so a reader
+    /// and the writer's commit can briefly wait for each other.
+    pub fn open_in_memory(opts: Options) -> Result<Database> {
+        Database::open(":memory:", opts)
+    }
+
+    /// Runs `f` as one write transaction and returns its value.
+    ///
+    /// `f` runs on the calling thread once the writer is free, first come
+    /// first served. `Ok` commits (the call returns after the commit, and
+    /// under [`Profile::Safe`] after the fsync); `Err` or a panic rolls back
+    /// `f`'s changes, and the writer stays usable. With group commit, `f` may
+    /// share one SQLite transaction with other queued writers, inside its own
+    /// savepoint: its outcome is still its own.
+    ///
+    /// Calling `write` again from inside `f` on the same thread is an error;
+    /// use [`Tx::write`] for a nested transaction.
+    pub fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.inner.writer.write("", f)
+    }
+
+    /// [`write`](Database::write) with a label, shown in
+    /// [`Metrics::long_waits`] when this transaction holds up other writers.
+    pub fn write_labeled<T>(&self, label: &str, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.inner.writer.write(label, f)
+    }
+
+    /// Runs `f` on a reader connection inside one read transaction: all its
+    /// statements see one consistent snapshot of committed data. In WAL mode
+    /// readers never wait for the writer. Statements prepared with
+    /// `prepare_cached` stay cached on that connection.
+    pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.inner.pool.read(f)
+    }
+
+    /// A bulk inserter for `table(columns...)`; see [`Inserter`].
+    pub fn inserter<'a>(&'a self, table: &str, columns: &[&str]) -> Result<Inserter<'a>> {
+        Inserter::new(self, table, columns)
+    }
+
+    /// A snapshot of the metrics.
+    pub fn metrics(&self) -> Metrics {
+        let mut m = self
+            .inner
+            .recorder
+            .snapshot(self.inner.writer.queue_depth());
+        m.wal_file_bytes = self
+            .inner
+            .target
+            .wal_path()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |md| md.len());
+        m
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// The database file, or `None` for an in-memory database.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.target.path.as_deref()
+    }
+
+    /// SQLite's limit on bound parameters per statement for this database.
+    pub fn max_parameters(&self) -> Result<usize> {
+        Ok(self.inner.max_parameters)
+    }
+
+    /// Runs one checkpoint now, in its own turn on the writer (so it never
+    /// races a commit of this process). `Full`, `Restart` and `Truncate` wait
+    /// up to `busy_timeout` for other processes and old readers.
+    pub fn checkpoint(&self, mode: CheckpointMode) -> Result<CheckpointReport> {
+        self.inner
+            .writer
+            .with_turn(&format!("checkpoint ({mode})"), false, |conn| {
+                checkpoint::run(conn, mode)
+            })?
+    }
+
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        &self.inner.pool
+    }
+
+    pub(crate) fn writer(&self) -> &Arc<Writer> {
+        &self.inner.writer
+    }
+
+    pub(crate) fn executor(&self) -> &asyncio::Executor {
+        &self.inner.asyncs
+    }
+}

@@ -1,0 +1,254 @@
+//! Counters and latency samples, and the snapshot [`Metrics`] a user reads.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How many recent queue waits are kept for the percentiles.
+const WAIT_SAMPLES: usize = 65_536;
+/// How many slow statements / long waits are kept (the most recent).
+const KEPT_EVENTS: usize = 100;
+
+/// A statement that ran longer than `Options::slow_statement`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowStatement {
+    /// The statement's SQL text.
+    pub sql: String,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// A wait for the writer longer than `Options::long_wait`, with who held it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongWait {
+    /// How long the waiter waited.
+    pub waited: Duration,
+    /// Label of the waiter's own transaction (`""` if unlabelled).
+    pub waiter_label: String,
+    /// Label of the transaction that held the writer just before the waiter's
+    /// turn came (`""` if unlabelled).
+    pub holder_label: String,
+    /// The last statement that transaction ran.
+    pub holder_sql: String,
+}
+
+/// A point-in-time copy of the engine's metrics (see [`Database::metrics`](crate::Database::metrics)).
+///
+/// Durations are wall-clock; percentiles are over the most recent 65,536
+/// writer-queue waits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// Median wait for the writer's turn.
+    pub queue_wait_p50: Duration,
+    /// 95th percentile wait for the writer's turn.
+    pub queue_wait_p95: Duration,
+    /// 99th percentile wait for the writer's turn.
+    pub queue_wait_p99: Duration,
+    /// Longest wait for the writer's turn since open.
+    pub queue_wait_max: Duration,
+    /// Writers waiting for their turn right now.
+    pub queue_depth: usize,
+    /// Write transactions (jobs) committed.
+    pub transactions: u64,
+    /// Write transactions that rolled back (error or panic in the closure, or a
+    /// failed commit).
+    pub rollbacks: u64,
+    /// Rows changed by committed write transactions.
+    pub rows_written: u64,
+    /// SQLite commits run by the writer (one per group).
+    pub commits: u64,
+    /// `group_sizes[i]` = commits that contained jobs in bucket `i`:
+    /// 1, 2, 3–4, 5–8, 9–16, 17–32, 33–64, 65+.
+    pub group_sizes: [u64; 8],
+    /// `SQLITE_BUSY` results seen by any connection of this database. Stays 0
+    /// unless another process holds a lock past `busy_timeout`.
+    pub busy_errors: u64,
+    /// Checkpoints run by the background checkpointer.
+    pub checkpoints: u64,
+    /// Checkpoints that escalated to RESTART because the WAL passed its limit.
+    pub checkpoints_escalated: u64,
+    /// WAL pages copied back into the database by those checkpoints.
+    pub checkpoint_pages: u64,
+    /// Total time spent in checkpoints.
+    pub checkpoint_time: Duration,
+    /// WAL size in pages after the last commit (0 after a checkpoint reset
+    /// it, until the next commit).
+    pub wal_pages: u64,
+    /// Size of the `-wal` file on disk in bytes (stays allocated after a
+    /// checkpoint, up to `Options::journal_size_limit`).
+    pub wal_file_bytes: u64,
+    /// Recent statements slower than `Options::slow_statement` (newest last).
+    pub slow_statements: Vec<SlowStatement>,
+    /// Recent waits longer than `Options::long_wait` (newest last).
+    pub long_waits: Vec<LongWait>,
+}
+
+/// Upper bounds of the group-size buckets.
+pub const GROUP_BUCKETS: [u64; 8] = [1, 2, 4, 8, 16, 32, 64, u64::MAX];
+
+#[derive(Default)]
+pub(crate) struct Recorder {
+    pub transactions: AtomicU64,
+    pub rollbacks: AtomicU64,
+    pub rows_written: AtomicU64,
+    pub commits: AtomicU64,
+    pub busy_errors: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoints_escalated: AtomicU64,
+    pub checkpoint_pages: AtomicU64,
+    pub checkpoint_nanos: AtomicU64,
+    pub wal_pages: AtomicU64,
+    group_sizes: [AtomicU64; 8],
+    waits: Mutex<Waits>,
+    events: Mutex<Events>,
+}
+
+#[derive(Default)]
+struct Waits {
+    ring: VecDeque<u64>,
+    max: u64,
+}
+
+#[derive(Default)]
+struct Events {
+    slow: VecDeque<SlowStatement>,
+    long: VecDeque<LongWait>,
+}
+
+fn push_bounded<T>(q: &mut VecDeque<T>, item: T, cap: usize) {
+    if q.len() == cap {
+        q.pop_front();
+    }
+    q.push_back(item);
+}
+
+impl Recorder {
+    pub fn record_wait(&self, wait: Duration) {
+        let nanos = wait.as_nanos().min(u64::MAX as u128) as u64;
+        let mut w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+        w.max = w.max.max(nanos);
+        push_bounded(&mut w.ring, nanos, WAIT_SAMPLES);
+    }
+
+    pub fn record_group(&self, size: usize) {
+        let i = GROUP_BUCKETS
+            .iter()
+            .position(|&b| size as u64 <= b)
+            .unwrap_or(7);
+        self.group_sizes[i].fetch_add(1, Relaxed);
+        self.commits.fetch_add(1, Relaxed);
+    }
+
+    pub fn record_slow(&self, sql: &str, duration: Duration) {
+        let mut e = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let item = SlowStatement {
+            sql: sql.to_string(),
+            duration,
+        };
+        push_bounded(&mut e.slow, item, KEPT_EVENTS);
+    }
+
+    pub fn record_long_wait(&self, wait: LongWait) {
+        let mut e = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        push_bounded(&mut e.long, wait, KEPT_EVENTS);
+    }
+
+    pub fn note_error(&self, err: &crate::Error) {
+        if err.is_busy() {
+            self.busy_errors.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self, queue_depth: usize) -> Metrics {
+        let (sorted, max) = {
+            let w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+            let mut v: Vec<u64> = w.ring.iter().copied().collect();
+            v.sort_unstable();
+            (v, w.max)
+        };
+        let pct = |p: f64| -> Duration {
+            if sorted.is_empty() {
+                return Duration::ZERO;
+            }
+            let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+            Duration::from_nanos(sorted[idx])
+        };
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        Metrics {
+            queue_wait_p50: pct(0.50),
+            queue_wait_p95: pct(0.95),
+            queue_wait_p99: pct(0.99),
+            queue_wait_max: Duration::from_nanos(max),
+            queue_depth,
+            transactions: self.transactions.load(Relaxed),
+            rollbacks: self.rollbacks.load(Relaxed),
+            rows_written: self.rows_written.load(Relaxed),
+            commits: self.commits.load(Relaxed),
+            group_sizes: std::array::from_fn(|i| self.group_sizes[i].load(Relaxed)),
+            busy_errors: self.busy_errors.load(Relaxed),
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoints_escalated: self.checkpoints_escalated.load(Relaxed),
+            checkpoint_pages: self.checkpoint_pages.load(Relaxed),
+            checkpoint_time: Duration::from_nanos(self.checkpoint_nanos.load(Relaxed)),
+            wal_pages: self.wal_pages.load(Relaxed),
+            wal_file_bytes: 0,
+            slow_statements: events.slow.iter().cloned().collect(),
+            long_waits: events.long.iter().cloned().collect(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Mean jobs per commit (1.0 when nothing was grouped).
+    pub fn mean_group_size(&self) -> f64 {
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.transactions as f64 / self.commits as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_recorded_waits() {
+        let r = Recorder::default();
+        for ms in 1..=100 {
+            r.record_wait(Duration::from_millis(ms));
+        }
+        let m = r.snapshot(3);
+        assert_eq!(m.queue_wait_p50, Duration::from_millis(51));
+        assert_eq!(m.queue_wait_p99, Duration::from_millis(99));
+        assert_eq!(m.queue_wait_max, Duration::from_millis(100));
+        assert_eq!(m.queue_depth, 3);
+    }
+
+    #[test]
+    fn group_sizes_fall_into_power_of_two_buckets() {
+        let r = Recorder::default();
+        for size in [1, 2, 3, 4, 5, 64, 65, 1000] {
+            r.record_group(size);
+        }
+        let m = r.snapshot(0);
+        assert_eq!(m.group_sizes, [1, 1, 2, 1, 0, 0, 1, 2]);
+        assert_eq!(m.commits, 8);
+    }
+
+    #[test]
+    fn only_the_newest_events_are_kept() {
+        let r = Recorder::default();
+        for i in 0..(KEPT_EVENTS + 5) {
+            r.record_slow(&format!("SELECT {i}"), Duration::from_secs(1));
+        }
+        let m = r.snapshot(0);
+        assert_eq!(m.slow_statements.len(), KEPT_EVENTS);
+        assert_eq!(
+            m.slow_statements.last().unwrap().sql,
+            format!("SELECT {}", KEPT_EVENTS + 4)
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Open-time settings: the durability profile and every knob a user tunes.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// How much a commit survives, and what it costs. One word each.
+///
+/// | profile | journal | `synchronous` | survives process crash | survives power loss |
+/// |---|---|---|---|---|
+/// | `Safe` | WAL | FULL | yes | yes: every acknowledged commit |
+/// | `Balanced` (default) | WAL | NORMAL | yes | the file is never corrupt; the last commits may be lost |
+/// | `Fast` | MEMORY | OFF | **no: a crash during a write can corrupt the file** | no |
+///
+/// `Fast` is for data you can rebuild (a cache, an import you can re-run).
+/// See `docs/durability.md` for the measured cost of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// WAL + `synchronous=FULL`: an acknowledged commit survives power loss.
+    Safe,
+    /// WAL + `synchronous=NORMAL`: survives a process crash; after power loss
+    /// the most recent commits may be gone but the file is intact. The default.
+    #[default]
+    Balanced,
+    /// Rollback journal kept in memory + `synchronous=OFF`: fastest; a crash or
+    /// power loss in the middle of a write can corrupt the database file.
+    Fast,
+}
+
+impl Profile {
+    /// The profile's name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Safe => "safe",
+            Profile::Balanced => "balanced",
+            Profile::Fast => "fast",
+        }
+    }
+
+    /// The `journal_mode` this profile asks for.
+    pub fn journal_mode(self) -> &'static str {
+        match self {
+            Profile::Safe | Profile::Balanced => "wal",
+            Profile::Fast => "memory",
+        }
+    }
+
+    /// The `synchronous` level this profile asks for, as SQLite's number
+    /// (0 = OFF, 1 = NORMAL, 2 = FULL).
+    pub fn synchronous(self) -> i64 {
+        match self {
+            Profile::Safe => 2,
+            Profile::Balanced => 1,
+            Profile::Fast => 0,
+        }
+    }
+
+    /// All profiles, safest first.
+    pub const ALL: [Profile; 3] = [Profile::Safe, Profile::Balanced, Profile::Fast];
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "safe" => Ok(Profile::Safe),
+            "balanced" => Ok(Profile::Balanced),
+            "fast" => Ok(Profile::Fast),
+            _ => Err(Error::invalid(format!(
+                "unknown profile {s:?}: expected safe, balanced or fast"
+            ))),
+        }
+    }
+}
+
+/// Group commit: several queued write transactions share one SQLite commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupCommit {
+    /// Off: every `write` commits on its own. Default: on.
+    pub enabled: bool,
+    /// Most jobs in one group. Default 64.
+    pub max_jobs: usize,
+    /// Longest time a group stays open after its first job started, before it
+    /// commits even with writers still queued. Bounds the extra latency of the
+    /// first job of a group. Default 5 ms. A lone writer never waits for this:
+    /// a group only grows with jobs that are already queued.
+    pub max_wait: Duration,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        GroupCommit {
+            enabled: true,
+            max_jobs: 64,
+            max_wait: Duration::from_millis(5),
+        }
+    }
+}
+
+/// Background checkpoints, off the write path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoints {
+    /// Run checkpoints on a background thread (and turn off SQLite's automatic
+    /// checkpoint inside commits). Default: on. Only applies in WAL mode.
+    pub background: bool,
+    /// WAL size, in pages, after which a PASSIVE checkpoint is started.
+    /// Default 1000 (SQLite's own automatic-checkpoint threshold).
+    pub passive_after_pages: u32,
+    /// WAL size, in pages, past which the checkpointer escalates: it takes the
+    /// writer's turn (new writes wait) and runs a RESTART checkpoint that
+    /// waits up to `escalation_wait` for readers on old snapshots.
+    /// Default 10,000 pages (about 40 MiB at 4 KiB pages).
+    pub limit_pages: u32,
+    /// Longest wait of an escalated checkpoint for old readers. Default 2 s.
+    pub escalation_wait: Duration,
+    /// Checkpoint after the writer has been idle this long (if the WAL has
+    /// frames). Default 250 ms.
+    pub idle_after: Duration,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints {
+            background: true,
+            passive_after_pages: 1000,
+            limit_pages: 10_000,
+            escalation_wait: Duration::from_secs(2),
+            idle_after: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Everything [`Database::open`](crate::Database::open) takes.
+///
+/// ```
+/// use litelane::{Options, Profile};
+/// let opts = Options { profile: Profile::Safe, readers: 4, ..Options::default() };
+/// assert_eq!(opts.profile.synchronous(), 2);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Durability profile. Default [`Profile::Balanced`].
+    pub profile: Profile,
+    /// Number of reader connections. Default: the number of cores, at least 2.
+    pub readers: usize,
+    /// Page cache per connection, in KiB (written as `PRAGMA cache_size=-N`).
+    /// Default 16,384 KiB (16 MiB) for the writer; readers get the same.
+    pub cache_size_kib: u32,
+    /// Memory-mapped I/O size in bytes (`PRAGMA mmap_size`). Default 256 MiB.
+    /// 0 turns mmap off.
+    pub mmap_size: u64,
+    /// How long a connection waits for a lock held by *another process*
+    /// before it reports `SQLITE_BUSY`. Writers of this process never wait on
+    /// each other through this: they queue in process. Default 5 s.
+    pub busy_timeout: Duration,
+    /// Prepared statements cached per connection. Default 64.
+    pub statement_cache: usize,
+    /// Bytes of WAL (or rollback journal) file kept allocated after a
+    /// checkpoint resets it (`PRAGMA journal_size_limit`). Default 64 MiB.
+    pub journal_size_limit: u64,
+    /// Keep the WAL file on disk when the last connection closes
+    /// (`SQLITE_FCNTL_PERSIST_WAL`), so it is not re-created and re-grown on
+    /// the next open. Default: on.
+    pub persistent_wal: bool,
+    /// Group commit settings.
+    pub group_commit: GroupCommit,
+    /// Background checkpoint settings.
+    pub checkpoints: Checkpoints,
+    /// A statement slower than this is recorded in the metrics with its SQL.
+    /// Default 100 ms.
+    pub slow_statement: Duration,
+    /// A wait for the writer longer than this records the label and SQL of the
+    /// transaction that held it. Default 50 ms.
+    pub long_wait: Duration,
+    /// Threads that run `write_async` / `read_async` closures. Default 4.
+    pub async_threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        Options {
+            profile: Profile::Balanced,
+            readers: cores.max(2),
+            cache_size_kib: 16 * 1024,
+            mmap_size: 256 * 1024 * 1024,
+            busy_timeout: Duration::from_secs(5),
+            statement_cache: 64,
+            journal_size_limit: 64 * 1024 * 1024,
+            persistent_wal: true,
+            group_commit: GroupCommit::default(),
+            checkpoints: Checkpoints::default(),
+            slow_statement: Duration::from_millis(100),
+            long_wait: Duration::from_millis(50),
+            async_threads: 4,
+        }
+    }
+}
+
+impl Options {
+    /// Default options with another profile.
+    pub fn with_profile(profile: Profile) -> Self {
+        Options {
+            profile,
+            ..Options::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_parse_by_name_and_reject_unknown_words() {
+        for p in Profile::ALL {
+            assert_eq!(p.name().parse::<Profile>().unwrap(), p);
+        }
+        let err = "durable".parse::<Profile>().unwrap_err();
+        assert!(err.to_string().contains("durable"));
+    }
+
+    #[test]
+    fn default_options_have_at_least_two_readers_and_balanced_profile() {
+        let o = Options::default();
+        assert!(o.readers >= 2);
+        assert_eq!(o.profile, Profile::Balanced);
+    }
+}
