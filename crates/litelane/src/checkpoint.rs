@@ -236,8 +236,12 @@ fn checkpoint_loop(
     last_active: Arc<Mutex<Instant>>,
 ) {
     let limit = u64::from(cfg.limit_pages);
+    let step = u64::from(cfg.passive_after_pages.max(1));
     // Commit count at the last checkpoint that copied everything.
     let mut settled_at = u64::MAX;
+    // After a PASSIVE checkpoint was held back by a reader, wait for the WAL
+    // to grow by another `passive_after_pages` before trying again.
+    let mut retry_at_pages = 0;
     loop {
         let (pages, commits) = {
             let mut st = signal.lock();
@@ -257,7 +261,8 @@ fn checkpoint_loop(
                 .unwrap_or_else(|e| e.into_inner())
                 .elapsed()
                 >= cfg.idle_after;
-            if !requested && !(idle && st.pages > 0 && st.commits != settled_at) {
+            let due = requested && (st.pages >= retry_at_pages || st.pages >= limit);
+            if !due && !(idle && st.pages > 0 && st.commits != settled_at) {
                 continue;
             }
             (st.pages, st.commits)
@@ -271,7 +276,10 @@ fn checkpoint_loop(
         record(&recorder, &report);
         if !report.busy {
             settled_at = commits;
-        } else if report.wal_frames >= limit {
+            retry_at_pages = 0;
+        } else if report.wal_frames < limit {
+            retry_at_pages = pages + step;
+        } else {
             if let Ok(r) = escalate(&conn, &writer, &cfg, &recorder) {
                 record(&recorder, &r);
             }

@@ -163,6 +163,12 @@ pub(crate) fn open(
             ffi::set_persistent_wal(&conn, opts.persistent_wal)?;
         }
     } else {
+        let journal = journal_mode_for(opts.profile, target);
+        if journal != "wal" {
+            // Rollback journal modes are per connection (WAL is per file).
+            conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |_| Ok(()))
+                .context(|| ctx("journal_mode"))?;
+        }
         conn.execute_batch(&format!(
             "PRAGMA synchronous = {}; PRAGMA wal_autocheckpoint = 0;",
             opts.profile.synchronous()
@@ -181,6 +187,14 @@ pub(crate) fn open(
     Ok(conn)
 }
 
+/// BEGIN, COMMIT, SAVEPOINT...: not what a transaction "was doing".
+fn is_transaction_control(sql: &str) -> bool {
+    let head = sql.trim_start().as_bytes();
+    ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"]
+        .iter()
+        .any(|kw| head.len() >= kw.len() && head[..kw.len()].eq_ignore_ascii_case(kw.as_bytes()))
+}
+
 fn install_tracer(conn: &mut Connection, role: Role, tracer: &Arc<Tracer>) -> Result<()> {
     let t = Arc::clone(tracer);
     let is_writer = role == Role::Writer;
@@ -194,7 +208,7 @@ fn install_tracer(conn: &mut Connection, role: Role, tracer: &Arc<Tracer>) -> Re
                     if slow {
                         t.recorder.record_slow(&sql, took);
                     }
-                    if is_writer {
+                    if is_writer && !is_transaction_control(&sql) {
                         let mut last = t.writer_last_sql.lock().unwrap_or_else(|e| e.into_inner());
                         last.clear();
                         last.push_str(&sql);

@@ -257,6 +257,7 @@ impl Writer {
         let previous = std::mem::replace(&mut q.holder_label, label.to_string());
         drop(q);
         let waited = start.elapsed();
+        let mut last_sql = lock(&self.tracer.writer_last_sql);
         if !priority {
             self.recorder.record_wait(waited);
             if waited >= self.long_wait {
@@ -264,10 +265,12 @@ impl Writer {
                     waited,
                     waiter_label: label.to_string(),
                     holder_label: previous,
-                    holder_sql: lock(&self.tracer.writer_last_sql).clone(),
+                    holder_sql: last_sql.clone(),
                 });
             }
         }
+        // From here on the last statement is this turn's own.
+        last_sql.clear();
         waited
     }
 

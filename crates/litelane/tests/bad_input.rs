@@ -1,0 +1,113 @@
+//! Bad input is a clear error, never a panic, and leaves the database as it was.
+
+mod common;
+
+use common::{exec, query_i64, temp_db};
+use litelane::{Database, Error, Options, Value};
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error_and_is_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let content = b"these are my notes, not a database\n".repeat(200);
+    std::fs::write(&path, &content).unwrap();
+    let err = match Database::open(&path, Options::default()) {
+        Ok(_) => panic!("opened a text file as a database"),
+        Err(e) => e,
+    };
+    assert_eq!(err.sqlite_code(), Some(26), "SQLITE_NOTADB: {err}");
+    assert!(err.to_string().contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), content);
+}
+
+#[test]
+fn a_read_only_database_is_refused_for_writing_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.db");
+    {
+        let db = Database::open(&path, Options::default()).unwrap();
+        exec(&db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+    }
+    let uri = format!("file:{}?mode=ro", path.display());
+    let err = match Database::open(&uri, Options::default()) {
+        Ok(_) => panic!("opened a read-only database for writing"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, Error::ReadOnly { .. }), "{err}");
+    assert!(err.to_string().contains("ro.db"), "{err}");
+    let db = Database::open(&path, Options::default()).unwrap();
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1);
+}
+
+#[test]
+fn bulk_insert_into_a_missing_table_names_the_table() {
+    let (_dir, db) = temp_db(Options::default());
+    let err = db
+        .inserter("nowhere", &["a"])
+        .unwrap()
+        .insert([[Value::Integer(1)]])
+        .unwrap_err();
+    assert_eq!(err.sqlite_code(), Some(1));
+    assert!(err.to_string().contains("nowhere"), "{err}");
+}
+
+#[test]
+fn bulk_insert_of_an_unknown_column_names_the_column() {
+    let (_dir, db) = temp_db(Options::default());
+    exec(&db, "CREATE TABLE t(a)");
+    let err = db
+        .inserter("t", &["a", "missing_col"])
+        .unwrap()
+        .insert([[Value::Integer(1), Value::Integer(2)]])
+        .unwrap_err();
+    assert!(err.to_string().contains("missing_col"), "{err}");
+}
+
+#[test]
+fn a_row_with_the_wrong_number_of_values_names_the_row_and_rolls_back() {
+    let (_dir, db) = temp_db(Options::default());
+    exec(&db, "CREATE TABLE t(a, b)");
+    let mut rows: Vec<Vec<Value>> = (0..1000)
+        .map(|i| vec![Value::Integer(i), Value::Null])
+        .collect();
+    rows[700] = vec![Value::Integer(1)];
+    let err = db
+        .inserter("t", &["a", "b"])
+        .unwrap()
+        .insert(rows)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
+    assert!(err.to_string().contains("row 701"), "{err}");
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t"),
+        0,
+        "nothing half-inserted"
+    );
+}
+
+#[test]
+fn with_commit_every_the_batches_before_a_bad_row_stay_committed() {
+    let (_dir, db) = temp_db(Options::default());
+    exec(&db, "CREATE TABLE t(a, b)");
+    let mut rows: Vec<Vec<Value>> = (0..1000)
+        .map(|i| vec![Value::Integer(i), Value::Null])
+        .collect();
+    rows[701] = vec![Value::Integer(1)];
+    let err = db
+        .inserter("t", &["a", "b"])
+        .unwrap()
+        .commit_every(300)
+        .insert(rows)
+        .unwrap_err();
+    assert!(err.to_string().contains("row 702"), "{err}");
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 600);
+}
+
+#[test]
+fn an_empty_column_list_is_refused() {
+    let (_dir, db) = temp_db(Options::default());
+    assert!(matches!(
+        db.inserter("t", &[]),
+        Err(Error::InvalidInput { .. })
+    ));
+}
