@@ -19,7 +19,8 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -135,11 +136,15 @@ struct State {
     stop: bool,
 }
 
-/// Shared between the writer's WAL hook and the checkpointer thread.
-#[derive(Default)]
+/// Shared between the writer's WAL hook, the writer and the checkpointer.
 pub(crate) struct Signal {
     state: Mutex<State>,
     wake: Condvar,
+    /// The writer's gate: closed by the hook when the WAL passes `gate_at`.
+    pub gate: Arc<AtomicBool>,
+    /// WAL pages at which the gate closes: the limit, or more after an
+    /// escalation that old readers held back.
+    gate_at: AtomicU64,
 }
 
 impl Signal {
@@ -155,7 +160,12 @@ pub(crate) fn install_wal_hook(
     recorder: &Arc<Recorder>,
     cfg: &Checkpoints,
 ) -> Result<Arc<Signal>> {
-    let signal = Arc::new(Signal::default());
+    let signal = Arc::new(Signal {
+        state: Mutex::default(),
+        wake: Condvar::new(),
+        gate: Arc::default(),
+        gate_at: AtomicU64::new(u64::from(cfg.limit_pages)),
+    });
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .context(|| "reading journal_mode".into())?;
@@ -172,6 +182,9 @@ pub(crate) fn install_wal_hook(
             let mut st = s.lock();
             st.pages = pages;
             st.commits += 1;
+            if pages >= s.gate_at.load(Relaxed) {
+                s.gate.store(true, Release);
+            }
             if pages >= threshold {
                 st.requested = true;
                 s.wake.notify_one();
@@ -224,6 +237,7 @@ impl Drop for Checkpointer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.signal.gate.store(false, Release);
     }
 }
 
@@ -262,13 +276,14 @@ fn checkpoint_loop(
                 .elapsed()
                 >= cfg.idle_after;
             let due = requested && (st.pages >= retry_at_pages || st.pages >= limit);
-            if !due && !(idle && st.pages > 0 && st.commits != settled_at) {
+            let idle_work = idle && st.pages > 0 && st.commits != settled_at;
+            if !due && !idle_work {
                 continue;
             }
             (st.pages, st.commits)
         };
         let report = if pages >= limit {
-            escalate(&conn, &writer, &cfg, &recorder)
+            escalate(&conn, &writer, &signal, &cfg, &recorder)
         } else {
             run(&conn, CheckpointMode::Passive)
         };
@@ -280,7 +295,7 @@ fn checkpoint_loop(
         } else if report.wal_frames < limit {
             retry_at_pages = pages + step;
         } else {
-            if let Ok(r) = escalate(&conn, &writer, &cfg, &recorder) {
+            if let Ok(r) = escalate(&conn, &writer, &signal, &cfg, &recorder) {
                 record(&recorder, &r);
             }
         }
@@ -297,25 +312,37 @@ fn record(recorder: &Recorder, report: &CheckpointReport) {
         .fetch_add(report.elapsed.as_nanos() as u64, Relaxed);
 }
 
-/// Takes the writer's next turn and runs RESTART, waiting up to
-/// `escalation_wait` for readers on old snapshots.
+/// Takes the writer's next turn (writers wait behind the closed gate) and
+/// runs RESTART, waiting up to `escalation_wait` for readers on old
+/// snapshots. If they outlast it, the WAL may grow by another `limit_pages`
+/// before writers are held back again.
 fn escalate(
     conn: &Connection,
     writer: &Writer,
+    signal: &Signal,
     cfg: &Checkpoints,
     recorder: &Recorder,
 ) -> Result<CheckpointReport> {
     recorder.checkpoints_escalated.fetch_add(1, Relaxed);
-    writer.with_turn("checkpoint (escalated: WAL over its limit)", true, |_| {
-        conn.busy_timeout(cfg.escalation_wait)
-            .context(|| "setting the checkpoint's wait".into())?;
-        let r = run(conn, CheckpointMode::Restart);
+    let limit = u64::from(cfg.limit_pages);
+    let result = writer.with_turn("checkpoint (escalated: WAL over its limit)", true, |_| {
+        let r = conn
+            .busy_timeout(cfg.escalation_wait)
+            .context(|| "setting the checkpoint's wait".into())
+            .and_then(|()| run(conn, CheckpointMode::Restart));
         let _ = conn.busy_timeout(Duration::ZERO);
-        if let Ok(rep) = &r {
-            if !rep.busy {
+        match &r {
+            Ok(rep) if !rep.busy => {
                 recorder.wal_pages.store(0, Relaxed);
+                signal.gate_at.store(limit, Relaxed);
+            }
+            _ => {
+                let pages = recorder.wal_pages.load(Relaxed);
+                signal.gate_at.store(pages + limit, Relaxed);
             }
         }
         r
-    })?
+    });
+    writer.open_gate();
+    result?
 }

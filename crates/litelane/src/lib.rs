@@ -121,6 +121,7 @@ impl Database {
             opts.long_wait,
             Arc::clone(&recorder),
             Arc::clone(&tracer),
+            Arc::clone(&signal.gate),
         ));
         let readers = (0..opts.readers.max(1))
             .map(|_| connection::open(&target, Role::Reader, &opts, &tracer))

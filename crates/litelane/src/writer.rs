@@ -160,6 +160,7 @@ struct Slot {
 struct Waiter {
     thread: Thread,
     granted: AtomicBool,
+    priority: bool,
 }
 
 #[derive(Default)]
@@ -177,6 +178,9 @@ pub(crate) struct Writer {
     long_wait: Duration,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
+    /// Closed (true) while the WAL is over its limit: only priority turns
+    /// (the escalated checkpoint) are granted, writers wait in order.
+    gate: Arc<AtomicBool>,
     /// Called after every turn that leaves the writer idle (the checkpointer
     /// uses it to notice idleness).
     idle_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
@@ -209,6 +213,7 @@ impl Writer {
         long_wait: Duration,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
+        gate: Arc<AtomicBool>,
     ) -> Writer {
         Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
@@ -218,6 +223,7 @@ impl Writer {
             long_wait,
             recorder,
             tracer,
+            gate,
             idle_hook: Mutex::new(None),
         }
     }
@@ -236,10 +242,12 @@ impl Writer {
     fn acquire(&self, label: &str, priority: bool) -> Duration {
         let start = Instant::now();
         let mut q = lock(&self.queue);
-        if q.held {
+        let gated = !priority && self.gate.load(Ordering::Acquire);
+        if q.held || gated {
             let me = Arc::new(Waiter {
                 thread: thread::current(),
                 granted: AtomicBool::new(false),
+                priority,
             });
             if priority {
                 q.waiters.push_front(Arc::clone(&me));
@@ -274,10 +282,16 @@ impl Writer {
         waited
     }
 
-    /// Ends a turn: the next waiter, if any, gets the writer.
+    /// Ends a turn: the next waiter, if any, gets the writer (while the gate
+    /// is closed, only a priority waiter).
     fn release(&self) {
         let mut q = lock(&self.queue);
-        match q.waiters.pop_front() {
+        let gated = self.gate.load(Ordering::Acquire);
+        let next = match q.waiters.front() {
+            Some(w) if gated && !w.priority => None,
+            _ => q.waiters.pop_front(),
+        };
+        match next {
             Some(next) => {
                 next.granted.store(true, Ordering::Release);
                 next.thread.unpark();
@@ -288,6 +302,19 @@ impl Writer {
                 if let Some(hook) = lock(&self.idle_hook).as_ref() {
                     hook();
                 }
+            }
+        }
+    }
+
+    /// Opens the gate and, if the writer is free, hands it to the first waiter.
+    pub fn open_gate(&self) {
+        let mut q = lock(&self.queue);
+        self.gate.store(false, Ordering::Release);
+        if !q.held {
+            if let Some(next) = q.waiters.pop_front() {
+                q.held = true;
+                next.granted.store(true, Ordering::Release);
+                next.thread.unpark();
             }
         }
     }

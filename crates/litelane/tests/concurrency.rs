@@ -166,8 +166,10 @@ fn writers_get_their_turn_in_arrival_order() {
 
 #[test]
 fn a_long_wait_names_the_transaction_that_held_the_writer() {
-    let mut opts = Options::default();
-    opts.long_wait = std::time::Duration::from_millis(20);
+    let opts = Options {
+        long_wait: std::time::Duration::from_millis(20),
+        ..Options::default()
+    };
     let (_dir, db) = temp_db(opts);
     exec(&db, "CREATE TABLE t(x)");
     let (started_tx, started_rx) = mpsc::channel();

@@ -1,0 +1,177 @@
+//! Checkpoints run off the write path, the WAL stays bounded, and its file
+//! stays allocated.
+
+mod common;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use common::{eventually, exec, query_i64, temp_db};
+use litelane::{CheckpointMode, Options};
+
+/// One ~4 KiB row: about one WAL page per transaction.
+fn write_page(db: &litelane::Database, i: i64) {
+    db.write(|tx| Ok(tx.execute("INSERT INTO t(i, pad) VALUES (?, randomblob(3000))", [i])?))
+        .unwrap();
+}
+
+fn with_checkpoints(passive: u32, limit: u32, idle: Duration) -> Options {
+    let mut o = Options::default();
+    o.checkpoints.passive_after_pages = passive;
+    o.checkpoints.limit_pages = limit;
+    o.checkpoints.idle_after = idle;
+    o.checkpoints.escalation_wait = Duration::from_secs(5);
+    o
+}
+
+#[test]
+fn commits_never_run_a_checkpoint_themselves() {
+    // Background triggers set out of reach: if any commit checkpointed (as
+    // SQLite's automatic checkpoint does at 1000 pages) the WAL would reset.
+    let (_dir, db) = temp_db(with_checkpoints(
+        1_000_000,
+        1_000_000,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    let mut last = 0;
+    for i in 0..1500 {
+        write_page(&db, i);
+        let pages = db.metrics().wal_pages;
+        assert!(
+            pages > last,
+            "the WAL shrank after commit {i}: a commit checkpointed"
+        );
+        last = pages;
+    }
+    assert!(last > 1000);
+    assert_eq!(db.metrics().checkpoints, 0);
+    let rep = db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert!(!rep.busy);
+    assert_eq!(rep.wal_frames, 0, "TRUNCATE leaves an empty WAL");
+}
+
+#[test]
+fn the_background_checkpointer_runs_after_enough_pages() {
+    let (_dir, db) = temp_db(with_checkpoints(100, 100_000, Duration::from_secs(3600)));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..300 {
+        write_page(&db, i);
+    }
+    assert!(eventually(Duration::from_secs(10), || db
+        .metrics()
+        .checkpoints
+        > 0));
+    let m = db.metrics();
+    assert!(m.checkpoint_pages > 0);
+    assert_eq!(m.checkpoints_escalated, 0);
+}
+
+#[test]
+fn the_checkpointer_catches_up_when_the_writer_goes_idle() {
+    let (_dir, db) = temp_db(with_checkpoints(
+        1_000_000,
+        1_000_000,
+        Duration::from_millis(100),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..20 {
+        write_page(&db, i);
+    }
+    assert!(eventually(Duration::from_secs(10), || db
+        .metrics()
+        .checkpoints
+        > 0));
+}
+
+#[test]
+fn the_wal_stays_under_its_limit_while_a_long_reader_holds_a_snapshot() {
+    const LIMIT: u64 = 300;
+    let (_dir, db) = temp_db(with_checkpoints(
+        50,
+        LIMIT as u32,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..100 {
+        write_page(&db, i);
+    }
+    // A reader takes a snapshot and keeps it for 1.5 s while writes go on.
+    let (snap_tx, snap_rx) = mpsc::channel();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.read(|c| {
+                let n: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                snap_tx.send(()).unwrap();
+                thread::sleep(Duration::from_millis(1500));
+                let again: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                assert_eq!(n, again, "the snapshot held still");
+                Ok(n)
+            })
+            .unwrap()
+        })
+    };
+    snap_rx.recv().unwrap();
+    let mut max_pages = 0;
+    for i in 100..1300 {
+        write_page(&db, i);
+        max_pages = max_pages.max(db.metrics().wal_pages);
+    }
+    assert_eq!(reader.join().unwrap(), 100);
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t"),
+        1300,
+        "every write landed"
+    );
+    let m = db.metrics();
+    assert!(m.checkpoints_escalated > 0, "{m:?}");
+    // A commit or two can land between crossing the limit and the
+    // checkpointer taking the writer's turn.
+    assert!(
+        max_pages <= LIMIT + 10,
+        "WAL reached {max_pages} pages, limit {LIMIT}"
+    );
+    assert_eq!(m.busy_errors, 0);
+    // The WAL file stays allocated after the restart (journal_size_limit).
+    assert!(m.wal_file_bytes > 0);
+}
+
+#[test]
+fn the_wal_file_is_kept_on_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keep.db");
+    {
+        let db = litelane::Database::open(&path, Options::default()).unwrap();
+        exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+        for i in 0..10 {
+            write_page(&db, i);
+        }
+    }
+    let wal = dir.path().join("keep.db-wal");
+    assert!(wal.exists(), "persistent WAL: the -wal file survives close");
+    let db = litelane::Database::open(&path, Options::default()).unwrap();
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 10);
+}
+
+#[test]
+fn checkpoint_modes_parse_and_report() {
+    let (_dir, db) = temp_db(with_checkpoints(
+        1_000_000,
+        1_000_000,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..10 {
+        write_page(&db, i);
+    }
+    for name in ["passive", "full", "restart", "truncate"] {
+        let mode: CheckpointMode = name.parse().unwrap();
+        let rep = db.checkpoint(mode).unwrap();
+        assert_eq!(rep.mode.name(), name);
+        assert!(!rep.busy);
+        assert_eq!(rep.wal_frames, rep.checkpointed_frames);
+    }
+    assert!("sometimes".parse::<CheckpointMode>().is_err());
+}
