@@ -31,7 +31,11 @@ impl BulkRow for Row {
 
 fn run(cols: usize, rows: i64, per_stmt: usize) -> f64 {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("b.db"), Options::with_profile(Profile::Fast)).unwrap();
+    let db = Database::open(
+        dir.path().join("b.db"),
+        Options::with_profile(Profile::Fast),
+    )
+    .unwrap();
     let names: Vec<String> = (0..cols).map(|c| format!("c{c}")).collect();
     let ddl = format!("CREATE TABLE t({})", names.join(","));
     db.write(|tx| Ok(tx.execute_batch(&ddl)?)).unwrap();
@@ -58,7 +62,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     for (cols, rows) in [(4usize, 400_000i64), (20, 100_000)] {
         println!("\n{cols} columns, {rows} rows, profile fast, median of 5");
-        println!("{:>14} {:>8} {:>12} {:>8}", "rows/stmt", "params", "rows/s", "vs 1");
+        println!(
+            "{:>14} {:>8} {:>12} {:>8}",
+            "rows/stmt", "params", "rows/s", "vs 1"
+        );
         let mut base = 0.0;
         for per in [1usize, 4, 16, 32, 64, 128, 256, 1024] {
             let per = per.min(32766 / cols);

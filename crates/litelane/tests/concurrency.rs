@@ -198,3 +198,60 @@ fn a_long_wait_names_the_transaction_that_held_the_writer() {
     assert!(w.holder_sql.contains("INSERT INTO t VALUES (42)"), "{w:?}");
     assert!(w.waited >= std::time::Duration::from_millis(20));
 }
+
+#[test]
+fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
+    // Two Database values on one file compete like two processes would: each
+    // has its own writer queue, and only SQLite's file locks order them.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let first = litelane::Database::open(&path, Options::default()).unwrap();
+    exec(&first, "CREATE TABLE t(who TEXT)");
+    let patient = litelane::Database::open(&path, Options::default()).unwrap();
+    let impatient = litelane::Database::open(
+        &path,
+        Options {
+            busy_timeout: std::time::Duration::from_millis(50),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let (held_tx, held_rx) = mpsc::channel();
+    let holder = {
+        let first = first.clone();
+        thread::spawn(move || {
+            first
+                .write(|tx| {
+                    tx.execute("INSERT INTO t VALUES ('first')", [])?;
+                    held_tx.send(()).unwrap();
+                    thread::sleep(std::time::Duration::from_millis(400));
+                    Ok(())
+                })
+                .unwrap()
+        })
+    };
+    held_rx.recv().unwrap();
+    let err = impatient
+        .write(|tx| Ok(tx.execute("INSERT INTO t VALUES ('impatient')", [])?))
+        .unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    assert!(err.to_string().contains("BEGIN IMMEDIATE"), "{err}");
+    assert_eq!(impatient.metrics().busy_errors, 1);
+    // busy_timeout of 5 s outlasts the 400 ms hold: the write waits, then lands.
+    patient
+        .write(|tx| Ok(tx.execute("INSERT INTO t VALUES ('patient')", [])?))
+        .unwrap();
+    holder.join().unwrap();
+    assert_eq!(
+        query_i64(
+            &first,
+            "SELECT count(*) FROM t WHERE who IN ('first', 'patient')"
+        ),
+        2
+    );
+    assert_eq!(
+        query_i64(&first, "SELECT count(*) FROM t WHERE who = 'impatient'"),
+        0
+    );
+    assert_eq!(patient.metrics().busy_errors, 0);
+}

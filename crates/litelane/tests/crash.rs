@@ -25,8 +25,10 @@ fn crash_child_writes_until_killed() {
     let path = std::env::var(DB_ENV).expect("run by the crash tests");
     let profile: Profile = std::env::var(PROFILE_ENV).unwrap().parse().unwrap();
     let db = Database::open(&path, Options::with_profile(profile)).unwrap();
-    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE IF NOT EXISTS acked(id INTEGER PRIMARY KEY, pad BLOB)")?))
-        .unwrap();
+    db.write(|tx| {
+        Ok(tx.execute_batch("CREATE TABLE IF NOT EXISTS acked(id INTEGER PRIMARY KEY, pad BLOB)")?)
+    })
+    .unwrap();
     println!("READY");
     let handles: Vec<_> = (0..4i64)
         .map(|t| {
@@ -53,7 +55,13 @@ fn crash_once(profile: Profile) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "crash_child_writes_until_killed", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "crash_child_writes_until_killed",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(DB_ENV, &path)
         .env(PROFILE_ENV, profile.name())
         .stdout(Stdio::piped())
@@ -72,7 +80,7 @@ fn crash_once(profile: Profile) {
         }
     }
     child.kill().unwrap(); // SIGKILL
-    // Ids printed before the kill landed but were not read yet also count.
+                           // Ids printed before the kill landed but were not read yet also count.
     for line in lines.map_while(Result::ok) {
         if let Ok(id) = line.trim().parse::<i64>() {
             acked.push(id);
