@@ -1,0 +1,413 @@
+//! The import plan (columns, types, null tokens) and the conversion of one
+//! record into one row of a [`Batch`], or into a reject.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::batch::Batch;
+use super::source::Format;
+use super::values::{parse_int, parse_real, Cell, ColType};
+
+/// One column of the target table that the input fills.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnPlan {
+    /// The column's name in the table.
+    pub name: String,
+    /// How its values are stored.
+    pub ty: ColType,
+    /// Values that do not fit `ty` are rejected instead of stored as they
+    /// are (`--strict`, a STRICT table, or an `INTEGER PRIMARY KEY`).
+    pub strict: bool,
+    /// Index of the field in a CSV/TSV record.
+    pub src: usize,
+    /// The header name or NDJSON key it comes from (the column name may
+    /// differ: de-duplicated, or the existing column's spelling).
+    pub key: String,
+}
+
+/// Everything that decides how records become rows; stored with a resumable
+/// import so that `--resume` converts exactly as the first run did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The input format.
+    pub format: Format,
+    /// The first CSV/TSV record is a header.
+    pub header: bool,
+    /// Fields every CSV/TSV record must have.
+    pub fields: usize,
+    /// Fields equal to one of these are NULL (CSV/TSV only).
+    pub nulls: Vec<String>,
+    /// Target columns, in insert order.
+    pub columns: Vec<ColumnPlan>,
+    /// Rows per commit (`--commit-every`), kept for `--resume`.
+    #[serde(default)]
+    pub commit_every: Option<u64>,
+}
+
+/// Turns records into rows following a [`Plan`].
+pub struct Converter {
+    plan: Plan,
+    nulls: Vec<Vec<u8>>,
+    /// NDJSON: key → column, exact names.
+    by_name: HashMap<String, usize>,
+    /// NDJSON: key → column, ASCII-lowercased names (SQLite's rule).
+    by_lower: HashMap<String, usize>,
+}
+
+impl Converter {
+    /// A converter for `plan`.
+    pub fn new(plan: Plan) -> Converter {
+        let nulls = plan.nulls.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let by_name = plan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.key.clone(), i))
+            .collect();
+        let by_lower = plan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.key.to_ascii_lowercase(), i))
+            .collect();
+        Converter {
+            plan,
+            nulls,
+            by_name,
+            by_lower,
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Adds a CSV/TSV record to `b` as a row, or as a reject.
+    pub fn push_csv(&self, b: &mut Batch, rec: &csv::ByteRecord, line: u64, record: u64) {
+        if rec.len() != self.plan.fields {
+            let reason = format!("expected {} fields, found {}", self.plan.fields, rec.len());
+            b.reject(line, record, reason, self.raw_csv(rec));
+            return;
+        }
+        let mark = b.mark();
+        for col in &self.plan.columns {
+            let field = &rec[col.src];
+            match self.cell_from_bytes(col, field, b) {
+                Ok(cell) => b.cells.push(cell),
+                Err(reason) => {
+                    b.undo_to(mark);
+                    b.reject(line, record, reason, self.raw_csv(rec));
+                    return;
+                }
+            }
+        }
+        b.finish_row(line, record);
+    }
+
+    fn cell_from_bytes(&self, col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
+        if self.nulls.iter().any(|n| n.as_slice() == f) {
+            return Ok(Cell::Null);
+        }
+        match col.ty {
+            ColType::Integer => {
+                if let Some(v) = parse_int(f) {
+                    return Ok(Cell::Int(v));
+                }
+                if col.strict {
+                    return Err(not_a(col, f));
+                }
+            }
+            ColType::Real => {
+                if let Some(v) = parse_real(f) {
+                    return Ok(Cell::Real(v));
+                }
+                if col.strict {
+                    return Err(not_a(col, f));
+                }
+            }
+            ColType::Text => {}
+            ColType::Any => {
+                if let Some(v) = parse_int(f) {
+                    return Ok(Cell::Int(v));
+                }
+                if let Some(v) = parse_real(f) {
+                    return Ok(Cell::Real(v));
+                }
+            }
+        }
+        text_cell(col, f, b)
+    }
+
+    /// The record written back as one CSV/TSV line, for the rejects file.
+    fn raw_csv(&self, rec: &csv::ByteRecord) -> Vec<u8> {
+        let (delim, quoting) = match self.plan.format {
+            Format::Tsv => (b'\t', false),
+            _ => (b',', true),
+        };
+        let mut out = Vec::new();
+        for (i, f) in rec.iter().enumerate() {
+            if i > 0 {
+                out.push(delim);
+            }
+            let needs = quoting
+                && f.iter()
+                    .any(|&c| c == delim || c == b'"' || c == b'\n' || c == b'\r');
+            if needs {
+                out.push(b'"');
+                for &c in f {
+                    if c == b'"' {
+                        out.push(b'"');
+                    }
+                    out.push(c);
+                }
+                out.push(b'"');
+            } else {
+                out.extend_from_slice(f);
+            }
+        }
+        out
+    }
+
+    /// Adds one NDJSON line to `b` as a row, or as a reject.
+    pub fn push_json(&self, b: &mut Batch, raw: &[u8], line: u64, record: u64) {
+        let obj = match serde_json::from_slice::<Json>(raw) {
+            Ok(Json::Object(o)) => o,
+            Ok(other) => {
+                let what = match other {
+                    Json::Array(_) => "an array",
+                    Json::String(_) => "a string",
+                    Json::Number(_) => "a number",
+                    Json::Bool(_) => "a boolean",
+                    _ => "null",
+                };
+                b.reject(
+                    line,
+                    record,
+                    format!("not a JSON object but {what}"),
+                    raw.to_vec(),
+                );
+                return;
+            }
+            Err(e) => {
+                b.reject(line, record, format!("invalid JSON: {e}"), raw.to_vec());
+                return;
+            }
+        };
+        let ncols = self.plan.columns.len();
+        let mut slots: Vec<Option<&Json>> = vec![None; ncols];
+        for (k, v) in &obj {
+            let idx = self
+                .by_name
+                .get(k)
+                .or_else(|| self.by_lower.get(&k.to_ascii_lowercase()));
+            match idx {
+                Some(&i) => slots[i] = Some(v),
+                None => {
+                    let reason = format!(
+                        "key {} is not a column of the table (the columns come from the \
+                         first records, or from the table when appending)",
+                        serde_json::Value::String(k.clone())
+                    );
+                    b.reject(line, record, reason, raw.to_vec());
+                    return;
+                }
+            }
+        }
+        let mark = b.mark();
+        for (col, v) in self.plan.columns.iter().zip(slots) {
+            match json_cell(col, v.unwrap_or(&Json::Null), b) {
+                Ok(c) => b.cells.push(c),
+                Err(reason) => {
+                    b.undo_to(mark);
+                    b.reject(line, record, reason, raw.to_vec());
+                    return;
+                }
+            }
+        }
+        b.finish_row(line, record);
+    }
+}
+
+fn not_a(col: &ColumnPlan, f: &[u8]) -> String {
+    let shown: String = String::from_utf8_lossy(f).chars().take(60).collect();
+    format!(
+        "column {}: {:?} is not {} (strict)",
+        litelane::quote_ident(&col.name),
+        shown,
+        match col.ty {
+            ColType::Integer => "an INTEGER",
+            _ => "a REAL",
+        }
+    )
+}
+
+fn text_cell(col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
+    if let Err(e) = std::str::from_utf8(f) {
+        return Err(format!(
+            "column {}: invalid UTF-8 at byte {} of the field",
+            litelane::quote_ident(&col.name),
+            e.valid_up_to()
+        ));
+    }
+    if f.len() > u32::MAX as usize / 2 {
+        return Err(format!(
+            "column {}: field of {} bytes is too large",
+            litelane::quote_ident(&col.name),
+            f.len()
+        ));
+    }
+    Ok(b.push_text(f))
+}
+
+fn json_cell(col: &ColumnPlan, v: &Json, b: &mut Batch) -> Result<Cell, String> {
+    let strict_fail = |what: &str| {
+        format!(
+            "column {}: {what} is not {} (strict)",
+            litelane::quote_ident(&col.name),
+            if col.ty == ColType::Integer {
+                "an INTEGER"
+            } else {
+                "a REAL"
+            }
+        )
+    };
+    let numeric_col = matches!(col.ty, ColType::Integer | ColType::Real);
+    match v {
+        Json::Null => Ok(Cell::Null),
+        Json::Bool(x) => {
+            if col.ty == ColType::Text {
+                Ok(b.push_text(if *x { b"true" } else { b"false" }))
+            } else {
+                Ok(Cell::Int(*x as i64))
+            }
+        }
+        Json::Number(n) => {
+            if col.ty == ColType::Text {
+                return Ok(b.push_text(n.to_string().as_bytes()));
+            }
+            match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
+                (_, Some(f)) => {
+                    if col.ty == ColType::Integer && col.strict {
+                        Err(strict_fail(&n.to_string()))
+                    } else {
+                        Ok(Cell::Real(f))
+                    }
+                }
+                _ => Ok(b.push_text(n.to_string().as_bytes())),
+            }
+        }
+        Json::String(s) => {
+            if numeric_col && col.strict {
+                let shown: String = s.chars().take(60).collect();
+                return Err(strict_fail(&format!("{shown:?}")));
+            }
+            Ok(b.push_text(s.as_bytes()))
+        }
+        nested => {
+            if numeric_col && col.strict {
+                return Err(strict_fail("a nested value"));
+            }
+            Ok(b.push_text(nested.to_string().as_bytes()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::batch::Kind;
+
+    fn plan(format: Format, strict: bool) -> Plan {
+        Plan {
+            format,
+            header: true,
+            fields: 3,
+            nulls: vec!["".into(), "NA".into()],
+            columns: vec![
+                ColumnPlan {
+                    name: "id".into(),
+                    ty: ColType::Integer,
+                    strict,
+                    src: 0,
+                    key: "id".into(),
+                },
+                ColumnPlan {
+                    name: "x".into(),
+                    ty: ColType::Real,
+                    strict,
+                    src: 1,
+                    key: "x".into(),
+                },
+                ColumnPlan {
+                    name: "s".into(),
+                    ty: ColType::Text,
+                    strict,
+                    src: 2,
+                    key: "s".into(),
+                },
+            ],
+            commit_every: None,
+        }
+    }
+
+    fn rec(fields: &[&[u8]]) -> csv::ByteRecord {
+        let mut r = csv::ByteRecord::new();
+        fields.iter().for_each(|f| r.push_field(f));
+        r
+    }
+
+    #[test]
+    fn csv_fields_become_typed_cells_nulls_and_rejects() {
+        let c = Converter::new(plan(Format::Csv, false));
+        let mut b = Batch::new(3, 8);
+        c.push_csv(&mut b, &rec(&[b"1", b"2.5", b"a"]), 2, 1);
+        c.push_csv(&mut b, &rec(&[b"NA", b"", b"b"]), 3, 2);
+        c.push_csv(&mut b, &rec(&[b"x", b"y", b"c"]), 4, 3);
+        c.push_csv(&mut b, &rec(&[b"1", b"2"]), 5, 4);
+        c.push_csv(&mut b, &rec(&[b"1", b"2", b"\xff"]), 6, 5);
+        assert_eq!(b.rows, 3);
+        assert_eq!(&b.cells[..2], &[Cell::Int(1), Cell::Real(2.5)]);
+        assert_eq!(&b.cells[3..5], &[Cell::Null, Cell::Null]);
+        // Non-strict: a value that does not fit is kept as text.
+        assert!(matches!(b.cells[6], Cell::Text(..)));
+        assert_eq!(b.entries[3].kind, Kind::Reject(0));
+        assert!(b.rejects[0].reason.contains("expected 3 fields, found 2"));
+        assert!(b.rejects[1].reason.contains("invalid UTF-8"));
+    }
+
+    #[test]
+    fn strict_rejects_values_that_do_not_fit() {
+        let c = Converter::new(plan(Format::Csv, true));
+        let mut b = Batch::new(3, 8);
+        c.push_csv(&mut b, &rec(&[b"x", b"1", b"a"]), 2, 1);
+        c.push_csv(&mut b, &rec(&[b"1", b"1,5", b"a,\"b"]), 3, 2);
+        assert_eq!(b.rows, 0);
+        assert!(b.rejects[0].reason.contains("\"x\" is not an INTEGER"));
+        assert!(b.rejects[1].reason.contains("is not a REAL"));
+        assert_eq!(b.rejects[1].raw, b"1,\"1,5\",\"a,\"\"b\"");
+        assert!(b.cells.is_empty() && b.text.is_empty());
+    }
+
+    #[test]
+    fn json_objects_fill_columns_by_key() {
+        let c = Converter::new(plan(Format::Ndjson, false));
+        let mut b = Batch::new(3, 8);
+        c.push_json(&mut b, br#"{"s":{"a":[1]},"id":5}"#, 1, 1);
+        c.push_json(&mut b, br#"[1,2]"#, 2, 2);
+        c.push_json(&mut b, br#"{"zzz":1}"#, 3, 3);
+        c.push_json(&mut b, br#"{"id":"#, 4, 4);
+        assert_eq!(b.rows, 1);
+        assert_eq!(b.cells[0], Cell::Int(5));
+        assert_eq!(b.cells[1], Cell::Null);
+        assert_eq!(b.text, br#"{"a":[1]}"#);
+        assert!(b.rejects[0]
+            .reason
+            .contains("not a JSON object but an array"));
+        assert!(b.rejects[1].reason.contains("\"zzz\" is not a column"));
+        assert!(b.rejects[2].reason.contains("invalid JSON"));
+    }
+}

@@ -1,0 +1,85 @@
+//! The progress bar: rows, MB, rows/s and ETA on a terminal; nothing when
+//! stderr is not a terminal or with `--quiet`.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A progress bar that may be hidden.
+pub struct Bar {
+    pb: Option<ProgressBar>,
+    start: Instant,
+}
+
+impl Bar {
+    /// A bar over `total` input bytes (a spinner when unknown), shown only
+    /// when `wanted` and stderr is a terminal.
+    pub fn new(wanted: bool, total: Option<u64>) -> Bar {
+        let start = Instant::now();
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Bar { pb: None, start };
+        }
+        let pb = match total {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        let template = if total.is_some() {
+            "{spinner} [{elapsed_precise}] [{wide_bar}] {binary_bytes}/{binary_total_bytes} ETA {eta} {msg}"
+        } else {
+            "{spinner} [{elapsed_precise}] {binary_bytes} {msg}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            pb.set_style(style.progress_chars("=> "));
+        }
+        pb.enable_steady_tick(Duration::from_millis(200));
+        Bar {
+            pb: Some(pb),
+            start,
+        }
+    }
+
+    /// Shows `rows` stored so far and `bytes` of the input read.
+    pub fn update(&self, rows: u64, bytes: u64) {
+        if let Some(pb) = &self.pb {
+            pb.set_position(bytes);
+            let secs = self.start.elapsed().as_secs_f64().max(1e-6);
+            pb.set_message(format!(
+                "{} rows, {} rows/s",
+                group(rows),
+                group((rows as f64 / secs) as u64)
+            ));
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(pb) = &self.pb {
+            pb.finish_and_clear();
+        }
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digits_are_grouped_by_thousands() {
+        assert_eq!(super::group(0), "0");
+        assert_eq!(super::group(999), "999");
+        assert_eq!(super::group(1000), "1,000");
+        assert_eq!(super::group(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,400 @@
+//! The writer side of an import: binds rows to one cached multi-row
+//! `INSERT`, writes rejects, and commits once (atomic) or every N rows
+//! together with the progress row.
+//!
+//! It runs its own transactions through [`Database::write_labeled`] rather
+//! than [`litelane::Inserter`], for three things the inserter cannot do: write
+//! the progress row inside the transaction of each batch, roll the
+//! transaction back when the import must stop (too many rejects, a read
+//! error: the inserter can only end its input, which commits), and retry a
+//! statement that broke a constraint row by row, so the one bad row is
+//! rejected with its line instead of failing the import. It binds the same
+//! way: [`litelane::BulkRow`] values borrowed from the batch, as many rows per
+//! statement as fit [`litelane::TARGET_PARAMS_PER_STATEMENT`].
+
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use litelane::rusqlite::types::ToSqlOutput;
+use litelane::rusqlite::{self, ErrorCode};
+use litelane::{quote_ident, BulkRow, Database, Tx};
+
+use super::batch::{Batch, Kind, RowRef};
+use super::progress::Bar;
+use super::rejects::Rejects;
+use super::resume::{self, Progress};
+use crate::error::CliError;
+
+/// Counts of one run of the sink.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    /// Rows stored.
+    pub inserted: u64,
+    /// Records rejected.
+    pub rejected: u64,
+    /// Number of the last record consumed (0: none).
+    pub record: u64,
+    /// Line of the last record consumed.
+    pub line: u64,
+}
+
+/// Where rows go and how.
+pub struct Sink<'a> {
+    /// The database.
+    pub db: &'a Database,
+    /// The target table.
+    pub table: String,
+    /// Its columns, in the order of the row values.
+    pub columns: Vec<String>,
+    /// Commit every this many rows (`None`: once, at the end).
+    pub commit_every: Option<u64>,
+    /// Statements run at the start of the first transaction (DDL).
+    pub setup: Vec<String>,
+    /// The progress row to keep up to date (resumable imports), as it was
+    /// before this run.
+    pub progress: Option<Progress>,
+    /// The rejects sink.
+    pub rejects: Rejects,
+    /// Stop after more rejects than this (counting those of a resumed run).
+    pub max_rejects: Option<u64>,
+    /// The progress bar.
+    pub bar: &'a Bar,
+    /// The input's name, for messages.
+    pub input: String,
+}
+
+/// Read position in the stream of batches.
+struct Cursor {
+    rx: Receiver<Result<Batch, CliError>>,
+    batch: Option<Arc<Batch>>,
+    pos: usize,
+}
+
+/// Builds `INSERT INTO "t" ("a","b") VALUES (?,?),(?,?)...` for `rows` rows.
+fn insert_sql(prefix: &str, columns: usize, rows: usize) -> String {
+    let mut group = String::with_capacity(columns * 2 + 2);
+    group.push('(');
+    for c in 0..columns {
+        group.push_str(if c == 0 { "?" } else { ",?" });
+    }
+    group.push(')');
+    let mut sql = String::with_capacity(prefix.len() + rows * (group.len() + 1));
+    sql.push_str(prefix);
+    for r in 0..rows {
+        if r > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&group);
+    }
+    sql
+}
+
+fn bind(stmt: &mut rusqlite::Statement<'_>, rows: &[RowRef]) -> rusqlite::Result<()> {
+    let mut index = 1;
+    for row in rows {
+        for c in 0..row.len() {
+            stmt.raw_bind_parameter(index, ToSqlOutput::Borrowed(row.value(c)))?;
+            index += 1;
+        }
+    }
+    Ok(())
+}
+
+/// A constraint or datatype error: the row is bad, not the database.
+fn is_row_error(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch)
+    )
+}
+
+impl Sink<'_> {
+    /// Stores everything `rx` delivers. Returns this run's counts; on error,
+    /// the message says what stays committed.
+    pub fn run(mut self, rx: Receiver<Result<Batch, CliError>>) -> Result<Counts, CliError> {
+        let ncols = self.columns.len();
+        let max_params = self.db.max_parameters()?;
+        if ncols > max_params {
+            return Err(CliError::Input(format!(
+                "{ncols} columns exceed SQLite's limit of {max_params} parameters per statement"
+            )));
+        }
+        let per_stmt =
+            (litelane::TARGET_PARAMS_PER_STATEMENT / ncols).clamp(1, (max_params / ncols).max(1));
+        let quoted: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
+        let prefix = format!(
+            "INSERT INTO {} ({}) VALUES ",
+            quote_ident(&self.table),
+            quoted.join(",")
+        );
+        let label = format!("litelane import into {}", quote_ident(&self.table));
+        let mut cursor = Cursor {
+            rx,
+            batch: None,
+            pos: 0,
+        };
+        let mut committed = Counts::default();
+        let mut commits = 0u64;
+        loop {
+            let mut counts = Counts {
+                record: committed.record,
+                line: committed.line,
+                ..Counts::default()
+            };
+            let mut failure: Option<CliError> = None;
+            let outcome = self.db.write_labeled(&label, |tx| {
+                self.transaction(tx, &mut cursor, &prefix, per_stmt, &committed, &mut counts)
+                    .map_err(|e| {
+                        failure = Some(e);
+                        litelane::Error::user("import stopped")
+                    })
+            });
+            match outcome {
+                Ok(ended) => {
+                    committed.inserted += counts.inserted;
+                    committed.rejected += counts.rejected;
+                    committed.record = counts.record;
+                    committed.line = counts.line;
+                    commits += 1;
+                    if ended {
+                        return Ok(committed);
+                    }
+                }
+                Err(e) => {
+                    let e = failure.unwrap_or(CliError::Engine(e));
+                    let kept = if commits == 0 {
+                        "nothing was imported (the transaction was rolled back)".to_string()
+                    } else {
+                        format!(
+                            "{} rows stay committed, through line {} of {}; run again with \
+                             --resume to continue from there",
+                            committed.inserted, committed.line, self.input
+                        )
+                    };
+                    return Err(CliError::Input(format!("{e}; {kept}")));
+                }
+            }
+        }
+    }
+
+    /// One transaction: rows until `commit_every` rows or the end of the
+    /// input. Returns true at the end of the input.
+    fn transaction(
+        &mut self,
+        tx: &Tx<'_>,
+        cursor: &mut Cursor,
+        prefix: &str,
+        per_stmt: usize,
+        committed: &Counts,
+        counts: &mut Counts,
+    ) -> Result<bool, CliError> {
+        for sql in std::mem::take(&mut self.setup) {
+            tx.execute_batch(&sql).map_err(|e| {
+                CliError::Engine(litelane::Error::from_sqlite(e, format!("running {sql}")))
+            })?;
+        }
+        let ncols = self.columns.len();
+        let full_sql = insert_sql(prefix, ncols, per_stmt);
+        let mut full = tx.prepare_cached(&full_sql).map_err(|e| {
+            CliError::Engine(litelane::Error::from_sqlite(
+                e,
+                format!("preparing the insert into {}", quote_ident(&self.table)),
+            ))
+        })?;
+        let mut pending: Vec<RowRef> = Vec::with_capacity(per_stmt);
+        let mut rows_here = 0u64;
+        let ended = loop {
+            let batch = match &cursor.batch {
+                Some(b) if cursor.pos < b.entries.len() => Arc::clone(b),
+                _ => match cursor.rx.recv() {
+                    Ok(Ok(b)) => {
+                        self.bar
+                            .update(committed.inserted + counts.inserted, b.bytes_read);
+                        cursor.batch = Some(Arc::new(b));
+                        cursor.pos = 0;
+                        continue;
+                    }
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => break true,
+                },
+            };
+            let e = batch.entries[cursor.pos];
+            cursor.pos += 1;
+            match e.kind {
+                Kind::Row(row) => {
+                    pending.push(RowRef {
+                        batch,
+                        row,
+                        line: e.line,
+                        record: e.record,
+                    });
+                    rows_here += 1;
+                    if pending.len() == per_stmt {
+                        self.execute(tx, &mut full, &pending, prefix, committed, counts)?;
+                        pending.clear();
+                    }
+                }
+                Kind::Reject(j) => {
+                    let r = &batch.rejects[j as usize];
+                    self.reject(e.line, e.record, &r.reason, &r.raw, committed, counts)?;
+                }
+            }
+            counts.record = e.record;
+            counts.line = e.line;
+            if self.commit_every.is_some_and(|n| rows_here >= n) {
+                break false;
+            }
+        };
+        if !pending.is_empty() {
+            let sql = insert_sql(prefix, ncols, pending.len());
+            let mut part = tx.prepare_cached(&sql).map_err(|e| {
+                CliError::Engine(litelane::Error::from_sqlite(
+                    e,
+                    format!("preparing the insert into {}", quote_ident(&self.table)),
+                ))
+            })?;
+            self.execute(tx, &mut part, &pending, prefix, committed, counts)?;
+        }
+        self.rejects.flush()?;
+        if let Some(base) = &self.progress {
+            let mut p = base.clone();
+            p.records_read = if counts.record > 0 {
+                counts.record
+            } else {
+                base.records_read
+            };
+            p.rows_inserted = base.rows_inserted + committed.inserted + counts.inserted;
+            p.rows_rejected = base.rows_rejected + committed.rejected + counts.rejected;
+            p.last_line = counts.line.max(base.last_line);
+            p.rejects_file = self.rejects.path().map(|p| p.display().to_string());
+            p.rejects_bytes = self.rejects.bytes();
+            p.state = if ended { resume::DONE } else { resume::RUNNING }.to_string();
+            resume::save(tx, &p).map_err(|e| {
+                CliError::Engine(litelane::Error::from_sqlite(
+                    e,
+                    format!("recording progress in {}", resume::TABLE),
+                ))
+            })?;
+        }
+        Ok(ended)
+    }
+
+    /// Runs one multi-row statement; when it breaks a constraint, inserts its
+    /// rows one by one and rejects the ones that fail.
+    fn execute(
+        &mut self,
+        tx: &Tx<'_>,
+        stmt: &mut rusqlite::Statement<'_>,
+        rows: &[RowRef],
+        prefix: &str,
+        committed: &Counts,
+        counts: &mut Counts,
+    ) -> Result<(), CliError> {
+        bind(stmt, rows).map_err(|e| self.row_error(e, rows))?;
+        match stmt.raw_execute() {
+            Ok(_) => {
+                counts.inserted += rows.len() as u64;
+                Ok(())
+            }
+            Err(e) if is_row_error(&e) => {
+                let one = insert_sql(prefix, self.columns.len(), 1);
+                let mut single = tx
+                    .prepare_cached(&one)
+                    .map_err(|e| self.row_error(e, rows))?;
+                for row in rows {
+                    let row = std::slice::from_ref(row);
+                    bind(&mut single, row).map_err(|e| self.row_error(e, row))?;
+                    match single.raw_execute() {
+                        Ok(_) => counts.inserted += 1,
+                        Err(e) if is_row_error(&e) => {
+                            let reason = match &e {
+                                rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
+                                other => other.to_string(),
+                            };
+                            let raw = describe_row(&row[0]);
+                            self.reject(
+                                row[0].line,
+                                row[0].record,
+                                &reason,
+                                &raw,
+                                committed,
+                                counts,
+                            )?;
+                        }
+                        Err(e) => return Err(self.row_error(e, row)),
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.row_error(e, rows)),
+        }
+    }
+
+    /// An error from SQLite while storing `rows`, with their input lines.
+    fn row_error(&self, e: rusqlite::Error, rows: &[RowRef]) -> CliError {
+        let first = rows.first().map_or(0, |r| r.line);
+        let last = rows.last().map_or(0, |r| r.line);
+        let lines = if last != first {
+            format!("{first}-{last}")
+        } else {
+            first.to_string()
+        };
+        CliError::Engine(litelane::Error::from_sqlite(
+            e,
+            format!(
+                "inserting the records of {}:{lines} into {}",
+                self.input,
+                quote_ident(&self.table)
+            ),
+        ))
+    }
+
+    fn reject(
+        &mut self,
+        line: u64,
+        record: u64,
+        reason: &str,
+        raw: &[u8],
+        committed: &Counts,
+        counts: &mut Counts,
+    ) -> Result<(), CliError> {
+        self.rejects.write(line, record, reason, raw)?;
+        counts.rejected += 1;
+        let base = self.progress.as_ref().map_or(0, |p| p.rows_rejected);
+        let total = base + committed.rejected + counts.rejected;
+        match self.max_rejects {
+            Some(max) if total > max => Err(CliError::Input(format!(
+                "stopped at {}:{line}: record {record} is rejected record number {total}, more \
+                 than --max-rejects {max} allows ({reason})",
+                self.input
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A row that SQLite refused, as JSON of its values (the record as read is
+/// no longer at hand once converted).
+fn describe_row(row: &RowRef) -> Vec<u8> {
+    use litelane::ValueRef;
+    let vals: Vec<serde_json::Value> = (0..row.len())
+        .map(|i| match row.value(i) {
+            ValueRef::Null => serde_json::Value::Null,
+            ValueRef::Integer(v) => v.into(),
+            ValueRef::Real(v) => v.into(),
+            ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into(),
+        })
+        .collect();
+    serde_json::Value::Array(vals).to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn insert_sql_has_one_group_per_row() {
+        assert_eq!(
+            super::insert_sql("INSERT INTO \"t\" (\"a\",\"b\") VALUES ", 2, 2),
+            "INSERT INTO \"t\" (\"a\",\"b\") VALUES (?,?),(?,?)"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! Opening the input: a file, `-` for stdin, gzip read transparently, the
+//! format from the extension, and a fingerprint to recognise the file again.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CliError;
+
+/// An input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values (RFC 4180 quoting).
+    Csv,
+    /// Tab-separated values (no quoting: `"` is an ordinary character).
+    Tsv,
+    /// One JSON object per line.
+    Ndjson,
+}
+
+impl Format {
+    /// The format named by a file name's extension (after any `.gz`), or
+    /// `None` for an unknown one.
+    pub fn from_name(name: &str) -> Option<Format> {
+        let name = name.to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        let ext = Path::new(name).extension()?.to_str()?;
+        match ext {
+            "csv" => Some(Format::Csv),
+            "tsv" | "tab" => Some(Format::Tsv),
+            "ndjson" | "jsonl" | "json" => Some(Format::Ndjson),
+            _ => None,
+        }
+    }
+}
+
+/// The default table name for a source: its file name without `.gz` and
+/// without its extension (`trips.csv.gz` → `trips`).
+pub fn table_stem(source: &str) -> Option<String> {
+    let file = Path::new(source).file_name()?.to_str()?;
+    let file = file
+        .strip_suffix(".gz")
+        .or_else(|| file.strip_suffix(".GZ"))
+        .unwrap_or(file);
+    let stem = Path::new(file).file_stem()?.to_str()?;
+    (!stem.is_empty()).then(|| stem.to_string())
+}
+
+/// Counts the bytes read through it (compressed bytes for a `.gz` file), for
+/// the progress bar.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// An opened input.
+pub struct Input {
+    /// Decoded bytes (gzip undone, a UTF-8 byte-order mark skipped).
+    pub reader: Box<dyn BufRead + Send>,
+    /// Size of the file on disk, when it is a regular file.
+    pub size: Option<u64>,
+    /// Bytes of the file read so far.
+    pub bytes_read: Arc<AtomicU64>,
+    /// Identifies the file's content (size and hashes of its start and end);
+    /// `None` for stdin or a pipe.
+    pub fingerprint: Option<String>,
+    /// How to name the input in messages.
+    pub display: String,
+}
+
+const READ_BUFFER: usize = 1 << 20;
+
+/// Opens `source` (`-` = stdin).
+pub fn open(source: &str) -> Result<Input, CliError> {
+    let count = Arc::new(AtomicU64::new(0));
+    let (raw, size, fingerprint, display): (Box<dyn Read + Send>, _, _, _) = if source == "-" {
+        (
+            Box::new(std::io::stdin()),
+            None,
+            None,
+            "<stdin>".to_string(),
+        )
+    } else {
+        let file = File::open(source).map_err(|e| CliError::io(format!("opening {source}"), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| CliError::io(format!("reading the metadata of {source}"), e))?;
+        if meta.is_dir() {
+            return Err(CliError::Input(format!(
+                "{source} is a directory, not a file"
+            )));
+        }
+        let (size, fp) = if meta.is_file() {
+            let fp = fingerprint(&file, meta.len())
+                .map_err(|e| CliError::io(format!("reading {source}"), e))?;
+            (Some(meta.len()), Some(fp))
+        } else {
+            (None, None)
+        };
+        (Box::new(file), size, fp, source.to_string())
+    };
+    let counted = Counting {
+        inner: raw,
+        count: Arc::clone(&count),
+    };
+    let mut buffered = BufReader::with_capacity(READ_BUFFER, counted);
+    let head = buffered
+        .fill_buf()
+        .map_err(|e| CliError::io(format!("reading {display}"), e))?;
+    let gzip = head.starts_with(&[0x1f, 0x8b]);
+    let mut reader: Box<dyn BufRead + Send> = if gzip {
+        Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            flate2::bufread::MultiGzDecoder::new(buffered),
+        ))
+    } else {
+        Box::new(buffered)
+    };
+    let head = reader
+        .fill_buf()
+        .map_err(|e| CliError::io(format!("reading {display}"), e))?;
+    if head.starts_with(&[0xef, 0xbb, 0xbf]) {
+        reader.consume(3);
+    }
+    Ok(Input {
+        reader,
+        size,
+        bytes_read: count,
+        fingerprint,
+        display,
+    })
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const FINGERPRINT_SPAN: u64 = 1 << 20;
+
+/// `size:hash` where the hash covers the first and the last MiB of the file.
+fn fingerprint(file: &File, size: u64) -> std::io::Result<String> {
+    let mut f = file.try_clone()?;
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut buf = vec![0u8; FINGERPRINT_SPAN as usize];
+    let n = read_up_to(&mut f, &mut buf)?;
+    h = fnv1a(h, &buf[..n]);
+    if size > FINGERPRINT_SPAN {
+        f.seek(SeekFrom::Start(size.saturating_sub(FINGERPRINT_SPAN)))?;
+        let n = read_up_to(&mut f, &mut buf)?;
+        h = fnv1a(h, &buf[..n]);
+    }
+    f.seek(SeekFrom::Start(0))?;
+    Ok(format!("{size}:{h:016x}"))
+}
+
+fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_and_table_come_from_the_file_name() {
+        assert_eq!(Format::from_name("a/trips.csv"), Some(Format::Csv));
+        assert_eq!(Format::from_name("trips.TSV.gz"), Some(Format::Tsv));
+        assert_eq!(Format::from_name("x.jsonl"), Some(Format::Ndjson));
+        assert_eq!(Format::from_name("x.txt"), None);
+        assert_eq!(table_stem("dir/trips.csv.gz").as_deref(), Some("trips"));
+        assert_eq!(table_stem("data.2024.csv").as_deref(), Some("data.2024"));
+        assert_eq!(table_stem("-").as_deref(), Some("-"));
+    }
+
+    #[test]
+    fn gzip_and_bom_are_undone_and_fingerprints_differ_by_content() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("a.csv");
+        std::fs::write(&plain, b"\xef\xbb\xbfx,y\n1,2\n").unwrap();
+        let gz = dir.path().join("a.csv.gz");
+        let mut enc = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), Default::default());
+        enc.write_all(b"\xef\xbb\xbfx,y\n1,2\n").unwrap();
+        enc.finish().unwrap();
+        for p in [&plain, &gz] {
+            let mut input = open(p.to_str().unwrap()).unwrap();
+            let mut s = String::new();
+            input.reader.read_to_string(&mut s).unwrap();
+            assert_eq!(s, "x,y\n1,2\n");
+        }
+        let other = dir.path().join("b.csv");
+        std::fs::write(&other, b"\xef\xbb\xbfx,y\n1,3\n").unwrap();
+        let a = open(plain.to_str().unwrap()).unwrap().fingerprint.unwrap();
+        let b = open(other.to_str().unwrap()).unwrap().fingerprint.unwrap();
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            open(plain.to_str().unwrap()).unwrap().fingerprint.unwrap()
+        );
+    }
+}

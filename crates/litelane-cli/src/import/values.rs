@@ -1,0 +1,248 @@
+//! Column types, type inference, and turning one field into one SQLite value.
+//!
+//! A field becomes a [`Cell`]: NULL, an integer, a real, or a span of text in
+//! the batch's text buffer. Numbers are parsed on the parser thread, so the
+//! writer only binds.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+/// The type a column is stored with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ColType {
+    /// Canonical integers (`0`, `-12`, no leading zeros, fits 64 bits).
+    Integer,
+    /// Finite decimal numbers (`1.5`, `-2e3`, integers too).
+    Real,
+    /// Anything, kept as written.
+    Text,
+    /// A column of an existing table without a definite type (NUMERIC, BLOB
+    /// or no declared type): each value is stored as what it looks like.
+    Any,
+}
+
+impl ColType {
+    /// The type name used in `CREATE TABLE` and in the summary.
+    pub fn sql(self) -> &'static str {
+        match self {
+            ColType::Integer => "INTEGER",
+            ColType::Real => "REAL",
+            ColType::Text => "TEXT",
+            ColType::Any => "ANY",
+        }
+    }
+
+    /// The type of an existing column from its declared type, following
+    /// SQLite's affinity rules (<https://sqlite.org/datatype3.html>).
+    pub fn from_declared(decl: &str) -> ColType {
+        let d = decl.to_ascii_uppercase();
+        if d.contains("INT") {
+            ColType::Integer
+        } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
+            ColType::Text
+        } else if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
+            ColType::Real
+        } else {
+            ColType::Any
+        }
+    }
+}
+
+/// One value of a parsed row. Text is a span of the batch's text buffer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit integer.
+    Int(i64),
+    /// A double.
+    Real(f64),
+    /// UTF-8 text: `(start, len)` in the batch's text buffer.
+    Text(u32, u32),
+}
+
+/// Parses a canonical integer: optional `-`, digits, no leading zero (except
+/// `0` itself), no `-0`, within `i64`. `007` is not an integer here: it stays
+/// text so that zip codes and identifiers keep their zeros.
+pub fn parse_int(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    if digits[0] == b'0' && (digits.len() > 1 || neg) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = (c - b'0') as i64;
+        v = if neg {
+            v.checked_mul(10)?.checked_sub(d)?
+        } else {
+            v.checked_mul(10)?.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+/// Parses a finite decimal number (`1.5`, `-.5`, `3`, `6.02e23`). Words such
+/// as `inf` or `NaN` and surrounding spaces are not numbers.
+pub fn parse_real(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() > 64 {
+        return None;
+    }
+    let mut digit = false;
+    for &c in b {
+        match c {
+            b'0'..=b'9' => digit = true,
+            b'+' | b'-' | b'.' | b'e' | b'E' => {}
+            _ => return None,
+        }
+    }
+    if !digit {
+        return None;
+    }
+    // A leading zero before another digit (`007`, `01.5`) marks a code, not
+    // a number: keep it as text.
+    let unsigned = b
+        .strip_prefix(b"-")
+        .or_else(|| b.strip_prefix(b"+"))
+        .unwrap_or(b);
+    if unsigned.len() > 1 && unsigned[0] == b'0' && unsigned[1].is_ascii_digit() {
+        return None;
+    }
+    // Only ASCII got here.
+    let s = std::str::from_utf8(b).ok()?;
+    s.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// What the sample showed about one column.
+#[derive(Debug, Clone, Copy)]
+pub struct Inference {
+    non_null: u64,
+    all_int: bool,
+    all_real: bool,
+}
+
+impl Default for Inference {
+    fn default() -> Self {
+        Inference {
+            non_null: 0,
+            all_int: true,
+            all_real: true,
+        }
+    }
+}
+
+impl Inference {
+    /// Notes one non-null text field.
+    pub fn observe_bytes(&mut self, b: &[u8]) {
+        self.non_null += 1;
+        if self.all_int && parse_int(b).is_none() {
+            self.all_int = false;
+        }
+        if self.all_real && parse_real(b).is_none() {
+            self.all_real = false;
+        }
+    }
+
+    /// Notes one JSON value (null is ignored).
+    pub fn observe_json(&mut self, v: &Json) {
+        match v {
+            Json::Null => {}
+            Json::Bool(_) => self.non_null += 1,
+            Json::Number(n) => {
+                self.non_null += 1;
+                if n.as_i64().is_none() {
+                    self.all_int = false;
+                }
+            }
+            _ => {
+                self.non_null += 1;
+                self.all_int = false;
+                self.all_real = false;
+            }
+        }
+    }
+
+    /// The type decided: INTEGER when every value was an integer, REAL when
+    /// every value was a number, TEXT otherwise (and for a column of nulls).
+    pub fn decide(&self) -> ColType {
+        if self.non_null == 0 {
+            ColType::Text
+        } else if self.all_int {
+            ColType::Integer
+        } else if self.all_real {
+            ColType::Real
+        } else {
+            ColType::Text
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_must_be_canonical_and_fit() {
+        assert_eq!(parse_int(b"0"), Some(0));
+        assert_eq!(parse_int(b"-42"), Some(-42));
+        assert_eq!(parse_int(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_int(b"9223372036854775808"), None);
+        for bad in [&b"007"[..], b"-0", b"+1", b"", b"-", b"1.0", b" 1", b"1e3"] {
+            assert_eq!(parse_int(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn reals_are_finite_numbers_only() {
+        assert_eq!(parse_real(b"1.5"), Some(1.5));
+        assert_eq!(parse_real(b"-2e3"), Some(-2000.0));
+        assert_eq!(parse_real(b"3"), Some(3.0));
+        assert_eq!(parse_real(b"0.25"), Some(0.25));
+        for bad in [
+            &b"inf"[..],
+            b"NaN",
+            b"1e999",
+            b".",
+            b"1,5",
+            b" 1",
+            b"e",
+            b"007",
+            b"-01.5",
+        ] {
+            assert_eq!(parse_real(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn inference_picks_the_narrowest_type_that_fits_every_value() {
+        let decide = |vals: &[&str]| {
+            let mut i = Inference::default();
+            vals.iter().for_each(|v| i.observe_bytes(v.as_bytes()));
+            i.decide()
+        };
+        assert_eq!(decide(&["1", "2", "-3"]), ColType::Integer);
+        assert_eq!(decide(&["1", "2.5"]), ColType::Real);
+        assert_eq!(decide(&["1", "x"]), ColType::Text);
+        assert_eq!(decide(&["007", "1"]), ColType::Text);
+        assert_eq!(decide(&[]), ColType::Text);
+    }
+
+    #[test]
+    fn declared_types_map_by_affinity() {
+        assert_eq!(ColType::from_declared("bigint"), ColType::Integer);
+        assert_eq!(ColType::from_declared("VARCHAR(10)"), ColType::Text);
+        assert_eq!(ColType::from_declared("double precision"), ColType::Real);
+        assert_eq!(ColType::from_declared(""), ColType::Any);
+        assert_eq!(ColType::from_declared("NUMERIC"), ColType::Any);
+    }
+}
