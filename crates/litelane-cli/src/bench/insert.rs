@@ -1,0 +1,192 @@
+//! `bench insert`: the "one billion rows" table
+//! `user(id INTEGER PRIMARY KEY, area CHAR(6), age INTEGER NOT NULL, active INTEGER NOT NULL)`
+//! loaded by litelane's bulk inserter, beside the floor: a raw C-API loop
+//! (`litelane::ffi::RawConnection`) with the same pragmas, one transaction,
+//! one prepared single-row `INSERT`, bind/step/reset per row.
+//!
+//! Variants: `litelane` (multi-row statements), `raw-ffi` (the floor) and
+//! `litelane-1-row` (the bulk inserter with one row per statement, to show
+//! what the multi-row path buys). Each run of each variant is on a fresh file;
+//! only the insert itself (first `BEGIN` to `COMMIT`) is timed.
+
+use std::path::Path;
+use std::time::Instant;
+
+use litelane::ffi::RawConnection;
+use litelane::{Database, Options, Profile};
+
+use super::data::{users, USER_COLUMNS, USER_SCHEMA};
+use super::report::{Outcome, Row, Unit};
+use super::{median_of, Ctx};
+use crate::error::CliError;
+
+/// Runs the scenario.
+pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+    let rows = ctx.pick(ctx.args.rows, 5_000_000, 1_000_000);
+    let runs = ctx.runs(3);
+    let profiles: Vec<Profile> = match ctx.args.profile.as_deref() {
+        Some("all") => Profile::ALL.to_vec(),
+        None if ctx.in_all => Profile::ALL.to_vec(),
+        _ => vec![ctx.profile(Profile::Balanced)?],
+    };
+    let names: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
+    let mut o = Outcome::new(
+        "insert",
+        "the \"one billion rows\" bulk-insert experiment (the brief's `insert` scenario)",
+        format!(
+            "{} rows into user(id, area, age, active), profile {}, median of {runs} run(s)",
+            super::report::group_digits(rows as f64, 0),
+            names.join(" / ")
+        ),
+    );
+    o.param("rows", rows);
+    o.param("runs", runs);
+    o.param("profiles", names.clone());
+    o.column("profile", "profile", 0);
+    o.column("× raw-ffi", "ratio_vs_raw_ffi", 3);
+    o.column("rows/stmt", "rows_per_statement", 0);
+    for profile in profiles {
+        let seed = ctx.args.seed;
+        let mut measured = median_of(runs, |run| {
+            ctx.progress(format!("insert {profile}: run {}/{runs}", run + 1));
+            // Alternate the order so neither variant always runs on a warmer cache.
+            let mut out = Vec::new();
+            if run % 2 == 0 {
+                out.push(litelane_variant(ctx, profile, rows, seed, None)?);
+                out.push(raw_ffi(ctx, profile, rows, seed)?);
+            } else {
+                let raw = raw_ffi(ctx, profile, rows, seed)?;
+                out.push(litelane_variant(ctx, profile, rows, seed, None)?);
+                out.push(raw);
+            }
+            out.push(litelane_variant(ctx, profile, rows, seed, Some(1))?);
+            Ok(out)
+        })?;
+        let floor = measured
+            .iter()
+            .find(|r| r.name == "raw-ffi")
+            .map_or(0.0, Row::rate);
+        for r in &mut measured {
+            if floor > 0.0 {
+                r.set(
+                    "ratio_vs_raw_ffi",
+                    super::report::round(r.rate() / floor, 4),
+                );
+            }
+            r.set("profile", profile.name());
+        }
+        let lit = measured
+            .iter()
+            .find(|r| r.name == "litelane")
+            .map(Row::rate);
+        let one = measured
+            .iter()
+            .find(|r| r.name == "litelane-1-row")
+            .map(Row::rate);
+        if let (Some(lit), Some(one)) = (lit, one) {
+            o.notes.push(format!(
+                "{profile}: litelane is {:.3}× raw-ffi (target ≥ 0.9); multi-row statements are {:.2}× one row per statement",
+                lit / floor.max(f64::MIN_POSITIVE),
+                lit / one.max(f64::MIN_POSITIVE)
+            ));
+        }
+        o.rows.extend(measured);
+    }
+    Ok(o)
+}
+
+/// Counts the rows of `user` in the file at `path` (0 if unreadable).
+fn count_rows(path: &Path) -> u64 {
+    rusqlite::Connection::open(path)
+        .and_then(|c| c.query_row("SELECT count(*) FROM user", [], |r| r.get::<_, i64>(0)))
+        .map_or(0, |n| n as u64)
+}
+
+/// The engine's bulk inserter; `rows_per_statement = Some(1)` for the
+/// one-row-per-statement variant.
+fn litelane_variant(
+    ctx: &Ctx,
+    profile: Profile,
+    rows: u64,
+    seed: u64,
+    rows_per_statement: Option<usize>,
+) -> Result<Row, CliError> {
+    let dir = ctx.fresh_dir()?;
+    let path = dir.path().join("insert.db");
+    let db = Database::open(&path, Options::with_profile(profile))?;
+    db.write(|tx| Ok(tx.execute_batch(USER_SCHEMA)?))?;
+    let start = Instant::now();
+    let mut inserter = db.inserter("user", &USER_COLUMNS)?;
+    if let Some(n) = rows_per_statement {
+        inserter = inserter.rows_per_statement(n)?;
+    }
+    let report = inserter.insert(users(seed, rows))?;
+    let elapsed = start.elapsed();
+    drop(db);
+    let stored = count_rows(&path);
+    let name = if rows_per_statement == Some(1) {
+        "litelane-1-row"
+    } else {
+        "litelane"
+    };
+    Ok(Row::new(name, Unit::Rows, report.rows, elapsed)
+        .errors(rows.abs_diff(stored))
+        .with("rows_per_statement", report.rows_per_statement)
+        .with("statements", report.statements)
+        .with("rows_stored", stored))
+}
+
+/// The pragmas litelane's writer connection runs for `profile` (see
+/// `crates/litelane/src/connection.rs`), taken from the same `Options`.
+pub fn engine_pragmas(profile: Profile) -> Vec<String> {
+    let o = Options::with_profile(profile);
+    let mut p = vec![
+        format!("PRAGMA cache_size = -{}", o.cache_size_kib),
+        "PRAGMA temp_store = MEMORY".to_string(),
+        "PRAGMA foreign_keys = ON".to_string(),
+        "PRAGMA trusted_schema = OFF".to_string(),
+        format!("PRAGMA mmap_size = {}", o.mmap_size),
+        format!("PRAGMA journal_mode = {}", profile.journal_mode()),
+        format!("PRAGMA synchronous = {}", profile.synchronous()),
+        format!("PRAGMA journal_size_limit = {}", o.journal_size_limit),
+    ];
+    if profile.journal_mode() == "wal" && o.checkpoints.background {
+        // litelane checkpoints on its own thread, never inside a commit.
+        p.push("PRAGMA wal_autocheckpoint = 0".to_string());
+    }
+    p
+}
+
+/// The floor: what a careful C programmer writes by hand.
+fn raw_ffi(ctx: &Ctx, profile: Profile, rows: u64, seed: u64) -> Result<Row, CliError> {
+    let dir = ctx.fresh_dir()?;
+    let path = dir.path().join("insert.db");
+    let conn = RawConnection::open(&path)?;
+    for p in engine_pragmas(profile) {
+        conn.exec(&p)?;
+    }
+    conn.exec(USER_SCHEMA)?;
+    let start = Instant::now();
+    conn.exec("BEGIN")?;
+    let mut n = 0u64;
+    {
+        let mut st = conn.prepare("INSERT INTO user(id, area, age, active) VALUES (?, ?, ?, ?)")?;
+        for u in users(seed, rows) {
+            st.bind_int(1, u.id)?;
+            st.bind_text(2, u.area_str())?;
+            st.bind_int(3, u.age)?;
+            st.bind_int(4, u.active)?;
+            st.execute()?;
+            n += 1;
+        }
+    }
+    conn.exec("COMMIT")?;
+    let elapsed = start.elapsed();
+    drop(conn);
+    let stored = count_rows(&path);
+    Ok(Row::new("raw-ffi", Unit::Rows, n, elapsed)
+        .errors(rows.abs_diff(stored))
+        .with("rows_per_statement", 1)
+        .with("statements", n)
+        .with("rows_stored", stored))
+}
