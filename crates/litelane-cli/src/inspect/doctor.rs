@@ -1,0 +1,274 @@
+//! `litelane doctor DB`: the file's settings against best practice, each
+//! shortfall with the exact command that fixes it. Reads only.
+
+use litelane::quote_ident;
+use litelane::rusqlite::Connection;
+use serde::Serialize;
+
+use super::stats::{collect, Stats};
+use super::{human_bytes, open_untrusted, shell_quote, DoctorArgs};
+use crate::error::CliError;
+
+/// A WAL file larger than this is worth a checkpoint (64 MiB, litelane's
+/// `journal_size_limit`).
+pub const WAL_WARN_BYTES: u64 = 64 << 20;
+/// Free pages above this share of the file are worth a VACUUM.
+pub const FREELIST_WARN_RATIO: f64 = 0.10;
+/// ...when there are at least this many of them.
+pub const FREELIST_WARN_PAGES: u64 = 256;
+
+/// One thing that falls short.
+#[derive(Debug, Serialize)]
+pub struct Finding {
+    /// Short name of the check.
+    pub check: String,
+    /// `warning` (costs speed, safety or space) or `info`.
+    pub severity: &'static str,
+    /// What is wrong and why it matters.
+    pub message: String,
+    /// The SQL that fixes it, if it is SQL.
+    pub sql: Option<String>,
+    /// The shell command that fixes it.
+    pub command: String,
+}
+
+fn sql_fix(check: &str, severity: &'static str, message: String, db: &str, sql: String) -> Finding {
+    Finding {
+        check: check.into(),
+        severity,
+        message,
+        command: format!("sqlite3 {} {}", shell_quote(db), shell_quote(&sql)),
+        sql: Some(sql),
+    }
+}
+
+/// Foreign keys whose child columns are not the leading columns of any
+/// index: `(table, columns, parent table)`.
+fn unindexed_foreign_keys(
+    conn: &Connection,
+    s: &Stats,
+) -> Result<Vec<(String, Vec<String>, String)>, CliError> {
+    let mut out = Vec::new();
+    for t in s.tables.iter().filter(|t| t.kind == "table") {
+        // (id, seq, parent, from)
+        let mut fks: Vec<(i64, i64, String, String)> = Vec::new();
+        {
+            let mut stmt = conn.prepare(
+                "SELECT id, seq, \"table\", \"from\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq",
+            )?;
+            let rows = stmt.query_map([&t.name], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+            for r in rows {
+                fks.push(r?);
+            }
+        }
+        if fks.is_empty() {
+            continue;
+        }
+        // Leading columns of every index (including the primary key's).
+        let mut index_cols: Vec<Vec<String>> = Vec::new();
+        {
+            let mut stmt = conn.prepare("SELECT name FROM pragma_index_list(?1)")?;
+            let names: Vec<String> = stmt
+                .query_map([&t.name], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let mut cols = conn
+                .prepare("SELECT coalesce(name, '') FROM pragma_index_info(?1) ORDER BY seqno")?;
+            for n in names {
+                let c: Vec<String> = cols
+                    .query_map([&n], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                index_cols.push(c);
+            }
+            // An INTEGER PRIMARY KEY is the rowid: indexed by nature.
+            let mut pk = conn.prepare(
+                "SELECT name FROM pragma_table_info(?1) WHERE pk = 1 AND upper(type) = 'INTEGER' \
+                 AND (SELECT count(*) FROM pragma_table_info(?1) WHERE pk > 0) = 1",
+            )?;
+            let rowid: Vec<String> = pk
+                .query_map([&t.name], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            index_cols.extend(rowid.into_iter().map(|c| vec![c]));
+        }
+        let mut i = 0;
+        while i < fks.len() {
+            let id = fks[i].0;
+            let parent = fks[i].2.clone();
+            let mut cols = Vec::new();
+            while i < fks.len() && fks[i].0 == id {
+                cols.push(fks[i].3.clone());
+                i += 1;
+            }
+            let covered = index_cols.iter().any(|ix| {
+                ix.len() >= cols.len()
+                    && cols
+                        .iter()
+                        .all(|c| ix[..cols.len()].iter().any(|x| x.eq_ignore_ascii_case(c)))
+            });
+            if !covered {
+                out.push((t.name.clone(), cols, parent));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Checks an open database.
+pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> {
+    let db = s.path.as_str();
+    let wal = s.journal_mode.eq_ignore_ascii_case("wal");
+    let mut f = Vec::new();
+    if !wal {
+        f.push(sql_fix(
+            "journal_mode",
+            "warning",
+            format!(
+                "journal mode is {}: a writer blocks every reader and each commit rewrites a \
+                 rollback journal; WAL lets readers run beside the writer and commits append",
+                s.journal_mode
+            ),
+            db,
+            "PRAGMA journal_mode=WAL;".into(),
+        ));
+    }
+    if s.wal_bytes > WAL_WARN_BYTES {
+        f.push(Finding {
+            check: "wal_size".into(),
+            severity: "warning",
+            message: format!(
+                "the WAL file is {}: reads get slower as it grows, and it holds space; a \
+                 reader that never ends, or no checkpoints, keeps it from being reset",
+                human_bytes(s.wal_bytes)
+            ),
+            sql: Some("PRAGMA wal_checkpoint(TRUNCATE);".into()),
+            command: format!("litelane checkpoint {} --mode truncate", shell_quote(db)),
+        });
+    }
+    if s.page_count > 0 {
+        let ratio = s.freelist_count as f64 / s.page_count as f64;
+        if ratio > FREELIST_WARN_RATIO && s.freelist_count >= FREELIST_WARN_PAGES {
+            f.push(sql_fix(
+                "freelist",
+                "warning",
+                format!(
+                    "{:.0}% of the file ({} pages, {}) is free pages left by deletes: the file is \
+                     larger than its data and the data is scattered",
+                    ratio * 100.0,
+                    s.freelist_count,
+                    human_bytes(s.freelist_count * s.page_size)
+                ),
+                db,
+                "VACUUM;".into(),
+            ));
+        }
+    }
+    if s.auto_vacuum == 1 {
+        f.push(sql_fix(
+            "auto_vacuum",
+            "info",
+            "auto_vacuum is FULL: every commit that frees pages moves other pages to the end of \
+             the file to truncate it, which costs time at each commit and fragments tables; \
+             INCREMENTAL frees space when you ask for it"
+                .into(),
+            db,
+            "PRAGMA auto_vacuum=INCREMENTAL; VACUUM;".into(),
+        ));
+    }
+    if s.page_size < 4096 {
+        let sql = if wal {
+            "PRAGMA journal_mode=DELETE; PRAGMA page_size=4096; VACUUM; PRAGMA journal_mode=WAL;"
+        } else {
+            "PRAGMA page_size=4096; VACUUM;"
+        };
+        f.push(sql_fix(
+            "page_size",
+            "warning",
+            format!(
+                "page size is {} bytes: smaller than the 4096-byte pages of today's disks and \
+                 file systems, so every page write is a partial block",
+                s.page_size
+            ),
+            db,
+            sql.into(),
+        ));
+    }
+    for (table, cols, parent) in unindexed_foreign_keys(conn, s)? {
+        let name = format!("{}_{}_idx", table, cols.join("_"));
+        let sql = format!(
+            "CREATE INDEX {} ON {}({});",
+            quote_ident(&name),
+            quote_ident(&table),
+            cols.iter()
+                .map(|c| quote_ident(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        f.push(sql_fix(
+            "foreign_key_index",
+            "warning",
+            format!(
+                "foreign key {}({}) → {} has no index: every delete or key update in {} scans \
+                 all of {}",
+                quote_ident(&table),
+                cols.iter()
+                    .map(|c| quote_ident(c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                quote_ident(&parent),
+                quote_ident(&parent),
+                quote_ident(&table)
+            ),
+            db,
+            sql,
+        ));
+    }
+    let has_stat1 = s
+        .tables
+        .iter()
+        .any(|t| t.name.eq_ignore_ascii_case("sqlite_stat1"));
+    if s.indexes > 0 && !has_stat1 {
+        f.push(sql_fix(
+            "statistics",
+            "info",
+            "no query planner statistics (sqlite_stat1): with several indexes on a table the \
+             planner may pick a poor one"
+                .into(),
+            db,
+            "PRAGMA optimize;".into(),
+        ));
+    }
+    Ok(f)
+}
+
+/// Runs `litelane doctor`.
+pub fn doctor(args: DoctorArgs) -> Result<(), CliError> {
+    let conn = open_untrusted(&args.db)?;
+    let s = collect(&conn, &args.db)?;
+    let findings = diagnose(&conn, &s)?;
+    if args.json {
+        let out = serde_json::json!({
+            "path": s.path,
+            "journal_mode": s.journal_mode,
+            "page_size": s.page_size,
+            "auto_vacuum": s.auto_vacuum,
+            "wal_bytes": s.wal_bytes,
+            "freelist_count": s.freelist_count,
+            "page_count": s.page_count,
+            "findings": findings,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    if findings.is_empty() {
+        println!("{}: no problems found", s.path);
+        return Ok(());
+    }
+    println!("{}: {} finding(s)", s.path, findings.len());
+    for x in &findings {
+        println!();
+        println!("[{}] {}: {}", x.severity, x.check, x.message);
+        println!("  fix: {}", x.command);
+    }
+    Ok(())
+}
