@@ -83,13 +83,13 @@ pub struct BenchArgs {
     /// wal: reader threads (default 40).
     #[arg(long, value_name = "N")]
     pub readers: Option<usize>,
-    /// wal: inserts per writer (default 250; the report used 2000).
+    /// wal: inserts per writer (default 2,000, as in the report).
     #[arg(long, value_name = "N")]
     pub writes: Option<u64>,
     /// wal: point reads per reader (default 1000).
     #[arg(long, value_name = "N")]
     pub reads: Option<u64>,
-    /// contention: operations in total (default 4,000).
+    /// contention: operations in total (default 20,000).
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,
     /// import: rows of the generated CSV (default 128,982).
