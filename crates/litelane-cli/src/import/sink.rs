@@ -190,7 +190,12 @@ impl Sink<'_> {
     ) -> Result<bool, CliError> {
         for sql in std::mem::take(&mut self.setup) {
             tx.execute_batch(&sql).map_err(|e| {
-                CliError::Engine(litelane::Error::from_sqlite(e, format!("running {sql}")))
+                let shown: String = sql.chars().take(100).collect();
+                let more = if shown.len() < sql.len() { "..." } else { "" };
+                CliError::Engine(litelane::Error::from_sqlite(
+                    e,
+                    format!("running {shown}{more}"),
+                ))
             })?;
         }
         let ncols = self.columns.len();
