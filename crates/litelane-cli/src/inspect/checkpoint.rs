@@ -61,12 +61,19 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<(), CliError> {
             })
         );
     } else {
+        // A TRUNCATE that succeeds reports 0 frames: the WAL is gone.
+        let done = if report.mode == litelane::CheckpointMode::Truncate && !report.busy {
+            "WAL copied into the database and truncated".to_string()
+        } else {
+            format!(
+                "{} of {} WAL frames copied into the database",
+                report.checkpointed_frames, report.wal_frames
+            )
+        };
         println!(
-            "{} checkpoint of {}: {} of {} WAL frames copied into the database in {:.3} s{}",
+            "{} checkpoint of {}: {done} in {:.3} s{}",
             report.mode,
             args.db.display(),
-            report.checkpointed_frames,
-            report.wal_frames,
             report.elapsed.as_secs_f64(),
             if report.busy {
                 " (not complete: a reader or writer was in the way; run again, or use --mode restart)"

@@ -1,0 +1,219 @@
+//! `litelane stats`, `doctor` and `checkpoint`, run as a child process.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rusqlite::Connection;
+
+fn litelane(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(args)
+        .output()
+        .expect("run litelane")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "litelane failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+/// A database whose schema would do harm if anything in it ran: a trigger
+/// that writes, a view over a function this process does not have, a table
+/// with a hostile name, an unindexed foreign key, 1 KiB pages, rollback
+/// journal.
+fn hostile_db(path: &Path) {
+    let c = Connection::open(path).unwrap();
+    c.execute_batch(
+        "PRAGMA page_size = 1024;
+         CREATE TABLE parent(id INTEGER PRIMARY KEY, name TEXT);
+         CREATE TABLE child(id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id));
+         CREATE TABLE log(x);
+         CREATE TABLE \"\"\"; DROP TABLE parent; --\"(x);
+         INSERT INTO \"\"\"; DROP TABLE parent; --\" VALUES (1), (2), (3);
+         INSERT INTO parent(name) VALUES ('a'), ('b');
+         CREATE TRIGGER noisy AFTER INSERT ON parent BEGIN INSERT INTO log VALUES ('fired'); END;
+         CREATE TRIGGER on_delete BEFORE DELETE ON child BEGIN INSERT INTO log VALUES ('fired'); END;",
+    )
+    .unwrap();
+    // A view that fails (or worse, with a function that exists somewhere)
+    // if anything ever evaluates it: SQLite resolves functions only then.
+    c.execute_batch("CREATE VIEW v AS SELECT boom() AS b FROM parent;")
+        .unwrap();
+}
+
+fn file_bytes(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+#[test]
+fn stats_counts_real_tables_only_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("h.db");
+    hostile_db(&db);
+    let before = file_bytes(&db);
+    let s = json(&litelane(&["stats", db.to_str().unwrap(), "--json"]));
+    assert_eq!(s["journal_mode"], "delete");
+    assert_eq!(s["page_size"], 1024);
+    assert_eq!(s["triggers"], 2);
+    let tables = s["tables"].as_array().unwrap();
+    let find = |n: &str| tables.iter().find(|t| t["name"] == n).cloned().unwrap();
+    assert_eq!(find("\"; DROP TABLE parent; --")["rows"], 3);
+    assert_eq!(find("parent")["rows"], 2);
+    assert_eq!(find("log")["rows"], 0);
+    assert_eq!(find("v")["type"], "view");
+    assert!(find("v")["rows"].is_null(), "a view is not counted");
+    let human = litelane(&["stats", db.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&human.stdout).contains("(view, not counted)"));
+    assert_eq!(file_bytes(&db), before, "stats wrote nothing");
+}
+
+#[test]
+fn doctor_reports_shortfalls_with_fixes_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("h.db");
+    hostile_db(&db);
+    let before = file_bytes(&db);
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let findings = r["findings"].as_array().unwrap();
+    let get = |c: &str| {
+        findings
+            .iter()
+            .find(|f| f["check"] == c)
+            .unwrap_or_else(|| panic!("no {c} finding in {r}"))
+            .clone()
+    };
+    assert_eq!(get("journal_mode")["sql"], "PRAGMA journal_mode=WAL;");
+    assert!(get("page_size")["sql"]
+        .as_str()
+        .unwrap()
+        .contains("page_size=4096"));
+    let fk = get("foreign_key_index");
+    assert_eq!(
+        fk["sql"],
+        "CREATE INDEX \"child_parent_id_idx\" ON \"child\"(\"parent_id\");"
+    );
+    assert!(fk["command"].as_str().unwrap().starts_with("sqlite3 '"));
+    assert_eq!(file_bytes(&db), before, "doctor wrote nothing");
+    let c = Connection::open(&db).unwrap();
+    let fired: i64 = c
+        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(fired, 0, "no trigger fired");
+
+    // Applying the fixes clears them.
+    c.execute_batch(fk["sql"].as_str().unwrap()).unwrap();
+    c.execute_batch("PRAGMA page_size=4096; VACUUM; PRAGMA journal_mode=WAL;")
+        .unwrap();
+    drop(c);
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let checks: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    for gone in ["journal_mode", "page_size", "foreign_key_index"] {
+        assert!(!checks.contains(&gone), "{gone} still reported: {r}");
+    }
+}
+
+#[test]
+fn doctor_flags_a_large_freelist() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("f.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; CREATE TABLE t(x);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+         INSERT INTO t SELECT randomblob(1000) FROM n;
+         DELETE FROM t WHERE rowid > 100;
+         PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .unwrap();
+    drop(c);
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "freelist")
+        .cloned()
+        .unwrap_or_else(|| panic!("no freelist finding: {r}"));
+    assert_eq!(f["sql"], "VACUUM;");
+}
+
+#[test]
+fn checkpoint_copies_the_wal_and_truncate_empties_it() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("w.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(x);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+         INSERT INTO t SELECT randomblob(500) FROM n;",
+    )
+    .unwrap();
+    // Keep the WAL: this connection stays open (no checkpoint on close).
+    let wal = d.path().join("w.db-wal");
+    assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+    let r = json(&litelane(&["checkpoint", db.to_str().unwrap(), "--json"]));
+    assert_eq!(r["ran"], true);
+    assert_eq!(r["mode"], "passive");
+    assert!(r["wal_frames"].as_u64().unwrap() > 0);
+    assert_eq!(r["checkpointed_frames"], r["wal_frames"]);
+    assert_eq!(r["busy"], false);
+    assert!(
+        r["wal_bytes_after"].as_u64().unwrap() > 0,
+        "passive keeps the file"
+    );
+    let r = json(&litelane(&[
+        "checkpoint",
+        db.to_str().unwrap(),
+        "--mode",
+        "truncate",
+        "--json",
+    ]));
+    assert_eq!(r["mode"], "truncate");
+    assert_eq!(r["busy"], false);
+    assert!(r["wal_bytes_before"].as_u64().unwrap() > 0);
+    assert_eq!(r["wal_bytes_after"], 0);
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 500);
+
+    // A rollback-journal database: nothing to do, and it stays as it is.
+    let plain = d.path().join("p.db");
+    Connection::open(&plain)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x)")
+        .unwrap();
+    let r = json(&litelane(&[
+        "checkpoint",
+        plain.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(r["ran"], false);
+    assert_eq!(r["journal_mode"], "delete");
+}
+
+#[test]
+fn missing_or_foreign_files_are_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("missing.db");
+    for cmd in ["stats", "doctor", "checkpoint"] {
+        let o = litelane(&[cmd, missing.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("missing.db"));
+    }
+    assert!(!missing.exists(), "no command created the file");
+    let junk = d.path().join("junk.db");
+    std::fs::write(&junk, vec![7u8; 4096]).unwrap();
+    let o = litelane(&["stats", junk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a database"));
+}
