@@ -21,7 +21,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Unit};
-use super::Ctx;
+use super::{median_of, Ctx};
 use crate::error::CliError;
 
 const SCHEMA: &str = "CREATE TABLE message(id INTEGER PRIMARY KEY, chat INTEGER NOT NULL, \
@@ -154,12 +154,17 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let seed = ctx.args.seed;
     let work: Vec<Vec<Op>> = (0..threads).map(|t| ops_for(seed, t, per_thread)).collect();
 
-    ctx.progress("contention: shared-handle-mutex");
-    o.rows.push(shared_handle(ctx, profile, &work, seed)?);
-    ctx.progress("contention: busy-retry");
-    o.rows.push(busy_retry(ctx, profile, &work, seed)?);
-    ctx.progress("contention: litelane");
-    o.rows.push(litelane_variant(ctx, profile, &work, seed)?);
+    let runs = ctx.runs(1);
+    o.param("runs", runs);
+    o.rows = median_of(runs, |_| {
+        ctx.progress("contention: shared-handle-mutex");
+        let mut out = vec![shared_handle(ctx, profile, &work, seed)?];
+        ctx.progress("contention: busy-retry");
+        out.push(busy_retry(ctx, profile, &work, seed)?);
+        ctx.progress("contention: litelane");
+        out.push(litelane_variant(ctx, profile, &work, seed)?);
+        Ok(out)
+    })?;
     o.notes.push(
         "latency = from asking to done, waiting for the lock/handle/writer included".to_string(),
     );

@@ -25,7 +25,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::data::{Accounts, ACCOUNT_INSERT, ACCOUNT_SCHEMA};
 use super::report::{group_digits, round, Latency, Outcome, Row, Unit};
-use super::Ctx;
+use super::{median_of, Ctx};
 use crate::error::CliError;
 
 /// What one worker thread did.
@@ -70,46 +70,51 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     o.column("× conn/thread", "ratio_vs_connection_per_thread", 2);
     let seed = ctx.args.seed;
 
-    for (name, journal, sync) in [
-        ("1-thread-defaults", None, 2),
-        ("1-thread-wal", Some("wal"), 2),
-        ("1-thread-wal-normal", Some("wal"), 1),
-    ] {
-        ctx.progress(format!("threads: {name}"));
-        o.rows
-            .push(single_thread(ctx, name, journal, sync, single, seed)?);
-    }
-    ctx.progress("threads: connection-per-thread");
-    o.rows.push(per_thread_connections(
-        ctx,
-        "connection-per-thread",
-        profile,
-        threads,
-        per_thread,
-        None,
-        seed,
-    )?);
-    ctx.progress("threads: connection-per-thread-no-busy-timeout");
-    o.rows.push(per_thread_connections(
-        ctx,
-        "connection-per-thread-no-busy-timeout",
-        profile,
-        threads,
-        per_thread,
-        Some(Duration::ZERO),
-        seed,
-    )?);
-    for group in [true, false] {
-        let name = if group {
-            "litelane"
-        } else {
-            "litelane-no-group-commit"
-        };
-        ctx.progress(format!("threads: {name}"));
-        o.rows.push(litelane_threads(
-            ctx, name, profile, group, threads, per_thread, seed,
+    let runs = ctx.runs(1);
+    o.param("runs", runs);
+    o.rows = median_of(runs, |_| {
+        let mut out = Vec::new();
+        for (name, journal, sync) in [
+            ("1-thread-defaults", None, 2),
+            ("1-thread-wal", Some("wal"), 2),
+            ("1-thread-wal-normal", Some("wal"), 1),
+        ] {
+            ctx.progress(format!("threads: {name}"));
+            out.push(single_thread(ctx, name, journal, sync, single, seed)?);
+        }
+        ctx.progress("threads: connection-per-thread");
+        out.push(per_thread_connections(
+            ctx,
+            "connection-per-thread",
+            profile,
+            threads,
+            per_thread,
+            None,
+            seed,
         )?);
-    }
+        ctx.progress("threads: connection-per-thread-no-busy-timeout");
+        out.push(per_thread_connections(
+            ctx,
+            "connection-per-thread-no-busy-timeout",
+            profile,
+            threads,
+            per_thread,
+            Some(Duration::ZERO),
+            seed,
+        )?);
+        for group in [true, false] {
+            let name = if group {
+                "litelane"
+            } else {
+                "litelane-no-group-commit"
+            };
+            ctx.progress(format!("threads: {name}"));
+            out.push(litelane_threads(
+                ctx, name, profile, group, threads, per_thread, seed,
+            )?);
+        }
+        Ok(out)
+    })?;
     let base = o
         .rows
         .iter()

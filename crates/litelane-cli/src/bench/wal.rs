@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Series, Unit};
-use super::Ctx;
+use super::{median_of, Ctx};
 use crate::error::CliError;
 
 const SCHEMA: &str = "CREATE TABLE test_table(id INTEGER PRIMARY KEY, value TEXT)";
@@ -86,12 +86,18 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     o.column("reads/s", "reads_per_sec", 0);
     o.column("read p99 ms", "read_p99_ms", 3);
     let seed = ctx.args.seed;
-    for (name, journal) in [("rollback-journal", "delete"), ("wal", "wal")] {
-        ctx.progress(format!("wal: {name}"));
-        o.rows.push(plain(ctx, name, journal, shape, seed)?);
-    }
-    ctx.progress("wal: litelane");
-    o.rows.push(litelane_variant(ctx, profile, shape, seed)?);
+    let runs = ctx.runs(1);
+    o.param("runs", runs);
+    o.rows = median_of(runs, |_| {
+        let mut out = Vec::new();
+        for (name, journal) in [("rollback-journal", "delete"), ("wal", "wal")] {
+            ctx.progress(format!("wal: {name}"));
+            out.push(plain(ctx, name, journal, shape, seed)?);
+        }
+        ctx.progress("wal: litelane");
+        out.push(litelane_variant(ctx, profile, shape, seed)?);
+        Ok(out)
+    })?;
     o.notes.push(
         "p50/p99/max are per insert (wait included); the report's Python writers ran \
          their 2000 inserts in one implicit transaction each, here every insert commits on its own"
