@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Import benchmark: `litelane import` beside the sqlite3 shell's `.import`
+and beside SQLite copying the same rows table to table (INSERT ... SELECT
+from an attached database). Wall-clock time of each whole process, median of
+--runs runs, variants interleaved so that machine noise hits them alike.
+
+    cargo build --release -p litelane-cli
+    python3 examples/make_wide_csv.py --rows 300000 > /tmp/wide.csv
+    python3 examples/bench_import.py /tmp/wide.csv
+
+Peers:
+  shell .import            sqlite3 defaults; every column TEXT, '' not NULL
+  shell .import typed+null typed table (same as litelane's), .import into it,
+                           then one UPDATE turning '' into NULL: the same
+                           result as litelane's
+  INSERT...SELECT          from the table litelane made, into an empty table
+                           of the same schema, same journal/synchronous as the
+                           profile; SQLite copies records as they are (the
+                           "xfer" optimisation)
+  INSERT...SELECT WHERE 1  the same, but decoding and re-encoding every row
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LITELANE = os.environ.get("LITELANE", "target/release/litelane")
+SQLITE3 = os.environ.get("SQLITE3", "sqlite3")
+
+
+def timed(cmd, **kw):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kw)
+    return time.perf_counter() - t
+
+
+def rm(db):
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(db + suffix)
+        except FileNotFoundError:
+            pass
+
+
+def main():
+    src = sys.argv[1]
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    tmp = tempfile.mkdtemp(prefix="litelane-bench-")
+    rows = sum(1 for _ in open(src, "rb")) - 1
+    ref = os.path.join(tmp, "ref.db")
+    subprocess.run([LITELANE, "import", src, "--db", ref, "--table", "t", "--quiet"], check=True)
+    schema = subprocess.run([SQLITE3, ref, ".schema t"], check=True, capture_output=True,
+                            text=True).stdout.replace("IF NOT EXISTS ", "")
+    cols = subprocess.run([SQLITE3, ref, "SELECT name FROM pragma_table_info('t')"],
+                          check=True, capture_output=True, text=True).stdout.split()
+    nullify = "UPDATE t SET " + ", ".join(f'"{c}" = NULLIF("{c}", \'\')' for c in cols) + ";"
+    db = os.path.join(tmp, "out.db")
+
+    def litelane(profile):
+        def run():
+            rm(db)
+            return timed([LITELANE, "import", src, "--db", db, "--table", "t", "--quiet",
+                          "--profile", profile])
+        return run
+
+    def shell_import():
+        rm(db)
+        return timed([SQLITE3, db, ".mode csv", ".import " + src + " t"])
+
+    def shell_typed():
+        rm(db)
+        subprocess.run([SQLITE3, db, schema], check=True)
+        return timed([SQLITE3, db, ".import --csv --skip 1 " + src + " t", "BEGIN", nullify,
+                      "COMMIT"])
+
+    def copy(journal, sync, where=""):
+        def run():
+            rm(db)
+            subprocess.run([SQLITE3, db, f"PRAGMA journal_mode={journal};", schema], check=True,
+                           stdout=subprocess.DEVNULL)
+            return timed([SQLITE3, db, f"PRAGMA journal_mode={journal}; PRAGMA synchronous={sync};"
+                          f" ATTACH '{ref}' AS s; BEGIN; INSERT INTO t SELECT * FROM s.t {where};"
+                          " COMMIT;"])
+        return run
+
+    variants = [
+        ("litelane import (balanced: WAL, NORMAL)", litelane("balanced")),
+        ("litelane import (fast: memory journal, OFF)", litelane("fast")),
+        ("sqlite3 .import (all TEXT, '' kept)", shell_import),
+        ("sqlite3 .import typed + NULL update", shell_typed),
+        ("INSERT...SELECT, WAL, NORMAL", copy("wal", "NORMAL")),
+        ("INSERT...SELECT WHERE 1, WAL, NORMAL", copy("wal", "NORMAL", "WHERE 1")),
+        ("INSERT...SELECT, memory journal, OFF", copy("memory", "OFF")),
+        ("INSERT...SELECT WHERE 1, memory journal, OFF", copy("memory", "OFF", "WHERE 1")),
+    ]
+    times = {name: [] for name, _ in variants}
+    for _ in range(runs):
+        for name, run in variants:
+            times[name].append(run())
+    med = {name: statistics.median(t) for name, t in times.items()}
+    print(f"{rows} rows from {src} ({os.path.getsize(src) / 1e6:.1f} MB), "
+          f"median of {runs} runs, wall clock per process")
+    print(f"{'variant':46} {'seconds':>8} {'rows/s':>10}")
+    for name, _ in variants:
+        print(f"{name:46} {med[name]:8.3f} {rows / med[name]:10,.0f}")
+    bal = med["litelane import (balanced: WAL, NORMAL)"]
+    fast = med["litelane import (fast: memory journal, OFF)"]
+    print()
+    for peer in ("sqlite3 .import (all TEXT, '' kept)", "sqlite3 .import typed + NULL update"):
+        print(f"{peer}: litelane balanced {med[peer] / bal:.2f}x faster, "
+              f"fast {med[peer] / fast:.2f}x faster")
+    for peer, mine in (("INSERT...SELECT, WAL, NORMAL", bal),
+                       ("INSERT...SELECT WHERE 1, WAL, NORMAL", bal),
+                       ("INSERT...SELECT, memory journal, OFF", fast),
+                       ("INSERT...SELECT WHERE 1, memory journal, OFF", fast)):
+        print(f"litelane / {peer}: {mine / med[peer]:.2f}x the time")
+
+
+if __name__ == "__main__":
+    main()
