@@ -57,6 +57,9 @@ pub struct Batch {
     pub rows: u32,
     /// Bytes of the input file read when the batch was sent.
     pub bytes_read: u64,
+    /// The last batch: the input ended normally after it. (A channel that
+    /// closes without one means the parser died: nothing is committed.)
+    pub last: bool,
 }
 
 impl Batch {

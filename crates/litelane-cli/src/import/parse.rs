@@ -158,15 +158,17 @@ pub struct ParseJob {
 }
 
 impl ParseJob {
-    /// Reads every record and sends batches of rows on `tx` in input order.
-    /// An error is sent as the last message. Stops early when the receiver
+    /// Reads every record and sends batches of rows on `tx` in input order,
+    /// the last one marked [`Batch::last`]. An error is sent as the last
+    /// message instead. Stops early when the receiver
     /// is gone (the writer stopped).
     pub fn run(mut self, tx: SyncSender<Result<Batch, CliError>>) {
         let ncols = self.converter.plan().columns.len();
         let mut batch = Batch::new(ncols, BATCH_ROWS);
         let mut record: u64 = 0;
         let send = |batch: &mut Batch, bytes: &AtomicU64| -> bool {
-            let mut full = std::mem::replace(batch, Batch::new(ncols, BATCH_ROWS));
+            let next = Batch::new(ncols, if batch.last { 0 } else { BATCH_ROWS });
+            let mut full = std::mem::replace(batch, next);
             full.bytes_read = bytes.load(Ordering::Relaxed);
             tx.send(Ok(full)).is_ok()
         };
@@ -212,9 +214,8 @@ impl ParseJob {
             ))));
             return;
         }
-        if !batch.entries.is_empty() {
-            send(&mut batch, &self.bytes_read);
-        }
+        batch.last = true;
+        send(&mut batch, &self.bytes_read);
     }
 }
 

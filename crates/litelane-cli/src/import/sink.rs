@@ -211,6 +211,7 @@ impl Sink<'_> {
         let ended = loop {
             let batch = match &cursor.batch {
                 Some(b) if cursor.pos < b.entries.len() => Arc::clone(b),
+                Some(b) if b.last => break true,
                 _ => match cursor.rx.recv() {
                     Ok(Ok(b)) => {
                         self.bar
@@ -220,7 +221,11 @@ impl Sink<'_> {
                         continue;
                     }
                     Ok(Err(e)) => return Err(e),
-                    Err(_) => break true,
+                    Err(_) => {
+                        return Err(CliError::Input(
+                            "the parser thread stopped before the end of the input".into(),
+                        ))
+                    }
                 },
             };
             let e = batch.entries[cursor.pos];
