@@ -56,12 +56,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// A named way of inserting `rows` rows.
+type Variant<'a> = (&'static str, i64, Box<dyn Fn(&Database) + 'a>);
+
 fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let variants: Vec<(&str, i64, Box<dyn Fn(&Database)>)> = vec![
+    let variants: Vec<Variant> = vec![
         (
             "sync, one transaction",
             ROWS,
