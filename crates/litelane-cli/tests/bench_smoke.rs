@@ -22,12 +22,8 @@ fn bench(tmp: &Path, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "bad JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn results(v: &Value) -> &Vec<Value> {
@@ -75,7 +71,15 @@ fn insert_reports_litelane_raw_ffi_and_their_ratio() {
     let tmp = tempfile::tempdir().unwrap();
     let v = bench(
         tmp.path(),
-        &["insert", "--rows", "3000", "--runs", "1", "--profile", "fast"],
+        &[
+            "insert",
+            "--rows",
+            "3000",
+            "--runs",
+            "1",
+            "--profile",
+            "fast",
+        ],
     );
     check_envelope(&v, "insert");
     for name in ["litelane", "raw-ffi", "litelane-1-row"] {
@@ -161,7 +165,10 @@ fn wal_counts_writes_and_reads_of_every_variant() {
 #[test]
 fn contention_reports_latency_and_stalls() {
     let tmp = tempfile::tempdir().unwrap();
-    let v = bench(tmp.path(), &["contention", "--threads", "3", "--ops", "150"]);
+    let v = bench(
+        tmp.path(),
+        &["contention", "--threads", "3", "--ops", "150"],
+    );
     check_envelope(&v, "contention");
     for name in ["shared-handle-mutex", "busy-retry", "litelane"] {
         let r = row(&v, name);

@@ -133,7 +133,7 @@ impl Tally {
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let threads = ctx.pick(ctx.args.threads, 8, 8).max(1);
-    let ops = ctx.pick(ctx.args.ops, 20_000, 10_000).max(threads as u64);
+    let ops = ctx.pick(ctx.args.ops, 20_000, 20_000).max(threads as u64);
     let per_thread = ops / threads as u64;
     let profile = ctx.profile(Profile::Safe)?;
     let mut o = Outcome::new(

@@ -266,13 +266,14 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             s / a.max(f64::MIN_POSITIVE)
         ));
     }
-    if let (Some(l), Some(s)) = (rate("litelane-import"), rate("sqlite3-shell-import")) {
+    let imported = rate("litelane-import").filter(|r| *r > 0.0);
+    if let (Some(l), Some(s)) = (imported, rate("sqlite3-shell-import")) {
         o.notes.push(format!(
             "litelane import is {:.2}× the sqlite3 shell (target ≥ 3×; the shell stores every column as TEXT)",
             l / s.max(f64::MIN_POSITIVE)
         ));
     }
-    if let (Some(l), Some(f)) = (rate("litelane-import"), rate("insert-select")) {
+    if let (Some(l), Some(f)) = (imported, rate("insert-select")) {
         o.notes.push(format!(
             "INSERT … SELECT is {:.2}× litelane import (target ≤ 1.3×; the import's time includes process start and CSV parsing)",
             f / l.max(f64::MIN_POSITIVE)

@@ -22,7 +22,7 @@ use crate::error::CliError;
 
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
-    let rows = ctx.pick(ctx.args.rows, 5_000_000, 1_000_000);
+    let rows = ctx.pick(ctx.args.rows, 5_000_000, 2_000_000);
     let runs = ctx.runs(3);
     let profiles: Vec<Profile> = match ctx.args.profile.as_deref() {
         Some("all") => Profile::ALL.to_vec(),

@@ -91,7 +91,7 @@ const RUNGS: [Rung; 5] = [
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let rows = ctx.pick(ctx.args.rows, 100_000, 100_000).max(1);
-    let sample = ctx.pick(ctx.args.sample, 2_000, 1_000).clamp(1, rows);
+    let sample = ctx.pick(ctx.args.sample, 2_000, 2_000).clamp(1, rows);
     let mut o = Outcome::new(
         "ladder",
         "report 000 (Android, 100k rows: 2000 s → 18.5 s → 5.85 s → 5.26 s → 4.04 s)",

@@ -817,7 +817,7 @@ fn cdf(out: &mut String, o: &Outcome, y: f64) -> f64 {
     let max = points.iter().copied().fold(f64::MIN, f64::max).max(20.0);
     let lo = 10f64.powf(min.log10().floor());
     let hi = 10f64.powf(max.log10().ceil());
-    let (x0, w, h) = (70.0, WIDTH - 70.0 - 220.0, 220.0);
+    let (x0, w, h) = (70.0, WIDTH - 70.0 - 250.0, 220.0);
     let top = y + 22.0;
     let xs = |ms: f64| x0 + (ms.max(lo).log10() - lo.log10()) / (hi.log10() - lo.log10()) * w;
     let ys = |q: f64| top + h - q * h;

@@ -50,8 +50,8 @@ impl Work {
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let threads = ctx.pick(ctx.args.threads, 4, 4).max(1);
-    let per_thread = ctx.pick(ctx.args.rows_per_thread, 10_000, 1_000);
-    let single = ctx.pick(ctx.args.single_rows, 1_000, 200);
+    let per_thread = ctx.pick(ctx.args.rows_per_thread, 10_000, 5_000);
+    let single = ctx.pick(ctx.args.single_rows, 1_000, 1_000);
     let profile = ctx.profile(Profile::Balanced)?;
     let mut o = Outcome::new(
         "threads",

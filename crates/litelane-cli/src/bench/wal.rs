@@ -55,8 +55,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let shape = Shape {
         writers: ctx.pick(ctx.args.writers, 12, 12).max(1),
         readers: ctx.pick(ctx.args.readers, 40, 40),
-        writes: ctx.pick(ctx.args.writes, 2_000, 150),
-        reads: ctx.pick(ctx.args.reads, 1_000, 500),
+        writes: ctx.pick(ctx.args.writes, 2_000, 500),
+        reads: ctx.pick(ctx.args.reads, 1_000, 1_000),
     };
     let profile = ctx.profile(Profile::Safe)?;
     let mut o = Outcome::new(
