@@ -129,6 +129,8 @@ pub(crate) fn run(conn: &Connection, mode: CheckpointMode) -> Result<CheckpointR
 struct State {
     /// WAL pages after the last commit.
     pages: u64,
+    /// Frames of the current WAL already copied by a checkpoint.
+    backfilled: u64,
     /// Commits seen by the WAL hook.
     commits: u64,
     /// The hook asked for a checkpoint.
@@ -182,10 +184,17 @@ pub(crate) fn install_wal_hook(
             let mut st = s.lock();
             st.pages = pages;
             st.commits += 1;
-            if pages >= s.gate_at.load(Relaxed) {
+            if pages < st.backfilled {
+                st.backfilled = 0; // the WAL was restarted from its beginning
+            }
+            let over_limit = pages >= s.gate_at.load(Relaxed);
+            if over_limit {
                 s.gate.store(true, Release);
             }
-            if pages >= threshold {
+            // Only frames no checkpoint has copied yet count towards the next
+            // one: otherwise, under a steady stream of commits, every commit
+            // would ask for a checkpoint once the WAL passed the threshold.
+            if over_limit || pages - st.backfilled >= threshold {
                 st.requested = true;
                 s.wake.notify_one();
             }
@@ -250,12 +259,8 @@ fn checkpoint_loop(
     last_active: Arc<Mutex<Instant>>,
 ) {
     let limit = u64::from(cfg.limit_pages);
-    let step = u64::from(cfg.passive_after_pages.max(1));
     // Commit count at the last checkpoint that copied everything.
     let mut settled_at = u64::MAX;
-    // After a PASSIVE checkpoint was held back by a reader, wait for the WAL
-    // to grow by another `passive_after_pages` before trying again.
-    let mut retry_at_pages = 0;
     loop {
         let (pages, commits) = {
             let mut st = signal.lock();
@@ -275,9 +280,8 @@ fn checkpoint_loop(
                 .unwrap_or_else(|e| e.into_inner())
                 .elapsed()
                 >= cfg.idle_after;
-            let due = requested && (st.pages >= retry_at_pages || st.pages >= limit);
             let idle_work = idle && st.pages > 0 && st.commits != settled_at;
-            if !due && !idle_work {
+            if !requested && !idle_work {
                 continue;
             }
             (st.pages, st.commits)
@@ -289,12 +293,19 @@ fn checkpoint_loop(
         };
         let Ok(report) = report else { continue };
         record(&recorder, &report);
+        {
+            let mut st = signal.lock();
+            // A checkpoint that could not start at all (another one held the
+            // lock) backs off as if it had copied everything.
+            st.backfilled = if report.wal_frames == 0 && report.busy {
+                pages
+            } else {
+                report.checkpointed_frames
+            };
+        }
         if !report.busy {
             settled_at = commits;
-            retry_at_pages = 0;
-        } else if report.wal_frames < limit {
-            retry_at_pages = pages + step;
-        } else {
+        } else if report.wal_frames >= limit {
             if let Ok(r) = escalate(&conn, &writer, &signal, &cfg, &recorder) {
                 record(&recorder, &r);
             }

@@ -90,16 +90,14 @@ impl<'c> Tx<'c> {
     pub fn write<T>(&self, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
         let depth = self.depth.get() + 1;
         let name = format!("litelane_nested_{depth}");
-        self.conn
-            .execute_batch(&format!("SAVEPOINT {name}"))
+        control(self.conn, &format!("SAVEPOINT {name}"))
             .context(|| format!("opening savepoint {name}"))?;
         self.depth.set(depth);
         let outcome = catch_unwind(AssertUnwindSafe(|| f(self)));
         self.depth.set(depth - 1);
         match outcome {
             Ok(Ok(v)) => {
-                self.conn
-                    .execute_batch(&format!("RELEASE {name}"))
+                control(self.conn, &format!("RELEASE {name}"))
                     .context(|| format!("releasing savepoint {name}"))?;
                 Ok(v)
             }
@@ -115,10 +113,17 @@ impl<'c> Tx<'c> {
     }
 }
 
+/// Runs a transaction-control statement through the statement cache (they
+/// run for every write; parsing them each time is measurable).
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
 fn undo_savepoint(conn: &Connection, name: &str) {
     // Cannot fail on a live savepoint; if the transaction is already gone
     // there is nothing left to undo.
-    let _ = conn.execute_batch(&format!("ROLLBACK TO {name}; RELEASE {name}"));
+    let _ = control(conn, &format!("ROLLBACK TO {name}"));
+    let _ = control(conn, &format!("RELEASE {name}"));
 }
 
 /// The result of one group's commit, awaited by every member.
@@ -361,9 +366,9 @@ impl Writer {
 
         let leader = slot.group.is_none();
         let begin = if leader {
-            slot.conn.execute_batch("BEGIN IMMEDIATE")
+            control(&slot.conn, "BEGIN IMMEDIATE")
         } else {
-            slot.conn.execute_batch("SAVEPOINT litelane_job")
+            control(&slot.conn, "SAVEPOINT litelane_job")
         };
         if let Err(e) = begin {
             let e = Error::from_sqlite(
@@ -410,7 +415,7 @@ impl Writer {
             ok = false;
         }
         if ok && !leader {
-            if let Err(e) = slot.conn.execute_batch("RELEASE litelane_job") {
+            if let Err(e) = control(&slot.conn, "RELEASE litelane_job") {
                 release_error = Some(Error::from_sqlite(e, "RELEASE litelane_job"));
                 ok = false;
             }
@@ -424,7 +429,7 @@ impl Writer {
             self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
             if leader {
                 // Nothing else is in the transaction: undo all of it.
-                let _ = slot.conn.execute_batch("ROLLBACK");
+                let _ = control(&slot.conn, "ROLLBACK");
                 slot.group = None;
             } else {
                 undo_savepoint(&slot.conn, "litelane_job");
@@ -468,9 +473,7 @@ impl Writer {
         let outcome = Arc::clone(&g.outcome);
         if !keep_open {
             let g = slot.group.take().expect("open group");
-            let result = slot
-                .conn
-                .execute_batch("COMMIT")
+            let result = control(&slot.conn, "COMMIT")
                 .context(|| format!("COMMIT of a group of {} write(s)", g.jobs));
             match &result {
                 Ok(()) => {
@@ -488,7 +491,7 @@ impl Writer {
                         .rollbacks
                         .fetch_add(g.jobs as u64, Ordering::Relaxed);
                     if !slot.conn.is_autocommit() {
-                        let _ = slot.conn.execute_batch("ROLLBACK");
+                        let _ = control(&slot.conn, "ROLLBACK");
                     }
                 }
             }

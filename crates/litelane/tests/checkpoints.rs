@@ -175,3 +175,29 @@ fn checkpoint_modes_parse_and_report() {
     }
     assert!("sometimes".parse::<CheckpointMode>().is_err());
 }
+
+#[test]
+fn a_steady_stream_of_commits_gets_one_checkpoint_per_threshold_not_one_per_commit() {
+    const THRESHOLD: u64 = 100;
+    const COMMITS: i64 = 2000;
+    let (_dir, db) = temp_db(with_checkpoints(
+        THRESHOLD as u32,
+        1_000_000,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..COMMITS {
+        write_page(&db, i);
+    }
+    let m = db.metrics();
+    // Each commit adds 2-3 WAL frames (the new leaf and the pages above it),
+    // so one checkpoint per THRESHOLD new frames is one per 30-50 commits;
+    // one per commit (the bug this pins) would be ~2,000.
+    let bound = COMMITS as u64 / 10;
+    assert!(m.checkpoints > 0);
+    assert!(
+        m.checkpoints <= bound,
+        "{} checkpoints for {COMMITS} commits (bound {bound})",
+        m.checkpoints
+    );
+}
