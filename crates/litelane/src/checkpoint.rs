@@ -258,6 +258,15 @@ fn checkpoint_loop(
     cfg: Checkpoints,
     last_active: Arc<Mutex<Instant>>,
 ) {
+    // However this thread ends, writers must not stay behind a closed gate.
+    struct OpenGateOnExit<'w>(&'w Writer, &'w Signal);
+    impl Drop for OpenGateOnExit<'_> {
+        fn drop(&mut self) {
+            self.1.gate_at.store(u64::MAX, Relaxed);
+            self.0.open_gate();
+        }
+    }
+    let _guard = OpenGateOnExit(&writer, &signal);
     let limit = u64::from(cfg.limit_pages);
     // Commit count at the last checkpoint that copied everything.
     let mut settled_at = u64::MAX;

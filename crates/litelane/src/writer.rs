@@ -324,8 +324,12 @@ impl Writer {
         }
     }
 
-    fn has_waiters(&self) -> bool {
-        !lock(&self.queue).waiters.is_empty()
+    /// True when the next turn will go to an ordinary writer, which can join
+    /// the open group. Never to a priority turn (the escalated checkpoint
+    /// must not find a transaction open on the writer) nor past a closed gate.
+    fn next_can_join_group(&self) -> bool {
+        let q = lock(&self.queue);
+        !self.gate.load(Ordering::Acquire) && q.waiters.front().is_some_and(|w| !w.priority)
     }
 
     fn check_not_reentrant(&self) -> Result<()> {
@@ -349,7 +353,15 @@ impl Writer {
         self.check_not_reentrant()?;
         self.acquire(label, priority);
         let slot = lock(&self.slot);
-        debug_assert!(slot.group.is_none());
+        if slot.group.is_some() {
+            // Unreachable by construction (a group is never handed to such a
+            // turn); refuse rather than run beside an open transaction.
+            drop(slot);
+            self.release();
+            return Err(Error::invalid(format!(
+                "{label}: a write transaction is open on the writer"
+            )));
+        }
         let _mark = HoldingMark::set(self.id);
         let out = catch_unwind(AssertUnwindSafe(|| f(&slot.conn)));
         drop(slot);
@@ -469,7 +481,7 @@ impl Writer {
         let keep_open = self.group.enabled
             && g.jobs < self.group.max_jobs
             && g.started.elapsed() < self.group.max_wait
-            && self.has_waiters();
+            && self.next_can_join_group();
         let outcome = Arc::clone(&g.outcome);
         if !keep_open {
             let g = slot.group.take().expect("open group");

@@ -201,3 +201,52 @@ fn a_steady_stream_of_commits_gets_one_checkpoint_per_threshold_not_one_per_comm
         m.checkpoints
     );
 }
+
+#[test]
+fn escalated_checkpoints_between_grouped_writers_never_deadlock() {
+    // Four writers form groups while a tiny WAL limit makes the checkpointer
+    // take priority turns again and again. A group must never be handed to
+    // the checkpoint's turn (it would find a transaction open on the writer).
+    let mut opts = with_checkpoints(10, 40, Duration::from_secs(3600));
+    // A reader that outlasts the escalation's wait makes escalations fail, so
+    // later ones run while writers are free to group (the gate stays open).
+    opts.checkpoints.escalation_wait = Duration::from_millis(50);
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    let (snap_tx, snap_rx) = mpsc::channel();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.read(|c| {
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+                snap_tx.send(()).unwrap();
+                thread::sleep(Duration::from_millis(800));
+                Ok(())
+            })
+            .unwrap()
+        })
+    };
+    snap_rx.recv().unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    for w in 0..4i64 {
+        let db = db.clone();
+        let done_tx = done_tx.clone();
+        thread::spawn(move || {
+            for i in 0..300 {
+                write_page(&db, w * 1000 + i);
+            }
+            done_tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..4 {
+        done_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("writers stuck: deadlock between group commit and an escalated checkpoint");
+    }
+    reader.join().unwrap();
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1200);
+    let m = db.metrics();
+    assert!(m.checkpoints_escalated > 0, "{m:?}");
+    assert!(m.mean_group_size() > 1.0, "groups formed: {m:?}");
+    assert_eq!(m.busy_errors, 0);
+}
