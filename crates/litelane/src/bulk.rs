@@ -120,8 +120,11 @@ pub fn quote_ident(name: &str) -> String {
     s
 }
 
-/// Builds `INSERT INTO "t" ("a","b") VALUES (?,?),(?,?)...` for `rows` rows.
-fn insert_sql(prefix: &str, columns: usize, rows: usize) -> String {
+/// Appends `rows` groups of `columns` placeholders to `prefix`:
+/// `insert_sql("INSERT INTO \"t\" (\"a\",\"b\") VALUES ", 2, 2)` is
+/// `INSERT INTO "t" ("a","b") VALUES (?,?),(?,?)`. Quote the names in
+/// `prefix` with [`quote_ident`].
+pub fn insert_sql(prefix: &str, columns: usize, rows: usize) -> String {
     let mut group = String::with_capacity(columns * 2 + 2);
     group.push('(');
     for c in 0..columns {

@@ -46,7 +46,8 @@ use std::sync::Arc;
 
 pub use asyncio::Pending;
 pub use bulk::{
-    quote_ident, AsValueRef, BulkRow, InsertReport, Inserter, TARGET_PARAMS_PER_STATEMENT,
+    insert_sql, quote_ident, AsValueRef, BulkRow, InsertReport, Inserter,
+    TARGET_PARAMS_PER_STATEMENT,
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use error::{Error, Result, SQLITE_BUSY};

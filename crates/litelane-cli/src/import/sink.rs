@@ -70,25 +70,6 @@ struct Cursor {
     pos: usize,
 }
 
-/// Builds `INSERT INTO "t" ("a","b") VALUES (?,?),(?,?)...` for `rows` rows.
-fn insert_sql(prefix: &str, columns: usize, rows: usize) -> String {
-    let mut group = String::with_capacity(columns * 2 + 2);
-    group.push('(');
-    for c in 0..columns {
-        group.push_str(if c == 0 { "?" } else { ",?" });
-    }
-    group.push(')');
-    let mut sql = String::with_capacity(prefix.len() + rows * (group.len() + 1));
-    sql.push_str(prefix);
-    for r in 0..rows {
-        if r > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&group);
-    }
-    sql
-}
-
 fn bind(stmt: &mut rusqlite::Statement<'_>, rows: &[RowRef]) -> rusqlite::Result<()> {
     let mut index = 1;
     for row in rows {
@@ -199,7 +180,7 @@ impl Sink<'_> {
             })?;
         }
         let ncols = self.columns.len();
-        let full_sql = insert_sql(prefix, ncols, per_stmt);
+        let full_sql = litelane::insert_sql(prefix, ncols, per_stmt);
         let mut full = tx.prepare_cached(&full_sql).map_err(|e| {
             CliError::Engine(litelane::Error::from_sqlite(
                 e,
@@ -256,7 +237,7 @@ impl Sink<'_> {
             }
         };
         if !pending.is_empty() {
-            let sql = insert_sql(prefix, ncols, pending.len());
+            let sql = litelane::insert_sql(prefix, ncols, pending.len());
             let mut part = tx.prepare_cached(&sql).map_err(|e| {
                 CliError::Engine(litelane::Error::from_sqlite(
                     e,
@@ -307,7 +288,7 @@ impl Sink<'_> {
                 Ok(())
             }
             Err(e) if is_row_error(&e) => {
-                let one = insert_sql(prefix, self.columns.len(), 1);
+                let one = litelane::insert_sql(prefix, self.columns.len(), 1);
                 let mut single = tx
                     .prepare_cached(&one)
                     .map_err(|e| self.row_error(e, rows))?;
@@ -396,15 +377,4 @@ fn describe_row(row: &RowRef) -> Vec<u8> {
         })
         .collect();
     serde_json::Value::Array(vals).to_string().into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn insert_sql_has_one_group_per_row() {
-        assert_eq!(
-            super::insert_sql("INSERT INTO \"t\" (\"a\",\"b\") VALUES ", 2, 2),
-            "INSERT INTO \"t\" (\"a\",\"b\") VALUES (?,?),(?,?)"
-        );
-    }
 }
