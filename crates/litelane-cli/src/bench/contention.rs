@@ -21,7 +21,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Unit};
-use super::{median_of, Ctx};
+use super::{mean_group_size, median_of, release_and_join, Ctx};
 use crate::error::CliError;
 
 const SCHEMA: &str = "CREATE TABLE message(id INTEGER PRIMARY KEY, chat INTEGER NOT NULL, \
@@ -245,13 +245,7 @@ fn drive(
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let tallies = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
-        (start.elapsed(), tallies)
+        release_and_join(&barrier, handles)
     })
 }
 
@@ -339,20 +333,8 @@ fn litelane_variant(
         r.map(|_| 0).map_err(|e| e.to_string())
     });
     let m = db.metrics();
-    let commits = m.commits - before.commits;
-    let jobs = m.transactions - before.transactions;
     Ok(finish("litelane", elapsed, tallies)
-        .with(
-            "mean_group_size",
-            round(
-                if commits > 0 {
-                    jobs as f64 / commits as f64
-                } else {
-                    0.0
-                },
-                3,
-            ),
-        )
+        .with("mean_group_size", mean_group_size(&before, &m))
         .with(
             "queue_wait_p99_ms",
             round(m.queue_wait_p99.as_secs_f64() * 1e3, 4),

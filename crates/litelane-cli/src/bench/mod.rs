@@ -150,6 +150,34 @@ impl Ctx {
     }
 }
 
+/// Lets every thread waiting on `barrier` go, then joins `handles` in order.
+/// Returns the time from release to the last join and each thread's result
+/// (a thread that panicked yields its `Default`, so its rows show as missing).
+pub fn release_and_join<T: Default>(
+    barrier: &std::sync::Barrier,
+    handles: Vec<std::thread::ScopedJoinHandle<'_, T>>,
+) -> (std::time::Duration, Vec<T>) {
+    barrier.wait();
+    let start = std::time::Instant::now();
+    let results = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or_default())
+        .collect();
+    (start.elapsed(), results)
+}
+
+/// Mean writes per commit between two metrics snapshots of one database
+/// (0 when nothing committed).
+pub fn mean_group_size(before: &litelane::Metrics, after: &litelane::Metrics) -> f64 {
+    let commits = after.commits - before.commits;
+    let jobs = after.transactions - before.transactions;
+    if commits == 0 {
+        0.0
+    } else {
+        report::round(jobs as f64 / commits as f64, 3)
+    }
+}
+
 /// Runs `once(run_index)` `runs` times; for each variant (rows are matched by
 /// position and name) keeps the run with the median seconds, and records every
 /// run's seconds in `seconds_runs`.

@@ -25,7 +25,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::data::{Accounts, ACCOUNT_INSERT, ACCOUNT_SCHEMA};
 use super::report::{group_digits, round, Latency, Outcome, Row, Unit};
-use super::{median_of, Ctx};
+use super::{mean_group_size, median_of, release_and_join, Ctx};
 use crate::error::CliError;
 
 /// What one worker thread did.
@@ -274,13 +274,11 @@ fn per_thread_connections(
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let work = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .fold(Work::default(), Work::merge);
-        (work, start.elapsed())
+        let (elapsed, works) = release_and_join(&barrier, handles);
+        (
+            works.into_iter().fold(Work::default(), Work::merge),
+            elapsed,
+        )
     });
     let stored = count_rows(&path);
     let mut lat = work.latencies;
@@ -355,19 +353,16 @@ fn litelane_threads(
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let work = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .fold(Work::default(), Work::merge);
-        (work, start.elapsed())
+        let (elapsed, works) = release_and_join(&barrier, handles);
+        (
+            works.into_iter().fold(Work::default(), Work::merge),
+            elapsed,
+        )
     });
     let after = db.metrics();
     drop(db);
     let stored = count_rows(&path);
     let total = threads as u64 * per_thread;
-    let jobs = after.transactions - before.transactions;
     let commits = after.commits - before.commits;
     let groups: Vec<u64> = (0..GROUP_BUCKETS.len())
         .map(|i| after.group_sizes[i] - before.group_sizes[i])
@@ -379,17 +374,7 @@ fn litelane_threads(
         .with("threads", threads)
         .with("group_commit", group_commit)
         .with("rows_stored", stored)
-        .with(
-            "mean_group_size",
-            round(
-                if commits > 0 {
-                    jobs as f64 / commits as f64
-                } else {
-                    0.0
-                },
-                3,
-            ),
-        )
+        .with("mean_group_size", mean_group_size(&before, &after))
         .with("commits", commits)
         .with("group_sizes_1_2_4_8_16_32_64_more", groups)
         .with(

@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Series, Unit};
-use super::{median_of, Ctx};
+use super::{median_of, release_and_join, Ctx};
 use crate::error::CliError;
 
 const SCHEMA: &str = "CREATE TABLE test_table(id INTEGER PRIMARY KEY, value TEXT)";
@@ -287,17 +287,12 @@ fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Resul
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let writes: Vec<Tally> = w
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
-        let reads: Vec<Tally> = r
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
-        (start.elapsed(), writes, reads)
+        // Writers and readers share one barrier; joining all of them in one
+        // list times the run until the last of either finished.
+        let writers = w.len();
+        let (elapsed, mut all) = release_and_join(&barrier, w.into_iter().chain(r).collect());
+        let reads = all.split_off(writers);
+        (elapsed, all, reads)
     });
     let stored = count_rows(&path);
     Ok(finish(name, shape, elapsed, writes, reads, stored)
@@ -368,17 +363,12 @@ fn litelane_variant(ctx: &Ctx, profile: Profile, shape: Shape, seed: u64) -> Res
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let writes: Vec<Tally> = w
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
-        let reads: Vec<Tally> = r
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
-        (start.elapsed(), writes, reads)
+        // Writers and readers share one barrier; joining all of them in one
+        // list times the run until the last of either finished.
+        let writers = w.len();
+        let (elapsed, mut all) = release_and_join(&barrier, w.into_iter().chain(r).collect());
+        let reads = all.split_off(writers);
+        (elapsed, all, reads)
     });
     let m = db.metrics();
     drop(db);
