@@ -253,7 +253,7 @@ impl<'a> Inserter<'a> {
         let mut buffer: Vec<I::Item> = Vec::with_capacity(self.rows_per_statement);
         while rows.peek().is_some() {
             let batch_limit = self.commit_every.unwrap_or(u64::MAX);
-            let (done, stmts) = self.db.write_labeled(&self.label, |tx| {
+            let (done, stmts) = self.db.write_local(&self.label, |tx| {
                 let mut done = 0u64;
                 let mut stmts = 0u64;
                 let mut full = tx.prepare_cached(&full_sql).context(|| {

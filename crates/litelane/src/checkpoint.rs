@@ -19,8 +19,8 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ use rusqlite::Connection;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 use crate::options::Checkpoints;
-use crate::writer::Writer;
+use crate::writer::{Writer, WriterQueue};
 
 /// A checkpoint mode (see <https://sqlite.org/c3ref/wal_checkpoint_v2.html>).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,8 +142,9 @@ struct State {
 pub(crate) struct Signal {
     state: Mutex<State>,
     wake: Condvar,
-    /// The writer's gate: closed by the hook when the WAL passes `gate_at`.
-    pub gate: Arc<AtomicBool>,
+    /// The writer's queue, whose gate the hook closes when the WAL passes
+    /// `gate_at`.
+    queue: Arc<WriterQueue>,
     /// WAL pages at which the gate closes: the limit, or more after an
     /// escalation that old readers held back.
     gate_at: AtomicU64,
@@ -159,13 +160,14 @@ impl Signal {
 /// (the hook replaces SQLite's automatic checkpoint, which is off anyway).
 pub(crate) fn install_wal_hook(
     conn: &mut Connection,
+    queue: &Arc<WriterQueue>,
     recorder: &Arc<Recorder>,
     cfg: &Checkpoints,
 ) -> Result<Arc<Signal>> {
     let signal = Arc::new(Signal {
         state: Mutex::default(),
         wake: Condvar::new(),
-        gate: Arc::default(),
+        queue: Arc::clone(queue),
         gate_at: AtomicU64::new(u64::from(cfg.limit_pages)),
     });
     let mode: String = conn
@@ -189,7 +191,7 @@ pub(crate) fn install_wal_hook(
             }
             let over_limit = pages >= s.gate_at.load(Relaxed);
             if over_limit {
-                s.gate.store(true, Release);
+                s.queue.close_gate();
             }
             // Only frames no checkpoint has copied yet count towards the next
             // one: otherwise, under a steady stream of commits, every commit
@@ -246,7 +248,7 @@ impl Drop for Checkpointer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.signal.gate.store(false, Release);
+        self.signal.queue.open_gate();
     }
 }
 

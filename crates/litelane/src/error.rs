@@ -44,6 +44,24 @@ pub enum Error {
         /// The OS error's message.
         message: String,
     },
+    /// The write's changes were undone, not committed, because the
+    /// transaction it shared with other writes (group commit) ended before
+    /// the commit: a statement of another write in the group (`by`), or
+    /// SQLite itself after an I/O error, a full disk or an interrupt, rolled
+    /// the whole transaction back. When `retryable` is true the write did
+    /// nothing wrong and can simply run again; it is false for the write
+    /// whose own statement ended the transaction.
+    ///
+    /// See `docs/concurrency.md`, "What each caller is told".
+    RolledBack {
+        /// The label of the write during which the transaction ended (`""`
+        /// for an unlabeled write).
+        by: String,
+        /// What ended the transaction.
+        cause: Box<Error>,
+        /// True when this write was not the one that ended the transaction.
+        retryable: bool,
+    },
     /// An error raised by user code inside a `write` or `read` closure and
     /// carried through litelane unchanged.
     User {
@@ -129,6 +147,16 @@ impl Error {
     pub fn is_busy(&self) -> bool {
         self.sqlite_code() == Some(SQLITE_BUSY)
     }
+
+    /// True when the write failed through no fault of its own and can run
+    /// again as it is: [`Error::RolledBack`] with `retryable`, or
+    /// `SQLITE_BUSY` from another process.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::RolledBack { retryable, .. } => *retryable,
+            _ => self.is_busy(),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -152,12 +180,41 @@ impl fmt::Display for Error {
             Error::InvalidInput { message } => write!(f, "invalid input: {message}"),
             Error::ReadOnly { path } => write!(f, "database {path} is read-only: no writes"),
             Error::Io { context, message } => write!(f, "{context}: {message}"),
+            Error::RolledBack {
+                by,
+                cause,
+                retryable,
+            } => {
+                let whose = if by.is_empty() {
+                    "an unlabeled write".to_string()
+                } else {
+                    format!("write {by:?}")
+                };
+                if *retryable {
+                    write!(
+                        f,
+                        "rolled back, not committed: the shared transaction ended during {whose} ({cause}); safe to retry"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "rolled back, not committed: a statement of this write ({whose}) ended the transaction ({cause})"
+                    )
+                }
+            }
             Error::User { message } => f.write_str(message),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::RolledBack { cause, .. } => Some(cause.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Self {

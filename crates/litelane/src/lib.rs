@@ -39,6 +39,7 @@ pub mod ffi;
 mod metrics;
 mod options;
 mod pool;
+mod queue;
 mod writer;
 
 use std::path::Path;
@@ -115,15 +116,17 @@ impl Database {
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
             as usize;
         let wal = connection::journal_mode_for(opts.profile, &target) == "wal";
-        let signal = checkpoint::install_wal_hook(&mut writer_conn, &recorder, &opts.checkpoints)?;
+        let queue = Arc::default();
+        let signal =
+            checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
         let writer = Arc::new(Writer::new(
             writer_conn,
+            queue,
             opts.group_commit.clone(),
             opts.long_wait,
             Arc::clone(&recorder),
             Arc::clone(&tracer),
-            Arc::clone(&signal.gate),
-        ));
+        )?);
         let readers = (0..opts.readers.max(1))
             .map(|_| connection::open(&target, Role::Reader, &opts, &tracer))
             .collect::<Result<Vec<_>>>()?;
@@ -163,23 +166,54 @@ impl Database {
 
     /// Runs `f` as one write transaction and returns its value.
     ///
-    /// `f` runs on the calling thread once the writer is free, first come
-    /// first served. `Ok` commits (the call returns after the commit, and
-    /// under [`Profile::Safe`] after the fsync); `Err` or a panic rolls back
-    /// `f`'s changes, and the writer stays usable. With group commit, `f` may
-    /// share one SQLite transaction with other queued writers, inside its own
-    /// savepoint: its outcome is still its own.
+    /// Writers are served first come, first served. `Ok` commits (the call
+    /// returns after the commit, and under [`Profile::Safe`] after the
+    /// fsync); `Err` or a panic rolls back `f`'s changes alone, and the
+    /// writer stays usable.
     ///
-    /// Calling `write` again from inside `f` on the same thread is an error;
-    /// use [`Tx::write`] for a nested transaction.
-    pub fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+    /// **Group commit.** When writers queue up, the thread holding the
+    /// writer runs the queued closures itself, back to back, each in its own
+    /// savepoint of one transaction, and commits them together (one fsync
+    /// for the group). That is why `f` and `T` must be `Send`: `f` may run on
+    /// another thread while this one sleeps (it may still borrow from this
+    /// thread's stack: the call does not return before `f` has run and the
+    /// outcome is known). Use [`write_local`](Database::write_local) for a
+    /// closure that is not `Send`.
+    ///
+    /// **Outcomes.** This returns `Ok` exactly when `f`'s work is committed.
+    /// If another write of the same group ends the shared transaction (e.g.
+    /// `INSERT OR ROLLBACK`), or SQLite rolls it back after an I/O error,
+    /// this returns [`Error::RolledBack`] (retryable): nothing of `f` was
+    /// committed. Do not run `BEGIN`, `COMMIT` or `ROLLBACK` in `f`: a
+    /// `COMMIT` is refused (it fails, and the transaction rolls back).
+    ///
+    /// Calling `write` again from inside `f` is an error; use [`Tx::write`]
+    /// for a nested transaction.
+    pub fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T> + Send,
+        T: Send,
+    {
         self.inner.writer.write("", f)
     }
 
     /// [`write`](Database::write) with a label, shown in
-    /// [`Metrics::long_waits`] when this transaction holds up other writers.
-    pub fn write_labeled<T>(&self, label: &str, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+    /// [`Metrics::long_waits`] when this transaction holds up other writers
+    /// and in [`Error::RolledBack`] when it ends a shared transaction.
+    pub fn write_labeled<T, F>(&self, label: &str, f: F) -> Result<T>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T> + Send,
+        T: Send,
+    {
         self.inner.writer.write(label, f)
+    }
+
+    /// [`write_labeled`](Database::write_labeled) for a closure that is not
+    /// `Send`: `f` always runs on the calling thread, in a turn of its own
+    /// (it never joins another writer's group; writers queued behind it may
+    /// join its transaction). Same outcome rules as `write`.
+    pub fn write_local<T>(&self, label: &str, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.inner.writer.write_local(label, f)
     }
 
     /// Runs `f` on a reader connection inside one read transaction: all its

@@ -1,39 +1,46 @@
-//! The single writer: a FIFO queue of turns, transactions, savepoints and
-//! group commit.
+//! The single writer: turns from the [queue](crate::queue), transactions,
+//! savepoints and group commit by flat combining.
 //!
-//! Every write of the process takes a *turn* on the one writer connection.
-//! Turns are handed out first come, first served: a thread that finds the
-//! writer busy enqueues itself and parks; the thread that finishes its turn
-//! unparks exactly the next one (no polling, no sleep-and-retry, so the
-//! writer connection never meets `SQLITE_BUSY` from this process).
+//! Every write of the process takes a *turn* on the one writer connection,
+//! first come, first served (see `queue.rs` for the rules). A write is a turn
+//! plus a transaction, as in GRDB's `DatabaseWriter`:
 //!
-//! The job runs on the caller's own thread, holding the connection for its
-//! turn, so a write closure can borrow from the caller's stack.
+//! **Group commit by flat combining.** The thread that holds the turn runs
+//! its own job first (`BEGIN IMMEDIATE`, the closure), then takes the jobs of
+//! the writers queued behind it, in order, and runs each one's closure
+//! itself, inside `SAVEPOINT litelane_job`, while their owners sleep. When no
+//! job is queued (or the group is full, or has been open for `max_wait`), it
+//! runs one `COMMIT` and wakes each owner with its own outcome. A whole
+//! group costs one commit and no thread hand-off per job. Jobs that must run
+//! on their own thread ([`Database::write_local`](crate::Database::write_local),
+//! checkpoints) get a turn of their own and never run inside someone else's
+//! transaction.
 //!
-//! **Group commit.** The first job of a transaction (the *leader*) runs
-//! `BEGIN IMMEDIATE`. When it finishes and other writers are already queued,
-//! it does not commit: it hands the open transaction to the next writer, whose
-//! job runs inside `SAVEPOINT`. The last job of the group (when the queue is
-//! empty, the group is full or has been open for `max_wait`) runs `COMMIT`
-//! and wakes every member with the outcome. A failing job rolls back to its
-//! savepoint alone; each caller returns only after the commit that contains
-//! its work.
+//! **Exact outcomes.** After every job the combiner asks SQLite whether the
+//! transaction still exists. If a statement ended it (`INSERT OR ROLLBACK`,
+//! `RAISE(ROLLBACK)`, an I/O error, a full disk, an interrupt), every write
+//! of the group that was waiting for the commit is told
+//! [`Error::RolledBack`] (retryable, naming the write during which it ended
+//! and the cause), and the next job starts a fresh transaction. A caller is
+//! told `Ok` exactly when its work is committed. A `COMMIT` run by a closure
+//! itself is refused by a commit hook (it would commit other callers' work
+//! behind their backs).
 
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::{self, Thread};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{ffi as codes, Connection};
 
 use crate::connection::Tracer;
 use crate::error::{Context, Error, Result};
+use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
+use crate::queue::{Claimed, Entered, Kind, Queue, Released, Turn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -41,6 +48,9 @@ thread_local! {
     /// Id of the writer whose turn this thread holds (0: none).
     static HOLDING: Cell<u64> = const { Cell::new(0) };
 }
+
+/// The writer's queue, shared with the checkpointer (which closes its gate).
+pub(crate) type WriterQueue = Queue<JobRef>;
 
 /// A write transaction, handed to the closure of [`Database::write`](crate::Database::write).
 ///
@@ -102,11 +112,13 @@ impl<'c> Tx<'c> {
                 Ok(v)
             }
             Ok(Err(e)) => {
-                undo_savepoint(self.conn, &name);
+                // If the transaction itself is gone, the enclosing write
+                // finds out (the writer checks after every job).
+                let _ = undo_savepoint(self.conn, &name);
                 Err(e)
             }
             Err(panic) => {
-                undo_savepoint(self.conn, &name);
+                let _ = undo_savepoint(self.conn, &name);
                 resume_unwind(panic)
             }
         }
@@ -119,79 +131,166 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-fn undo_savepoint(conn: &Connection, name: &str) {
-    // Cannot fail on a live savepoint; if the transaction is already gone
-    // there is nothing left to undo.
-    let _ = control(conn, &format!("ROLLBACK TO {name}"));
-    let _ = control(conn, &format!("RELEASE {name}"));
+fn undo_savepoint(conn: &Connection, name: &str) -> rusqlite::Result<()> {
+    control(conn, &format!("ROLLBACK TO {name}"))?;
+    control(conn, &format!("RELEASE {name}"))
 }
 
-/// The result of one group's commit, awaited by every member.
-#[derive(Default)]
-struct Outcome {
-    result: Mutex<Option<Result<()>>>,
-    done: Condvar,
+/// How a job's closure ended.
+pub(crate) enum Ran {
+    Ok,
+    Err(Error),
+    Panicked,
 }
 
-impl Outcome {
-    fn set(&self, r: Result<()>) {
-        *self.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        self.done.notify_all();
+/// One caller's write, as the turn holder sees it.
+pub(crate) trait Job {
+    /// The write's label (for metrics and errors).
+    fn label(&self) -> &str;
+    /// When the caller asked for the writer.
+    fn enqueued(&self) -> Instant;
+    /// Runs the caller's closure inside the open transaction.
+    fn run(&mut self, tx: &Tx<'_>) -> Ran;
+    /// Delivers the outcome of the transaction: `Ok` once committed.
+    fn settle(&mut self, verdict: Result<()>);
+}
+
+/// A job's closure and, once run, its result.
+struct JobCell<'l, F, T> {
+    label: &'l str,
+    enqueued: Instant,
+    f: Option<F>,
+    out: Option<std::thread::Result<Result<T>>>,
+    verdict: Option<Result<()>>,
+}
+
+impl<'l, F, T> JobCell<'l, F, T>
+where
+    F: FnOnce(&Tx<'_>) -> Result<T>,
+{
+    fn new(label: &'l str, f: F) -> Self {
+        JobCell {
+            label,
+            enqueued: Instant::now(),
+            f: Some(f),
+            out: None,
+            verdict: None,
+        }
     }
 
-    fn wait(&self) -> Result<()> {
-        let mut g = self.result.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(r) = g.as_ref() {
-                return r.clone();
-            }
-            g = self.done.wait(g).unwrap_or_else(|e| e.into_inner());
+    /// What the caller is told: its own error or panic first; otherwise its
+    /// value exactly when the transaction committed.
+    fn finish(self) -> Result<T> {
+        match (self.out, self.verdict) {
+            (Some(Err(panic)), _) => resume_unwind(panic),
+            (Some(Ok(Err(e))), _) => Err(e),
+            (Some(Ok(Ok(v))), Some(Ok(()))) => Ok(v),
+            (_, Some(Err(e))) => Err(e),
+            (Some(Ok(Ok(_))), None) | (None, None) | (None, Some(Ok(()))) => Err(Error::invalid(
+                "the writer ended this write's turn without an outcome (internal error; nothing was committed)",
+            )),
         }
     }
 }
 
-struct OpenGroup {
-    outcome: Arc<Outcome>,
-    jobs: usize,
+impl<F, T> Job for JobCell<'_, F, T>
+where
+    F: FnOnce(&Tx<'_>) -> Result<T>,
+{
+    fn label(&self) -> &str {
+        self.label
+    }
+
+    fn enqueued(&self) -> Instant {
+        self.enqueued
+    }
+
+    fn run(&mut self, tx: &Tx<'_>) -> Ran {
+        let Some(f) = self.f.take() else {
+            return Ran::Err(Error::invalid("a write job ran twice (internal error)"));
+        };
+        let out = catch_unwind(AssertUnwindSafe(|| f(tx)));
+        let ran = match &out {
+            Ok(Ok(_)) => Ran::Ok,
+            Ok(Err(e)) => Ran::Err(e.clone()),
+            Err(_) => Ran::Panicked,
+        };
+        self.out = Some(out);
+        ran
+    }
+
+    fn settle(&mut self, verdict: Result<()>) {
+        debug_assert!(self.verdict.is_none(), "a job settled twice");
+        self.verdict = Some(verdict);
+    }
+}
+
+/// A job in the group being run: the turn holder's own, or one claimed from
+/// the queue (whose owner wakes when this is dropped).
+enum Member<'a> {
+    Own(&'a mut (dyn Job + 'a)),
+    Claimed(Claimed<JobRef>),
+}
+
+impl Member<'_> {
+    fn job(&mut self) -> &mut dyn Job {
+        match self {
+            Member::Own(j) => &mut **j,
+            Member::Claimed(c) => c.job.get(),
+        }
+    }
+
+    /// Settles the job and, for a claimed one, wakes its owner.
+    fn settle(mut self, verdict: Result<()>) {
+        self.job().settle(verdict);
+    }
+}
+
+/// The writers of the open transaction whose work awaits the commit.
+struct Group<'a> {
+    members: Vec<Member<'a>>,
     rows: u64,
     started: Instant,
 }
 
+impl Group<'_> {
+    /// Tells every member that the transaction ended without committing.
+    fn roll_back_all(&mut self, by: &str, cause: &Error) {
+        for m in self.members.drain(..) {
+            m.settle(Err(Error::RolledBack {
+                by: by.to_string(),
+                cause: Box::new(cause.clone()),
+                retryable: true,
+            }));
+        }
+    }
+}
+
+/// The writer connection and what the turn holder keeps between turns.
 struct Slot {
     conn: Connection,
-    group: Option<OpenGroup>,
-}
-
-struct Waiter {
-    thread: Thread,
-    granted: AtomicBool,
-    priority: bool,
-}
-
-#[derive(Default)]
-struct Queue {
-    held: bool,
-    waiters: VecDeque<Arc<Waiter>>,
-    holder_label: String,
+    /// The label of the last job that ran (the "holder" of a long wait).
+    last_label: String,
 }
 
 pub(crate) struct Writer {
     id: u64,
+    queue: Arc<WriterQueue>,
     slot: Mutex<Slot>,
-    queue: Mutex<Queue>,
     group: GroupCommit,
     long_wait: Duration,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
-    /// Closed (true) while the WAL is over its limit: only priority turns
-    /// (the escalated checkpoint) are granted, writers wait in order.
-    gate: Arc<AtomicBool>,
+    /// True only while the writer runs its own `COMMIT`; the commit hook
+    /// refuses every other commit.
+    committing: Arc<AtomicBool>,
     /// Called after every turn that leaves the writer idle (the checkpointer
     /// uses it to notice idleness).
     idle_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
-/// Clears the thread's "holding the writer" mark however the turn ends.
+/// Marks the thread as holding the writer's turn; clears the mark however
+/// the turn ends.
 struct HoldingMark;
 
 impl HoldingMark {
@@ -211,26 +310,58 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Rolls back a transaction that a failed `ROLLBACK` left open, so that what
+/// it holds is never committed by a later turn.
+fn end_stale_transaction(conn: &Connection) -> Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    control(conn, "ROLLBACK")
+        .context(|| "rolling back a transaction an earlier failure left open on the writer".into())
+}
+
+fn deferred_fk_error() -> Error {
+    Error::Sqlite {
+        code: codes::SQLITE_CONSTRAINT,
+        extended_code: codes::SQLITE_CONSTRAINT_FOREIGNKEY,
+        message: "FOREIGN KEY constraint failed (deferred)".into(),
+        context: "checking the deferred foreign keys of a write".into(),
+    }
+}
+
 impl Writer {
     pub fn new(
-        conn: Connection,
+        mut conn: Connection,
+        queue: Arc<WriterQueue>,
         group: GroupCommit,
         long_wait: Duration,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
-        gate: Arc<AtomicBool>,
-    ) -> Writer {
-        Writer {
+    ) -> Result<Writer> {
+        let committing = Arc::new(AtomicBool::new(false));
+        let ours = Arc::clone(&committing);
+        // Returning true turns the COMMIT into a rollback.
+        conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
+            .context(|| "installing the writer's commit hook".into())?;
+        Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
-            slot: Mutex::new(Slot { conn, group: None }),
-            queue: Mutex::new(Queue::default()),
+            queue,
+            slot: Mutex::new(Slot {
+                conn,
+                last_label: String::new(),
+            }),
             group,
             long_wait,
             recorder,
             tracer,
-            gate,
+            committing,
             idle_hook: Mutex::new(None),
-        }
+        })
+    }
+
+    /// Opens the queue's gate (see [`Queue::open_gate`]).
+    pub fn open_gate(&self) {
+        self.queue.open_gate();
     }
 
     pub fn set_idle_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
@@ -239,97 +370,7 @@ impl Writer {
 
     /// Writers waiting for a turn right now.
     pub fn queue_depth(&self) -> usize {
-        lock(&self.queue).waiters.len()
-    }
-
-    /// Waits for the writer's turn. `priority` puts the caller at the head of
-    /// the queue (used by an escalated checkpoint). Returns the time waited.
-    fn acquire(&self, label: &str, priority: bool) -> Duration {
-        let start = Instant::now();
-        let mut q = lock(&self.queue);
-        let gated = !priority && self.gate.load(Ordering::Acquire);
-        if q.held || gated {
-            let me = Arc::new(Waiter {
-                thread: thread::current(),
-                granted: AtomicBool::new(false),
-                priority,
-            });
-            if priority {
-                q.waiters.push_front(Arc::clone(&me));
-            } else {
-                q.waiters.push_back(Arc::clone(&me));
-            }
-            drop(q);
-            while !me.granted.load(Ordering::Acquire) {
-                thread::park();
-            }
-            q = lock(&self.queue);
-        } else {
-            q.held = true;
-        }
-        let previous = std::mem::replace(&mut q.holder_label, label.to_string());
-        drop(q);
-        let waited = start.elapsed();
-        let mut last_sql = lock(&self.tracer.writer_last_sql);
-        if !priority {
-            self.recorder.record_wait(waited);
-            if waited >= self.long_wait {
-                self.recorder.record_long_wait(LongWait {
-                    waited,
-                    waiter_label: label.to_string(),
-                    holder_label: previous,
-                    holder_sql: last_sql.clone(),
-                });
-            }
-        }
-        // From here on the last statement is this turn's own.
-        last_sql.clear();
-        waited
-    }
-
-    /// Ends a turn: the next waiter, if any, gets the writer (while the gate
-    /// is closed, only a priority waiter).
-    fn release(&self) {
-        let mut q = lock(&self.queue);
-        let gated = self.gate.load(Ordering::Acquire);
-        let next = match q.waiters.front() {
-            Some(w) if gated && !w.priority => None,
-            _ => q.waiters.pop_front(),
-        };
-        match next {
-            Some(next) => {
-                next.granted.store(true, Ordering::Release);
-                next.thread.unpark();
-            }
-            None => {
-                q.held = false;
-                drop(q);
-                if let Some(hook) = lock(&self.idle_hook).as_ref() {
-                    hook();
-                }
-            }
-        }
-    }
-
-    /// Opens the gate and, if the writer is free, hands it to the first waiter.
-    pub fn open_gate(&self) {
-        let mut q = lock(&self.queue);
-        self.gate.store(false, Ordering::Release);
-        if !q.held {
-            if let Some(next) = q.waiters.pop_front() {
-                q.held = true;
-                next.granted.store(true, Ordering::Release);
-                next.thread.unpark();
-            }
-        }
-    }
-
-    /// True when the next turn will go to an ordinary writer, which can join
-    /// the open group. Never to a priority turn (the escalated checkpoint
-    /// must not find a transaction open on the writer) nor past a closed gate.
-    fn next_can_join_group(&self) -> bool {
-        let q = lock(&self.queue);
-        !self.gate.load(Ordering::Acquire) && q.waiters.front().is_some_and(|w| !w.priority)
+        self.queue.depth()
     }
 
     fn check_not_reentrant(&self) -> Result<()> {
@@ -342,8 +383,37 @@ impl Writer {
         Ok(())
     }
 
+    /// Ends a turn and, if the writer went idle, tells the idle hook.
+    fn release(&self, turn: Turn<'_, JobRef>) {
+        if turn.release() == Released::Idle {
+            if let Some(hook) = lock(&self.idle_hook).as_ref() {
+                hook();
+            }
+        }
+    }
+
+    /// Records how long a job waited and, for a long wait, who held the
+    /// writer; from here on the last statement traced is this job's own.
+    fn start_job(&self, slot: &mut Slot, job: &dyn Job) {
+        let waited = job.enqueued().elapsed();
+        self.recorder.record_wait(waited);
+        let mut last_sql = lock(&self.tracer.writer_last_sql);
+        if waited >= self.long_wait {
+            self.recorder.record_long_wait(LongWait {
+                waited,
+                waiter_label: job.label().to_string(),
+                holder_label: slot.last_label.clone(),
+                holder_sql: last_sql.clone(),
+            });
+        }
+        last_sql.clear();
+        slot.last_label.clear();
+        slot.last_label.push_str(job.label());
+    }
+
     /// Runs `f` with the writer connection during a turn of its own, outside
-    /// any transaction (used by checkpoints that must not race a commit).
+    /// any transaction (checkpoints, backups). `priority` goes ahead of
+    /// every queued writer and past a closed gate.
     pub fn with_turn<T>(
         &self,
         label: &str,
@@ -351,164 +421,259 @@ impl Writer {
         f: impl FnOnce(&Connection) -> T,
     ) -> Result<T> {
         self.check_not_reentrant()?;
-        self.acquire(label, priority);
-        let slot = lock(&self.slot);
-        if slot.group.is_some() {
-            // Unreachable by construction (a group is never handed to such a
-            // turn); refuse rather than run beside an open transaction.
-            drop(slot);
-            self.release();
-            return Err(Error::invalid(format!(
-                "{label}: a write transaction is open on the writer"
-            )));
+        let start = Instant::now();
+        let kind = if priority { Kind::Priority } else { Kind::Turn };
+        let Entered::Turn(turn) = self.queue.enter(kind, None) else {
+            unreachable!("only job waiters are run by others");
+        };
+        let mut slot = lock(&self.slot);
+        if !priority {
+            self.recorder.record_wait(start.elapsed());
         }
-        let _mark = HoldingMark::set(self.id);
+        slot.last_label.clear();
+        slot.last_label.push_str(label);
+        if let Err(e) = end_stale_transaction(&slot.conn) {
+            drop(slot);
+            self.release(turn);
+            return Err(e);
+        }
+        let mark = HoldingMark::set(self.id);
         let out = catch_unwind(AssertUnwindSafe(|| f(&slot.conn)));
+        drop(mark);
+        if !slot.conn.is_autocommit() {
+            let _ = control(&slot.conn, "ROLLBACK");
+        }
         drop(slot);
-        self.release();
+        self.release(turn);
         out.map_err(|p| resume_unwind(p))
     }
 
-    /// Runs one write job; see the module documentation.
-    pub fn write<T>(&self, label: &str, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+    /// Runs one write job whose closure may run on the turn holder's thread
+    /// (group commit by flat combining); see the module documentation.
+    pub fn write<T, F>(&self, label: &str, f: F) -> Result<T>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T> + Send,
+        T: Send,
+    {
         self.check_not_reentrant()?;
-        self.acquire(label, false);
+        let mut cell = JobCell::new(label, f);
+        match enter_with_job(&self.queue, &mut cell) {
+            Entered::Turn(turn) => self.lead(turn, &mut cell),
+            Entered::Done => {}
+        }
+        cell.finish()
+    }
+
+    /// Runs one write job on the calling thread, in a turn of its own (it is
+    /// never run by another thread, so `f` need not be `Send`); writers
+    /// queued behind it may still join its transaction.
+    pub fn write_local<T>(&self, label: &str, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.check_not_reentrant()?;
+        let mut cell = JobCell::new(label, f);
+        let Entered::Turn(turn) = self.queue.enter(Kind::Turn, None) else {
+            unreachable!("only job waiters are run by others");
+        };
+        self.lead(turn, &mut cell);
+        cell.finish()
+    }
+
+    /// Holds the turn: runs `own`, then the jobs queued behind it, commits,
+    /// settles every job and hands the turn on.
+    fn lead(&self, mut turn: Turn<'_, JobRef>, own: &mut dyn Job) {
         let mut slot = lock(&self.slot);
         let mark = HoldingMark::set(self.id);
-
-        let leader = slot.group.is_none();
-        let begin = if leader {
-            control(&slot.conn, "BEGIN IMMEDIATE")
-        } else {
-            control(&slot.conn, "SAVEPOINT litelane_job")
-        };
-        if let Err(e) = begin {
-            let e = Error::from_sqlite(
-                e,
-                if leader {
-                    "BEGIN IMMEDIATE"
-                } else {
-                    "SAVEPOINT litelane_job"
-                },
-            );
-            self.recorder.note_error(&e);
-            // A failed SAVEPOINT still leaves the group's earlier jobs to commit.
-            self.finish_turn(&mut slot, false);
-            drop(mark);
-            drop(slot);
-            self.release();
-            return Err(e);
+        let mut group: Option<Group<'_>> = None;
+        let mut next = Some(Member::Own(own));
+        let mut ran = 0usize;
+        while let Some(member) = next.take() {
+            ran += 1;
+            let go_on = self.run_member(&mut slot, &mut group, member);
+            let room = match &group {
+                Some(g) => {
+                    g.members.len() < self.group.max_jobs
+                        && g.started.elapsed() < self.group.max_wait
+                }
+                None => ran < self.group.max_jobs,
+            };
+            if go_on && self.group.enabled && room {
+                next = turn.claim_next().map(Member::Claimed);
+            }
         }
+        if let Some(g) = group.take() {
+            self.commit(&slot.conn, g);
+        }
+        drop(mark);
+        debug_assert!(
+            slot.conn.is_autocommit(),
+            "a turn ends with no transaction open"
+        );
+        drop(slot);
+        self.release(turn);
+    }
+
+    /// Runs one job inside the group's transaction (opening one if needed).
+    /// Returns false when the turn should stop taking jobs (the transaction
+    /// could not even begin).
+    fn run_member<'a>(
+        &self,
+        slot: &mut Slot,
+        group: &mut Option<Group<'a>>,
+        mut member: Member<'a>,
+    ) -> bool {
+        self.start_job(slot, member.job());
+        let conn = &slot.conn;
+        let leader = group.is_none();
         if leader {
-            slot.group = Some(OpenGroup {
-                outcome: Arc::default(),
-                jobs: 0,
+            let begun = end_stale_transaction(conn).and_then(|()| {
+                control(conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
+            });
+            if let Err(e) = begun {
+                self.recorder.note_error(&e);
+                member.settle(Err(e));
+                return false;
+            }
+            *group = Some(Group {
+                members: Vec::new(),
                 rows: 0,
                 started: Instant::now(),
             });
+        } else if let Err(e) = control(conn, "SAVEPOINT litelane_job") {
+            let e = Error::from_sqlite(e, "SAVEPOINT litelane_job");
+            self.recorder.note_error(&e);
+            if conn.is_autocommit() {
+                let g = group.as_mut().expect("open group");
+                g.roll_back_all(member.job().label(), &e);
+                *group = None;
+            }
+            member.settle(Err(e));
+            return true;
         }
 
-        let changes_before = slot.conn.total_changes();
-        let outcome = {
-            let tx = Tx::new(&slot.conn);
-            catch_unwind(AssertUnwindSafe(|| f(&tx)))
-        };
-        let mut ok = matches!(outcome, Ok(Ok(_)));
-        let mut release_error = None;
-        if ok && crate::ffi::has_deferred_fk_violations(&slot.conn) {
-            // The job would fail at COMMIT on its own: fail it alone now, so it
-            // cannot sink the other jobs of its group.
-            release_error = Some(Error::Sqlite {
-                code: 19,
-                extended_code: 787,
-                message: "FOREIGN KEY constraint failed (deferred)".into(),
-                context: "checking the deferred foreign keys of a write".into(),
-            });
-            ok = false;
-        }
-        if ok && !leader {
-            if let Err(e) = control(&slot.conn, "RELEASE litelane_job") {
-                release_error = Some(Error::from_sqlite(e, "RELEASE litelane_job"));
-                ok = false;
+        let changes_before = conn.total_changes();
+        let ran = member.job().run(&Tx::new(conn));
+        let mut failure = match ran {
+            Ran::Ok => None,
+            Ran::Err(e) => {
+                self.recorder.note_error(&e);
+                Some(e)
             }
+            Ran::Panicked => Some(Error::user("the write closure panicked")),
+        };
+        if failure.is_none() && crate::ffi::has_deferred_fk_violations(conn) {
+            // It would fail at COMMIT: fail it alone now, so it cannot sink
+            // the other jobs of its group.
+            failure = Some(deferred_fk_error());
         }
-        if ok {
-            let rows = slot.conn.total_changes() - changes_before;
-            let g = slot.group.as_mut().expect("open group");
-            g.jobs += 1;
-            g.rows += rows;
-        } else {
+        let label = member.job().label().to_string();
+        if conn.is_autocommit() {
+            // A statement of this job ended the whole transaction.
             self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
-            if leader {
-                // Nothing else is in the transaction: undo all of it.
-                let _ = control(&slot.conn, "ROLLBACK");
-                slot.group = None;
-            } else {
-                undo_savepoint(&slot.conn, "litelane_job");
+            let cause = failure.unwrap_or_else(|| {
+                Error::invalid(
+                    "a statement of the write ended the transaction (INSERT OR ROLLBACK, \
+                     RAISE(ROLLBACK), ROLLBACK, or an error SQLite answers with a rollback) \
+                     and the closure returned Ok",
+                )
+            });
+            let mut g = group.take().expect("open group");
+            self.recorder
+                .rollbacks
+                .fetch_add(g.members.len() as u64, Ordering::Relaxed);
+            g.roll_back_all(&label, &cause);
+            member.settle(Err(Error::RolledBack {
+                by: label,
+                cause: Box::new(cause),
+                retryable: false,
+            }));
+            return true;
+        }
+        match failure {
+            None => {
+                if !leader {
+                    if let Err(e) = control(conn, "RELEASE litelane_job") {
+                        let e = Error::from_sqlite(e, "RELEASE litelane_job");
+                        self.abort_group(conn, group, &label, &e);
+                        member.settle(Err(e));
+                        return true;
+                    }
+                }
+                let g = group.as_mut().expect("open group");
+                g.rows += conn.total_changes() - changes_before;
+                g.members.push(member);
+            }
+            Some(e) => {
+                self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+                let undone = if leader {
+                    // Nothing else is in the transaction: undo all of it.
+                    *group = None;
+                    control(conn, "ROLLBACK")
+                } else {
+                    undo_savepoint(conn, "litelane_job")
+                };
+                if let Err(undo) = undone {
+                    // The job's changes may still be in the transaction:
+                    // never commit it.
+                    let undo = Error::from_sqlite(undo, "undoing a failed write");
+                    self.abort_group(conn, group, &label, &undo);
+                }
+                member.settle(Err(e));
             }
         }
-        if let Ok(Err(e)) = &outcome {
-            self.recorder.note_error(e);
+        true
+    }
+
+    /// Rolls the whole transaction back and tells every member so.
+    fn abort_group(
+        &self,
+        conn: &Connection,
+        group: &mut Option<Group<'_>>,
+        by: &str,
+        cause: &Error,
+    ) {
+        self.recorder.note_error(cause);
+        if !conn.is_autocommit() {
+            let _ = control(conn, "ROLLBACK");
         }
-
-        let wait = self.finish_turn(&mut slot, ok);
-        drop(mark);
-        drop(slot);
-        self.release();
-
-        let committed = match wait {
-            Some(o) => o.wait(),
-            None => Ok(()),
-        };
-        match outcome {
-            Err(panic) => resume_unwind(panic),
-            Ok(Err(e)) => Err(e),
-            Ok(Ok(v)) => match release_error {
-                Some(e) => {
-                    self.recorder.note_error(&e);
-                    Err(e)
-                }
-                None => committed.map(|()| v),
-            },
+        if let Some(mut g) = group.take() {
+            self.recorder
+                .rollbacks
+                .fetch_add(g.members.len() as u64, Ordering::Relaxed);
+            g.roll_back_all(by, cause);
         }
     }
 
-    /// After a job: either keep the group open for the next queued writer, or
-    /// commit it. Returns the outcome this caller must wait for (None when
-    /// the caller's job failed: it has nothing to wait for).
-    fn finish_turn(&self, slot: &mut Slot, job_ok: bool) -> Option<Arc<Outcome>> {
-        let g = slot.group.as_ref()?;
-        let keep_open = self.group.enabled
-            && g.jobs < self.group.max_jobs
-            && g.started.elapsed() < self.group.max_wait
-            && self.next_can_join_group();
-        let outcome = Arc::clone(&g.outcome);
-        if !keep_open {
-            let g = slot.group.take().expect("open group");
-            let result = control(&slot.conn, "COMMIT")
-                .context(|| format!("COMMIT of a group of {} write(s)", g.jobs));
-            match &result {
-                Ok(()) => {
-                    self.recorder.record_group(g.jobs);
-                    self.recorder
-                        .transactions
-                        .fetch_add(g.jobs as u64, Ordering::Relaxed);
-                    self.recorder
-                        .rows_written
-                        .fetch_add(g.rows, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    self.recorder.note_error(e);
-                    self.recorder
-                        .rollbacks
-                        .fetch_add(g.jobs as u64, Ordering::Relaxed);
-                    if !slot.conn.is_autocommit() {
-                        let _ = control(&slot.conn, "ROLLBACK");
-                    }
+    /// Commits the group and settles every member with the result.
+    fn commit(&self, conn: &Connection, mut g: Group<'_>) {
+        self.committing.store(true, Ordering::Release);
+        let result = control(conn, "COMMIT");
+        self.committing.store(false, Ordering::Release);
+        let jobs = g.members.len();
+        match result {
+            Ok(()) => {
+                self.recorder.record_group(jobs);
+                self.recorder
+                    .transactions
+                    .fetch_add(jobs as u64, Ordering::Relaxed);
+                self.recorder
+                    .rows_written
+                    .fetch_add(g.rows, Ordering::Relaxed);
+                for m in g.members.drain(..) {
+                    m.settle(Ok(()));
                 }
             }
-            outcome.set(result);
+            Err(e) => {
+                let e = Error::from_sqlite(e, format!("COMMIT of a group of {jobs} write(s)"));
+                self.recorder.note_error(&e);
+                self.recorder
+                    .rollbacks
+                    .fetch_add(jobs as u64, Ordering::Relaxed);
+                if !conn.is_autocommit() {
+                    let _ = control(conn, "ROLLBACK");
+                }
+                for m in g.members.drain(..) {
+                    m.settle(Err(e.clone()));
+                }
+            }
         }
-        job_ok.then_some(outcome)
     }
 }

@@ -128,7 +128,7 @@ fn writers_get_their_turn_in_arrival_order() {
     let holder = {
         let db = db.clone();
         thread::spawn(move || {
-            db.write(|_| {
+            db.write(move |_| {
                 started_tx.send(()).unwrap();
                 go_rx.recv().unwrap();
                 Ok(())

@@ -17,7 +17,7 @@ fn hold_writer(db: &Database) -> (mpsc::Sender<()>, JoinHandle<()>) {
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let db = db.clone();
     let h = thread::spawn(move || {
-        db.write(|tx| {
+        db.write(move |tx| {
             tx.execute("INSERT INTO t(who) VALUES ('holder')", [])?;
             started_tx.send(()).unwrap();
             go_rx.recv().unwrap();
