@@ -171,6 +171,6 @@ impl Database {
         F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
     {
         let pool = Arc::clone(self.pool());
-        self.executor().spawn(move || pool.read(f))
+        self.executor().spawn(move || pool.read("", f))
     }
 }

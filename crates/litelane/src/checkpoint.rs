@@ -31,6 +31,7 @@ use rusqlite::Connection;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 use crate::options::Checkpoints;
+use crate::pool::Pool;
 use crate::writer::{Writer, WriterQueue};
 
 /// A checkpoint mode (see <https://sqlite.org/c3ref/wal_checkpoint_v2.html>).
@@ -217,6 +218,7 @@ impl Checkpointer {
     pub fn start(
         conn: Connection,
         writer: Arc<Writer>,
+        pool: Arc<Pool>,
         signal: Arc<Signal>,
         recorder: Arc<Recorder>,
         cfg: Checkpoints,
@@ -229,7 +231,7 @@ impl Checkpointer {
         let s = Arc::clone(&signal);
         let thread = std::thread::Builder::new()
             .name("litelane-checkpoint".into())
-            .spawn(move || checkpoint_loop(conn, writer, s, recorder, cfg, last_active))
+            .spawn(move || checkpoint_loop(conn, writer, pool, s, recorder, cfg, last_active))
             .map_err(|e| Error::Io {
                 context: "starting the checkpoint thread".into(),
                 message: e.to_string(),
@@ -255,6 +257,7 @@ impl Drop for Checkpointer {
 fn checkpoint_loop(
     conn: Connection,
     writer: Arc<Writer>,
+    pool: Arc<Pool>,
     signal: Arc<Signal>,
     recorder: Arc<Recorder>,
     cfg: Checkpoints,
@@ -272,6 +275,30 @@ fn checkpoint_loop(
     let limit = u64::from(cfg.limit_pages);
     // Commit count at the last checkpoint that copied everything.
     let mut settled_at = u64::MAX;
+    // After an escalation that old reads outlasted: when the oldest of them
+    // started. While it is still open, escalating again would only stall
+    // writers for nothing (the WAL cannot restart), so the gate just moves on.
+    let mut pinned_since: Option<Instant> = None;
+    let mut escalate_unless_pinned = |pages: u64| -> Result<CheckpointReport> {
+        let still_pinned = pinned_since
+            .zip(pool.oldest_start())
+            .is_some_and(|(pinned, oldest)| oldest <= pinned);
+        if still_pinned {
+            signal.gate_at.store(pages + limit, Relaxed);
+            writer.open_gate();
+            return run(&conn, CheckpointMode::Passive);
+        }
+        let started = Instant::now();
+        let r = escalate(&conn, &writer, &signal, &cfg, &recorder);
+        pinned_since = None;
+        if matches!(&r, Ok(rep) if rep.busy) {
+            if let Some(age) = cfg.max_read_age {
+                pool.interrupt_older_than(age);
+            }
+            pinned_since = pool.oldest_start().filter(|&since| since <= started);
+        }
+        r
+    };
     loop {
         let (pages, commits) = {
             let mut st = signal.lock();
@@ -298,7 +325,7 @@ fn checkpoint_loop(
             (st.pages, st.commits)
         };
         let report = if pages >= limit {
-            escalate(&conn, &writer, &signal, &cfg, &recorder)
+            escalate_unless_pinned(pages)
         } else {
             run(&conn, CheckpointMode::Passive)
         };
@@ -317,7 +344,7 @@ fn checkpoint_loop(
         if !report.busy {
             settled_at = commits;
         } else if report.wal_frames >= limit {
-            if let Ok(r) = escalate(&conn, &writer, &signal, &cfg, &recorder) {
+            if let Ok(r) = escalate_unless_pinned(report.wal_frames) {
                 record(&recorder, &r);
             }
         }
@@ -325,6 +352,7 @@ fn checkpoint_loop(
 }
 
 fn record(recorder: &Recorder, report: &CheckpointReport) {
+    recorder.note_checkpoint_complete(!report.busy);
     recorder.checkpoints.fetch_add(1, Relaxed);
     recorder
         .checkpoint_pages

@@ -12,6 +12,7 @@ use crate::error::{Context, Error, Result};
 use crate::ffi;
 use crate::metrics::Recorder;
 use crate::options::{Options, Profile};
+use crate::pool::ReaderTrace;
 
 /// Which job a connection does; decides the few settings that differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,11 +91,14 @@ pub(crate) fn journal_mode_for(profile: Profile, target: &Target) -> &'static st
 }
 
 /// Opens and configures one connection.
+/// Opens and configures one connection. A reader passes the trace slot in
+/// which the first statement of each read is kept.
 pub(crate) fn open(
     target: &Target,
     role: Role,
     opts: &Options,
     tracer: &Arc<Tracer>,
+    reader_trace: Option<&Arc<ReaderTrace>>,
 ) -> Result<Connection> {
     ffi::disable_memstatus();
     let name = target.display();
@@ -183,7 +187,7 @@ pub(crate) fn open(
         }
     }
 
-    install_tracer(&mut conn, role, tracer)?;
+    install_tracer(&mut conn, role, tracer, reader_trace.cloned())?;
     Ok(conn)
 }
 
@@ -195,13 +199,23 @@ fn is_transaction_control(sql: &str) -> bool {
         .any(|kw| head.len() >= kw.len() && head[..kw.len()].eq_ignore_ascii_case(kw.as_bytes()))
 }
 
-fn install_tracer(conn: &mut Connection, role: Role, tracer: &Arc<Tracer>) -> Result<()> {
+fn install_tracer(
+    conn: &mut Connection,
+    role: Role,
+    tracer: &Arc<Tracer>,
+    reader: Option<Arc<ReaderTrace>>,
+) -> Result<()> {
     let t = Arc::clone(tracer);
     let is_writer = role == Role::Writer;
+    let mut events = TraceEventCodes::SQLITE_TRACE_PROFILE;
+    if reader.is_some() {
+        // Statement starts, to name the first statement of each read.
+        events |= TraceEventCodes::SQLITE_TRACE_STMT;
+    }
     conn.trace_v2(
-        TraceEventCodes::SQLITE_TRACE_PROFILE,
-        Some(move |ev: TraceEvent<'_>| {
-            if let TraceEvent::Profile(stmt, took) = ev {
+        events,
+        Some(move |ev: TraceEvent<'_>| match ev {
+            TraceEvent::Profile(stmt, took) => {
                 let slow = took.as_nanos() as u64 >= t.slow_nanos;
                 if is_writer || slow {
                     let sql = stmt.sql();
@@ -215,6 +229,17 @@ fn install_tracer(conn: &mut Connection, role: Role, tracer: &Arc<Tracer>) -> Re
                     }
                 }
             }
+            TraceEvent::Stmt(_, sql) => {
+                if let Some(r) = reader.as_ref() {
+                    if r.capture.load(Ordering::Relaxed) && !is_transaction_control(sql) {
+                        r.capture.store(false, Ordering::Relaxed);
+                        let mut first = r.first_sql.lock().unwrap_or_else(|e| e.into_inner());
+                        first.clear();
+                        first.push_str(sql);
+                    }
+                }
+            }
+            _ => {}
         }),
     )
     .context(|| "installing the trace callback".to_string())

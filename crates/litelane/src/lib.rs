@@ -54,6 +54,7 @@ pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use error::{Error, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
 pub use options::{Checkpoints, GroupCommit, Options, Profile};
+pub use pool::PinnedRead;
 pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
 pub use writer::Tx;
@@ -110,7 +111,7 @@ impl Database {
             slow_nanos: opts.slow_statement.as_nanos().min(u64::MAX as u128) as u64,
             writer_last_sql: Default::default(),
         });
-        let mut writer_conn = connection::open(&target, Role::Writer, &opts, &tracer)?;
+        let mut writer_conn = connection::open(&target, Role::Writer, &opts, &tracer, None)?;
         let max_parameters = writer_conn
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
@@ -128,13 +129,19 @@ impl Database {
             Arc::clone(&tracer),
         )?);
         let readers = (0..opts.readers.max(1))
-            .map(|_| connection::open(&target, Role::Reader, &opts, &tracer))
+            .map(|i| {
+                let trace = Arc::default();
+                let conn = connection::open(&target, Role::Reader, &opts, &tracer, Some(&trace))?;
+                Ok(pool::Reader::new(conn, i, trace))
+            })
             .collect::<Result<Vec<_>>>()?;
+        let pool = Arc::new(Pool::new(readers, Arc::clone(&recorder)));
         let checkpointer = if wal && opts.checkpoints.background {
-            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer)?;
+            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None)?;
             Some(checkpoint::Checkpointer::start(
                 conn,
                 Arc::clone(&writer),
+                Arc::clone(&pool),
                 signal,
                 Arc::clone(&recorder),
                 opts.checkpoints.clone(),
@@ -145,7 +152,7 @@ impl Database {
         Ok(Database {
             inner: Arc::new(Inner {
                 asyncs: asyncio::Executor::new(opts.async_threads),
-                pool: Arc::new(Pool::new(readers, Arc::clone(&recorder))),
+                pool,
                 target,
                 max_parameters,
                 recorder,
@@ -221,7 +228,18 @@ impl Database {
     /// readers never wait for the writer. Statements prepared with
     /// `prepare_cached` stay cached on that connection.
     pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
-        self.inner.pool.read(f)
+        self.inner.pool.read("", f)
+    }
+
+    /// [`read`](Database::read) with a label, shown in
+    /// [`Metrics::wal_pinned_by`] when this read's snapshot holds back a
+    /// checkpoint.
+    pub fn read_labeled<T>(
+        &self,
+        label: &str,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.inner.pool.read(label, f)
     }
 
     /// A bulk inserter for `table(columns...)`; see [`Inserter`].
@@ -241,6 +259,11 @@ impl Database {
             .wal_path()
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |md| md.len());
+        m.wal_pinned_by = self
+            .inner
+            .recorder
+            .last_incomplete_checkpoint()
+            .and_then(|at| self.inner.pool.oldest_read(at));
         m
     }
 

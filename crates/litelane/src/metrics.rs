@@ -3,10 +3,15 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How many recent queue waits are kept for the percentiles.
-const WAIT_SAMPLES: usize = 65_536;
+use hdrhistogram::Histogram;
+
+/// The longest wait the histogram tells apart: one hour, in nanoseconds
+/// (longer waits count as one hour; `queue_wait_max` keeps the exact value).
+const WAIT_HIGHEST_NANOS: u64 = 3_600 * 1_000_000_000;
+/// Significant decimal digits kept by the wait histogram (0.1% error).
+const WAIT_SIGNIFICANT_DIGITS: u8 = 3;
 /// How many slow statements / long waits are kept (the most recent).
 const KEPT_EVENTS: usize = 100;
 
@@ -35,8 +40,8 @@ pub struct LongWait {
 
 /// A point-in-time copy of the engine's metrics (see [`Database::metrics`](crate::Database::metrics)).
 ///
-/// Durations are wall-clock; percentiles are over the most recent 65,536
-/// writer-queue waits.
+/// Durations are wall-clock; percentiles are over every writer-queue wait
+/// since the database was opened, from a histogram with 0.1% resolution.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics {
     /// Median wait for the writer's turn.
@@ -82,6 +87,12 @@ pub struct Metrics {
     pub slow_statements: Vec<SlowStatement>,
     /// Recent waits longer than `Options::long_wait` (newest last).
     pub long_waits: Vec<LongWait>,
+    /// When the last checkpoint could not copy the whole WAL: the oldest read
+    /// of this process that was already open then (its label, age and first
+    /// statement), which is what holds the WAL back. `None` when the last
+    /// checkpoint finished, or when only other processes' readers were in
+    /// the way.
+    pub wal_pinned_by: Option<crate::PinnedRead>,
 }
 
 /// Upper bounds of the group-size buckets.
@@ -102,12 +113,23 @@ pub(crate) struct Recorder {
     group_sizes: [AtomicU64; 8],
     waits: Mutex<Waits>,
     events: Mutex<Events>,
+    /// When the last checkpoint ran, if it could not copy the whole WAL.
+    incomplete_checkpoint: Mutex<Option<Instant>>,
 }
 
-#[derive(Default)]
 struct Waits {
-    ring: VecDeque<u64>,
+    histogram: Histogram<u64>,
     max: u64,
+}
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            histogram: Histogram::new_with_bounds(1, WAIT_HIGHEST_NANOS, WAIT_SIGNIFICANT_DIGITS)
+                .expect("valid histogram bounds"),
+            max: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -128,7 +150,7 @@ impl Recorder {
         let nanos = wait.as_nanos().min(u64::MAX as u128) as u64;
         let mut w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
         w.max = w.max.max(nanos);
-        push_bounded(&mut w.ring, nanos, WAIT_SAMPLES);
+        w.histogram.saturating_record(nanos.max(1));
     }
 
     pub fn record_group(&self, size: usize) {
@@ -154,6 +176,22 @@ impl Recorder {
         push_bounded(&mut e.long, wait, KEPT_EVENTS);
     }
 
+    /// Notes whether the checkpoint that just ran copied the whole WAL.
+    pub fn note_checkpoint_complete(&self, complete: bool) {
+        *self
+            .incomplete_checkpoint
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = (!complete).then(Instant::now);
+    }
+
+    /// When the last checkpoint ran, if it could not copy the whole WAL.
+    pub fn last_incomplete_checkpoint(&self) -> Option<Instant> {
+        *self
+            .incomplete_checkpoint
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn note_error(&self, err: &crate::Error) {
         if err.is_busy() {
             self.busy_errors.fetch_add(1, Relaxed);
@@ -161,24 +199,24 @@ impl Recorder {
     }
 
     pub fn snapshot(&self, queue_depth: usize) -> Metrics {
-        let (sorted, max) = {
+        let ([p50, p95, p99], max) = {
             let w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
-            let mut v: Vec<u64> = w.ring.iter().copied().collect();
-            v.sort_unstable();
-            (v, w.max)
-        };
-        let pct = |p: f64| -> Duration {
-            if sorted.is_empty() {
-                return Duration::ZERO;
-            }
-            let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-            Duration::from_nanos(sorted[idx])
+            let pct = |q: f64| -> Duration {
+                if w.histogram.is_empty() {
+                    Duration::ZERO
+                } else {
+                    // Never above the exact maximum (the histogram rounds up
+                    // to its bucket's edge).
+                    Duration::from_nanos(w.histogram.value_at_quantile(q).min(w.max))
+                }
+            };
+            ([pct(0.50), pct(0.95), pct(0.99)], w.max)
         };
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         Metrics {
-            queue_wait_p50: pct(0.50),
-            queue_wait_p95: pct(0.95),
-            queue_wait_p99: pct(0.99),
+            queue_wait_p50: p50,
+            queue_wait_p95: p95,
+            queue_wait_p99: p99,
             queue_wait_max: Duration::from_nanos(max),
             queue_depth,
             transactions: self.transactions.load(Relaxed),
@@ -195,6 +233,7 @@ impl Recorder {
             wal_file_bytes: 0,
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),
+            wal_pinned_by: None,
         }
     }
 }
@@ -221,8 +260,12 @@ mod tests {
             r.record_wait(Duration::from_millis(ms));
         }
         let m = r.snapshot(3);
-        assert_eq!(m.queue_wait_p50, Duration::from_millis(51));
-        assert_eq!(m.queue_wait_p99, Duration::from_millis(99));
+        let near = |d: Duration, ms: u64| {
+            let want = Duration::from_millis(ms).as_nanos() as f64;
+            (d.as_nanos() as f64 - want).abs() / want < 0.002
+        };
+        assert!(near(m.queue_wait_p50, 50), "{:?}", m.queue_wait_p50);
+        assert!(near(m.queue_wait_p99, 99), "{:?}", m.queue_wait_p99);
         assert_eq!(m.queue_wait_max, Duration::from_millis(100));
         assert_eq!(m.queue_depth, 3);
     }

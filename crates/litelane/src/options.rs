@@ -120,7 +120,15 @@ pub struct Checkpoints {
     /// Default 10,000 pages (about 40 MiB at 4 KiB pages).
     pub limit_pages: u32,
     /// Longest wait of an escalated checkpoint for old readers. Default 2 s.
+    /// Writers wait behind the closed gate for at most this long plus the
+    /// checkpoint's own copying, and only once per read that pins the WAL
+    /// (see `docs/concurrency.md`, "Checkpoints").
     pub escalation_wait: Duration,
+    /// When an escalated checkpoint finds the WAL pinned by reads of this
+    /// process older than this, it interrupts their running statements (the
+    /// read fails with `SQLITE_INTERRUPT` and a message naming this option).
+    /// Default `None`: reads are never interrupted.
+    pub max_read_age: Option<Duration>,
     /// Checkpoint after the writer has been idle this long (if the WAL has
     /// frames). Default 250 ms.
     pub idle_after: Duration,
@@ -133,6 +141,7 @@ impl Default for Checkpoints {
             passive_after_pages: 1000,
             limit_pages: 10_000,
             escalation_wait: Duration::from_secs(2),
+            max_read_age: None,
             idle_after: Duration::from_millis(250),
         }
     }

@@ -1,67 +1,141 @@
-//! The pool of read-only reader connections.
+//! The pool of read-only reader connections, and the register of the reads
+//! in progress (who pins the WAL, and how to interrupt a read that is too old).
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, InterruptHandle};
 
-use crate::error::{Context, Result};
+use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 
+/// What a reader's trace callback keeps: the first statement of each read.
+#[derive(Default)]
+pub(crate) struct ReaderTrace {
+    /// Set when a read begins; the next statement's SQL is kept.
+    pub capture: AtomicBool,
+    /// The first statement of the current (or last) read.
+    pub first_sql: Mutex<String>,
+}
+
+/// A read that holds a snapshot, as [`Metrics::wal_pinned_by`](crate::Metrics::wal_pinned_by) shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedRead {
+    /// The read's label (`""` for [`Database::read`](crate::Database::read)).
+    pub label: String,
+    /// How long its snapshot has been open.
+    pub age: Duration,
+    /// The first statement the read ran (`""` before it ran one).
+    pub sql: String,
+}
+
+/// A reader connection of the pool.
+pub(crate) struct Reader {
+    conn: Connection,
+    index: usize,
+    trace: Arc<ReaderTrace>,
+}
+
+impl Reader {
+    pub fn new(conn: Connection, index: usize, trace: Arc<ReaderTrace>) -> Reader {
+        Reader { conn, index, trace }
+    }
+}
+
+/// A read in progress.
+struct Active {
+    label: String,
+    since: Instant,
+    /// Set by [`Pool::interrupt_older_than`].
+    interrupted: bool,
+}
+
+struct Slot {
+    interrupt: InterruptHandle,
+    trace: Arc<ReaderTrace>,
+    active: Option<Active>,
+}
+
 pub(crate) struct Pool {
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Reader>>,
     available: Condvar,
+    /// One entry per reader connection, by index.
+    slots: Mutex<Vec<Slot>>,
     recorder: Arc<Recorder>,
 }
 
-/// Puts the connection back however the read ends.
+/// Puts the connection back and clears its register entry however the read ends.
 struct Lease<'p> {
     pool: &'p Pool,
-    conn: Option<Connection>,
+    reader: Option<Reader>,
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
+        if let Some(reader) = self.reader.take() {
+            if !reader.conn.is_autocommit() {
+                let _ = reader.conn.execute_batch("ROLLBACK");
             }
-            self.pool
-                .idle
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(conn);
+            self.pool.slots()[reader.index].active = None;
+            lock(&self.pool.idle).push(reader);
             self.pool.available.notify_one();
         }
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Pool {
-    pub fn new(conns: Vec<Connection>, recorder: Arc<Recorder>) -> Pool {
+    pub fn new(readers: Vec<Reader>, recorder: Arc<Recorder>) -> Pool {
+        let mut slots: Vec<Slot> = Vec::with_capacity(readers.len());
+        for (i, r) in readers.iter().enumerate() {
+            assert_eq!(r.index, i, "readers are numbered in order");
+            slots.push(Slot {
+                interrupt: r.conn.get_interrupt_handle(),
+                trace: Arc::clone(&r.trace),
+                active: None,
+            });
+        }
         Pool {
-            idle: Mutex::new(conns),
+            idle: Mutex::new(readers),
             available: Condvar::new(),
+            slots: Mutex::new(slots),
             recorder,
         }
     }
 
+    fn slots(&self) -> MutexGuard<'_, Vec<Slot>> {
+        lock(&self.slots)
+    }
+
     /// Runs `f` on a reader inside one read transaction: every statement of
     /// the call sees the same snapshot. Waits only if every reader is busy.
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+    pub fn read<T>(&self, label: &str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let reader = {
+            let mut idle = lock(&self.idle);
             loop {
-                if let Some(c) = idle.pop() {
-                    break c;
+                if let Some(r) = idle.pop() {
+                    break r;
                 }
                 idle = self.available.wait(idle).unwrap_or_else(|e| e.into_inner());
             }
         };
+        reader.trace.capture.store(true, Ordering::Relaxed);
+        self.slots()[reader.index].active = Some(Active {
+            label: label.to_string(),
+            since: Instant::now(),
+            interrupted: false,
+        });
         let lease = Lease {
             pool: self,
-            conn: Some(conn),
+            reader: Some(reader),
         };
-        let conn = lease.conn.as_ref().expect("leased connection");
+        let reader = lease.reader.as_ref().expect("leased reader");
+        let conn = &reader.conn;
         conn.execute_batch("BEGIN")
             .context(|| "BEGIN (read)".to_string())?;
         let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
@@ -72,6 +146,7 @@ impl Pool {
                 resume_unwind(panic)
             }
             Ok(Err(e)) => {
+                let e = self.explain_interrupt(reader.index, e);
                 self.recorder.note_error(&e);
                 Err(e)
             }
@@ -80,5 +155,68 @@ impl Pool {
                 Ok(v)
             }
         }
+    }
+
+    /// An interrupt that litelane caused says why.
+    fn explain_interrupt(&self, index: usize, e: Error) -> Error {
+        let slots = self.slots();
+        let Some(active) = slots[index].active.as_ref().filter(|a| a.interrupted) else {
+            return e;
+        };
+        if e.sqlite_code() != Some(rusqlite::ffi::SQLITE_INTERRUPT) {
+            return e;
+        }
+        Error::Sqlite {
+            code: rusqlite::ffi::SQLITE_INTERRUPT,
+            extended_code: rusqlite::ffi::SQLITE_INTERRUPT,
+            message: format!(
+                "read interrupted by litelane after {:.1} s: it held a snapshot longer than \
+                 checkpoints.max_read_age while the WAL was over its limit",
+                active.since.elapsed().as_secs_f64()
+            ),
+            context: "a read on an old snapshot".into(),
+        }
+    }
+
+    /// The oldest read in progress that started before `before`.
+    pub fn oldest_read(&self, before: Instant) -> Option<PinnedRead> {
+        let slots = self.slots();
+        slots
+            .iter()
+            .filter_map(|s| s.active.as_ref().map(|a| (s, a)))
+            .filter(|(_, a)| a.since <= before)
+            .min_by_key(|(_, a)| a.since)
+            .map(|(s, a)| PinnedRead {
+                label: a.label.clone(),
+                age: a.since.elapsed(),
+                sql: lock(&s.trace.first_sql).clone(),
+            })
+    }
+
+    /// When the oldest read in progress started.
+    pub fn oldest_start(&self) -> Option<Instant> {
+        self.slots()
+            .iter()
+            .filter_map(|s| s.active.as_ref().map(|a| a.since))
+            .min()
+    }
+
+    /// Interrupts the statements of every read older than `age`; returns how
+    /// many reads were interrupted. (SQLite can only interrupt a statement
+    /// that is running: a read that holds its snapshot while its closure does
+    /// something else keeps it until the closure returns.)
+    pub fn interrupt_older_than(&self, age: Duration) -> usize {
+        let mut slots = self.slots();
+        let mut n = 0;
+        for s in slots.iter_mut() {
+            if let Some(a) = s.active.as_mut() {
+                if a.since.elapsed() >= age {
+                    a.interrupted = true;
+                    s.interrupt.interrupt();
+                    n += 1;
+                }
+            }
+        }
+        n
     }
 }

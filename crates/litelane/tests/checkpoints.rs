@@ -250,3 +250,106 @@ fn escalated_checkpoints_between_grouped_writers_never_deadlock() {
     assert!(m.mean_group_size() > 1.0, "groups formed: {m:?}");
     assert_eq!(m.busy_errors, 0);
 }
+
+#[test]
+fn a_pinned_wal_stalls_writers_once_names_the_reader_and_clears() {
+    // A read holds its snapshot far longer than the escalation may wait. The
+    // WAL cannot restart until it ends: writers are held back for one
+    // escalation, not one per `limit_pages` of growth, and the metrics name
+    // the read.
+    let mut opts = with_checkpoints(10, 50, Duration::from_secs(3600));
+    opts.checkpoints.escalation_wait = Duration::from_millis(300);
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    let (snap_tx, snap_rx) = mpsc::channel();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.read_labeled("slow report", |c| {
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+                snap_tx.send(()).unwrap();
+                end_rx.recv().unwrap();
+                Ok(())
+            })
+            .unwrap()
+        })
+    };
+    snap_rx.recv().unwrap();
+    // ~20 limits' worth of WAL while the read holds its snapshot.
+    for i in 0..1000 {
+        write_page(&db, i);
+    }
+    let pinned = db
+        .metrics()
+        .wal_pinned_by
+        .expect("the pinning read is named");
+    assert_eq!(pinned.label, "slow report");
+    assert!(pinned.sql.contains("count(*)"), "{pinned:?}");
+    assert!(pinned.age > Duration::from_millis(300), "{pinned:?}");
+    let m = db.metrics();
+    eprintln!(
+        "pinned WAL: {} escalations, longest writer wait {:?}, WAL {} pages",
+        m.checkpoints_escalated, m.queue_wait_max, m.wal_pages
+    );
+    assert!(
+        m.checkpoints_escalated <= 2,
+        "escalations repeated while the same read pinned the WAL: {}",
+        m.checkpoints_escalated
+    );
+    // Generous bound (a loaded machine); without the rule above the writers
+    // wait once per escalation, ~20 × 300 ms in all.
+    assert!(
+        m.queue_wait_max < Duration::from_millis(300) * 4,
+        "longest writer stall {:?}",
+        m.queue_wait_max
+    );
+    end_tx.send(()).unwrap();
+    reader.join().unwrap();
+    // Once the read is gone, the next checkpoint copies everything and the
+    // WAL restarts: nobody pins it any more.
+    assert!(eventually(Duration::from_secs(20), || {
+        let _ = db.checkpoint(CheckpointMode::Restart);
+        write_page(&db, 5000);
+        db.metrics().wal_pinned_by.is_none() && db.metrics().wal_pages < 50
+    }));
+}
+
+#[test]
+fn reads_older_than_max_read_age_are_interrupted_with_a_clear_error() {
+    let mut opts = with_checkpoints(10, 50, Duration::from_secs(3600));
+    opts.checkpoints.escalation_wait = Duration::from_millis(100);
+    opts.checkpoints.max_read_age = Some(Duration::from_millis(200));
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    write_page(&db, 0);
+    let (started_tx, started_rx) = mpsc::channel();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.read_labeled("runaway", |c| {
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+                started_tx.send(()).unwrap();
+                // A statement that would run for minutes.
+                Ok(c.query_row(
+                    "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) \
+                     SELECT count(*) FROM n",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+        })
+    };
+    started_rx.recv().unwrap();
+    thread::sleep(Duration::from_millis(250));
+    for i in 1..200 {
+        write_page(&db, i);
+    }
+    let err = reader
+        .join()
+        .unwrap()
+        .expect_err("the runaway read is interrupted");
+    assert_eq!(err.sqlite_code(), Some(9), "{err}");
+    assert!(err.to_string().contains("max_read_age"), "{err}");
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 200);
+}
