@@ -126,7 +126,7 @@ fn run(profile: Profile, secs: u64) {
         .map(|t| {
             let (db, next) = (db.clone(), Arc::clone(&next));
             thread::spawn(move || {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t + 1) * 0x1234_5678);
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t + 1) * 0x1234_5678));
                 let mut told_ok = Vec::new();
                 while Instant::now() < deadline {
                     let id = next.fetch_add(1, Ordering::Relaxed);
