@@ -4,6 +4,8 @@
 //! command line and turns an error into a message and an exit code
 //! (0 success, 1 failure, 2 usage error).
 
+#![deny(unsafe_code)]
+
 mod bench;
 mod error;
 mod import;

@@ -1,13 +1,13 @@
-//! Every `unsafe` call of litelane lives in this module.
+//! Every `unsafe` of the engine lives in this private module
+//! (`#![deny(unsafe_code)]` holds everywhere else).
 //!
-//! Three things need SQLite's C API directly because rusqlite does not wrap
-//! them: turning off the global memory-statistics mutex
-//! (`sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)`), keeping the WAL file on
-//! close (`SQLITE_FCNTL_PERSIST_WAL`), and [`RawConnection`], the plain
-//! prepare/bind/step loop that the benchmarks use as their floor.
+//! - SQLite's C API where rusqlite does not wrap it: turning off the global
+//!   memory-statistics mutex (`sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)`)
+//!   and reading `SQLITE_DBSTATUS_DEFERRED_FKS`.
+//! - [`JobRef`]: a queued write closure borrowed across threads for group
+//!   commit by flat combining.
 
-use std::ffi::{c_int, c_void, CStr, CString};
-use std::path::Path;
+use std::ffi::c_int;
 use std::ptr;
 use std::sync::OnceLock;
 
@@ -21,6 +21,15 @@ static MEMSTATUS: OnceLock<bool> = OnceLock::new();
 /// allocation) before SQLite initializes. Returns whether it took effect: it
 /// cannot once SQLite has already been initialized by other code in the
 /// process (`SQLITE_MISUSE`); then the compile-time default applies.
+///
+/// Thread safety: `sqlite3_config` "is not threadsafe: the application must
+/// ensure that no other SQLite interfaces are invoked by other threads while
+/// sqlite3_config() is running" (<https://sqlite.org/c3ref/config.html>).
+/// litelane calls it once per process (a `OnceLock`), before its first
+/// connection opens. A program that uses SQLite through another library on
+/// other threads at the same moment should open its first litelane database
+/// before starting them (or build SQLite with `SQLITE_DEFAULT_MEMSTATUS=0`,
+/// as this workspace does, which makes the call unnecessary).
 pub(crate) fn disable_memstatus() -> bool {
     *MEMSTATUS.get_or_init(|| {
         // SAFETY: sqlite3_config is called before any connection of ours is
@@ -31,24 +40,18 @@ pub(crate) fn disable_memstatus() -> bool {
     })
 }
 
-/// Sets `SQLITE_FCNTL_PERSIST_WAL` on the main database of `conn`.
+/// Sets `SQLITE_FCNTL_PERSIST_WAL` on the main database of `conn` (through
+/// rusqlite's safe `file_control`).
 pub(crate) fn set_persistent_wal(conn: &rusqlite::Connection, on: bool) -> Result<()> {
     let mut flag: c_int = on.into();
-    // SAFETY: the handle is valid for the life of `conn`; the file-control
-    // argument is a pointer to an int, as SQLITE_FCNTL_PERSIST_WAL expects.
-    let rc = unsafe {
-        ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_PERSIST_WAL,
-            (&raw mut flag).cast::<c_void>(),
-        )
-    };
-    if rc == ffi::SQLITE_OK || rc == ffi::SQLITE_NOTFOUND {
-        // NOTFOUND: the VFS (e.g. in-memory) has no such control; nothing to keep.
-        Ok(())
-    } else {
-        Err(code_error(rc, "setting SQLITE_FCNTL_PERSIST_WAL"))
+    match conn.file_control(
+        Some(rusqlite::MAIN_DB),
+        rusqlite::FileControl::PersistWal(&mut flag),
+    ) {
+        Ok(()) => Ok(()),
+        // The VFS (e.g. in-memory) has no such control: nothing to keep.
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotFound) => Ok(()),
+        Err(e) => Err(Error::from_sqlite(e, "setting SQLITE_FCNTL_PERSIST_WAL")),
     }
 }
 
@@ -116,200 +119,23 @@ pub(crate) fn enter_with_job<'q, 'j>(
     queue.enter(crate::queue::Kind::Job, Some(JobRef { ptr }))
 }
 
-fn code_error(rc: c_int, context: &str) -> Error {
-    // SAFETY: sqlite3_errstr returns a static string for any code.
-    let message = unsafe { CStr::from_ptr(ffi::sqlite3_errstr(rc)) }
-        .to_string_lossy()
-        .into_owned();
-    Error::Sqlite {
-        code: rc & 0xff,
-        extended_code: rc,
-        message,
-        context: context.to_string(),
-    }
-}
-
-/// A bare SQLite connection driven through the C API: what a careful C
-/// programmer writes by hand. The benchmarks use it as the floor that
-/// litelane's own paths are measured against; it is not meant for
-/// applications.
-pub struct RawConnection {
-    db: *mut ffi::sqlite3,
-}
-
-// SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and used by one
-// thread at a time (it is not Sync); moving it between threads is allowed in
-// SQLite's multi-thread mode.
-unsafe impl Send for RawConnection {}
-
-impl RawConnection {
-    /// Opens (creating if needed) the database at `path`.
-    pub fn open(path: &Path) -> Result<Self> {
-        disable_memstatus();
-        let c_path = CString::new(path.to_string_lossy().as_bytes())
-            .map_err(|_| Error::invalid("database path contains a NUL byte"))?;
-        let mut db = ptr::null_mut();
-        let flags = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE | ffi::SQLITE_OPEN_NOMUTEX;
-        // SAFETY: valid C string, out-pointer to a handle; on failure the
-        // handle (if any) is still closed below.
-        let rc = unsafe { ffi::sqlite3_open_v2(c_path.as_ptr(), &mut db, flags, ptr::null()) };
-        let conn = RawConnection { db };
-        if rc != ffi::SQLITE_OK {
-            return Err(conn.error(rc, &format!("opening {}", path.display())));
-        }
-        Ok(conn)
-    }
-
-    fn error(&self, rc: c_int, context: &str) -> Error {
-        if self.db.is_null() {
-            return code_error(rc, context);
-        }
-        // SAFETY: the handle is open; errmsg/extended_errcode read its state.
-        let (message, extended) = unsafe {
-            (
-                CStr::from_ptr(ffi::sqlite3_errmsg(self.db))
-                    .to_string_lossy()
-                    .into_owned(),
-                ffi::sqlite3_extended_errcode(self.db),
-            )
-        };
-        Error::Sqlite {
-            code: rc & 0xff,
-            extended_code: extended,
-            message,
-            context: context.to_string(),
-        }
-    }
-
-    /// Runs one or more statements that return no rows.
-    pub fn exec(&self, sql: &str) -> Result<()> {
-        let c_sql = CString::new(sql).map_err(|_| Error::invalid("SQL contains a NUL byte"))?;
-        // SAFETY: valid handle and C string; no callback.
-        let rc = unsafe {
-            ffi::sqlite3_exec(
-                self.db,
-                c_sql.as_ptr(),
-                None,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(self.error(rc, sql));
-        }
-        Ok(())
-    }
-
-    /// Compiles one statement.
-    pub fn prepare(&self, sql: &str) -> Result<RawStatement<'_>> {
-        let mut stmt = ptr::null_mut();
-        // SAFETY: pointer and byte length describe `sql`; out-pointer valid.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v2(
-                self.db,
-                sql.as_ptr().cast(),
-                sql.len() as c_int,
-                &mut stmt,
-                ptr::null_mut(),
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(self.error(rc, sql));
-        }
-        Ok(RawStatement { conn: self, stmt })
-    }
-}
-
-impl Drop for RawConnection {
-    fn drop(&mut self) {
-        // SAFETY: statements borrow the connection, so all are finalized.
-        unsafe {
-            ffi::sqlite3_close(self.db);
-        }
-    }
-}
-
-/// A prepared statement of a [`RawConnection`]. Parameter indexes start at 1.
-pub struct RawStatement<'c> {
-    conn: &'c RawConnection,
-    stmt: *mut ffi::sqlite3_stmt,
-}
-
-impl RawStatement<'_> {
-    fn check(&self, rc: c_int) -> Result<()> {
-        if rc == ffi::SQLITE_OK {
-            Ok(())
-        } else {
-            Err(self.conn.error(rc, "binding a parameter"))
-        }
-    }
-
-    /// Binds a 64-bit integer.
-    pub fn bind_int(&mut self, index: i32, value: i64) -> Result<()> {
-        // SAFETY: live statement.
-        self.check(unsafe { ffi::sqlite3_bind_int64(self.stmt, index, value) })
-    }
-
-    /// Binds text; SQLite copies it.
-    pub fn bind_text(&mut self, index: i32, value: &str) -> Result<()> {
-        // SAFETY: pointer/length describe `value`; SQLITE_TRANSIENT makes
-        // SQLite copy it before returning.
-        self.check(unsafe {
-            ffi::sqlite3_bind_text(
-                self.stmt,
-                index,
-                value.as_ptr().cast(),
-                value.len() as c_int,
-                ffi::SQLITE_TRANSIENT(),
-            )
-        })
-    }
-
-    /// Runs the statement to completion (it must return no rows) and resets it.
-    pub fn execute(&mut self) -> Result<()> {
-        // SAFETY: live statement.
-        let rc = unsafe { ffi::sqlite3_step(self.stmt) };
-        // SAFETY: live statement.
-        unsafe { ffi::sqlite3_reset(self.stmt) };
-        if rc != ffi::SQLITE_DONE {
-            return Err(self.conn.error(rc, "stepping a statement"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for RawStatement<'_> {
-    fn drop(&mut self) {
-        // SAFETY: finalizing our own live statement once.
-        unsafe {
-            ffi::sqlite3_finalize(self.stmt);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn raw_connection_inserts_and_reports_errors_with_codes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("raw.db");
-        let conn = RawConnection::open(&path).unwrap();
-        conn.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, s TEXT)")
-            .unwrap();
-        let mut st = conn.prepare("INSERT INTO t VALUES (?, ?)").unwrap();
-        st.bind_int(1, 7).unwrap();
-        st.bind_text(2, "seven").unwrap();
-        st.execute().unwrap();
-        st.bind_int(1, 7).unwrap();
-        let err = st.execute().unwrap_err();
-        assert_eq!(err.sqlite_code(), Some(19), "{err}");
-        drop(st);
-        let check = rusqlite::Connection::open(&path).unwrap();
-        let s: String = check
-            .query_row("SELECT s FROM t WHERE id = 7", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(s, "seven");
+    fn deferred_fk_violations_are_seen_before_commit() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE p(id INTEGER PRIMARY KEY);
+             CREATE TABLE c(pid REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED);
+             BEGIN; INSERT INTO c VALUES (1);",
+        )
+        .unwrap();
+        assert!(has_deferred_fk_violations(&conn));
+        conn.execute_batch("INSERT INTO p VALUES (1)").unwrap();
+        assert!(!has_deferred_fk_violations(&conn));
+        conn.execute_batch("COMMIT").unwrap();
     }
 }

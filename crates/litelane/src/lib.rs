@@ -29,13 +29,15 @@
 //!   who held the writer during a long wait.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 mod asyncio;
 mod bulk;
 mod checkpoint;
 mod connection;
 mod error;
-pub mod ffi;
+#[allow(unsafe_code)]
+mod ffi;
 mod metrics;
 mod options;
 mod pool;

@@ -23,9 +23,9 @@
 
 use std::collections::VecDeque;
 
-#[cfg(loom)]
+#[cfg(litelane_loom)]
 use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
-#[cfg(not(loom))]
+#[cfg(not(litelane_loom))]
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// What a waiter asks for.
@@ -290,7 +290,7 @@ impl<J> Drop for Claimed<J> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(litelane_loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -410,9 +410,9 @@ mod tests {
 }
 
 /// Model checks: run with
-/// `RUSTFLAGS="--cfg loom" cargo test -p litelane --lib --release queue::loom`.
-#[cfg(all(test, loom))]
-mod loom {
+/// `RUSTFLAGS="--cfg litelane_loom" cargo test -p litelane --lib --release queue::model`.
+#[cfg(all(test, litelane_loom))]
+mod model {
     use super::*;
     use loom::sync::atomic::{AtomicUsize, Ordering};
     use loom::thread;

@@ -1,7 +1,7 @@
 //! `bench insert`: the "one billion rows" table
 //! `user(id INTEGER PRIMARY KEY, area CHAR(6), age INTEGER NOT NULL, active INTEGER NOT NULL)`
 //! loaded by litelane's bulk inserter, beside the floor: a raw C-API loop
-//! (`litelane::ffi::RawConnection`) with the same pragmas, one transaction,
+//! (`bench::raw::RawConnection`) with the same pragmas, one transaction,
 //! one prepared single-row `INSERT`, bind/step/reset per row.
 //!
 //! Variants: `litelane` (multi-row statements), `raw-ffi` (the floor) and
@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use litelane::ffi::RawConnection;
+use super::raw::RawConnection;
 use litelane::{Database, Options, Profile};
 
 use super::data::{users, USER_COLUMNS, USER_SCHEMA};

@@ -20,6 +20,8 @@ mod data;
 mod import;
 mod insert;
 mod ladder;
+#[allow(unsafe_code)]
+mod raw;
 mod report;
 mod threads;
 mod wal;
