@@ -174,7 +174,21 @@ pub(crate) fn install_wal_hook(
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .context(|| "reading journal_mode".into())?;
-    if !cfg.background || !mode.eq_ignore_ascii_case("wal") {
+    // Without background checkpoints SQLite's automatic checkpoint is the
+    // WAL hook: replacing it would turn it off.
+    if !(cfg.background || cfg.external) || !mode.eq_ignore_ascii_case("wal") {
+        return Ok(signal);
+    }
+    if cfg.external {
+        // Another process checkpoints: only keep the WAL's size for metrics.
+        let r = Arc::clone(recorder);
+        conn.wal_hook(Some(
+            move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                r.wal_pages.store(pages.max(0) as u64, Relaxed);
+                Ok(())
+            },
+        ))
+        .context(|| "installing the WAL hook".into())?;
         return Ok(signal);
     }
     let s = Arc::clone(&signal);

@@ -161,7 +161,12 @@ pub(crate) fn open(
         .context(|| ctx("synchronous, journal_size_limit"))?;
         if want == "wal" {
             // Checkpoints run on their own thread, never inside a commit.
-            let auto = if opts.checkpoints.background { 0 } else { 1000 };
+            let cp = &opts.checkpoints;
+            let auto = if cp.background || cp.external {
+                0
+            } else {
+                1000
+            };
             conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {auto};"))
                 .context(|| ctx("wal_autocheckpoint"))?;
             ffi::set_persistent_wal(&conn, opts.persistent_wal)?;

@@ -138,7 +138,7 @@ impl Database {
             })
             .collect::<Result<Vec<_>>>()?;
         let pool = Arc::new(Pool::new(readers, Arc::clone(&recorder)));
-        let checkpointer = if wal && opts.checkpoints.background {
+        let checkpointer = if wal && opts.checkpoints.background && !opts.checkpoints.external {
             let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None)?;
             Some(checkpoint::Checkpointer::start(
                 conn,

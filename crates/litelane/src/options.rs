@@ -110,7 +110,15 @@ impl Default for GroupCommit {
 pub struct Checkpoints {
     /// Run checkpoints on a background thread (and turn off SQLite's automatic
     /// checkpoint inside commits). Default: on. Only applies in WAL mode.
+    /// Off (with `external` off too): SQLite's automatic checkpoint runs
+    /// inside the commit that crosses 1000 pages, as in plain SQLite.
     pub background: bool,
+    /// Leave every checkpoint to another process, such as a replicator like
+    /// Litestream, which reads the WAL and checkpoints it itself. litelane
+    /// then runs no checkpoint of its own (no background thread, SQLite's
+    /// automatic checkpoint off, no WAL gate): the WAL's size is that
+    /// process's business. Default: off. [`Checkpoints::external`] builds it.
+    pub external: bool,
     /// WAL size, in pages, after which a PASSIVE checkpoint is started.
     /// Default 1000 (SQLite's own automatic-checkpoint threshold).
     pub passive_after_pages: u32,
@@ -134,10 +142,31 @@ pub struct Checkpoints {
     pub idle_after: Duration,
 }
 
+impl Checkpoints {
+    /// Checkpoints left to another process (see [`Checkpoints::external`](field@Checkpoints::external)):
+    /// for running beside a WAL replicator such as Litestream.
+    ///
+    /// ```
+    /// let opts = litelane::Options {
+    ///     checkpoints: litelane::Checkpoints::external(),
+    ///     ..Default::default()
+    /// };
+    /// assert!(!opts.checkpoints.background);
+    /// ```
+    pub fn external() -> Checkpoints {
+        Checkpoints {
+            background: false,
+            external: true,
+            ..Checkpoints::default()
+        }
+    }
+}
+
 impl Default for Checkpoints {
     fn default() -> Self {
         Checkpoints {
             background: true,
+            external: false,
             passive_after_pages: 1000,
             limit_pages: 10_000,
             escalation_wait: Duration::from_secs(2),

@@ -353,3 +353,42 @@ fn reads_older_than_max_read_age_are_interrupted_with_a_clear_error() {
     assert!(err.to_string().contains("max_read_age"), "{err}");
     assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 200);
 }
+
+#[test]
+fn external_mode_leaves_every_checkpoint_to_another_process() {
+    let opts = Options {
+        checkpoints: litelane::Checkpoints::external(),
+        ..Options::default()
+    };
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    // Past SQLite's own automatic threshold (1000 pages) and litelane's
+    // default limit: nobody checkpoints, so the WAL only grows.
+    let mut last = 0;
+    for i in 0..1200 {
+        write_page(&db, i);
+        let pages = db.metrics().wal_pages;
+        assert!(
+            pages >= last,
+            "a checkpoint ran at write {i}: {last} -> {pages}"
+        );
+        last = pages;
+    }
+    let m = db.metrics();
+    assert!(
+        m.wal_pages >= 1200,
+        "the WAL kept every page: {}",
+        m.wal_pages
+    );
+    assert_eq!(m.checkpoints, 0);
+    assert_eq!(m.checkpoints_escalated, 0);
+    // The other process (here, a plain connection) can checkpoint it all.
+    let path = db.path().unwrap().to_path_buf();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    let (busy, log, done): (i64, i64, i64) = other
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!((busy, log, done), (0, 0, 0), "truncated WAL");
+}
