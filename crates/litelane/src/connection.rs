@@ -1,7 +1,7 @@
 //! Opening a connection and configuring it the same way every time.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::config::DbConfig;
@@ -78,8 +78,19 @@ impl Target {
 pub(crate) struct Tracer {
     pub recorder: Arc<Recorder>,
     pub slow_nanos: u64,
+    /// The writer's recent statement, shown as the holder's SQL in a long
+    /// wait. Copying every statement's text costs a few percent of a bulk
+    /// insert, so only these are copied: the first statement of each job
+    /// (`writer_capture`, set when a job starts) and then one statement per
+    /// [`WRITER_SQL_EVERY_NANOS`] of statement time.
     pub writer_last_sql: Mutex<String>,
+    pub writer_capture: AtomicBool,
+    pub writer_nanos_since_capture: AtomicU64,
 }
+
+/// Statement time (1 ms, in nanoseconds) between two copies of the writer's
+/// SQL text after the first statement of a job.
+pub(crate) const WRITER_SQL_EVERY_NANOS: u64 = 1_000_000;
 
 /// The `journal_mode` the connection ends up with for `profile`.
 pub(crate) fn journal_mode_for(profile: Profile, target: &Target) -> &'static str {
@@ -221,13 +232,22 @@ fn install_tracer(
         events,
         Some(move |ev: TraceEvent<'_>| match ev {
             TraceEvent::Profile(stmt, took) => {
-                let slow = took.as_nanos() as u64 >= t.slow_nanos;
-                if is_writer || slow {
+                let nanos = took.as_nanos().min(u64::MAX as u128) as u64;
+                let slow = nanos >= t.slow_nanos;
+                let capture = is_writer
+                    && (t.writer_capture.load(Ordering::Relaxed)
+                        || t.writer_nanos_since_capture
+                            .fetch_add(nanos, Ordering::Relaxed)
+                            .saturating_add(nanos)
+                            >= WRITER_SQL_EVERY_NANOS);
+                if capture || slow {
                     let sql = stmt.sql();
                     if slow {
                         t.recorder.record_slow(&sql, took);
                     }
-                    if is_writer && !is_transaction_control(&sql) {
+                    if capture && !is_transaction_control(&sql) {
+                        t.writer_capture.store(false, Ordering::Relaxed);
+                        t.writer_nanos_since_capture.store(0, Ordering::Relaxed);
                         let mut last = t.writer_last_sql.lock().unwrap_or_else(|e| e.into_inner());
                         last.clear();
                         last.push_str(&sql);

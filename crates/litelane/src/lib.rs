@@ -112,6 +112,8 @@ impl Database {
             recorder: Arc::clone(&recorder),
             slow_nanos: opts.slow_statement.as_nanos().min(u64::MAX as u128) as u64,
             writer_last_sql: Default::default(),
+            writer_capture: Default::default(),
+            writer_nanos_since_capture: Default::default(),
         });
         let mut writer_conn = connection::open(&target, Role::Writer, &opts, &tracer, None)?;
         let max_parameters = writer_conn

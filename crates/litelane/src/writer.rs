@@ -407,6 +407,7 @@ impl Writer {
             });
         }
         last_sql.clear();
+        self.tracer.writer_capture.store(true, Ordering::Relaxed);
         slot.last_label.clear();
         slot.last_label.push_str(job.label());
     }
