@@ -146,6 +146,15 @@ impl Pool {
                 resume_unwind(panic)
             }
             Ok(Err(e)) => {
+                if matches!(
+                    e.sqlite_code(),
+                    Some(rusqlite::ffi::SQLITE_CORRUPT | rusqlite::ffi::SQLITE_NOTADB)
+                ) {
+                    // A page that read corrupt must not stay cached once
+                    // the medium reads right again.
+                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = conn.release_memory();
+                }
                 let e = self.explain_interrupt(reader.index, e);
                 self.recorder.note_error(&e);
                 Err(e)

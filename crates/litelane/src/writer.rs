@@ -310,6 +310,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// True when the database file is no longer the one at its path (deleted,
+/// renamed or replaced: `SQLITE_FCNTL_HAS_MOVED`). A VFS without the control
+/// (in-memory) never moves.
+fn file_has_moved(conn: &Connection) -> bool {
+    let mut moved: std::ffi::c_int = 0;
+    conn.file_control(
+        Some(rusqlite::MAIN_DB),
+        rusqlite::FileControl::HasMoved(&mut moved),
+    )
+    .is_ok()
+        && moved != 0
+}
+
 /// Rolls back a transaction that a failed `ROLLBACK` left open, so that what
 /// it holds is never committed by a later turn.
 fn end_stale_transaction(conn: &Connection) -> Result<()> {
@@ -645,10 +658,22 @@ impl Writer {
 
     /// Commits the group and settles every member with the result.
     fn commit(&self, conn: &Connection, mut g: Group<'_>) {
-        self.committing.store(true, Ordering::Release);
-        let result = control(conn, "COMMIT");
-        self.committing.store(false, Ordering::Release);
         let jobs = g.members.len();
+        let result = match file_has_moved(conn) {
+            // Committing would acknowledge writes into a file nobody can
+            // open again.
+            true => Err(Error::Io {
+                context: format!("COMMIT of a group of {jobs} write(s)"),
+                message: "the database file was deleted, renamed or replaced while open;                           nothing was committed: reopen the database"
+                    .into(),
+            }),
+            false => {
+                self.committing.store(true, Ordering::Release);
+                let r = control(conn, "COMMIT").context(|| format!("COMMIT of a group of {jobs} write(s)"));
+                self.committing.store(false, Ordering::Release);
+                r
+            }
+        };
         match result {
             Ok(()) => {
                 self.recorder.record_group(jobs);
@@ -663,7 +688,6 @@ impl Writer {
                 }
             }
             Err(e) => {
-                let e = Error::from_sqlite(e, format!("COMMIT of a group of {jobs} write(s)"));
                 self.recorder.note_error(&e);
                 self.recorder
                     .rollbacks

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{exec, query_i64, temp_db};
-use litelane::{Database, Error, Options, Value};
+use litelane::{Database, Error, Options, Profile, Value};
 
 #[test]
 fn a_file_that_is_not_a_database_is_a_clear_error_and_is_left_untouched() {
@@ -110,4 +110,33 @@ fn an_empty_column_list_is_refused() {
         db.inserter("t", &[]),
         Err(Error::InvalidInput { .. })
     ));
+}
+
+#[test]
+fn writes_into_a_deleted_or_replaced_file_are_refused_not_acknowledged() {
+    for replace in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")?))
+            .unwrap();
+        if replace {
+            let other = dir.path().join("other");
+            rusqlite::Connection::open(&other)
+                .unwrap()
+                .execute_batch("CREATE TABLE t(x)")
+                .unwrap();
+            std::fs::rename(&other, &path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+        let err = db
+            .write(|tx| Ok(tx.execute("INSERT INTO t VALUES (2)", [])?))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("deleted, renamed or replaced"),
+            "replace={replace}: {text}"
+        );
+    }
 }
