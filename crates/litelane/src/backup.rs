@@ -328,6 +328,40 @@ fn copy_pages(
     }
 }
 
+/// Online backup from any open connection `src` (for tools that are not
+/// the database's own process, e.g. `litelane backup`): the same checks,
+/// temporary file and move into place as [`Database::backup_with`].
+///
+/// If `src` is not inside a transaction, the copy runs inside one read
+/// transaction on it, so it is one consistent snapshot: in WAL mode writers
+/// of every process go on; with a rollback journal they wait (or get
+/// `SQLITE_BUSY`) until the copy is done. If `src` is already in a
+/// transaction, the copy is of what that transaction sees.
+pub fn backup_connection(
+    src: &Connection,
+    dest: &Path,
+    opts: &BackupOptions,
+    progress: &mut dyn FnMut(BackupProgress),
+) -> Result<BackupReport> {
+    let source_path = src.path().filter(|p| !p.is_empty()).map(PathBuf::from);
+    write_copy(source_path.as_deref(), dest, opts, |dst| {
+        let own_txn = src.is_autocommit();
+        if own_txn {
+            src.execute_batch("BEGIN")
+                .context(|| "BEGIN (backup snapshot)".to_string())?;
+        }
+        let out = src
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+            .context(|| "opening the backup's read snapshot".to_string())
+            .and_then(|()| copy_pages(src, dst, opts.pages_per_step, progress));
+        if own_txn {
+            let _ = src.execute_batch("COMMIT");
+        }
+        let (pages, steps) = out?;
+        Ok((pages, steps, BackupSource::ReaderSnapshot))
+    })
+}
+
 pub(crate) fn run(
     db: &Database,
     wal: bool,
@@ -335,42 +369,56 @@ pub(crate) fn run(
     opts: &BackupOptions,
     progress: &mut dyn FnMut(BackupProgress),
 ) -> Result<BackupReport> {
+    write_copy(db.path(), dest, opts, |dst| {
+        if wal {
+            let (pages, steps) = db.read(|conn| {
+                // Take the snapshot now: sqlite3_backup_step would otherwise
+                // open and close a read transaction per step, and a commit
+                // between two steps would restart the copy.
+                conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+                    .context(|| "opening the backup's read snapshot".to_string())?;
+                copy_pages(conn, dst, opts.pages_per_step, progress)
+            })?;
+            Ok((pages, steps, BackupSource::ReaderSnapshot))
+        } else {
+            // A priority turn: an ordinary turn can be handed the open group
+            // of the writers queued before it (writer.rs
+            // `next_can_join_group` only keeps groups from priority turns),
+            // and `with_turn` then refuses to run. A priority turn goes ahead
+            // of queued writers instead; without WAL there is no WAL gate for
+            // it to bypass.
+            let (pages, steps) = db.writer().with_turn("backup", true, |conn| {
+                copy_pages(conn, dst, opts.pages_per_step, progress)
+            })??;
+            Ok((pages, steps, BackupSource::WriterTurn))
+        }
+    })
+}
+
+/// Checks the destination, copies into a temporary file beside it with
+/// `copy`, syncs, checks again and moves the file into place.
+fn write_copy(
+    source: Option<&Path>,
+    dest: &Path,
+    opts: &BackupOptions,
+    copy: impl FnOnce(&mut Connection) -> Result<(u64, u64, BackupSource)>,
+) -> Result<BackupReport> {
     let start = Instant::now();
     if opts.pages_per_step == 0 {
         return Err(Error::invalid("backup: pages_per_step must be at least 1"));
     }
-    let existed = check_destination(db.path(), dest, opts.overwrite)?;
+    let existed = check_destination(source, dest, opts.overwrite)?;
     let mut tmp = TempBeside::create(dest)?;
     let mut dst = Connection::open(&tmp.path)
         .context(|| format!("opening the backup file {}", tmp.path.display()))?;
-    let (pages, steps, source) = if wal {
-        let (pages, steps) = db.read(|conn| {
-            // Take the snapshot now: sqlite3_backup_step would otherwise open
-            // and close a read transaction per step, and a commit between two
-            // steps would restart the copy.
-            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
-                .context(|| "opening the backup's read snapshot".to_string())?;
-            copy_pages(conn, &mut dst, opts.pages_per_step, progress)
-        })?;
-        (pages, steps, BackupSource::ReaderSnapshot)
-    } else {
-        // A priority turn: an ordinary turn can be handed the open group of
-        // the writers queued before it (writer.rs `next_can_join_group` only
-        // keeps groups from priority turns), and `with_turn` then refuses to
-        // run. A priority turn goes ahead of queued writers instead; there is
-        // no WAL gate without WAL for it to bypass.
-        let (pages, steps) = db.writer().with_turn("backup", true, |conn| {
-            copy_pages(conn, &mut dst, opts.pages_per_step, progress)
-        })??;
-        (pages, steps, BackupSource::WriterTurn)
-    };
+    let (pages, steps, source_kind) = copy(&mut dst)?;
     let page_size: i64 = dst
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .context(|| "reading the backup's page size".to_string())?;
     dst.close()
         .map_err(|(_, e)| Error::from_sqlite(e, "closing the backup file"))?;
     // SQLite synced the file when the backup committed; sync again in case
-    // the destination connection ran with synchronous=OFF somewhere.
+    // it ran with synchronous=OFF.
     File::open(&tmp.path)
         .and_then(|f| f.sync_all())
         .map_err(|e| Error::Io {
@@ -378,9 +426,9 @@ pub(crate) fn run(
             message: e.to_string(),
         })?;
     let bytes = std::fs::metadata(&tmp.path).map_or(0, |m| m.len());
-    // Check again right before the move: the source may have been moved or
-    // the destination created while the pages were copied.
-    check_destination(db.path(), dest, opts.overwrite)?;
+    // Check again right before the move: the destination may have been
+    // created while the pages were copied.
+    check_destination(source, dest, opts.overwrite)?;
     move_into_place(&tmp.path, dest, existed || opts.overwrite)?;
     tmp.keep = true;
     Ok(BackupReport {
@@ -390,6 +438,6 @@ pub(crate) fn run(
         bytes,
         steps,
         elapsed: start.elapsed(),
-        source,
+        source: source_kind,
     })
 }

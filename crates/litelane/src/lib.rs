@@ -46,7 +46,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use asyncio::Pending;
-pub use backup::{same_file, BackupOptions, BackupProgress, BackupReport, BackupSource};
+pub use backup::{
+    backup_connection, same_file, BackupOptions, BackupProgress, BackupReport, BackupSource,
+};
 pub use bulk::{
     insert_sql, quote_ident, AsValueRef, BulkRow, InsertReport, Inserter,
     TARGET_PARAMS_PER_STATEMENT,
