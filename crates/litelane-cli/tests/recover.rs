@@ -11,6 +11,8 @@ use rusqlite::Connection;
 
 const PAGE: u64 = 4096;
 const ITEMS: i64 = 3000;
+const NOTES: i64 = 3000;
+const DOCS: i64 = 5;
 
 fn litelane(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_litelane"))
@@ -34,8 +36,9 @@ fn s(p: &Path) -> &str {
 }
 
 /// The fixture: `items` (3000 rows, ~25 a page, an index on `name`), a
-/// small table, a WITHOUT ROWID table, a view and a trigger; a dropped
-/// table leaves free pages. Rollback journal, 4 KiB pages.
+/// small table, a WITHOUT ROWID table of 3000 rows, a table of rows that
+/// spill onto overflow pages, a view and a trigger; a dropped table leaves
+/// free pages. Rollback journal, 4 KiB pages.
 fn fixture(path: &Path) {
     let c = Connection::open(path).unwrap();
     c.execute_batch(&format!(
@@ -48,7 +51,9 @@ fn fixture(path: &Path) {
          CREATE TABLE small(x TEXT);
          INSERT INTO small VALUES ('a'), ('b'), ('c');
          CREATE TABLE notes(k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID;
-         INSERT INTO notes SELECT 'k' || id, id FROM items WHERE id <= 50;
+         INSERT INTO notes SELECT 'k' || id, id FROM items WHERE id <= {NOTES};
+         CREATE TABLE docs(id INTEGER PRIMARY KEY, body BLOB);
+         INSERT INTO docs SELECT id, zeroblob(10000) FROM items WHERE id <= {DOCS};
          CREATE INDEX items_name ON items(name);
          CREATE VIEW big AS SELECT * FROM items WHERE qty > 100;
          CREATE TRIGGER small_log AFTER INSERT ON small BEGIN SELECT 1; END;
@@ -148,6 +153,17 @@ struct Expect {
     /// `doctor --integrity`: the kind of damage it must name, and the
     /// object, and a word of its command.
     doctor: Option<(&'static str, Option<&'static str>, &'static str)>,
+    /// The other tables: (name, status, rows recovered); None: untouched
+    /// (complete, every row).
+    others: Option<Vec<(&'static str, &'static str, i64)>>,
+}
+
+fn untouched() -> Vec<(&'static str, &'static str, i64)> {
+    vec![
+        ("small", "complete", 3),
+        ("notes", "complete", NOTES),
+        ("docs", "complete", DOCS),
+    ]
 }
 
 fn all_items() -> BTreeSet<i64> {
@@ -166,6 +182,7 @@ fn zero_items_leaf(db: &Path) -> Expect {
         header_repaired: false,
         outcome: "partial",
         doctor: Some(("table", Some("items"), "litelane recover")),
+        others: None,
     }
 }
 
@@ -179,6 +196,7 @@ fn zero_first_items_leaf(db: &Path) -> Expect {
         header_repaired: false,
         outcome: "partial",
         doctor: Some(("table", Some("items"), "litelane recover")),
+        others: None,
     }
 }
 
@@ -192,6 +210,7 @@ fn zero_header(db: &Path) -> Expect {
         header_repaired: true,
         outcome: "partial",
         doctor: Some(("file", None, "litelane recover")),
+        others: None,
     }
 }
 
@@ -214,6 +233,8 @@ fn truncate(db: &Path) -> Expect {
         outcome: "partial",
         // SQLite refuses to open a file shorter than its header says.
         doctor: Some(("file", None, "litelane recover")),
+        // The tables made after items lived past the cut.
+        others: Some(vec![]),
     }
 }
 
@@ -226,6 +247,7 @@ fn zero_index_leaf(db: &Path) -> Expect {
         header_repaired: false,
         outcome: "complete",
         doctor: Some(("index", Some("items_name"), "REINDEX")),
+        others: None,
     }
 }
 
@@ -247,6 +269,7 @@ fn freelist_loop(db: &Path) -> Expect {
         header_repaired: false,
         outcome: "complete",
         doctor: Some(("freelist", None, "VACUUM")),
+        others: None,
     }
 }
 
@@ -257,6 +280,49 @@ fn no_damage(_db: &Path) -> Expect {
         header_repaired: false,
         outcome: "complete",
         doctor: None,
+        others: None,
+    }
+}
+
+fn zero_without_rowid_leaf(db: &Path) -> Expect {
+    let leaves = pages_of(db, "notes", "leaf");
+    assert!(leaves.len() > 3);
+    let victim = leaves[leaves.len() / 2];
+    let f = std::fs::read(db).unwrap();
+    let at = ((victim - 1) * PAGE) as usize;
+    assert_eq!(f[at], 0x0a, "an index-b-tree leaf");
+    let cells = u16::from_be_bytes([f[at + 3], f[at + 4]]) as i64;
+    zero_page(db, victim);
+    Expect {
+        items: all_items(),
+        items_status: "complete",
+        header_repaired: false,
+        outcome: "partial",
+        doctor: Some(("table", Some("notes"), "litelane recover")),
+        others: Some(vec![
+            ("small", "complete", 3),
+            ("notes", "partial", NOTES - cells),
+            ("docs", "complete", DOCS),
+        ]),
+    }
+}
+
+fn zero_first_overflow_page(db: &Path) -> Expect {
+    // The lowest overflow page is the first of a chain: zeroed, the chain
+    // ends early and that one row cannot be read.
+    let overflow = pages_of(db, "docs", "overflow");
+    zero_page(db, overflow[0]);
+    Expect {
+        items: all_items(),
+        items_status: "complete",
+        header_repaired: false,
+        outcome: "partial",
+        doctor: Some(("table", Some("docs"), "litelane recover")),
+        others: Some(vec![
+            ("small", "complete", 3),
+            ("notes", "complete", NOTES),
+            ("docs", "partial", DOCS - 1),
+        ]),
     }
 }
 
@@ -288,6 +354,14 @@ const CASES: &[Case] = &[
     Case {
         name: "a loop in the free-page list",
         damage: freelist_loop,
+    },
+    Case {
+        name: "a WITHOUT ROWID leaf zeroed",
+        damage: zero_without_rowid_leaf,
+    },
+    Case {
+        name: "one row's overflow page zeroed",
+        damage: zero_first_overflow_page,
     },
 ];
 
@@ -374,15 +448,33 @@ fn recover_salvages_what_each_kind_of_damage_leaves() {
         if expect.items == all_items() {
             assert!(ranges.is_empty(), "{name}: {ranges:?}");
         }
-        // The other tables are untouched by these damages.
-        for (table, rows) in [("small", 3), ("notes", 50)] {
+        // The other tables.
+        for (table, status, rows) in expect.others.clone().unwrap_or_else(untouched) {
             let rep = t(table);
-            if case.name == "the file truncated" {
-                continue; // they lived past the cut
-            }
-            assert_eq!(rep["status"], "complete", "{name}: {rep}");
-            assert_eq!(rep["rows_recovered"], rows, "{name}");
+            assert_eq!(rep["status"], status, "{name}: {rep}");
+            assert_eq!(rep["rows_recovered"], rows, "{name}: {rep}");
             assert_eq!(count(&out, &format!("SELECT count(*) FROM {table}")), rows);
+            if table == "docs" && status == "partial" {
+                // One row's content unreadable, its rowid known.
+                assert_eq!(rep["rows_unreadable"], 1, "{name}: {rep}");
+                let r = &rep["lost_rowid_ranges"][0];
+                assert_eq!(r[0], r[1], "{name}: {rep}");
+                let lost = r[0].as_i64().unwrap();
+                assert_eq!(
+                    count(
+                        &out,
+                        &format!("SELECT count(*) FROM docs WHERE id = {lost}")
+                    ),
+                    0
+                );
+                assert_eq!(
+                    count(&out, "SELECT count(*) FROM docs WHERE length(body) = 10000"),
+                    DOCS - 1
+                );
+            }
+            if table == "notes" && status == "partial" {
+                assert_eq!(rep["rows_lost_in_key_order"], true, "{name}: {rep}");
+            }
         }
         // The index is rebuilt from the recovered rows, and used.
         let objects = r["objects"].as_array().unwrap();
@@ -447,8 +539,10 @@ fn doctor_integrity_names_what_is_damaged_and_what_to_do() {
                 None => {
                     assert!(o.status.success(), "{name}: {integ}");
                     assert_eq!(integ["ok"], true, "{name}: {integ}");
-                    // One slice for the schema, one per table.
-                    assert_eq!(integ["slices"], 4, "{name}: {integ}");
+                    // One slice per table (4), plus the whole-file pass
+                    // (free list, unused pages) of a small file.
+                    assert_eq!(integ["slices"], 5, "{name}: {integ}");
+                    assert_eq!(integ["not_checked"], serde_json::json!([]));
                 }
                 Some((kind, object, command_word)) => {
                     assert!(!o.status.success(), "{name}: damage must fail the command");
@@ -623,4 +717,37 @@ fn backup_command_copies_a_live_database_and_refuses_to_overwrite() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = litelane(&["backup", s(&path), s(&out), "--pages-per-step", "0"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--pages-per-step"));
+}
+
+#[test]
+fn recover_includes_commits_still_in_the_wal_and_leaves_them_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    fixture(&db);
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         INSERT INTO small VALUES ('only in the wal');",
+    )
+    .unwrap();
+    let wal = dir.path().join("w.db-wal");
+    assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+    let db_bytes = std::fs::read(&db).unwrap();
+    let wal_bytes = std::fs::read(&wal).unwrap();
+    // The writer is still open (its commits not checkpointed).
+    let out = dir.path().join("r.db");
+    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = stdout_json(&o);
+    assert_eq!(r["outcome"], "complete", "{r}");
+    assert_eq!(
+        count(
+            &out,
+            "SELECT count(*) FROM small WHERE x = 'only in the wal'"
+        ),
+        1
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), db_bytes);
+    assert_eq!(std::fs::read(&wal).unwrap(), wal_bytes);
+    drop(c);
 }
