@@ -751,3 +751,83 @@ fn recover_includes_commits_still_in_the_wal_and_leaves_them_there() {
     assert_eq!(std::fs::read(&wal).unwrap(), wal_bytes);
     drop(c);
 }
+
+#[test]
+fn a_hostile_schema_entry_is_not_run_in_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    fixture(&db);
+    let evil = dir.path().join("evil.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA writable_schema = ON;").unwrap();
+    c.execute(
+        "UPDATE sqlite_schema SET sql = ?1 WHERE name = 'big'",
+        [format!(
+            "CREATE VIEW big AS SELECT 1; ATTACH '{}' AS e",
+            evil.display()
+        )],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE sqlite_schema SET sql = 'CREATE TRIGGER small_log AFTER INSERT ON small BEGIN SELECT 1; END; CREATE TABLE pwned(x)' WHERE name = 'small_log'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let out = dir.path().join("r.db");
+    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = stdout_json(&o);
+    assert!(!evil.exists(), "the ATTACH ran");
+    assert_eq!(
+        count(
+            &out,
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'pwned'"
+        ),
+        0
+    );
+    for name in ["big", "small_log"] {
+        let obj = r["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not reported: {r}"));
+        assert_eq!(obj["created"], false, "{obj}");
+    }
+    assert_eq!(r["outcome"], "partial");
+    assert_eq!(items_ids(&out), all_items());
+}
+
+#[test]
+fn autoincrement_counters_user_version_and_generated_columns_carry_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE seq(id INTEGER PRIMARY KEY AUTOINCREMENT, x, y AS (x * 2) STORED, z AS (x + 1));
+             INSERT INTO seq(x) VALUES (1), (2), (3), (4);
+             DELETE FROM seq WHERE id >= 3;
+             PRAGMA user_version = 42;",
+        )
+        .unwrap();
+    let out = dir.path().join("r.db");
+    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = stdout_json(&o);
+    assert_eq!(r["outcome"], "complete", "{r}");
+    assert_eq!(
+        count(&out, "SELECT seq FROM sqlite_sequence WHERE name = 'seq'"),
+        4
+    );
+    assert_eq!(count(&out, "PRAGMA user_version"), 42);
+    assert_eq!(
+        count(&out, "SELECT sum(y) + sum(z) FROM seq"),
+        (2 + 4) + (2 + 3)
+    );
+    // A new row does not reuse a deleted id.
+    let c = Connection::open(&out).unwrap();
+    c.execute("INSERT INTO seq(x) VALUES (9)", []).unwrap();
+    assert_eq!(c.last_insert_rowid(), 5);
+}

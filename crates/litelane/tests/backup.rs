@@ -392,3 +392,83 @@ fn manual_checkpoints_under_concurrent_writers_never_fail_nor_hang() {
     );
     assert!(failures.is_empty(), "a checkpoint failed: {}", failures[0]);
 }
+
+/// Figures for docs/durability.md: one-row commits from 2 threads before
+/// and during a backup of a ~64 MB database, per profile. Run with
+/// `cargo test --release -p litelane --test backup backup_figures -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, prints figures"]
+fn backup_figures() {
+    fn pct(v: &mut [Duration], p: f64) -> Duration {
+        v.sort_unstable();
+        v[((v.len() as f64 - 1.0) * p) as usize]
+    }
+    for profile in [Profile::Balanced, Profile::Safe, Profile::Fast] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("f.db"), Options::with_profile(profile)).unwrap();
+        exec(&db, "CREATE TABLE big(x BLOB); CREATE TABLE w(x);");
+        db.write(|tx| {
+            let mut s = tx.prepare("INSERT INTO big VALUES (randomblob(1000))")?;
+            for _ in 0..64_000 {
+                s.execute([])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        db.checkpoint(litelane::CheckpointMode::Truncate).ok();
+        let stop = Arc::new(AtomicBool::new(false));
+        let during = Arc::new(AtomicBool::new(false));
+        let lat: Arc<Mutex<(Vec<Duration>, Vec<Duration>)>> = Arc::default();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (db, stop, during, lat) = (
+                    db.clone(),
+                    Arc::clone(&stop),
+                    Arc::clone(&during),
+                    Arc::clone(&lat),
+                );
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = Instant::now();
+                        db.write(|tx| Ok(tx.execute("INSERT INTO w VALUES (1)", [])?))
+                            .unwrap();
+                        let d = t.elapsed();
+                        let mut l = lat.lock().unwrap();
+                        if during.load(Ordering::Relaxed) {
+                            l.1.push(d);
+                        } else {
+                            l.0.push(d);
+                        }
+                        drop(l);
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(2));
+        during.store(true, Ordering::Relaxed);
+        let r = db.backup(dir.path().join("copy.db"), |_| {}).unwrap();
+        during.store(false, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        for h in hs {
+            h.join().unwrap();
+        }
+        let mut l = lat.lock().unwrap();
+        let (before, dur) = (&mut l.0.clone(), &mut l.1.clone());
+        println!(
+            "{profile:?}: backup {} pages ({:.1} MB) in {:.2} s ({:?}); commits before: {} p50 {:?} p99 {:?} max {:?}; during: {} p50 {:?} p99 {:?} max {:?}",
+            r.pages,
+            r.bytes as f64 / 1e6,
+            r.elapsed.as_secs_f64(),
+            r.source,
+            before.len(),
+            pct(before, 0.5),
+            pct(before, 0.99),
+            pct(before, 1.0),
+            dur.len(),
+            if dur.is_empty() { Duration::ZERO } else { pct(dur, 0.5) },
+            if dur.is_empty() { Duration::ZERO } else { pct(dur, 0.99) },
+            if dur.is_empty() { Duration::ZERO } else { pct(dur, 1.0) },
+        );
+    }
+}

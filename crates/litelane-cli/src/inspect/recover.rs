@@ -637,7 +637,7 @@ fn copy_table(src: &Connection, dst: &Connection, row: &SchemaRow) -> TableRepor
         ..Default::default()
     };
     let sql = row.sql.clone().unwrap_or_default();
-    if let Err(e) = dst.execute_batch(&sql) {
+    if let Err(e) = create(dst, &sql) {
         t.status = "skipped";
         t.error(format!("its CREATE TABLE does not run in OUT: {e}"));
         return t;
@@ -741,6 +741,9 @@ pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverRepor
     };
     let dst = Connection::open(out_tmp)
         .map_err(|e| litelane::Error::from_sqlite(e, format!("creating {}", out_tmp.display())))?;
+    dst.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .and_then(|_| dst.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false))
+        .map_err(|e| litelane::Error::from_sqlite(e, "configuring OUT"))?;
     let page_size: i64 = src
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .unwrap_or(4096);
@@ -862,7 +865,7 @@ pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverRepor
                     quote_ident(&row.table)
                 ))
             } else {
-                dst.execute_batch(sql).map_err(|e| e.to_string())
+                create(&dst, sql)
             };
             report.objects.push(ObjectReport {
                 kind: kind.into(),
@@ -890,6 +893,24 @@ pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverRepor
         "partial"
     };
     Ok(report)
+}
+
+/// Runs one `CREATE ...` statement from the damaged file's schema in OUT:
+/// anything else, or more than one statement, is refused (the text comes
+/// from a damaged, untrusted file).
+fn create(dst: &Connection, sql: &str) -> Result<(), String> {
+    let head: String = sql
+        .trim_start()
+        .chars()
+        .take(6)
+        .collect::<String>()
+        .to_ascii_uppercase();
+    if head != "CREATE" {
+        return Err(format!(
+            "its schema entry is not a CREATE statement: {sql:?}"
+        ));
+    }
+    dst.execute(sql, []).map(|_| ()).map_err(|e| e.to_string())
 }
 
 fn is_virtual(sql: &str) -> bool {
