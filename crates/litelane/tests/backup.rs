@@ -453,7 +453,7 @@ fn backup_figures() {
         for h in hs {
             h.join().unwrap();
         }
-        let mut l = lat.lock().unwrap();
+        let l = lat.lock().unwrap();
         let (before, dur) = (&mut l.0.clone(), &mut l.1.clone());
         println!(
             "{profile:?}: backup {} pages ({:.1} MB) in {:.2} s ({:?}); commits before: {} p50 {:?} p99 {:?} max {:?}; during: {} p50 {:?} p99 {:?} max {:?}",
