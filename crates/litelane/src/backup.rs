@@ -74,6 +74,10 @@ pub enum BackupSource {
     /// The writer, in one turn of its own taken ahead of queued writers
     /// (rollback journal or in-memory): writers waited for the whole copy.
     WriterTurn,
+    /// A connection of another process, with a rollback journal
+    /// ([`backup_connection`]): each step held the shared lock only for
+    /// itself, and the copy started over when the database changed.
+    StepLocks,
 }
 
 /// What a finished backup did.
@@ -275,17 +279,27 @@ pub(crate) fn move_into_place(tmp: &Path, dest: &Path, replace: bool) -> Result<
     Ok(())
 }
 
-/// Runs the backup steps from `src` into `dst` until done.
+/// How many times a copy that holds no snapshot may be restarted by
+/// commits of other connections before it gives up.
+const MAX_RESTARTS: u32 = 10;
+
+/// Runs the backup steps from `src` into `dst` until done. Without a
+/// snapshot held on `src` (`restarts_allowed`), SQLite restarts the copy
+/// when another connection commits between two steps; past
+/// [`MAX_RESTARTS`] the copy fails instead of running forever.
 fn copy_pages(
     src: &Connection,
     dst: &mut Connection,
     pages_per_step: u32,
+    restarts_allowed: bool,
     progress: &mut dyn FnMut(BackupProgress),
 ) -> Result<(u64, u64)> {
     let backup = Backup::new(src, dst).context(|| "starting the backup".to_string())?;
     let per_step = pages_per_step.clamp(1, i32::MAX as u32) as i32;
     let mut steps = 0u64;
     let mut busy_since: Option<Instant> = None;
+    let mut prev_done = 0u64;
+    let mut restarts = 0u32;
     loop {
         let r = backup
             .step(per_step)
@@ -304,6 +318,23 @@ fn copy_pages(
             }
             StepResult::More => {
                 busy_since = None;
+                if done < prev_done && restarts_allowed {
+                    restarts += 1;
+                    if restarts > MAX_RESTARTS {
+                        return Err(Error::Sqlite {
+                            code: crate::SQLITE_BUSY,
+                            extended_code: crate::SQLITE_BUSY,
+                            message: format!(
+                                "the database changed under the copy {restarts} times"
+                            ),
+                            context: "copying pages without holding a snapshot (rollback \
+                                      journal): run the backup when writes pause, or from the \
+                                      application with Database::backup"
+                                .into(),
+                        });
+                    }
+                }
+                prev_done = done;
                 progress(BackupProgress {
                     pages_done: done,
                     pages_total: total,
@@ -332,11 +363,14 @@ fn copy_pages(
 /// the database's own process, e.g. `litelane backup`): the same checks,
 /// temporary file and move into place as [`Database::backup_with`].
 ///
-/// If `src` is not inside a transaction, the copy runs inside one read
-/// transaction on it, so it is one consistent snapshot: in WAL mode writers
-/// of every process go on; with a rollback journal they wait (or get
-/// `SQLITE_BUSY`) until the copy is done. If `src` is already in a
-/// transaction, the copy is of what that transaction sees.
+/// If `src` is already in a transaction, the copy is of what that
+/// transaction sees. Otherwise, in WAL mode, the copy runs inside one read
+/// transaction on `src` (one snapshot; writers of every process go on).
+/// With a rollback journal a held snapshot would block every writer's
+/// commit, so each step takes the shared lock only for itself; SQLite
+/// restarts the copy when another connection commits between two steps
+/// (the result is still one consistent moment), and after 10 restarts the
+/// backup fails with `SQLITE_BUSY` rather than run forever.
 pub fn backup_connection(
     src: &Connection,
     dest: &Path,
@@ -345,18 +379,24 @@ pub fn backup_connection(
 ) -> Result<BackupReport> {
     let source_path = src.path().filter(|p| !p.is_empty()).map(PathBuf::from);
     write_copy(source_path.as_deref(), dest, opts, |dst| {
-        let own_txn = src.is_autocommit();
-        if own_txn {
-            src.execute_batch("BEGIN")
-                .context(|| "BEGIN (backup snapshot)".to_string())?;
+        if !src.is_autocommit() {
+            let (pages, steps) = copy_pages(src, dst, opts.pages_per_step, false, progress)?;
+            return Ok((pages, steps, BackupSource::ReaderSnapshot));
         }
+        let journal: String = src
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .context(|| "reading the journal mode".to_string())?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            let (pages, steps) = copy_pages(src, dst, opts.pages_per_step, true, progress)?;
+            return Ok((pages, steps, BackupSource::StepLocks));
+        }
+        src.execute_batch("BEGIN")
+            .context(|| "BEGIN (backup snapshot)".to_string())?;
         let out = src
             .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
             .context(|| "opening the backup's read snapshot".to_string())
-            .and_then(|()| copy_pages(src, dst, opts.pages_per_step, progress));
-        if own_txn {
-            let _ = src.execute_batch("COMMIT");
-        }
+            .and_then(|()| copy_pages(src, dst, opts.pages_per_step, false, progress));
+        let _ = src.execute_batch("COMMIT");
         let (pages, steps) = out?;
         Ok((pages, steps, BackupSource::ReaderSnapshot))
     })
@@ -377,7 +417,7 @@ pub(crate) fn run(
                 // between two steps would restart the copy.
                 conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
                     .context(|| "opening the backup's read snapshot".to_string())?;
-                copy_pages(conn, dst, opts.pages_per_step, progress)
+                copy_pages(conn, dst, opts.pages_per_step, false, progress)
             })?;
             Ok((pages, steps, BackupSource::ReaderSnapshot))
         } else {
@@ -388,7 +428,7 @@ pub(crate) fn run(
             // of queued writers instead; without WAL there is no WAL gate for
             // it to bypass.
             let (pages, steps) = db.writer().with_turn("backup", true, |conn| {
-                copy_pages(conn, dst, opts.pages_per_step, progress)
+                copy_pages(conn, dst, opts.pages_per_step, false, progress)
             })??;
             Ok((pages, steps, BackupSource::WriterTurn))
         }

@@ -472,3 +472,77 @@ fn backup_figures() {
         );
     }
 }
+
+/// Another process's backup of a rollback-journal database must not block
+/// that database's writers: each step holds the shared lock only for
+/// itself. (Holding one snapshot for the whole copy would make every commit
+/// wait, and fail after its busy timeout.)
+#[test]
+fn backup_connection_of_a_rollback_database_never_blocks_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode = DELETE; CREATE TABLE t(x); CREATE TABLE w(n);
+             INSERT INTO w VALUES (0);",
+        )
+        .unwrap();
+        let mut s = c
+            .prepare("INSERT INTO t VALUES (randomblob(1000))")
+            .unwrap();
+        for _ in 0..300 {
+            s.execute([]).unwrap();
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let c = Connection::open(&path).unwrap();
+            c.busy_timeout(Duration::from_millis(100)).unwrap();
+            let (mut ok, mut failed) = (0u32, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match c.execute("UPDATE w SET n = n + 1", []) {
+                    Ok(_) => ok += 1,
+                    Err(e) => failed.push(e.to_string()),
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (ok, failed)
+        })
+    };
+    let src = Connection::open(&path).unwrap();
+    let opts = BackupOptions {
+        pages_per_step: 1,
+        overwrite: false,
+    };
+    let started = Instant::now();
+    let r = litelane::backup_connection(&src, &dir.path().join("busy.db"), &opts, &mut |_| {
+        std::thread::sleep(Duration::from_millis(5))
+    });
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let (ok, failed) = writer.join().unwrap();
+    assert!(failed.is_empty(), "the writer failed: {failed:?}");
+    assert!(ok >= 10, "only {ok} commits in {took:?}");
+    match r {
+        Ok(rep) => {
+            assert_eq!(rep.source, BackupSource::StepLocks);
+            assert_eq!(integrity(&dir.path().join("busy.db")), "ok");
+        }
+        Err(e) => assert!(e.to_string().contains("changed under the copy"), "{e}"),
+    }
+    // Quiet: the copy completes and is the database.
+    let out = dir.path().join("quiet.db");
+    let rep = litelane::backup_connection(&src, &out, &opts, &mut |_| {}).unwrap();
+    assert_eq!(rep.source, BackupSource::StepLocks);
+    assert_eq!(integrity(&out), "ok");
+    let n = |p: &Path| {
+        Connection::open(p)
+            .unwrap()
+            .query_row("SELECT n FROM w", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    assert_eq!(n(&out), n(&path));
+}
