@@ -284,6 +284,27 @@ fn no_damage(_db: &Path) -> Expect {
     }
 }
 
+fn zero_items_root(db: &Path) -> Expect {
+    let root = count(
+        db,
+        "SELECT rootpage FROM sqlite_schema WHERE name = 'items'",
+    ) as u64;
+    assert_eq!(
+        pages_of(db, "items", "internal"),
+        vec![root],
+        "one interior page"
+    );
+    zero_page(db, root);
+    Expect {
+        items: BTreeSet::new(),
+        items_status: "lost",
+        header_repaired: false,
+        outcome: "partial",
+        doctor: Some(("table", Some("items"), "litelane recover")),
+        others: None,
+    }
+}
+
 fn zero_without_rowid_leaf(db: &Path) -> Expect {
     let leaves = pages_of(db, "notes", "leaf");
     assert!(leaves.len() > 3);
@@ -354,6 +375,10 @@ const CASES: &[Case] = &[
     Case {
         name: "a loop in the free-page list",
         damage: freelist_loop,
+    },
+    Case {
+        name: "the table's root page zeroed",
+        damage: zero_items_root,
     },
     Case {
         name: "a WITHOUT ROWID leaf zeroed",

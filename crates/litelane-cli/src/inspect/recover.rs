@@ -924,6 +924,7 @@ fn is_virtual(sql: &str) -> bool {
 
 fn range_text(r: &(i64, i64)) -> String {
     match r {
+        (i64::MIN, i64::MAX) => "every rowid (the table's root page)".to_string(),
         (a, b) if a == b => format!("rowid {a}"),
         (i64::MIN, b) => format!("rowids up to {b}"),
         (a, i64::MAX) => format!("rowids from {a} on"),
@@ -1095,6 +1096,20 @@ mod tests {
             assert!(p.iter().any(|m| m.contains(words)), "{at}: {p:?}");
         }
         assert!(header_problems(&h[..10], 10)[0].contains("shorter than a header"));
+    }
+
+    #[test]
+    fn lost_ranges_read_as_words() {
+        let cases = [
+            ((i64::MIN, i64::MAX), "every rowid (the table's root page)"),
+            ((7, 7), "rowid 7"),
+            ((i64::MIN, 12), "rowids up to 12"),
+            ((40, i64::MAX), "rowids from 40 on"),
+            ((3, 9), "rowids 3 to 9"),
+        ];
+        for (r, text) in cases {
+            assert_eq!(range_text(&r), text);
+        }
     }
 
     #[test]
