@@ -1,4 +1,5 @@
-//! The `litelane` command: import, bench, stats, doctor, checkpoint.
+//! The `litelane` command: import, bench, stats, doctor, checkpoint, backup,
+//! recover.
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
@@ -35,6 +36,10 @@ enum Command {
     Doctor(inspect::DoctorArgs),
     /// Run one checkpoint.
     Checkpoint(inspect::CheckpointArgs),
+    /// Copy a database that may be in use, consistently, to a new file.
+    Backup(inspect::BackupArgs),
+    /// Salvage what can be read from a damaged database into a new file.
+    Recover(inspect::RecoverArgs),
 }
 
 fn main() {
@@ -45,6 +50,8 @@ fn main() {
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
         Command::Checkpoint(a) => inspect::checkpoint(a),
+        Command::Backup(a) => inspect::backup(a),
+        Command::Recover(a) => inspect::recover(a),
     };
     if let Err(e) = result {
         eprintln!("litelane: error: {e}");

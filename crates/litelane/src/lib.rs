@@ -32,6 +32,7 @@
 #![deny(unsafe_code)]
 
 mod asyncio;
+mod backup;
 mod bulk;
 mod checkpoint;
 mod connection;
@@ -48,6 +49,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use asyncio::Pending;
+pub use backup::{
+    backup_connection, same_file, BackupOptions, BackupProgress, BackupReport, BackupSource,
+};
 pub use bulk::{
     insert_sql, quote_ident, AsValueRef, BulkRow, InsertReport, Inserter,
     TARGET_PARAMS_PER_STATEMENT,
@@ -295,6 +299,43 @@ impl Database {
             .with_turn(&format!("checkpoint ({mode})"), false, |conn| {
                 checkpoint::run(conn, mode)
             })?
+    }
+
+    /// Copies the database, consistent as of one moment, to a new file at
+    /// `dest` while it stays in use; see [`backup_with`](Database::backup_with)
+    /// (this is it with [`BackupOptions::default`]). `progress` is called
+    /// after each step with the pages copied so far.
+    pub fn backup(
+        &self,
+        dest: impl AsRef<Path>,
+        mut progress: impl FnMut(BackupProgress),
+    ) -> Result<BackupReport> {
+        self.backup_with(dest, &BackupOptions::default(), &mut progress)
+    }
+
+    /// Online backup with SQLite's backup API, `opts.pages_per_step` pages
+    /// per step.
+    ///
+    /// In WAL mode (`safe`, `balanced`) the copy reads from one reader
+    /// snapshot: it holds every commit acknowledged before it started and
+    /// none after, and writers never wait for it (checkpoints cannot reset
+    /// the WAL while it runs). Without WAL (`fast`, in-memory) it copies in
+    /// one turn on the writer, and writers wait for the whole copy.
+    ///
+    /// The copy is written to a temporary file beside `dest` and moved to
+    /// `dest` only when complete and synced, so `dest` never holds half a
+    /// backup. Refuses (with [`Error::InvalidInput`]) a `dest` that is this
+    /// database or one of its side files (compared by device and inode), or
+    /// an existing non-empty file unless `opts.overwrite`.
+    pub fn backup_with(
+        &self,
+        dest: impl AsRef<Path>,
+        opts: &BackupOptions,
+        progress: &mut dyn FnMut(BackupProgress),
+    ) -> Result<BackupReport> {
+        let wal =
+            connection::journal_mode_for(self.inner.opts.profile, &self.inner.target) == "wal";
+        backup::run(self, wal, dest.as_ref(), opts, progress)
     }
 
     pub(crate) fn pool(&self) -> &Arc<Pool> {

@@ -6,7 +6,7 @@ use litelane::rusqlite::Connection;
 use serde::Serialize;
 
 use super::stats::{collect, Stats};
-use super::{human_bytes, open_untrusted, shell_quote, DoctorArgs};
+use super::{human_bytes, integrity, open_untrusted, shell_quote, DoctorArgs};
 use crate::error::CliError;
 
 /// A WAL file larger than this is worth a checkpoint (64 MiB, litelane's
@@ -243,32 +243,130 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
 
 /// Runs `litelane doctor`.
 pub fn doctor(args: DoctorArgs) -> Result<(), CliError> {
+    if args.integrity {
+        return doctor_integrity(&args);
+    }
     let conn = open_untrusted(&args.db)?;
     let s = collect(&conn, &args.db)?;
     let findings = diagnose(&conn, &s)?;
     if args.json {
-        let out = serde_json::json!({
-            "path": s.path,
-            "journal_mode": s.journal_mode,
-            "page_size": s.page_size,
-            "auto_vacuum": s.auto_vacuum,
-            "wal_bytes": s.wal_bytes,
-            "freelist_count": s.freelist_count,
-            "page_count": s.page_count,
-            "findings": findings,
-        });
-        println!("{out}");
+        println!("{}", settings_json(&s, &findings));
         return Ok(());
     }
+    print_findings(&s, &findings);
+    Ok(())
+}
+
+fn settings_json(s: &Stats, findings: &[Finding]) -> serde_json::Value {
+    serde_json::json!({
+        "path": s.path,
+        "journal_mode": s.journal_mode,
+        "page_size": s.page_size,
+        "auto_vacuum": s.auto_vacuum,
+        "wal_bytes": s.wal_bytes,
+        "freelist_count": s.freelist_count,
+        "page_count": s.page_count,
+        "findings": findings,
+    })
+}
+
+fn print_findings(s: &Stats, findings: &[Finding]) {
     if findings.is_empty() {
         println!("{}: no problems found", s.path);
-        return Ok(());
+        return;
     }
     println!("{}: {} finding(s)", s.path, findings.len());
-    for x in &findings {
+    for x in findings {
         println!();
         println!("[{}] {}: {}", x.severity, x.check, x.message);
         println!("  fix: {}", x.command);
     }
-    Ok(())
+}
+
+/// `doctor --integrity`: the damage check first (a damaged file may not get
+/// as far as the settings), then the settings if the file allows.
+fn doctor_integrity(args: &DoctorArgs) -> Result<(), CliError> {
+    let db_text = args.db.display().to_string();
+    let (report, conn) = match open_untrusted(&args.db) {
+        Ok(conn) => (integrity::check(&conn, &args.db, args.quick), Some(conn)),
+        // Not a database any more (header) or the schema unreadable.
+        Err(CliError::Engine(e)) if matches!(e.sqlite_code(), Some(11) | Some(26)) => {
+            let report = integrity::IntegrityReport {
+                check: if args.quick {
+                    "quick_check"
+                } else {
+                    "integrity_check"
+                },
+                ok: false,
+                slices: 0,
+                longest_slice_ms: 0.0,
+                damage: vec![integrity::unreadable(&db_text, &e.to_string())],
+                not_checked: vec!["everything: SQLite cannot open the file as a database".into()],
+            };
+            (report, None)
+        }
+        Err(e) => return Err(e),
+    };
+    // The settings, when the file can be read that far.
+    let settings = conn
+        .as_ref()
+        .map(|c| collect(c, &args.db).and_then(|s| diagnose(c, &s).map(|f| (s, f))));
+    if args.json {
+        let mut out = match &settings {
+            Some(Ok((s, f))) => settings_json(s, f),
+            _ => serde_json::json!({ "path": db_text }),
+        };
+        if let Some(Err(e)) = &settings {
+            out["settings_error"] = serde_json::Value::String(e.to_string());
+        }
+        out["integrity"] = serde_json::to_value(&report)
+            .map_err(|e| CliError::Input(format!("serializing the report: {e}")))?;
+        println!("{out}");
+    } else {
+        print_integrity(&db_text, &report);
+        match &settings {
+            Some(Ok((s, f))) => {
+                println!();
+                print_findings(s, f);
+            }
+            Some(Err(e)) => println!("\nsettings not checked: {e}"),
+            None => {}
+        }
+    }
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::Input(format!(
+            "{db_text} is damaged: {} problem(s) found by {}",
+            report.damage.len(),
+            report.check
+        )))
+    }
+}
+
+fn print_integrity(db: &str, r: &integrity::IntegrityReport) {
+    if r.ok {
+        println!(
+            "{db}: {} found no damage ({} slices, the longest {:.0} ms)",
+            r.check, r.slices, r.longest_slice_ms
+        );
+    } else {
+        println!(
+            "{db}: {} found {} damaged object(s)",
+            r.check,
+            r.damage.len()
+        );
+    }
+    for d in &r.damage {
+        println!();
+        println!("[damage] {}", d.message);
+        println!("  what to do: {}", d.advice);
+        println!("  command: {}", d.command);
+        for line in &d.details {
+            println!("  sqlite: {line}");
+        }
+    }
+    for n in &r.not_checked {
+        println!("not checked: {n}");
+    }
 }

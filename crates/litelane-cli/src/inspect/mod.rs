@@ -7,8 +7,11 @@
 //! views disabled, `trusted_schema=OFF` and `query_only`, count rows of real
 //! tables only, and quote every name with [`litelane::quote_ident`].
 
+mod backup;
 mod checkpoint;
 mod doctor;
+mod integrity;
+mod recover;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -18,8 +21,10 @@ use litelane::rusqlite::{Connection, OpenFlags};
 
 use crate::error::CliError;
 
+pub use backup::backup;
 pub use checkpoint::checkpoint;
 pub use doctor::doctor;
+pub use recover::recover;
 pub use stats::stats;
 
 /// Arguments of `litelane stats`.
@@ -37,6 +42,49 @@ pub struct StatsArgs {
 pub struct DoctorArgs {
     /// The database file.
     pub db: PathBuf,
+    /// Also check the file for damage (`PRAGMA integrity_check`), one table
+    /// at a time so a live database is never held for the whole check.
+    #[arg(long)]
+    pub integrity: bool,
+    /// With --integrity: `quick_check` instead (skips comparing index
+    /// contents with their tables; faster).
+    #[arg(long, requires = "integrity")]
+    pub quick: bool,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `litelane backup`.
+#[derive(clap::Args, Debug)]
+pub struct BackupArgs {
+    /// The database to copy (it may be in use).
+    pub db: PathBuf,
+    /// The file to write. Refused if it is the database itself, or exists
+    /// and is not empty (unless --force).
+    pub out: PathBuf,
+    /// Pages copied per step (progress is reported between steps).
+    #[arg(long, default_value_t = 1024)]
+    pub pages_per_step: u32,
+    /// Replace OUT if it exists and is not empty (never the database itself).
+    #[arg(long)]
+    pub force: bool,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `litelane recover`.
+#[derive(clap::Args, Debug)]
+pub struct RecoverArgs {
+    /// The damaged database (only read, never written).
+    pub db: PathBuf,
+    /// The new database to write what can be read into. Refused if it
+    /// exists (unless --force) or is the database itself.
+    pub out: PathBuf,
+    /// Replace OUT if it exists (never the database itself).
+    #[arg(long)]
+    pub force: bool,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
