@@ -40,6 +40,7 @@ mod metrics;
 mod options;
 mod pool;
 mod writer;
+pub mod xproc;
 
 use std::path::Path;
 use std::sync::Arc;
