@@ -433,6 +433,19 @@ impl ProcessQueue {
         out
     }
 
+    /// How many tickets were taken after the current (or last) turn: the
+    /// writers queued behind it in every process, plus any that died while
+    /// waiting and were not stepped over yet (so an upper bound). `0` when
+    /// the header cannot be read.
+    pub fn queued(&self) -> u64 {
+        let Ok(file) = self.shared.take_idle() else {
+            return 0;
+        };
+        let out = imp::queued(&file);
+        self.shared.put_idle(file);
+        out
+    }
+
     fn degraded(&self, reason: String) -> Degraded {
         Degraded {
             lock_path: self.shared.lock_path.clone(),
@@ -751,11 +764,21 @@ mod imp {
         unlock(file, layout::TICKET_BASE + ticket, 1)
     }
 
-    pub fn holder(file: &File) -> Option<HolderInfo> {
-        let h = (0..4).find_map(|_| match read_header(file) {
+    /// The header read without the mutex: a read racing a write fails the
+    /// checksum and is tried again.
+    fn header_unlocked(file: &File) -> Option<Header> {
+        (0..4).find_map(|_| match read_header(file) {
             Ok(HeaderBytes::Valid(h)) => Some(h),
             _ => None,
-        })?;
+        })
+    }
+
+    pub fn queued(file: &File) -> u64 {
+        header_unlocked(file).map_or(0, |h| h.next.saturating_sub(h.floor + 1))
+    }
+
+    pub fn holder(file: &File) -> Option<HolderInfo> {
+        let h = header_unlocked(file)?;
         let ticket = h.floor;
         if !write_locked(file, layout::TICKET_BASE + ticket, 1).ok()? {
             return None;
@@ -803,6 +826,9 @@ mod imp {
     }
     pub fn holder(_: &File) -> Option<HolderInfo> {
         None
+    }
+    pub fn queued(_: &File) -> u64 {
+        0
     }
 }
 
