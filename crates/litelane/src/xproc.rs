@@ -409,18 +409,99 @@ impl ProcessQueue {
         let start = Instant::now();
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        match imp::acquire(&file, self.shared.pid, &label) {
-            Ok((ticket, since)) => Ok(ProcessTurn {
-                shared: Arc::clone(&self.shared),
-                file: Some(file),
-                ticket,
-                waited: start.elapsed(),
-                label,
-                since,
-            }),
+        match imp::acquire(&file, self.shared.pid, &label, &|| true) {
+            Ok(Some((ticket, since))) => Ok(self.turn(file, ticket, start, label, since)),
+            Ok(None) => Err(self.degraded("an open gate refused the turn".into())),
             // `file` is dropped (closed) here: any lock it still held, our
             // ticket byte included, goes with it.
             Err(e) => Err(self.degraded(e)),
+        }
+    }
+
+    /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
+    /// `Ok(None)` when the turn did not come in time (a holder that hangs —
+    /// stopped, in a debugger, deadlocked — is not released by the kernel;
+    /// the engine then reports it like SQLite's busy timeout would).
+    ///
+    /// The wait runs on a helper thread (the kernel's lock wait has no
+    /// timeout). After a timeout that thread stays queued until the turns
+    /// ahead end, then steps aside at once without taking the turn; so a
+    /// holder hung for good costs one sleeping thread and one file
+    /// descriptor per timed-out call.
+    pub fn acquire_timeout(
+        &self,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Option<ProcessTurn>, Degraded> {
+        const WAITING: u8 = 0;
+        const GRANTED: u8 = 1;
+        const ABANDONED: u8 = 2;
+        let start = Instant::now();
+        let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        let state = Arc::new(Mutex::new(WAITING));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pid = self.shared.pid;
+        let helper = {
+            let (state, label) = (Arc::clone(&state), label.clone());
+            std::thread::Builder::new()
+                .name("litelane-xproc-wait".into())
+                .spawn(move || {
+                    let gate = || {
+                        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                        if *s == ABANDONED {
+                            return false;
+                        }
+                        *s = GRANTED;
+                        true
+                    };
+                    let r = imp::acquire(&file, pid, &label, &gate);
+                    // If the caller is gone, `file` is closed with the
+                    // message, and our ticket with it.
+                    let _ = tx.send((r, file));
+                })
+        };
+        if let Err(e) = helper {
+            return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
+        }
+        let got = match rx.recv_timeout(timeout) {
+            Ok(m) => m,
+            Err(_) => {
+                let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                if *s != GRANTED {
+                    *s = ABANDONED;
+                    return Ok(None);
+                }
+                drop(s);
+                // Granted just as we timed out: the message is on its way.
+                rx.recv()
+                    .map_err(|_| self.degraded("the waiting thread died".into()))?
+            }
+        };
+        match got {
+            (Ok(Some((ticket, since))), file) => {
+                Ok(Some(self.turn(file, ticket, start, label, since)))
+            }
+            (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
+            (Err(e), _) => Err(self.degraded(e)),
+        }
+    }
+
+    fn turn(
+        &self,
+        file: File,
+        ticket: u64,
+        start: Instant,
+        label: String,
+        since: SystemTime,
+    ) -> ProcessTurn {
+        ProcessTurn {
+            shared: Arc::clone(&self.shared),
+            file: Some(file),
+            ticket,
+            waited: start.elapsed(),
+            label,
+            since,
         }
     }
 
@@ -685,9 +766,16 @@ mod imp {
     }
 
     /// Takes a ticket and waits for its turn. Returns the ticket and when
-    /// the turn began. On error, the caller closes `file`, which drops the
-    /// ticket's lock: the ticket is then finished.
-    pub fn acquire(file: &File, pid: u32, label: &str) -> Result<(u64, SystemTime), String> {
+    /// the turn began, or `None` when `gate` — asked under the mutex just
+    /// before the turn is taken — says the caller gave up. On error or
+    /// `None`, the caller closes `file`, which drops the ticket's lock: the
+    /// ticket is then finished.
+    pub fn acquire(
+        file: &File,
+        pid: u32,
+        label: &str,
+        gate: &dyn Fn() -> bool,
+    ) -> Result<Option<(u64, SystemTime)>, String> {
         let mutex = MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?;
         let mut h = header_locked(file, true)?;
         let ticket = h.next;
@@ -731,13 +819,16 @@ mod imp {
             }
             if k < h.floor {
                 // Every ticket below ours is finished: the turn is ours.
+                if !gate() {
+                    return Ok(None);
+                }
                 h.floor = ticket;
                 write_header(file, &h).map_err(|e| ctx("cannot write the lock file", e))?;
                 record.state = STATE_HOLDING;
                 record.since = SystemTime::now();
                 let _ = write_record(file, &record);
                 drop(mutex);
-                return Ok((ticket, record.since));
+                return Ok(Some((ticket, record.since)));
             }
             if write_locked(file, layout::TICKET_BASE + k, 1)
                 .map_err(|e| ctx("cannot query a ticket lock", e))?
@@ -784,7 +875,7 @@ mod imp {
             return None;
         }
         let r = read_record(file, ticket)?;
-        (r.state == STATE_HOLDING).then(|| HolderInfo {
+        (r.state == STATE_HOLDING).then_some(HolderInfo {
             pid: r.pid,
             ticket,
             label: r.label,
@@ -815,7 +906,12 @@ mod imp {
     pub fn initialize(_: &File) -> Result<(), String> {
         Err(OFF.into())
     }
-    pub fn acquire(_: &File, _: u32, _: &str) -> Result<(u64, SystemTime), String> {
+    pub fn acquire(
+        _: &File,
+        _: u32,
+        _: &str,
+        _: &dyn Fn() -> bool,
+    ) -> Result<Option<(u64, SystemTime)>, String> {
         Err(OFF.into())
     }
     pub fn unlock_ticket(_: &File, _: u64) -> std::io::Result<()> {

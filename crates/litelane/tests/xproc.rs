@@ -615,3 +615,46 @@ fn unusable_lock_files_degrade_without_touching_anything() {
     let t = q.acquire("after reset").unwrap();
     assert_eq!(t.ticket(), 1);
 }
+
+/// A holder that hangs (here: sleeps while holding) is not released by the
+/// kernel: `acquire_timeout` gives up after its timeout, and the abandoned
+/// ticket steps aside at once when the holder finally goes, so the process
+/// queued behind it is served.
+#[test]
+fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
+    let (_dir, db) = fresh_db();
+    let q = ProcessQueue::open(&db).unwrap();
+    // Free: granted at once.
+    let t = q
+        .acquire_timeout("free", Duration::from_secs(5))
+        .unwrap()
+        .expect("free queue");
+    assert!(t.waited() < Duration::from_secs(1));
+    drop(t);
+
+    let mut hung = spawn("holder", &db, &[]);
+    line_starting(&mut hung, "HOLDING");
+    let start = Instant::now();
+    let got = q
+        .acquire_timeout("impatient", Duration::from_millis(200))
+        .unwrap();
+    let waited = start.elapsed();
+    assert!(got.is_none(), "no turn while the holder hangs");
+    assert!(
+        waited >= Duration::from_millis(200) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    // Behind the abandoned ticket: another process.
+    let mut waiter = spawn("waiter", &db, &[]);
+    assert!(wait_until(Duration::from_secs(10), || q.queued() == 2));
+    hung.kill().unwrap();
+    hung.wait().unwrap();
+    line_starting(&mut waiter, "GRANTED");
+    assert!(waiter.wait().unwrap().success());
+    // And a timed acquire that is served before its timeout.
+    let t = q
+        .acquire_timeout("patient", Duration::from_secs(10))
+        .unwrap()
+        .expect("turn");
+    assert_eq!(t.ticket(), 5, "holder 2, abandoned 3, waiter 4, us 5");
+}
