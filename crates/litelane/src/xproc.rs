@@ -796,58 +796,102 @@ mod imp {
         {
             return Err(format!("ticket byte {ticket} unexpectedly locked"));
         }
+        // The header and our record are written once we know whether the
+        // turn is ours at once (then together with the new floor) or we
+        // must sleep first: one write each on the uncontended path.
         h.next = ticket + 1;
-        write_header(file, &h).map_err(|e| ctx("cannot write the lock file", e))?;
-        let mut record = Record {
+        let mut w = Walk {
+            file,
             ticket,
-            state: STATE_WAITING,
-            pid,
-            since: SystemTime::now(),
-            label: label.to_string(),
-            sql: String::new(),
+            h,
+            record: Record {
+                ticket,
+                state: STATE_WAITING,
+                pid,
+                since: SystemTime::now(),
+                label: label.to_string(),
+                sql: String::new(),
+            },
+            mutex: Some(mutex),
+            published: false,
         };
-        let _ = write_record(file, &record);
+        let out = w.run(gate);
+        if !w.published && !matches!(out, Ok(Some(_))) {
+            // Nobody saw the ticket (the header still hands it out next):
+            // give its byte back before the mutex goes, or the next taker of
+            // the same number would find it locked.
+            let _ = unlock(file, layout::TICKET_BASE + ticket, 1);
+        }
+        drop(w.mutex.take());
+        out
+    }
 
-        // Every ticket in (k, ticket) is finished; walk k down.
-        let mut k = ticket - 1;
-        let mut mutex = Some(mutex);
-        loop {
-            if mutex.is_none() {
-                mutex =
-                    Some(MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?);
-                h = header_locked(file, false)?;
-            }
-            if k < h.floor {
-                // Every ticket below ours is finished: the turn is ours.
-                if !gate() {
-                    return Ok(None);
+    /// The wait of one ticket for its turn.
+    struct Walk<'f> {
+        file: &'f File,
+        ticket: u64,
+        /// The header as last read under the mutex.
+        h: Header,
+        record: Record,
+        /// Held while deciding; released only once the ticket is published.
+        mutex: Option<MutexGuard<'f>>,
+        /// The header counts the ticket and its record is written.
+        published: bool,
+    }
+
+    impl Walk<'_> {
+        fn publish(&mut self) -> Result<(), String> {
+            write_header(self.file, &self.h).map_err(|e| ctx("cannot write the lock file", e))?;
+            let _ = write_record(self.file, &self.record);
+            self.published = true;
+            Ok(())
+        }
+
+        fn run(&mut self, gate: &dyn Fn() -> bool) -> Result<Option<(u64, SystemTime)>, String> {
+            let file = self.file;
+            // Every ticket in (k, ticket) is finished; walk k down.
+            let mut k = self.ticket - 1;
+            loop {
+                if self.mutex.is_none() {
+                    self.mutex = Some(
+                        MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?,
+                    );
+                    self.h = header_locked(file, false)?;
                 }
-                h.floor = ticket;
-                write_header(file, &h).map_err(|e| ctx("cannot write the lock file", e))?;
-                record.state = STATE_HOLDING;
-                record.since = SystemTime::now();
-                let _ = write_record(file, &record);
-                drop(mutex);
-                return Ok(Some((ticket, record.since)));
+                if k < self.h.floor {
+                    // Every ticket below ours is finished: the turn is ours.
+                    if !gate() {
+                        return Ok(None);
+                    }
+                    self.h.floor = self.ticket;
+                    self.record.state = STATE_HOLDING;
+                    self.record.since = SystemTime::now();
+                    self.publish()?;
+                    return Ok(Some((self.ticket, self.record.since)));
+                }
+                if write_locked(file, layout::TICKET_BASE + k, 1)
+                    .map_err(|e| ctx("cannot query a ticket lock", e))?
+                {
+                    // Ticket k is live: sleep until its process unlocks it
+                    // or dies. A read lock, so that several waiters may wait
+                    // on the same ticket (after a death) without excluding
+                    // each other.
+                    if !self.published {
+                        self.publish()?;
+                    }
+                    self.mutex = None;
+                    lock_wait(
+                        file,
+                        libc::F_RDLCK as libc::c_short,
+                        layout::TICKET_BASE + k,
+                    )
+                    .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
+                    unlock(file, layout::TICKET_BASE + k, 1)
+                        .map_err(|e| ctx("cannot unlock a ticket byte", e))?;
+                }
+                // Ticket k is finished (released, or its process died).
+                k -= 1;
             }
-            if write_locked(file, layout::TICKET_BASE + k, 1)
-                .map_err(|e| ctx("cannot query a ticket lock", e))?
-            {
-                // Ticket k is live: sleep until its process unlocks it or
-                // dies. A read lock, so that several waiters may wait on the
-                // same ticket (after a death) without excluding each other.
-                mutex = None;
-                lock_wait(
-                    file,
-                    libc::F_RDLCK as libc::c_short,
-                    layout::TICKET_BASE + k,
-                )
-                .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
-                unlock(file, layout::TICKET_BASE + k, 1)
-                    .map_err(|e| ctx("cannot unlock a ticket byte", e))?;
-            }
-            // Ticket k is finished (released, or its process died).
-            k -= 1;
         }
     }
 
