@@ -33,6 +33,9 @@ enum Command {
     Doctor(inspect::DoctorArgs),
     /// Run one checkpoint.
     Checkpoint(inspect::CheckpointArgs),
+    /// One worker process of `bench threads --processes` (internal).
+    #[command(hide = true, name = "bench-worker")]
+    BenchWorker(bench::WorkerArgs),
 }
 
 fn main() {
@@ -43,6 +46,7 @@ fn main() {
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
         Command::Checkpoint(a) => inspect::checkpoint(a),
+        Command::BenchWorker(a) => bench::worker_main(a),
     };
     if let Err(e) = result {
         eprintln!("litelane: error: {e}");
