@@ -118,7 +118,11 @@ fn threads_with_processes_stores_every_row() {
     );
     check_envelope(&v, "threads");
     assert_eq!(v["params"]["processes"], 3, "{v:#}");
-    for name in ["processes-connection-per-thread", "processes-litelane"] {
+    for name in [
+        "processes-connection-per-thread",
+        "processes-connection-per-thread-queued",
+        "processes-litelane",
+    ] {
         let r = row(&v, name);
         assert_eq!(r["rows"], 180, "{r}");
         assert_eq!(r["rows_stored"], 180, "{r}");
@@ -127,6 +131,11 @@ fn threads_with_processes_stores_every_row() {
         assert!(r["p99_ms"].is_number(), "{r}");
     }
     assert_eq!(row(&v, "processes-litelane")["errors"], 0);
+    // Inside the queue's turns the connections never meet each other's lock.
+    assert_eq!(
+        row(&v, "processes-connection-per-thread-queued")["busy_errors"],
+        0
+    );
     // The hidden worker command refuses a bad mode with a clear message.
     let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
         .args(["bench-worker", "--db", "x.db", "--mode", "bogus"])

@@ -107,6 +107,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         if procs > 0 {
             for (name, mode) in [
                 ("processes-connection-per-thread", "connection"),
+                ("processes-connection-per-thread-queued", "queued"),
                 ("processes-litelane", "litelane"),
             ] {
                 ctx.progress(format!("threads: {name} ({procs} processes)"));
@@ -428,8 +429,10 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub db: PathBuf,
     /// `connection` (a rusqlite connection per thread, 5 s busy timeout,
-    /// busy errors retried) or `litelane` (one `Database` per process).
-    #[arg(long, value_parser = ["connection", "litelane"])]
+    /// busy errors retried), `queued` (the same, each insert inside a turn of
+    /// the cross-process queue, `litelane::xproc`) or `litelane` (one
+    /// `Database` per process).
+    #[arg(long, value_parser = ["connection", "queued", "litelane"])]
     pub mode: String,
     /// Writer threads in this process.
     #[arg(long)]
@@ -484,6 +487,15 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
     } else {
         Vec::new()
     };
+    let queue = if args.mode == "queued" {
+        Some(litelane::xproc::ProcessQueue::open(&args.db).map_err(|e| {
+            CliError::Input(format!(
+                "the queued variant needs the cross-process queue: {e}"
+            ))
+        })?)
+    } else {
+        None
+    };
     let before = db.as_ref().map(|d| d.metrics());
     println!("READY");
     std::io::stdout().flush().ok();
@@ -500,10 +512,10 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
                 let accounts: Vec<_> = Accounts::new(args.seed, stream)
                     .take(args.rows as usize)
                     .collect();
-                let (db, conn) = (db.as_ref(), conns.next());
+                let (db, conn, queue) = (db.as_ref(), conns.next(), queue.as_ref());
                 s.spawn(move || match (db, conn) {
                     (Some(db), _) => litelane_inserts(db, accounts),
-                    (None, Some(conn)) => connection_inserts(&conn, accounts),
+                    (None, Some(conn)) => connection_inserts(&conn, queue, accounts),
                     (None, None) => Work::default(),
                 })
             })
@@ -561,10 +573,22 @@ fn litelane_inserts(db: &Database, accounts: Vec<super::data::Account>) -> Work 
     w
 }
 
-fn connection_inserts(conn: &Connection, accounts: Vec<super::data::Account>) -> Work {
+fn connection_inserts(
+    conn: &Connection,
+    queue: Option<&litelane::xproc::ProcessQueue>,
+    accounts: Vec<super::data::Account>,
+) -> Work {
     let mut w = Work::default();
     for a in accounts {
         let t0 = Instant::now();
+        let turn = match queue.map(|q| q.acquire("bench")).transpose() {
+            Ok(t) => t,
+            Err(e) => {
+                w.failed += 1;
+                w.first_error.get_or_insert(e.to_string());
+                continue;
+            }
+        };
         loop {
             let r = conn
                 .prepare_cached(ACCOUNT_INSERT)
@@ -585,6 +609,7 @@ fn connection_inserts(conn: &Connection, accounts: Vec<super::data::Account>) ->
                 }
             }
         }
+        drop(turn);
     }
     w
 }
