@@ -358,7 +358,8 @@ mod layout {
 
 impl ProcessQueue {
     /// Opens (creating if needed) the queue of the database at `db_path`:
-    /// the lock file `<db_path>-lane` (see [`lock_path_for`]), created with
+    /// the lock file `<db_path>-lane` (see [`lock_path_for`]; symbolic links
+    /// to the database are resolved first), created with
     /// the database file's permission bits (`0o644` if the database does not
     /// exist yet).
     ///
@@ -369,6 +370,11 @@ impl ProcessQueue {
     /// overwritten), when the platform or file system has no
     /// open-file-description locks, or on any other I/O error.
     pub fn open(db_path: &Path) -> Result<ProcessQueue, Degraded> {
+        // Like SQLite's own `-wal` and `-shm`, the lock file goes beside the
+        // file a symbolic link points to, so that every path to one
+        // database meets in one queue.
+        let resolved = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
+        let db_path = resolved.as_path();
         let lock_path = lock_path_for(db_path);
         let degraded = |reason: String| Degraded {
             lock_path: lock_path.clone(),

@@ -603,6 +603,19 @@ fn unusable_lock_files_degrade_without_touching_anything() {
     );
     assert_eq!(std::fs::read(d.join("link.target")).unwrap(), b"target");
 
+    // A symbolic link to a database shares the database's queue.
+    let real = d.join("real.db");
+    std::fs::write(&real, b"").unwrap();
+    std::os::unix::fs::symlink(&real, d.join("alias.db")).unwrap();
+    let via_link = ProcessQueue::open(&d.join("alias.db")).unwrap();
+    assert_eq!(
+        via_link.lock_path(),
+        lock_path_for(&real.canonicalize().unwrap())
+    );
+    let held = ProcessQueue::open(&real).unwrap().acquire("real").unwrap();
+    assert_eq!(via_link.holder().map(|h| h.ticket), Some(held.ticket()));
+    drop(held);
+
     // Our magic with a torn header and nobody queued: reset, and it works.
     let db = d.join("torn.db");
     let q = ProcessQueue::open(&db).unwrap();
