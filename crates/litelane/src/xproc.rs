@@ -979,6 +979,9 @@ mod imp {
 }
 
 #[cfg(test)]
+mod model;
+
+#[cfg(test)]
 mod tests {
     use super::layout::*;
     use super::*;
