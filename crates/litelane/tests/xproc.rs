@@ -24,6 +24,8 @@ const DB: &str = "LITELANE_XPROC_DB";
 const THREADS: &str = "LITELANE_XPROC_THREADS";
 const TURNS: &str = "LITELANE_XPROC_TURNS";
 const HOLD_US: &str = "LITELANE_XPROC_HOLD_US";
+/// `start_ns,every_ns`: workers arrive together at `start + i × every`.
+const BURST: &str = "LITELANE_XPROC_BURST";
 
 fn long() -> bool {
     std::env::var("LITELANE_XPROC_LONG").is_ok_and(|v| v != "0" && !v.is_empty())
@@ -100,7 +102,20 @@ fn xproc_child() {
                             .unwrap();
                         let mut log = OpenOptions::new().append(true).open(log_path(&db)).unwrap();
                         let me = u64::from(pid) << 16 | t;
-                        for _ in 0..turns {
+                        let burst = std::env::var(BURST).ok().map(|v| {
+                            let (at, every) = v.split_once(',').unwrap();
+                            (at.parse::<u64>().unwrap(), every.parse::<u64>().unwrap())
+                        });
+                        for i in 0..turns {
+                            if let Some((at, every)) = burst {
+                                // Every thread of every process arrives at
+                                // the same instants.
+                                let due = at + i * every;
+                                let now = now_ns();
+                                if due > now {
+                                    thread::sleep(Duration::from_nanos(due - now));
+                                }
+                            }
                             let arrival = now_ns();
                             let turn = q.acquire("worker").unwrap();
                             let granted = now_ns();
@@ -211,32 +226,30 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// P processes × T threads take turns on a shared file protected only by
-/// the queue: nobody ever finds another holder inside, no update is lost,
-/// turns are granted in strictly increasing ticket order, and the arrival
-/// order is measured.
-#[test]
-fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
-    let (procs, threads, turns, hold_us) = if long() {
-        (8u64, 4u64, 300u64, 100u64)
-    } else {
-        (4, 2, 60, 200)
-    };
+/// Runs P worker processes × T threads × N turns on a shared file guarded
+/// only by the queue and checks: nobody ever found another holder inside, no
+/// update lost, every turn logged, turns granted in strictly increasing
+/// ticket order, every process served. Prints the arrival-order figures.
+fn run_workers(
+    what: &str,
+    procs: u64,
+    threads: u64,
+    turns: u64,
+    hold_us: u64,
+    burst_every_ms: Option<u64>,
+) {
     let (_dir, db) = fresh_db();
     let start = Instant::now();
-    let children: Vec<Child> = (0..procs)
-        .map(|_| {
-            spawn(
-                "worker",
-                &db,
-                &[
-                    (THREADS, threads.to_string()),
-                    (TURNS, turns.to_string()),
-                    (HOLD_US, hold_us.to_string()),
-                ],
-            )
-        })
-        .collect();
+    let mut env = vec![
+        (THREADS, threads.to_string()),
+        (TURNS, turns.to_string()),
+        (HOLD_US, hold_us.to_string()),
+    ];
+    if let Some(every) = burst_every_ms {
+        let at = now_ns() + 500_000_000;
+        env.push((BURST, format!("{at},{}", every * 1_000_000)));
+    }
+    let children: Vec<Child> = (0..procs).map(|_| spawn("worker", &db, &env)).collect();
     for mut c in children {
         let status = c.wait().unwrap();
         let mut out = String::new();
@@ -282,7 +295,7 @@ fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
     let pids: std::collections::HashSet<u64> = rows.iter().map(|r| r[1]).collect();
     assert_eq!(pids.len() as u64, procs, "every process got turns");
     println!(
-        "xproc fairness: {procs} processes x {threads} threads x {turns} turns, hold {hold_us} us, \
+        "xproc {what}: {procs} processes x {threads} threads x {turns} turns, hold {hold_us} us, \
          {elapsed:?}: {overtaken}/{total} grants overtaken ({:.2}%), {overtaken_by_more_than_1ms} by \
          more than 1 ms, worst by {:.3} ms; wait p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
         100.0 * overtaken as f64 / total as f64,
@@ -291,6 +304,28 @@ fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
         percentile(&waits, 0.99) as f64 / 1e6,
         *waits.last().unwrap() as f64 / 1e6,
     );
+}
+
+/// P processes × T threads, each arriving as soon as its last turn ends.
+#[test]
+fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
+    if long() {
+        run_workers("fairness", 8, 4, 300, 100, None);
+    } else {
+        run_workers("fairness", 4, 2, 60, 200, None);
+    }
+}
+
+/// Every thread of every process arrives at the same instants: the worst
+/// case for arrival order, which is then decided by who takes the ticket
+/// mutex first.
+#[test]
+fn simultaneous_arrivals_are_served_in_ticket_order() {
+    if long() {
+        run_workers("bursts", 8, 4, 40, 100, Some(30));
+    } else {
+        run_workers("bursts", 4, 2, 15, 100, Some(20));
+    }
 }
 
 /// Threads of one process queue through the same file too (each turn uses
