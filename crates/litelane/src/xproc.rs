@@ -415,13 +415,18 @@ impl ProcessQueue {
         let start = Instant::now();
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        match imp::acquire(&file, self.shared.pid, &label, &|| true) {
-            Ok(Some((ticket, since))) => Ok(self.turn(file, ticket, start, label, since)),
-            Ok(None) => Err(self.degraded("an open gate refused the turn".into())),
-            // `file` is dropped (closed) here: any lock it still held, our
-            // ticket byte included, goes with it.
-            Err(e) => Err(self.degraded(e)),
-        }
+        // On any error `file` is dropped (closed) on return: any lock it
+        // still held, our ticket byte included, goes with it.
+        let (ticket, since) = match imp::start(&file, self.shared.pid, &label) {
+            Ok(imp::Start::Granted(t, since)) => (t, since),
+            Ok(imp::Start::Wait(pending)) => match imp::finish(&file, pending, &|| true) {
+                Ok(Some(got)) => got,
+                Ok(None) => return Err(self.degraded("an open gate refused the turn".into())),
+                Err(e) => return Err(self.degraded(e)),
+            },
+            Err(e) => return Err(self.degraded(e)),
+        };
+        Ok(self.turn(file, ticket, start, label, since))
     }
 
     /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
@@ -429,7 +434,8 @@ impl ProcessQueue {
     /// stopped, in a debugger, deadlocked — is not released by the kernel;
     /// the engine then reports it like SQLite's busy timeout would).
     ///
-    /// The wait runs on a helper thread (the kernel's lock wait has no
+    /// When the turn is free it is taken on the calling thread. Otherwise
+    /// the wait runs on a helper thread (the kernel's lock wait has no
     /// timeout). After a timeout that thread stays queued until the turns
     /// ahead end, then steps aside at once without taking the turn; so a
     /// holder hung for good costs one sleeping thread and one file
@@ -445,11 +451,17 @@ impl ProcessQueue {
         let start = Instant::now();
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
+        let pending = match imp::start(&file, self.shared.pid, &label) {
+            Ok(imp::Start::Granted(t, since)) => {
+                return Ok(Some(self.turn(file, t, start, label, since)))
+            }
+            Ok(imp::Start::Wait(pending)) => pending,
+            Err(e) => return Err(self.degraded(e)),
+        };
         let state = Arc::new(Mutex::new(WAITING));
         let (tx, rx) = std::sync::mpsc::channel();
-        let pid = self.shared.pid;
         let helper = {
-            let (state, label) = (Arc::clone(&state), label.clone());
+            let state = Arc::clone(&state);
             std::thread::Builder::new()
                 .name("litelane-xproc-wait".into())
                 .spawn(move || {
@@ -461,16 +473,17 @@ impl ProcessQueue {
                         *s = GRANTED;
                         true
                     };
-                    let r = imp::acquire(&file, pid, &label, &gate);
+                    let r = imp::finish(&file, pending, &gate);
                     // If the caller is gone, `file` is closed with the
                     // message, and our ticket with it.
                     let _ = tx.send((r, file));
                 })
         };
         if let Err(e) = helper {
+            // The closure (with `file`) is dropped: the ticket goes with it.
             return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
         }
-        let got = match rx.recv_timeout(timeout) {
+        let got = match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
             Ok(m) => m,
             Err(_) => {
                 let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -771,17 +784,25 @@ mod imp {
         header_locked(file, true).map(drop)
     }
 
-    /// Takes a ticket and waits for its turn. Returns the ticket and when
-    /// the turn began, or `None` when `gate` — asked under the mutex just
-    /// before the turn is taken — says the caller gave up. On error or
-    /// `None`, the caller closes `file`, which drops the ticket's lock: the
-    /// ticket is then finished.
-    pub fn acquire(
-        file: &File,
-        pid: u32,
-        label: &str,
-        gate: &dyn Fn() -> bool,
-    ) -> Result<Option<(u64, SystemTime)>, String> {
+    /// What taking a ticket led to.
+    pub enum Start {
+        /// The turn is ours at once: the ticket and when the turn began.
+        Granted(u64, SystemTime),
+        /// Tickets ahead are live: [`finish`] sleeps until they are done.
+        Wait(Pending),
+    }
+
+    /// A published ticket about to sleep on ticket `k`.
+    pub struct Pending {
+        ticket: u64,
+        k: u64,
+        record: Record,
+    }
+
+    /// Takes a ticket, and the turn if every ticket ahead is finished,
+    /// without sleeping. On error, the caller closes `file`, which drops the
+    /// ticket's lock: the ticket is then finished.
+    pub fn start(file: &File, pid: u32, label: &str) -> Result<Start, String> {
         let mutex = MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?;
         let mut h = header_locked(file, true)?;
         let ticket = h.next;
@@ -821,15 +842,57 @@ mod imp {
             mutex: Some(mutex),
             published: false,
         };
-        let out = w.run(gate);
-        if !w.published && !matches!(out, Ok(Some(_))) {
+        let out = w.run(ticket - 1, &|| true, false);
+        if !w.published && !matches!(out, Ok(Step::Granted(..))) {
             // Nobody saw the ticket (the header still hands it out next):
             // give its byte back before the mutex goes, or the next taker of
             // the same number would find it locked.
             let _ = unlock(file, layout::TICKET_BASE + ticket, 1);
         }
         drop(w.mutex.take());
-        out
+        match out? {
+            Step::Granted(t, since) => Ok(Start::Granted(t, since)),
+            Step::Sleep(k) => Ok(Start::Wait(Pending {
+                ticket,
+                k,
+                record: w.record,
+            })),
+            Step::Refused => Err("an open gate refused the turn".into()),
+        }
+    }
+
+    /// Sleeps until the turn of a pending ticket comes. Returns the ticket
+    /// and when the turn began, or `None` when `gate` — asked under the
+    /// mutex just before the turn is taken — says the caller gave up. On
+    /// error or `None`, the caller closes `file`, which drops the ticket's
+    /// lock: the ticket is then finished.
+    pub fn finish(
+        file: &File,
+        pending: Pending,
+        gate: &dyn Fn() -> bool,
+    ) -> Result<Option<(u64, SystemTime)>, String> {
+        let mut w = Walk {
+            file,
+            ticket: pending.ticket,
+            h: Header { next: 0, floor: 0 }, // read once the mutex is taken
+            record: pending.record,
+            mutex: None,
+            published: true,
+        };
+        w.sleep_on(pending.k)?;
+        match w.run(pending.k - 1, gate, true)? {
+            Step::Granted(t, since) => Ok(Some((t, since))),
+            Step::Refused => Ok(None),
+            Step::Sleep(_) => Err("a blocking walk returned without its turn".into()),
+        }
+    }
+
+    enum Step {
+        Granted(u64, SystemTime),
+        /// The gate said the caller gave up.
+        Refused,
+        /// Must sleep on this ticket (only when not blocking).
+        Sleep(u64),
     }
 
     /// The wait of one ticket for its turn.
@@ -853,10 +916,26 @@ mod imp {
             Ok(())
         }
 
-        fn run(&mut self, gate: &dyn Fn() -> bool) -> Result<Option<(u64, SystemTime)>, String> {
+        /// Sleeps in the kernel until ticket `k` is unlocked or its process
+        /// dies. A read lock, so that several waiters may wait on the same
+        /// ticket (after a death) without excluding each other.
+        fn sleep_on(&self, k: u64) -> Result<(), String> {
+            let byte = layout::TICKET_BASE + k;
+            lock_wait(self.file, libc::F_RDLCK as libc::c_short, byte)
+                .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
+            unlock(self.file, byte, 1).map_err(|e| ctx("cannot unlock a ticket byte", e))
+        }
+
+        /// Walks down from `k`, knowing every ticket in `(k, ticket)` is
+        /// finished. Sleeps on live tickets when `block`, else stops at the
+        /// first one.
+        fn run(
+            &mut self,
+            mut k: u64,
+            gate: &dyn Fn() -> bool,
+            block: bool,
+        ) -> Result<Step, String> {
             let file = self.file;
-            // Every ticket in (k, ticket) is finished; walk k down.
-            let mut k = self.ticket - 1;
             loop {
                 if self.mutex.is_none() {
                     self.mutex = Some(
@@ -867,33 +946,27 @@ mod imp {
                 if k < self.h.floor {
                     // Every ticket below ours is finished: the turn is ours.
                     if !gate() {
-                        return Ok(None);
+                        return Ok(Step::Refused);
                     }
                     self.h.floor = self.ticket;
                     self.record.state = STATE_HOLDING;
                     self.record.since = SystemTime::now();
                     self.publish()?;
-                    return Ok(Some((self.ticket, self.record.since)));
+                    self.mutex = None;
+                    return Ok(Step::Granted(self.ticket, self.record.since));
                 }
                 if write_locked(file, layout::TICKET_BASE + k, 1)
                     .map_err(|e| ctx("cannot query a ticket lock", e))?
                 {
-                    // Ticket k is live: sleep until its process unlocks it
-                    // or dies. A read lock, so that several waiters may wait
-                    // on the same ticket (after a death) without excluding
-                    // each other.
+                    // Ticket k is live.
                     if !self.published {
                         self.publish()?;
                     }
                     self.mutex = None;
-                    lock_wait(
-                        file,
-                        libc::F_RDLCK as libc::c_short,
-                        layout::TICKET_BASE + k,
-                    )
-                    .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
-                    unlock(file, layout::TICKET_BASE + k, 1)
-                        .map_err(|e| ctx("cannot unlock a ticket byte", e))?;
+                    if !block {
+                        return Ok(Step::Sleep(k));
+                    }
+                    self.sleep_on(k)?;
                 }
                 // Ticket k is finished (released, or its process died).
                 k -= 1;
@@ -956,10 +1029,17 @@ mod imp {
     pub fn initialize(_: &File) -> Result<(), String> {
         Err(OFF.into())
     }
-    pub fn acquire(
+    pub enum Start {
+        Granted(u64, SystemTime),
+        Wait(Pending),
+    }
+    pub struct Pending;
+    pub fn start(_: &File, _: u32, _: &str) -> Result<Start, String> {
+        Err(OFF.into())
+    }
+    pub fn finish(
         _: &File,
-        _: u32,
-        _: &str,
+        _: Pending,
         _: &dyn Fn() -> bool,
     ) -> Result<Option<(u64, SystemTime)>, String> {
         Err(OFF.into())

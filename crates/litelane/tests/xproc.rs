@@ -728,4 +728,21 @@ fn uncontended_turn_costs_microseconds() {
         percentile(&costs, 0.99) as f64 / 1e3
     );
     assert!(p50 < 1_000_000, "an uncontended turn took {p50} ns");
+    // The timed form takes a free turn on the calling thread too.
+    let mut timed: Vec<u64> = (0..2000)
+        .map(|_| {
+            let t0 = Instant::now();
+            let turn = q.acquire_timeout("solo", Duration::from_secs(5)).unwrap();
+            assert!(turn.is_some());
+            drop(turn);
+            t0.elapsed().as_nanos() as u64
+        })
+        .collect();
+    timed.sort_unstable();
+    println!(
+        "xproc uncontended acquire_timeout+release: p50 {:.1} us, p99 {:.1} us",
+        percentile(&timed, 0.5) as f64 / 1e3,
+        percentile(&timed, 0.99) as f64 / 1e3
+    );
+    assert!(percentile(&timed, 0.5) < 1_000_000);
 }
