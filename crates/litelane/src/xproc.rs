@@ -525,7 +525,8 @@ impl ProcessQueue {
     }
 
     /// Who holds the turn right now, in any process (`None` when nobody
-    /// does, or the holder's record cannot be read).
+    /// does, or the holder's record cannot be read — it is also overwritten
+    /// once 64 more tickets have been taken behind it).
     pub fn holder(&self) -> Option<HolderInfo> {
         let file = self.shared.take_idle().ok()?;
         let out = imp::holder(&file);

@@ -110,9 +110,15 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                 ("processes-connection-per-thread-queued", "queued"),
                 ("processes-litelane", "litelane"),
             ] {
+                // Inside `bench all`, keep the process variants short.
+                let rows = if ctx.in_all {
+                    per_thread.min(1000)
+                } else {
+                    per_thread
+                };
                 ctx.progress(format!("threads: {name} ({procs} processes)"));
                 out.push(processes(
-                    ctx, name, mode, profile, procs, threads, per_thread, seed,
+                    ctx, name, mode, profile, procs, threads, rows, seed,
                 )?);
             }
         }
