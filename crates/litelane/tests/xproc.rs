@@ -910,3 +910,24 @@ fn sqlite_writers_survive_kill_9_of_the_holder_mid_transaction() {
         gaps.last().unwrap()
     );
 }
+
+/// A torn header is reset only when no ticket is live: while another
+/// process holds a turn, opening degrades instead (resetting would hand out
+/// tickets that are already taken); once it is gone, the reset happens.
+#[test]
+fn a_torn_header_is_not_reset_under_a_live_ticket() {
+    let (_dir, db) = fresh_db();
+    let mut holder = spawn("holder", &db, &[]);
+    line_starting(&mut holder, "HOLDING");
+    let lock = lock_path_for(&db);
+    let mut bytes = std::fs::read(&lock).unwrap();
+    bytes[12] ^= 0x55; // inside `next`: the checksum no longer matches
+    std::fs::write(&lock, &bytes).unwrap();
+    let err = ProcessQueue::open(&db).expect_err("live ticket");
+    assert!(err.reason.contains("damaged"), "{err}");
+    assert_eq!(std::fs::read(&lock).unwrap(), bytes, "left as it was");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let q = ProcessQueue::open(&db).expect("reset once nobody is queued");
+    assert_eq!(q.acquire("after").unwrap().ticket(), 1);
+}
