@@ -40,6 +40,9 @@ enum Command {
     Backup(inspect::BackupArgs),
     /// Salvage what can be read from a damaged database into a new file.
     Recover(inspect::RecoverArgs),
+    /// One worker process of `bench threads --processes` (internal).
+    #[command(hide = true, name = "bench-worker")]
+    BenchWorker(bench::WorkerArgs),
 }
 
 fn main() {
@@ -52,6 +55,7 @@ fn main() {
         Command::Checkpoint(a) => inspect::checkpoint(a),
         Command::Backup(a) => inspect::backup(a),
         Command::Recover(a) => inspect::recover(a),
+        Command::BenchWorker(a) => bench::worker_main(a),
     };
     if let Err(e) = result {
         eprintln!("litelane: error: {e}");

@@ -95,6 +95,58 @@ fn insert_reports_litelane_raw_ffi_and_their_ratio() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+/// `--processes`: 3 worker processes × 2 threads, beside connection-per-thread
+/// processes; every row stored, litelane without errors.
+#[test]
+fn threads_with_processes_stores_every_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = bench(
+        tmp.path(),
+        &[
+            "threads",
+            "--processes",
+            "3",
+            "--threads",
+            "2",
+            "--rows-per-thread",
+            "30",
+            "--single-rows",
+            "5",
+            "--profile",
+            "balanced",
+        ],
+    );
+    check_envelope(&v, "threads");
+    assert_eq!(v["params"]["processes"], 3, "{v:#}");
+    for name in [
+        "processes-connection-per-thread",
+        "processes-connection-per-thread-queued",
+        "processes-litelane",
+    ] {
+        let r = row(&v, name);
+        assert_eq!(r["rows"], 180, "{r}");
+        assert_eq!(r["rows_stored"], 180, "{r}");
+        assert_eq!(r["processes"], 3, "{r}");
+        assert_eq!(r["failed_inserts"], 0, "{r}");
+        assert!(r["p99_ms"].is_number(), "{r}");
+    }
+    assert_eq!(row(&v, "processes-litelane")["errors"], 0);
+    // Inside the queue's turns the connections never meet each other's lock.
+    assert_eq!(
+        row(&v, "processes-connection-per-thread-queued")["busy_errors"],
+        0
+    );
+    // The hidden worker command refuses a bad mode with a clear message.
+    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["bench-worker", "--db", "x.db", "--mode", "bogus"])
+        .args(["--threads", "1", "--rows", "1", "--profile", "safe"])
+        .args(["--seed", "1", "--index", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+}
+
 #[test]
 fn threads_litelane_stores_every_row_without_errors() {
     let tmp = tempfile::tempdir().unwrap();

@@ -27,6 +27,8 @@
 //!   `INSERT`.
 //! * [`Database::metrics`] shows queue waits, group sizes, checkpoints and
 //!   who held the writer during a long wait.
+//! * [`xproc`] is the fair, crash-safe queue of write turns shared by every
+//!   process on one database file (Linux; see `docs/concurrency.md`).
 
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -44,6 +46,7 @@ mod options;
 mod pool;
 mod queue;
 mod writer;
+pub mod xproc;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -34,6 +34,7 @@ use serde_json::Value;
 
 use crate::error::CliError;
 use report::{Machine, Outcome, Row};
+pub use threads::{worker_main, WorkerArgs};
 
 /// The scenarios `bench` knows, in the order `all` runs them.
 pub const SCENARIOS: [&str; 6] = ["insert", "threads", "wal", "contention", "import", "ladder"];
@@ -72,6 +73,11 @@ pub struct BenchArgs {
     /// threads: writer threads (default 4). contention: threads (default 8).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// threads: also run P processes × `--threads` threads on one file, a
+    /// connection per thread with SQLite's busy timeout beside one litelane
+    /// database per process (default: off; 2 in `all`).
+    #[arg(long, value_name = "P")]
+    pub processes: Option<usize>,
     /// threads: single-row inserts per thread (default 10,000).
     #[arg(long, value_name = "N")]
     pub rows_per_thread: Option<u64>,

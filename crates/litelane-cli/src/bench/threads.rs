@@ -16,7 +16,7 @@
 //! `--profile` sets the journal and `synchronous` of the N-thread variants
 //! (safe: WAL + FULL, balanced: WAL + NORMAL, fast: MEMORY + OFF).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let per_thread = ctx.pick(ctx.args.rows_per_thread, 10_000, 5_000);
     let single = ctx.pick(ctx.args.single_rows, 1_000, 1_000);
     let profile = ctx.profile(Profile::Balanced)?;
+    let procs = ctx.pick(ctx.args.processes, 0, 2);
     let mut o = Outcome::new(
         "threads",
         "report 004 (Rust, rusqlite: ~750 / ~2,500 / ~25,000 inserts/s; 4 threads hit \"database is locked\")",
@@ -65,6 +66,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     o.param("rows_per_thread", per_thread);
     o.param("single_rows", single);
     o.param("profile", profile.name());
+    o.param("processes", procs);
     o.column("stored", "rows_stored", 0);
     o.column("mean group", "mean_group_size", 2);
     o.column("× conn/thread", "ratio_vs_connection_per_thread", 2);
@@ -102,6 +104,24 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Some(Duration::ZERO),
             seed,
         )?);
+        if procs > 0 {
+            for (name, mode) in [
+                ("processes-connection-per-thread", "connection"),
+                ("processes-connection-per-thread-queued", "queued"),
+                ("processes-litelane", "litelane"),
+            ] {
+                // Inside `bench all`, keep the process variants short.
+                let rows = if ctx.in_all {
+                    per_thread.min(1000)
+                } else {
+                    per_thread
+                };
+                ctx.progress(format!("threads: {name} ({procs} processes)"));
+                out.push(processes(
+                    ctx, name, mode, profile, procs, threads, rows, seed,
+                )?);
+            }
+        }
         for group in [true, false] {
             let name = if group {
                 "litelane"
@@ -120,7 +140,21 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         .iter()
         .find(|r| r.name == "connection-per-thread")
         .map_or(0.0, Row::rate);
+    let process_base = o
+        .rows
+        .iter()
+        .find(|r| r.name == "processes-connection-per-thread")
+        .map_or(0.0, Row::rate);
     for r in &mut o.rows {
+        if r.name.starts_with("processes-") {
+            if process_base > 0.0 {
+                r.set(
+                    "ratio_vs_connection_per_thread",
+                    round(r.rate() / process_base, 3),
+                );
+            }
+            continue;
+        }
         if base > 0.0 && !r.name.starts_with("1-thread") {
             r.set("ratio_vs_connection_per_thread", round(r.rate() / base, 3));
         }
@@ -386,6 +420,311 @@ fn litelane_threads(
             round(after.queue_wait_p99.as_secs_f64() * 1e3, 3),
         );
     if let Some(e) = work.first_error {
+        row.set("first_error", e);
+    }
+    Ok(row)
+}
+
+/// Arguments of the hidden `litelane bench-worker` command: one process of
+/// `bench threads --processes P`. It opens the database, prints `READY`,
+/// waits for a line on stdin, runs `threads` threads × `rows` single-row
+/// inserts, and prints one JSON line with what it did.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// The database file (created, with its table, by the parent).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// `connection` (a rusqlite connection per thread, 5 s busy timeout,
+    /// busy errors retried), `queued` (the same, each insert inside a turn of
+    /// the cross-process queue, `litelane::xproc`) or `litelane` (one
+    /// `Database` per process).
+    #[arg(long, value_parser = ["connection", "queued", "litelane"])]
+    pub mode: String,
+    /// Writer threads in this process.
+    #[arg(long)]
+    pub threads: usize,
+    /// Single-row inserts per thread.
+    #[arg(long)]
+    pub rows: u64,
+    /// Durability profile: safe, balanced or fast.
+    #[arg(long)]
+    pub profile: String,
+    /// Seed of the data generator.
+    #[arg(long)]
+    pub seed: u64,
+    /// This process's index (keeps its rows' ids apart from the others').
+    #[arg(long)]
+    pub index: u64,
+}
+
+/// What one worker process reports to the parent.
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct WorkerReport {
+    ok: u64,
+    busy: u64,
+    failed: u64,
+    first_error: Option<String>,
+    /// Latency of each acknowledged insert, in microseconds.
+    latencies_us: Vec<u64>,
+    /// litelane only: `Metrics::busy_errors` at the end.
+    engine_busy_errors: u64,
+    mean_group_size: f64,
+}
+
+/// Entry point of `litelane bench-worker`.
+pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
+    use std::io::{BufRead, Write};
+    let profile: Profile = args.profile.parse()?;
+    let threads = args.threads.max(1);
+    let db = if args.mode == "litelane" {
+        Some(Database::open(&args.db, Options::with_profile(profile))?)
+    } else {
+        None
+    };
+    let conns = if db.is_none() {
+        (0..threads)
+            .map(|_| {
+                let c = Connection::open(&args.db)?;
+                apply_profile(&c, profile)?;
+                c.busy_timeout(Duration::from_secs(5))?;
+                Ok(c)
+            })
+            .collect::<rusqlite::Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    let queue = if args.mode == "queued" {
+        Some(litelane::xproc::ProcessQueue::open(&args.db).map_err(|e| {
+            CliError::Input(format!(
+                "the queued variant needs the cross-process queue: {e}"
+            ))
+        })?)
+    } else {
+        None
+    };
+    let before = db.as_ref().map(|d| d.metrics());
+    println!("READY");
+    std::io::stdout().flush().ok();
+    let mut go = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut go)
+        .map_err(|e| CliError::io("waiting for the start signal", e))?;
+    let mut conns = conns.into_iter();
+    let works: Vec<Work> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let stream = args.index * threads as u64 + t as u64;
+                let accounts: Vec<_> = Accounts::new(args.seed, stream)
+                    .take(args.rows as usize)
+                    .collect();
+                let (db, conn, queue) = (db.as_ref(), conns.next(), queue.as_ref());
+                s.spawn(move || match (db, conn) {
+                    (Some(db), _) => litelane_inserts(db, accounts),
+                    (None, Some(conn)) => connection_inserts(&conn, queue, accounts),
+                    (None, None) => Work::default(),
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let work = works.into_iter().fold(Work::default(), Work::merge);
+    let mut report = WorkerReport {
+        ok: work.latencies.len() as u64,
+        busy: work.busy,
+        failed: work.failed,
+        first_error: work.first_error,
+        latencies_us: work
+            .latencies
+            .iter()
+            .map(|d| d.as_micros() as u64)
+            .collect(),
+        ..WorkerReport::default()
+    };
+    if let (Some(db), Some(before)) = (&db, &before) {
+        let after = db.metrics();
+        report.engine_busy_errors = after.busy_errors - before.busy_errors;
+        report.mean_group_size = mean_group_size(before, &after);
+    }
+    let line = serde_json::to_string(&report)
+        .map_err(|e| CliError::Input(format!("encoding the worker report: {e}")))?;
+    println!("{line}");
+    Ok(())
+}
+
+fn litelane_inserts(db: &Database, accounts: Vec<super::data::Account>) -> Work {
+    let mut w = Work::default();
+    for a in accounts {
+        let t0 = Instant::now();
+        let r = db.write(|tx| {
+            tx.prepare_cached(ACCOUNT_INSERT)?
+                .execute((&a.id, &a.created_at, &a.username))?;
+            Ok(())
+        });
+        match r {
+            Ok(()) => w.latencies.push(t0.elapsed()),
+            Err(e) => {
+                if e.is_busy() {
+                    w.busy += 1;
+                } else {
+                    w.failed += 1;
+                }
+                w.first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    w
+}
+
+fn connection_inserts(
+    conn: &Connection,
+    queue: Option<&litelane::xproc::ProcessQueue>,
+    accounts: Vec<super::data::Account>,
+) -> Work {
+    let mut w = Work::default();
+    for a in accounts {
+        let t0 = Instant::now();
+        let turn = match queue.map(|q| q.acquire("bench")).transpose() {
+            Ok(t) => t,
+            Err(e) => {
+                w.failed += 1;
+                w.first_error.get_or_insert(e.to_string());
+                continue;
+            }
+        };
+        loop {
+            let r = conn
+                .prepare_cached(ACCOUNT_INSERT)
+                .and_then(|mut st| st.execute((&a.id, &a.created_at, &a.username)));
+            match r {
+                Ok(_) => {
+                    w.latencies.push(t0.elapsed());
+                    break;
+                }
+                Err(e) if is_busy(&e) => {
+                    w.busy += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    w.failed += 1;
+                    w.first_error.get_or_insert(e.to_string());
+                    break;
+                }
+            }
+        }
+        drop(turn);
+    }
+    w
+}
+
+/// P processes × T threads, every insert its own transaction: a
+/// connection per thread with SQLite's busy timeout (`mode` `connection`),
+/// or one litelane `Database` per process (`litelane`). Whatever litelane
+/// does between processes is measured: today SQLite's busy timeout; with the
+/// cross-process queue once the engine uses it.
+#[allow(clippy::too_many_arguments)]
+fn processes(
+    ctx: &Ctx,
+    name: &str,
+    mode: &str,
+    profile: Profile,
+    procs: usize,
+    threads: usize,
+    per_thread: u64,
+    seed: u64,
+) -> Result<Row, CliError> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let dir = ctx.fresh_dir()?;
+    let path = dir.path().join("processes.db");
+    {
+        let conn = Connection::open(&path)?;
+        apply_profile(&conn, profile)?;
+        conn.execute_batch(ACCOUNT_SCHEMA)?;
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| CliError::io("finding the litelane executable", e))?;
+    let mut children = Vec::with_capacity(procs);
+    for i in 0..procs {
+        let mut child = Command::new(&exe)
+            .arg("bench-worker")
+            .arg("--db")
+            .arg(&path)
+            .args(["--mode", mode, "--profile", profile.name()])
+            .args(["--threads", &threads.to_string()])
+            .args(["--rows", &per_thread.to_string()])
+            .args(["--seed", &seed.to_string(), "--index", &i.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| CliError::io("starting a bench-worker process", e))?;
+        let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line)
+            .map_err(|e| CliError::io("reading a bench-worker", e))?;
+        if line.trim() != "READY" {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CliError::Input(format!(
+                "bench-worker {i} did not start: {:?}",
+                line.trim()
+            )));
+        }
+        children.push((child, out));
+    }
+    let start = Instant::now();
+    for (child, _) in &mut children {
+        if let Some(stdin) = child.stdin.as_mut() {
+            let _ = stdin.write_all(b"GO\n");
+        }
+    }
+    let mut reports = Vec::with_capacity(procs);
+    for (i, (mut child, mut out)) in children.into_iter().enumerate() {
+        let mut line = String::new();
+        let _ = out.read_line(&mut line);
+        let status = child
+            .wait()
+            .map_err(|e| CliError::io("waiting for a bench-worker", e))?;
+        let report =
+            serde_json::from_str::<WorkerReport>(line.trim()).unwrap_or_else(|_| WorkerReport {
+                failed: threads as u64 * per_thread,
+                first_error: Some(format!("bench-worker {i} ended with {status}")),
+                ..WorkerReport::default()
+            });
+        reports.push(report);
+    }
+    let elapsed = start.elapsed();
+    let stored = count_rows(&path);
+    let total = (procs * threads) as u64 * per_thread;
+    let busy: u64 = reports.iter().map(|r| r.busy + r.engine_busy_errors).sum();
+    let failed: u64 = reports.iter().map(|r| r.failed).sum();
+    let mut lat: Vec<Duration> = reports
+        .iter()
+        .flat_map(|r| r.latencies_us.iter().map(|&us| Duration::from_micros(us)))
+        .collect();
+    let first_error = reports.iter().find_map(|r| r.first_error.clone());
+    let mut row = Row::new(name, Unit::Rows, total, elapsed)
+        .errors(busy + failed + total.abs_diff(stored))
+        .latency(Latency::from_samples(&mut lat))
+        .with("processes", procs)
+        .with("threads", threads)
+        .with("busy_errors", busy)
+        .with("failed_inserts", failed)
+        .with("rows_stored", stored);
+    if mode == "litelane" {
+        let groups: Vec<f64> = reports.iter().map(|r| r.mean_group_size).collect();
+        row.set(
+            "mean_group_size",
+            round(groups.iter().sum::<f64>() / groups.len().max(1) as f64, 3),
+        );
+    } else {
+        row.set("busy_timeout_ms", 5000);
+    }
+    if let Some(e) = first_error {
         row.set("first_error", e);
     }
     Ok(row)

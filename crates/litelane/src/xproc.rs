@@ -1,0 +1,1152 @@
+//! The cross-process writer queue: one fair, crash-safe queue of write turns
+//! shared by every process that opens the same database file.
+//!
+//! SQLite itself lets one writer in at a time and makes the others retry
+//! (`busy_timeout`): a sleeping retry loop with no order and no bound. This
+//! module gives the processes a queue instead, kept in a small *lock file*
+//! beside the database (`<db>-lane`), made only of byte-range
+//! open-file-description locks (`F_OFD_SETLKW`, Linux 3.15+) and a header
+//! with two counters:
+//!
+//! * **Tickets.** A writer takes the next ticket `t` (a counter in the
+//!   header, updated while holding a lock on byte 0 of the file — a few
+//!   microseconds), and write-locks its own *ticket byte* `BASE + t` in the
+//!   same critical section. It keeps that lock for as long as it waits and
+//!   holds the turn. Ticket bytes are never reused (`t` is a 62-bit counter).
+//! * **Turns in ticket order.** Ticket `t` holds the turn once every ticket
+//!   below `t` is *finished* (released, or its process died). The header's
+//!   `floor` is the ticket of the last turn taken: every ticket below it is
+//!   finished. The waiter walks down from `k = t - 1`: if `k < floor` it has
+//!   the turn; if ticket `k`'s byte is still write-locked it sleeps in the
+//!   kernel (`F_OFD_SETLKW` for a read lock on that byte) until the lock goes
+//!   away — released or dropped by the kernel when its process died — then
+//!   goes on with `k - 1`. Only a ticket's own process can hold its byte, and
+//!   it holds it from before anyone can see the ticket until it is finished,
+//!   so "the byte is free" means "the ticket is finished".
+//! * **Crash release.** The kernel drops every lock of an open file
+//!   description when its last descriptor closes, which includes the death
+//!   of the process (SIGKILL, panic=abort, OOM kill). A dead holder's
+//!   successor wakes at once; a dead waiter is stepped over by the next
+//!   waiter's walk. There is no lease and no timeout.
+//!
+//! The module holds no SQLite code: the engine takes a turn before
+//! `BEGIN IMMEDIATE` of each group and drops it after `COMMIT`. See
+//! `docs/concurrency.md`, "Across processes", for the proof sketch, the
+//! failure modes and what other systems would need.
+//!
+//! No `unsafe` here: the locks go through [`nix::fcntl::fcntl`].
+
+#![deny(unsafe_code)]
+
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The suffix of the lock file, appended to the database file's name:
+/// `app.db` → `app.db-lane`.
+pub const LOCK_FILE_SUFFIX: &str = "-lane";
+
+/// Why the cross-process queue is off for a database. The engine then falls
+/// back to SQLite's busy timeout between processes (today's behaviour) and
+/// shows this in its metrics; it is never a reason to fail an open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Degraded {
+    /// The lock file the queue would use (`<db>-lane`).
+    pub lock_path: PathBuf,
+    /// What went wrong, in words (the OS error, or what was wrong with the
+    /// file).
+    pub reason: String,
+}
+
+impl fmt::Display for Degraded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cross-process writer queue off ({}): {}; writers of other processes \
+             meet through SQLite's busy timeout instead",
+            self.lock_path.display(),
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for Degraded {}
+
+/// Who holds the cross-process turn right now (see [`ProcessQueue::holder`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderInfo {
+    /// Process id of the holder.
+    pub pid: u32,
+    /// The holder's ticket (tickets are granted in increasing order).
+    pub ticket: u64,
+    /// The label the holder passed to [`ProcessQueue::acquire`], at most
+    /// [`MAX_LABEL_BYTES`] bytes.
+    pub label: String,
+    /// The statement the holder last reported with [`ProcessTurn::set_sql`]
+    /// (`""` if none), at most [`MAX_SQL_BYTES`] bytes.
+    pub sql: String,
+    /// When the holder's turn began (wall clock).
+    pub since: SystemTime,
+}
+
+/// Longest label kept in the lock file, in bytes (longer ones are cut at a
+/// character boundary).
+pub const MAX_LABEL_BYTES: usize = 120;
+/// Longest SQL text kept in the lock file, in bytes (longer ones are cut at
+/// a character boundary).
+pub const MAX_SQL_BYTES: usize = 360;
+
+/// The path of the lock file for the database at `db_path`.
+pub fn lock_path_for(db_path: &Path) -> PathBuf {
+    let mut name = db_path.as_os_str().to_owned();
+    name.push(LOCK_FILE_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// A handle on the cross-process queue of one database. Cheap to clone; safe
+/// to use from any thread (each turn uses its own open file description, so
+/// turns of two threads of one process also queue in order).
+#[derive(Clone)]
+pub struct ProcessQueue {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    lock_path: PathBuf,
+    /// Open file descriptions not in use by a turn, kept for the next turns.
+    idle: Mutex<Vec<File>>,
+    pid: u32,
+}
+
+/// How many idle open file descriptions a queue keeps.
+const MAX_IDLE_FILES: usize = 8;
+
+impl fmt::Debug for ProcessQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessQueue")
+            .field("lock_path", &self.shared.lock_path)
+            .finish()
+    }
+}
+
+/// The cross-process write turn, held until dropped (RAII). While it lives,
+/// no other holder of a [`ProcessTurn`] on the same database, in any
+/// process, holds one. Dropping it (or the death of the process) passes the
+/// turn to the next ticket. `Send`: it may be dropped on another thread than
+/// the one that acquired it.
+pub struct ProcessTurn {
+    shared: Arc<Shared>,
+    file: Option<File>,
+    ticket: u64,
+    waited: Duration,
+    label: String,
+    since: SystemTime,
+}
+
+impl fmt::Debug for ProcessTurn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessTurn")
+            .field("ticket", &self.ticket)
+            .field("waited", &self.waited)
+            .finish()
+    }
+}
+
+impl ProcessTurn {
+    /// This turn's ticket. Turns are granted in strictly increasing ticket
+    /// order, and tickets are taken in arrival order.
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
+
+    /// How long [`ProcessQueue::acquire`] waited for this turn.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Records `sql` as the statement this turn is running, for
+    /// [`ProcessQueue::holder`] in other processes. One `pwrite` of 512
+    /// bytes; errors are ignored (it is only information).
+    pub fn set_sql(&self, sql: &str) {
+        if let Some(file) = &self.file {
+            let rec = Record {
+                ticket: self.ticket,
+                state: STATE_HOLDING,
+                pid: self.shared.pid,
+                since: self.since,
+                label: self.label.clone(),
+                sql: sql.to_string(),
+            };
+            let _ = imp::write_record(file, &rec);
+        }
+    }
+}
+
+impl Drop for ProcessTurn {
+    fn drop(&mut self) {
+        if let Some(file) = self.file.take() {
+            // Unlocking our ticket byte passes the turn. If that fails,
+            // closing the file (the last reference to its open file
+            // description) drops the lock anyway.
+            if imp::unlock_ticket(&file, self.ticket).is_ok() {
+                self.shared.put_idle(file);
+            }
+        }
+    }
+}
+
+const STATE_WAITING: u8 = 1;
+const STATE_HOLDING: u8 = 2;
+
+/// One ticket's record in the lock file (for attribution only: the queue's
+/// correctness rests on the locks and the header).
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    ticket: u64,
+    state: u8,
+    pid: u32,
+    since: SystemTime,
+    label: String,
+    sql: String,
+}
+
+/// The header: the next ticket to hand out, and the ticket of the last turn
+/// taken (every ticket below it is finished).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    next: u64,
+    floor: u64,
+}
+
+/// Cuts `s` to at most `max` bytes at a character boundary.
+fn clip(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The on-disk layout, and its encoding (no I/O).
+mod layout {
+    use super::{clip, Header, Record, MAX_LABEL_BYTES, MAX_SQL_BYTES};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    pub const MAGIC: &[u8; 8] = b"LLANE\x00Q1";
+    pub const HEADER_LEN: usize = 32;
+    /// Byte 0: the short mutex guarding the header.
+    pub const MUTEX_BYTE: u64 = 0;
+    /// Records of the last `RING` tickets, from this offset.
+    pub const RECORDS_AT: u64 = 4096;
+    pub const RECORD_LEN: usize = 512;
+    pub const RING: u64 = 64;
+    /// Ticket `t` locks byte `TICKET_BASE + t` (bytes past the end of the
+    /// file can be locked; the file stays small).
+    pub const TICKET_BASE: u64 = 1 << 40;
+    /// Tickets stay below this so that `TICKET_BASE + t` fits an `off_t`.
+    pub const MAX_TICKET: u64 = 1 << 62;
+
+    fn crc(bytes: &[u8]) -> u32 {
+        crc32fast::hash(bytes)
+    }
+
+    pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..8].copy_from_slice(MAGIC);
+        b[8..16].copy_from_slice(&h.next.to_le_bytes());
+        b[16..24].copy_from_slice(&h.floor.to_le_bytes());
+        let c = crc(&b[0..24]);
+        b[24..28].copy_from_slice(&c.to_le_bytes());
+        b
+    }
+
+    /// What a header's bytes hold.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum HeaderBytes {
+        /// A valid header.
+        Valid(Header),
+        /// Our magic but a bad checksum or impossible counters (a torn
+        /// write): can be reset when no ticket is live.
+        Damaged,
+        /// Not our file at all: never overwritten.
+        Foreign,
+    }
+
+    pub fn decode_header(b: &[u8]) -> HeaderBytes {
+        if b.len() < HEADER_LEN || &b[0..8] != MAGIC {
+            return HeaderBytes::Foreign;
+        }
+        let c = u32::from_le_bytes(b[24..28].try_into().unwrap());
+        if c != crc(&b[0..24]) {
+            return HeaderBytes::Damaged;
+        }
+        let next = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        let floor = u64::from_le_bytes(b[16..24].try_into().unwrap());
+        if floor == 0 || floor > next || next >= MAX_TICKET {
+            return HeaderBytes::Damaged;
+        }
+        HeaderBytes::Valid(Header { next, floor })
+    }
+
+    pub fn record_offset(ticket: u64) -> u64 {
+        RECORDS_AT + (ticket % RING) * RECORD_LEN as u64
+    }
+
+    // Record: ticket u64 | state u8 | pid u32 | since (ns since epoch) u64 |
+    // label len u16 | label | sql len u16 | sql | crc u32 (last 4 bytes).
+    const LABEL_AT: usize = 23;
+    const SQL_LEN_AT: usize = LABEL_AT + MAX_LABEL_BYTES;
+    const SQL_AT: usize = SQL_LEN_AT + 2;
+    const CRC_AT: usize = RECORD_LEN - 4;
+    const _: () = assert!(SQL_AT + MAX_SQL_BYTES <= CRC_AT);
+
+    pub fn encode_record(r: &Record) -> [u8; RECORD_LEN] {
+        let mut b = [0u8; RECORD_LEN];
+        b[0..8].copy_from_slice(&r.ticket.to_le_bytes());
+        b[8] = r.state;
+        b[9..13].copy_from_slice(&r.pid.to_le_bytes());
+        let ns = r
+            .since
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
+        b[13..21].copy_from_slice(&ns.to_le_bytes());
+        let label = clip(&r.label, MAX_LABEL_BYTES).as_bytes();
+        b[21..23].copy_from_slice(&(label.len() as u16).to_le_bytes());
+        b[LABEL_AT..LABEL_AT + label.len()].copy_from_slice(label);
+        let sql = clip(&r.sql, MAX_SQL_BYTES).as_bytes();
+        b[SQL_LEN_AT..SQL_AT].copy_from_slice(&(sql.len() as u16).to_le_bytes());
+        b[SQL_AT..SQL_AT + sql.len()].copy_from_slice(sql);
+        let c = crc(&b[..CRC_AT]);
+        b[CRC_AT..].copy_from_slice(&c.to_le_bytes());
+        b
+    }
+
+    /// Decodes a record; `None` for anything that is not a whole, valid one
+    /// (never written, torn by a concurrent write, or garbage).
+    pub fn decode_record(b: &[u8]) -> Option<Record> {
+        if b.len() != RECORD_LEN {
+            return None;
+        }
+        let c = u32::from_le_bytes(b[CRC_AT..].try_into().ok()?);
+        if c != crc(&b[..CRC_AT]) {
+            return None;
+        }
+        let ticket = u64::from_le_bytes(b[0..8].try_into().ok()?);
+        let state = b[8];
+        let pid = u32::from_le_bytes(b[9..13].try_into().ok()?);
+        let ns = u64::from_le_bytes(b[13..21].try_into().ok()?);
+        let label_len = u16::from_le_bytes(b[21..23].try_into().ok()?) as usize;
+        let sql_len = u16::from_le_bytes(b[SQL_LEN_AT..SQL_AT].try_into().ok()?) as usize;
+        if label_len > MAX_LABEL_BYTES || sql_len > MAX_SQL_BYTES {
+            return None;
+        }
+        Some(Record {
+            ticket,
+            state,
+            pid,
+            since: UNIX_EPOCH + Duration::from_nanos(ns),
+            label: String::from_utf8_lossy(&b[LABEL_AT..LABEL_AT + label_len]).into_owned(),
+            sql: String::from_utf8_lossy(&b[SQL_AT..SQL_AT + sql_len]).into_owned(),
+        })
+    }
+}
+
+impl ProcessQueue {
+    /// Opens (creating if needed) the queue of the database at `db_path`:
+    /// the lock file `<db_path>-lane` (see [`lock_path_for`]; symbolic links
+    /// to the database are resolved first), created with
+    /// the database file's permission bits (`0o644` if the database does not
+    /// exist yet).
+    ///
+    /// Fails with [`Degraded`] — the caller goes on without the queue — when
+    /// the lock file cannot be created or opened for writing (read-only
+    /// directory or file system, permissions), is a symbolic link or not a
+    /// regular file, holds something else than a litelane queue (never
+    /// overwritten), when the platform or file system has no
+    /// open-file-description locks, or on any other I/O error.
+    pub fn open(db_path: &Path) -> Result<ProcessQueue, Degraded> {
+        // Like SQLite's own `-wal` and `-shm`, the lock file goes beside the
+        // file a symbolic link points to, so that every path to one
+        // database meets in one queue.
+        let resolved = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
+        let db_path = resolved.as_path();
+        let lock_path = lock_path_for(db_path);
+        let degraded = |reason: String| Degraded {
+            lock_path: lock_path.clone(),
+            reason,
+        };
+        let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
+        imp::initialize(&file).map_err(degraded)?;
+        Ok(ProcessQueue {
+            shared: Arc::new(Shared {
+                lock_path,
+                idle: Mutex::new(vec![file]),
+                pid: std::process::id(),
+            }),
+        })
+    }
+
+    /// The lock file this queue uses.
+    pub fn lock_path(&self) -> &Path {
+        &self.shared.lock_path
+    }
+
+    /// Waits for the cross-process turn and returns it; the turn ends when
+    /// the [`ProcessTurn`] is dropped.
+    ///
+    /// Turns are granted in ticket order, and tickets are taken in arrival
+    /// order (arrivals within the few microseconds of one ticket's critical
+    /// section may swap). The thread sleeps in the kernel while it waits —
+    /// no polling — and wakes when the turn before it ends, whether by drop
+    /// or by the death of its process. `label` (at most
+    /// [`MAX_LABEL_BYTES`] bytes kept) is shown to other processes by
+    /// [`ProcessQueue::holder`].
+    ///
+    /// Blocks for as long as the turns ahead last; there is no timeout. Fails
+    /// with [`Degraded`] only on an I/O error of the lock file (the caller
+    /// then goes on without the queue for this turn); the failed ticket is
+    /// stepped over by the waiters behind it.
+    pub fn acquire(&self, label: &str) -> Result<ProcessTurn, Degraded> {
+        let start = Instant::now();
+        let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        // On any error `file` is dropped (closed) on return: any lock it
+        // still held, our ticket byte included, goes with it.
+        let (ticket, since) = match imp::start(&file, self.shared.pid, &label) {
+            Ok(imp::Start::Granted(t, since)) => (t, since),
+            Ok(imp::Start::Wait(pending)) => match imp::finish(&file, pending, &|| true) {
+                Ok(Some(got)) => got,
+                Ok(None) => return Err(self.degraded("an open gate refused the turn".into())),
+                Err(e) => return Err(self.degraded(e)),
+            },
+            Err(e) => return Err(self.degraded(e)),
+        };
+        Ok(self.turn(file, ticket, start, label, since))
+    }
+
+    /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
+    /// `Ok(None)` when the turn did not come in time (a holder that hangs —
+    /// stopped, in a debugger, deadlocked — is not released by the kernel;
+    /// the engine then reports it like SQLite's busy timeout would).
+    ///
+    /// When the turn is free it is taken on the calling thread. Otherwise
+    /// the wait runs on a helper thread (the kernel's lock wait has no
+    /// timeout). After a timeout that thread stays queued until the turns
+    /// ahead end, then steps aside at once without taking the turn; so a
+    /// holder hung for good costs one sleeping thread and one file
+    /// descriptor per timed-out call.
+    pub fn acquire_timeout(
+        &self,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Option<ProcessTurn>, Degraded> {
+        const WAITING: u8 = 0;
+        const GRANTED: u8 = 1;
+        const ABANDONED: u8 = 2;
+        let start = Instant::now();
+        let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        let pending = match imp::start(&file, self.shared.pid, &label) {
+            Ok(imp::Start::Granted(t, since)) => {
+                return Ok(Some(self.turn(file, t, start, label, since)))
+            }
+            Ok(imp::Start::Wait(pending)) => pending,
+            Err(e) => return Err(self.degraded(e)),
+        };
+        let state = Arc::new(Mutex::new(WAITING));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let helper = {
+            let state = Arc::clone(&state);
+            std::thread::Builder::new()
+                .name("litelane-xproc-wait".into())
+                .spawn(move || {
+                    let gate = || {
+                        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                        if *s == ABANDONED {
+                            return false;
+                        }
+                        *s = GRANTED;
+                        true
+                    };
+                    let r = imp::finish(&file, pending, &gate);
+                    // If the caller is gone, `file` is closed with the
+                    // message, and our ticket with it.
+                    let _ = tx.send((r, file));
+                })
+        };
+        if let Err(e) = helper {
+            // The closure (with `file`) is dropped: the ticket goes with it.
+            return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
+        }
+        let got = match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
+            Ok(m) => m,
+            Err(_) => {
+                let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                if *s != GRANTED {
+                    *s = ABANDONED;
+                    return Ok(None);
+                }
+                drop(s);
+                // Granted just as we timed out: the message is on its way.
+                rx.recv()
+                    .map_err(|_| self.degraded("the waiting thread died".into()))?
+            }
+        };
+        match got {
+            (Ok(Some((ticket, since))), file) => {
+                Ok(Some(self.turn(file, ticket, start, label, since)))
+            }
+            (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
+            (Err(e), _) => Err(self.degraded(e)),
+        }
+    }
+
+    fn turn(
+        &self,
+        file: File,
+        ticket: u64,
+        start: Instant,
+        label: String,
+        since: SystemTime,
+    ) -> ProcessTurn {
+        ProcessTurn {
+            shared: Arc::clone(&self.shared),
+            file: Some(file),
+            ticket,
+            waited: start.elapsed(),
+            label,
+            since,
+        }
+    }
+
+    /// Who holds the turn right now, in any process (`None` when nobody
+    /// does, or the holder's record cannot be read — it is also overwritten
+    /// once 64 more tickets have been taken behind it).
+    pub fn holder(&self) -> Option<HolderInfo> {
+        let file = self.shared.take_idle().ok()?;
+        let out = imp::holder(&file);
+        self.shared.put_idle(file);
+        out
+    }
+
+    /// How many tickets were taken after the current (or last) turn: the
+    /// writers queued behind it in every process, plus any that died while
+    /// waiting and were not stepped over yet (so an upper bound). `0` when
+    /// the header cannot be read.
+    pub fn queued(&self) -> u64 {
+        let Ok(file) = self.shared.take_idle() else {
+            return 0;
+        };
+        let out = imp::queued(&file);
+        self.shared.put_idle(file);
+        out
+    }
+
+    fn degraded(&self, reason: String) -> Degraded {
+        Degraded {
+            lock_path: self.shared.lock_path.clone(),
+            reason,
+        }
+    }
+}
+
+impl Shared {
+    fn take_idle(&self) -> Result<File, String> {
+        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match pooled {
+            Some(f) => Ok(f),
+            None => imp::reopen(&self.lock_path),
+        }
+    }
+
+    fn put_idle(&self, file: File) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE_FILES {
+            idle.push(file);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::fs::{File, OpenOptions};
+    use std::io;
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+    use std::path::Path;
+    use std::time::SystemTime;
+
+    use nix::errno::Errno;
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+
+    use super::layout::{self, HeaderBytes};
+    use super::{Header, HolderInfo, Record, STATE_HOLDING, STATE_WAITING};
+
+    fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
+        libc::flock {
+            l_type: kind,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: start as libc::off_t,
+            l_len: len as libc::off_t,
+            // Must be 0 for open-file-description locks.
+            l_pid: 0,
+        }
+    }
+
+    /// Takes a lock of `kind` on one byte, sleeping in the kernel until it
+    /// is granted (signals are retried).
+    fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
+        let fl = flock(kind, byte, 1);
+        loop {
+            match fcntl(file, FcntlArg::F_OFD_SETLKW(&fl)) {
+                Ok(_) => return Ok(()),
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Takes a lock of `kind` on one byte if no conflicting lock is held:
+    /// `Ok(false)` when one is.
+    fn lock_now(file: &File, kind: libc::c_short, byte: u64) -> io::Result<bool> {
+        let fl = flock(kind, byte, 1);
+        match fcntl(file, FcntlArg::F_OFD_SETLK(&fl)) {
+            Ok(_) => Ok(true),
+            Err(Errno::EAGAIN) | Err(Errno::EACCES) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn unlock(file: &File, start: u64, len: u64) -> io::Result<()> {
+        let fl = flock(libc::F_UNLCK as libc::c_short, start, len);
+        fcntl(file, FcntlArg::F_OFD_SETLK(&fl))
+            .map(drop)
+            .map_err(io::Error::from)
+    }
+
+    /// True when another open file description write-locks a byte in
+    /// `start .. start + len` (`len` 0: to infinity).
+    fn write_locked(file: &File, start: u64, len: u64) -> io::Result<bool> {
+        let mut fl = flock(libc::F_RDLCK as libc::c_short, start, len);
+        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
+        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+    }
+
+    /// The short mutex on byte 0, released on drop.
+    struct MutexGuard<'f>(&'f File);
+
+    impl<'f> MutexGuard<'f> {
+        fn lock(file: &'f File) -> io::Result<MutexGuard<'f>> {
+            lock_wait(file, libc::F_WRLCK as libc::c_short, layout::MUTEX_BYTE)?;
+            Ok(MutexGuard(file))
+        }
+    }
+
+    impl Drop for MutexGuard<'_> {
+        fn drop(&mut self) {
+            // Cannot fail for a lock we hold; if it did, closing the file
+            // would drop it.
+            let _ = unlock(self.0, layout::MUTEX_BYTE, 1);
+        }
+    }
+
+    fn ctx(what: &str, e: io::Error) -> String {
+        format!("{what}: {e}")
+    }
+
+    pub fn open_lock_file(db_path: &Path, lock_path: &Path) -> Result<File, String> {
+        let mode = std::fs::metadata(db_path).map_or(0o644, |m| m.mode() & 0o666);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(lock_path)
+            .map_err(|e| ctx("cannot create or open the lock file for writing", e))?;
+        check_regular(&file)?;
+        Ok(file)
+    }
+
+    pub fn reopen(lock_path: &Path) -> Result<File, String> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(lock_path)
+            .map_err(|e| ctx("cannot reopen the lock file", e))?;
+        check_regular(&file)?;
+        Ok(file)
+    }
+
+    fn check_regular(file: &File) -> Result<(), String> {
+        let md = file
+            .metadata()
+            .map_err(|e| ctx("cannot stat the lock file", e))?;
+        if md.is_file() {
+            Ok(())
+        } else {
+            Err("the lock file is not a regular file".into())
+        }
+    }
+
+    fn read_header(file: &File) -> io::Result<HeaderBytes> {
+        let mut b = [0u8; layout::HEADER_LEN];
+        let n = read_at_most(file, &mut b, 0)?;
+        if n == 0 {
+            return Ok(HeaderBytes::Damaged); // empty: a new file
+        }
+        Ok(layout::decode_header(&b[..n]))
+    }
+
+    fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    fn write_header(file: &File, h: &Header) -> io::Result<()> {
+        file.write_all_at(&layout::encode_header(h), 0)
+    }
+
+    pub fn write_record(file: &File, r: &Record) -> io::Result<()> {
+        file.write_all_at(&layout::encode_record(r), layout::record_offset(r.ticket))
+    }
+
+    fn read_record(file: &File, ticket: u64) -> Option<Record> {
+        // A record is rewritten in one pwrite of 512 aligned bytes; a read
+        // racing it can see a mix, which the checksum rejects: try again.
+        for _ in 0..4 {
+            let mut b = [0u8; layout::RECORD_LEN];
+            let n = read_at_most(file, &mut b, layout::record_offset(ticket)).ok()?;
+            if n == b.len() {
+                if let Some(r) = layout::decode_record(&b) {
+                    return (r.ticket == ticket).then_some(r);
+                }
+            }
+        }
+        None
+    }
+
+    /// Under the mutex: the header, (re)initialized when the file is new or
+    /// its header was torn and no ticket is live.
+    ///
+    /// `may_reset` is false while the caller holds a ticket: its own lock is
+    /// invisible to the check below, and resetting under a live ticket would
+    /// break the order.
+    fn header_locked(file: &File, may_reset: bool) -> Result<Header, String> {
+        match read_header(file).map_err(|e| ctx("cannot read the lock file", e))? {
+            HeaderBytes::Valid(h) => Ok(h),
+            HeaderBytes::Damaged if !may_reset => {
+                Err("the lock file's header was damaged while this process waited".into())
+            }
+            HeaderBytes::Foreign => {
+                Err("the file exists and is not a litelane lock file (left untouched)".into())
+            }
+            HeaderBytes::Damaged => {
+                // New (empty) file, or a header torn by a system crash. Reset
+                // only if no ticket is live: a live ticket's process holds
+                // its ticket byte.
+                if write_locked(file, layout::TICKET_BASE, 0)
+                    .map_err(|e| ctx("cannot query the ticket locks", e))?
+                {
+                    return Err("the lock file's header is damaged while writers are \
+                                queued; it will be reset when they are gone"
+                        .into());
+                }
+                let h = Header { next: 1, floor: 1 };
+                write_header(file, &h).map_err(|e| ctx("cannot write the lock file", e))?;
+                Ok(h)
+            }
+        }
+    }
+
+    pub fn initialize(file: &File) -> Result<(), String> {
+        let _m = MutexGuard::lock(file).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                "this kernel or file system has no open-file-description locks".to_string()
+            } else {
+                ctx("cannot lock the lock file", e)
+            }
+        })?;
+        header_locked(file, true).map(drop)
+    }
+
+    /// What taking a ticket led to.
+    pub enum Start {
+        /// The turn is ours at once: the ticket and when the turn began.
+        Granted(u64, SystemTime),
+        /// Tickets ahead are live: [`finish`] sleeps until they are done.
+        Wait(Pending),
+    }
+
+    /// A published ticket about to sleep on ticket `k`.
+    pub struct Pending {
+        ticket: u64,
+        k: u64,
+        record: Record,
+    }
+
+    /// Takes a ticket, and the turn if every ticket ahead is finished,
+    /// without sleeping. On error, the caller closes `file`, which drops the
+    /// ticket's lock: the ticket is then finished.
+    pub fn start(file: &File, pid: u32, label: &str) -> Result<Start, String> {
+        let mutex = MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?;
+        let mut h = header_locked(file, true)?;
+        let ticket = h.next;
+        if ticket + 1 >= layout::MAX_TICKET {
+            return Err("ticket counter exhausted; delete the lock file while no \
+                        process uses the database"
+                .into());
+        }
+        // Live from here: our ticket byte is write-locked before anyone can
+        // see the ticket. Nobody else can hold it (walkers only lock bytes
+        // of tickets below theirs, all issued before this one).
+        if !lock_now(
+            file,
+            libc::F_WRLCK as libc::c_short,
+            layout::TICKET_BASE + ticket,
+        )
+        .map_err(|e| ctx("cannot lock a ticket byte", e))?
+        {
+            return Err(format!("ticket byte {ticket} unexpectedly locked"));
+        }
+        // The header and our record are written once we know whether the
+        // turn is ours at once (then together with the new floor) or we
+        // must sleep first: one write each on the uncontended path.
+        h.next = ticket + 1;
+        let mut w = Walk {
+            file,
+            ticket,
+            h,
+            record: Record {
+                ticket,
+                state: STATE_WAITING,
+                pid,
+                since: SystemTime::now(),
+                label: label.to_string(),
+                sql: String::new(),
+            },
+            mutex: Some(mutex),
+            published: false,
+        };
+        let out = w.run(ticket - 1, &|| true, false);
+        if !w.published && !matches!(out, Ok(Step::Granted(..))) {
+            // Nobody saw the ticket (the header still hands it out next):
+            // give its byte back before the mutex goes, or the next taker of
+            // the same number would find it locked.
+            let _ = unlock(file, layout::TICKET_BASE + ticket, 1);
+        }
+        drop(w.mutex.take());
+        match out? {
+            Step::Granted(t, since) => Ok(Start::Granted(t, since)),
+            Step::Sleep(k) => Ok(Start::Wait(Pending {
+                ticket,
+                k,
+                record: w.record,
+            })),
+            Step::Refused => Err("an open gate refused the turn".into()),
+        }
+    }
+
+    /// Sleeps until the turn of a pending ticket comes. Returns the ticket
+    /// and when the turn began, or `None` when `gate` — asked under the
+    /// mutex just before the turn is taken — says the caller gave up. On
+    /// error or `None`, the caller closes `file`, which drops the ticket's
+    /// lock: the ticket is then finished.
+    pub fn finish(
+        file: &File,
+        pending: Pending,
+        gate: &dyn Fn() -> bool,
+    ) -> Result<Option<(u64, SystemTime)>, String> {
+        let mut w = Walk {
+            file,
+            ticket: pending.ticket,
+            h: Header { next: 0, floor: 0 }, // read once the mutex is taken
+            record: pending.record,
+            mutex: None,
+            published: true,
+        };
+        w.sleep_on(pending.k)?;
+        match w.run(pending.k - 1, gate, true)? {
+            Step::Granted(t, since) => Ok(Some((t, since))),
+            Step::Refused => Ok(None),
+            Step::Sleep(_) => Err("a blocking walk returned without its turn".into()),
+        }
+    }
+
+    enum Step {
+        Granted(u64, SystemTime),
+        /// The gate said the caller gave up.
+        Refused,
+        /// Must sleep on this ticket (only when not blocking).
+        Sleep(u64),
+    }
+
+    /// The wait of one ticket for its turn.
+    struct Walk<'f> {
+        file: &'f File,
+        ticket: u64,
+        /// The header as last read under the mutex.
+        h: Header,
+        record: Record,
+        /// Held while deciding; released only once the ticket is published.
+        mutex: Option<MutexGuard<'f>>,
+        /// The header counts the ticket and its record is written.
+        published: bool,
+    }
+
+    impl Walk<'_> {
+        fn publish(&mut self) -> Result<(), String> {
+            write_header(self.file, &self.h).map_err(|e| ctx("cannot write the lock file", e))?;
+            let _ = write_record(self.file, &self.record);
+            self.published = true;
+            Ok(())
+        }
+
+        /// Sleeps in the kernel until ticket `k` is unlocked or its process
+        /// dies. A read lock, so that several waiters may wait on the same
+        /// ticket (after a death) without excluding each other.
+        fn sleep_on(&self, k: u64) -> Result<(), String> {
+            let byte = layout::TICKET_BASE + k;
+            lock_wait(self.file, libc::F_RDLCK as libc::c_short, byte)
+                .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
+            unlock(self.file, byte, 1).map_err(|e| ctx("cannot unlock a ticket byte", e))
+        }
+
+        /// Walks down from `k`, knowing every ticket in `(k, ticket)` is
+        /// finished. Sleeps on live tickets when `block`, else stops at the
+        /// first one.
+        fn run(
+            &mut self,
+            mut k: u64,
+            gate: &dyn Fn() -> bool,
+            block: bool,
+        ) -> Result<Step, String> {
+            let file = self.file;
+            loop {
+                if self.mutex.is_none() {
+                    self.mutex = Some(
+                        MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?,
+                    );
+                    self.h = header_locked(file, false)?;
+                }
+                if k < self.h.floor {
+                    // Every ticket below ours is finished: the turn is ours.
+                    if !gate() {
+                        return Ok(Step::Refused);
+                    }
+                    self.h.floor = self.ticket;
+                    self.record.state = STATE_HOLDING;
+                    self.record.since = SystemTime::now();
+                    self.publish()?;
+                    self.mutex = None;
+                    return Ok(Step::Granted(self.ticket, self.record.since));
+                }
+                if write_locked(file, layout::TICKET_BASE + k, 1)
+                    .map_err(|e| ctx("cannot query a ticket lock", e))?
+                {
+                    // Ticket k is live.
+                    if !self.published {
+                        self.publish()?;
+                    }
+                    self.mutex = None;
+                    if !block {
+                        return Ok(Step::Sleep(k));
+                    }
+                    self.sleep_on(k)?;
+                }
+                // Ticket k is finished (released, or its process died).
+                k -= 1;
+            }
+        }
+    }
+
+    pub fn unlock_ticket(file: &File, ticket: u64) -> io::Result<()> {
+        unlock(file, layout::TICKET_BASE + ticket, 1)
+    }
+
+    /// The header read without the mutex: a read racing a write fails the
+    /// checksum and is tried again.
+    fn header_unlocked(file: &File) -> Option<Header> {
+        (0..4).find_map(|_| match read_header(file) {
+            Ok(HeaderBytes::Valid(h)) => Some(h),
+            _ => None,
+        })
+    }
+
+    pub fn queued(file: &File) -> u64 {
+        header_unlocked(file).map_or(0, |h| h.next.saturating_sub(h.floor + 1))
+    }
+
+    pub fn holder(file: &File) -> Option<HolderInfo> {
+        let h = header_unlocked(file)?;
+        let ticket = h.floor;
+        if !write_locked(file, layout::TICKET_BASE + ticket, 1).ok()? {
+            return None;
+        }
+        let r = read_record(file, ticket)?;
+        (r.state == STATE_HOLDING).then_some(HolderInfo {
+            pid: r.pid,
+            ticket,
+            label: r.label,
+            sql: r.sql,
+            since: r.since,
+        })
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    //! Other systems: no open-file-description byte-range locks through a
+    //! safe API yet; the queue is off (see docs/concurrency.md).
+    use std::fs::File;
+    use std::path::Path;
+    use std::time::SystemTime;
+
+    use super::{HolderInfo, Record};
+
+    const OFF: &str = "the cross-process queue is only implemented on Linux";
+
+    pub fn open_lock_file(_: &Path, _: &Path) -> Result<File, String> {
+        Err(OFF.into())
+    }
+    pub fn reopen(_: &Path) -> Result<File, String> {
+        Err(OFF.into())
+    }
+    pub fn initialize(_: &File) -> Result<(), String> {
+        Err(OFF.into())
+    }
+    pub enum Start {
+        Granted(u64, SystemTime),
+        Wait(Pending),
+    }
+    pub struct Pending;
+    pub fn start(_: &File, _: u32, _: &str) -> Result<Start, String> {
+        Err(OFF.into())
+    }
+    pub fn finish(
+        _: &File,
+        _: Pending,
+        _: &dyn Fn() -> bool,
+    ) -> Result<Option<(u64, SystemTime)>, String> {
+        Err(OFF.into())
+    }
+    pub fn unlock_ticket(_: &File, _: u64) -> std::io::Result<()> {
+        Ok(())
+    }
+    pub fn write_record(_: &File, _: &Record) -> std::io::Result<()> {
+        Ok(())
+    }
+    pub fn holder(_: &File) -> Option<HolderInfo> {
+        None
+    }
+    pub fn queued(_: &File) -> u64 {
+        0
+    }
+}
+
+#[cfg(test)]
+mod model;
+
+#[cfg(test)]
+mod tests {
+    use super::layout::*;
+    use super::*;
+    use proptest::prelude::*;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn header_round_trip_and_damage() {
+        let h = Header {
+            next: 42,
+            floor: 40,
+        };
+        let b = encode_header(&h);
+        assert_eq!(decode_header(&b), HeaderBytes::Valid(h));
+        let mut torn = b;
+        torn[9] ^= 1;
+        assert_eq!(decode_header(&torn), HeaderBytes::Damaged);
+        // Counters that cannot happen are damage, not a valid header.
+        for bad in [
+            Header { next: 5, floor: 6 },
+            Header { next: 5, floor: 0 },
+            Header {
+                next: MAX_TICKET,
+                floor: 1,
+            },
+        ] {
+            assert_eq!(
+                decode_header(&encode_header(&bad)),
+                HeaderBytes::Damaged,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            decode_header(b"SQLite format 3\0 and more bytes.."),
+            HeaderBytes::Foreign
+        );
+        assert_eq!(decode_header(&b[..10]), HeaderBytes::Foreign);
+    }
+
+    #[test]
+    fn record_round_trip_clips_at_char_boundaries() {
+        let r = Record {
+            ticket: 7,
+            state: STATE_HOLDING,
+            pid: 1234,
+            since: UNIX_EPOCH + Duration::from_nanos(1_700_000_000_123_456_789),
+            label: "é".repeat(100), // 200 bytes: cut to 120
+            sql: "INSERT INTO t VALUES (1)".into(),
+        };
+        let back = decode_record(&encode_record(&r)).unwrap();
+        assert_eq!(back.label, "é".repeat(60));
+        assert_eq!(back.sql, r.sql);
+        assert_eq!(back.since, r.since);
+        assert_eq!(
+            (back.ticket, back.state, back.pid),
+            (7, STATE_HOLDING, 1234)
+        );
+        assert_eq!(decode_record(&[0u8; RECORD_LEN]), None, "never written");
+    }
+
+    #[test]
+    fn lock_path_appends_the_suffix() {
+        assert_eq!(
+            lock_path_for(Path::new("/data/app.db")),
+            PathBuf::from("/data/app.db-lane")
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let _ = decode_header(&bytes);
+            let _ = decode_record(&bytes);
+        }
+
+        #[test]
+        fn records_round_trip(ticket in 0u64..MAX_TICKET, pid: u32, label in ".{0,200}", sql in ".{0,500}") {
+            let r = Record { ticket, state: STATE_WAITING, pid, since: UNIX_EPOCH, label: label.clone(), sql: sql.clone() };
+            let back = decode_record(&encode_record(&r)).unwrap();
+            prop_assert!(label.starts_with(&back.label));
+            prop_assert!(back.label.len() <= MAX_LABEL_BYTES);
+            prop_assert!(sql.starts_with(&back.sql));
+            prop_assert!(back.sql.len() <= MAX_SQL_BYTES);
+            prop_assert_eq!((back.ticket, back.pid), (ticket, pid));
+        }
+    }
+}
