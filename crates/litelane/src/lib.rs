@@ -131,11 +131,30 @@ impl Database {
         let queue = Arc::default();
         let signal =
             checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
+        let process_queue = match (&target.path, opts.process_queue) {
+            (Some(path), true) if path.to_string_lossy().starts_with("file:") => {
+                recorder.note_process_queue_off(
+                    "the database was opened by URI; open it by path to queue writers across processes"
+                        .into(),
+                );
+                None
+            }
+            (Some(path), true) => match xproc::ProcessQueue::open(path) {
+                Ok(q) => Some(q),
+                Err(degraded) => {
+                    recorder.note_process_queue_off(degraded.to_string());
+                    None
+                }
+            },
+            _ => None,
+        };
         let writer = Arc::new(Writer::new(
             writer_conn,
             queue,
             opts.group_commit.clone(),
             opts.long_wait,
+            opts.busy_timeout,
+            process_queue,
             Arc::clone(&recorder),
             Arc::clone(&tracer),
         )?);

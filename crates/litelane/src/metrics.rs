@@ -93,6 +93,10 @@ pub struct Metrics {
     /// checkpoint finished, or when only other processes' readers were in
     /// the way.
     pub wal_pinned_by: Option<crate::PinnedRead>,
+    /// Why the cross-process writer queue is off (`None` while it is on, or
+    /// when `Options::process_queue` turned it off): writers of other
+    /// processes then meet through SQLite's busy timeout.
+    pub process_queue_off: Option<String>,
 }
 
 /// Upper bounds of the group-size buckets.
@@ -115,6 +119,8 @@ pub(crate) struct Recorder {
     events: Mutex<Events>,
     /// When the last checkpoint ran, if it could not copy the whole WAL.
     incomplete_checkpoint: Mutex<Option<Instant>>,
+    /// Why the cross-process queue is off, if it is.
+    process_queue_off: Mutex<Option<String>>,
 }
 
 struct Waits {
@@ -192,6 +198,14 @@ impl Recorder {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Notes that the cross-process queue is off, and why.
+    pub fn note_process_queue_off(&self, why: String) {
+        *self
+            .process_queue_off
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+
     pub fn note_error(&self, err: &crate::Error) {
         if err.is_busy() {
             self.busy_errors.fetch_add(1, Relaxed);
@@ -234,6 +248,11 @@ impl Recorder {
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),
             wal_pinned_by: None,
+            process_queue_off: self
+                .process_queue_off
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 }

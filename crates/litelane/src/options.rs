@@ -220,6 +220,14 @@ pub struct Options {
     pub long_wait: Duration,
     /// Threads that run `write_async` / `read_async` closures. Default 4.
     pub async_threads: usize,
+    /// Queue the writers of every litelane process that opens the same file
+    /// through one fair, crash-safe queue (a `<db>-lane` lock file beside the
+    /// database; see [`crate::xproc`]) instead of SQLite's sleeping busy
+    /// retries. Default: on (ignored for in-memory databases). When the lock
+    /// file cannot be used (read-only directory, another OS), litelane falls
+    /// back to the busy timeout and says why in
+    /// [`Metrics::process_queue_off`](crate::Metrics::process_queue_off).
+    pub process_queue: bool,
 }
 
 impl Default for Options {
@@ -240,6 +248,7 @@ impl Default for Options {
             checkpoints: Checkpoints::default(),
             slow_statement: Duration::from_millis(100),
             long_wait: Duration::from_millis(50),
+            process_queue: true,
             async_threads: 4,
         }
     }

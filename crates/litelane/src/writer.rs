@@ -41,6 +41,7 @@ use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{Claimed, Entered, Kind, Queue, Released, Turn};
+use crate::xproc::{ProcessQueue, ProcessTurn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -271,6 +272,9 @@ struct Slot {
     conn: Connection,
     /// The label of the last job that ran (the "holder" of a long wait).
     last_label: String,
+    /// The next job's long wait is already recorded (it waited for another
+    /// process, and that process was named).
+    wait_attributed: bool,
 }
 
 pub(crate) struct Writer {
@@ -279,6 +283,10 @@ pub(crate) struct Writer {
     slot: Mutex<Slot>,
     group: GroupCommit,
     long_wait: Duration,
+    /// How long to wait for another process's turn (`Options::busy_timeout`).
+    busy_timeout: Duration,
+    /// The writers of other processes on the same file (None: off).
+    process_queue: Option<ProcessQueue>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     /// True only while the writer runs its own `COMMIT`; the commit hook
@@ -343,11 +351,14 @@ fn deferred_fk_error() -> Error {
 }
 
 impl Writer {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut conn: Connection,
         queue: Arc<WriterQueue>,
         group: GroupCommit,
         long_wait: Duration,
+        busy_timeout: Duration,
+        process_queue: Option<ProcessQueue>,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
     ) -> Result<Writer> {
@@ -362,9 +373,12 @@ impl Writer {
             slot: Mutex::new(Slot {
                 conn,
                 last_label: String::new(),
+                wait_attributed: false,
             }),
             group,
             long_wait,
+            busy_timeout,
+            process_queue,
             recorder,
             tracer,
             committing,
@@ -411,7 +425,7 @@ impl Writer {
         let waited = job.enqueued().elapsed();
         self.recorder.record_wait(waited);
         let mut last_sql = lock(&self.tracer.writer_last_sql);
-        if waited >= self.long_wait {
+        if waited >= self.long_wait && !std::mem::take(&mut slot.wait_attributed) {
             self.recorder.record_long_wait(LongWait {
                 waited,
                 waiter_label: job.label().to_string(),
@@ -494,7 +508,21 @@ impl Writer {
     /// Holds the turn: runs `own`, then the jobs queued behind it, commits,
     /// settles every job and hands the turn on.
     fn lead(&self, mut turn: Turn<'_, JobRef>, own: &mut dyn Job) {
+        // The turn among processes, held for the whole turn (every group it
+        // commits), released in Drop.
+        let process_turn = match self.process_turn(own) {
+            Ok(t) => t,
+            Err(e) => {
+                self.recorder.note_error(&e);
+                own.settle(Err(e));
+                self.release(turn);
+                return;
+            }
+        };
         let mut slot = lock(&self.slot);
+        slot.wait_attributed = process_turn
+            .as_ref()
+            .is_some_and(|t| t.waited() >= self.long_wait);
         let mark = HoldingMark::set(self.id);
         let mut group: Option<Group<'_>> = None;
         let mut next = Some(Member::Own(own));
@@ -522,7 +550,52 @@ impl Writer {
             "a turn ends with no transaction open"
         );
         drop(slot);
+        // Other processes' writers queued first are served before the next
+        // writer of this process.
+        drop(process_turn);
         self.release(turn);
+    }
+
+    /// Waits for the turn among the litelane processes writing to this file
+    /// (when the cross-process queue is on), up to `busy_timeout`. A wait of
+    /// `long_wait` or more is recorded with the holder's pid, label and SQL.
+    fn process_turn(&self, job: &dyn Job) -> Result<Option<ProcessTurn>> {
+        let Some(q) = &self.process_queue else {
+            return Ok(None);
+        };
+        let holder = q.holder();
+        let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
+        match q.acquire_timeout(job.label(), self.busy_timeout) {
+            Ok(Some(t)) => {
+                if t.waited() >= self.long_wait {
+                    self.recorder.record_long_wait(LongWait {
+                        waited: t.waited(),
+                        waiter_label: job.label().to_string(),
+                        holder_label: holder.as_ref().map(describe).unwrap_or_default(),
+                        holder_sql: holder.map(|h| h.sql).unwrap_or_default(),
+                    });
+                }
+                Ok(Some(t))
+            }
+            Ok(None) => Err(Error::Sqlite {
+                code: codes::SQLITE_BUSY,
+                extended_code: codes::SQLITE_BUSY,
+                message: format!(
+                    "another process held the writer queue for longer than busy_timeout ({:?})",
+                    self.busy_timeout
+                ),
+                context: match holder {
+                    Some(h) => format!("waiting for {}", describe(&h)),
+                    None => "waiting for another process's write turn".into(),
+                },
+            }),
+            Err(degraded) => {
+                // An I/O error on the lock file: go on without the queue
+                // (SQLite's own locks still keep the file consistent).
+                self.recorder.note_process_queue_off(degraded.to_string());
+                Ok(None)
+            }
+        }
     }
 
     /// Runs one job inside the group's transaction (opening one if needed).

@@ -202,7 +202,8 @@ fn a_long_wait_names_the_transaction_that_held_the_writer() {
 #[test]
 fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
     // Two Database values on one file compete like two processes would: each
-    // has its own writer queue, and only SQLite's file locks order them.
+    // has its own in-process queue, and they meet in the cross-process queue
+    // (the `<db>-lane` lock file), which honours busy_timeout like SQLite.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.db");
     let first = litelane::Database::open(&path, Options::default()).unwrap();
@@ -235,7 +236,15 @@ fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
         .write(|tx| Ok(tx.execute("INSERT INTO t VALUES ('impatient')", [])?))
         .unwrap_err();
     assert!(err.is_busy(), "{err}");
-    assert!(err.to_string().contains("BEGIN IMMEDIATE"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("another process held the writer queue"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("process {}", std::process::id())),
+        "names the holder: {text}"
+    );
     assert_eq!(impatient.metrics().busy_errors, 1);
     // busy_timeout of 5 s outlasts the 400 ms hold: the write waits, then lands.
     patient
@@ -253,5 +262,13 @@ fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
         query_i64(&first, "SELECT count(*) FROM t WHERE who = 'impatient'"),
         0
     );
-    assert_eq!(patient.metrics().busy_errors, 0);
+    let m = patient.metrics();
+    assert_eq!(m.busy_errors, 0);
+    // The wait behind the other "process" is attributed to it.
+    let wait = m.long_waits.last().expect("a long wait recorded");
+    assert!(wait.holder_label.starts_with("process "), "{wait:?}");
+    assert!(
+        wait.waited >= std::time::Duration::from_millis(100),
+        "{wait:?}"
+    );
 }

@@ -1,0 +1,240 @@
+//! Several processes write to one file through litelane: with the
+//! cross-process queue (on by default) none of them sees `SQLITE_BUSY`,
+//! every acknowledged row is stored, and a process killed while it holds the
+//! writer does not stall the others.
+//!
+//! The writing processes are this test binary itself, re-run with the
+//! ignored test `processes_child` selected and its role in the environment.
+//! `LITELANE_PROCESSES_LONG=1` runs the long forms.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use litelane::{Database, Options, Profile};
+
+const DB: &str = "LITELANE_PROCESSES_DB";
+const ROLE: &str = "LITELANE_PROCESSES_ROLE";
+const PROC: &str = "LITELANE_PROCESSES_ID";
+
+fn long() -> bool {
+    std::env::var("LITELANE_PROCESSES_LONG").is_ok_and(|v| v == "1")
+}
+
+fn options() -> Options {
+    let mut o = Options::with_profile(Profile::Balanced);
+    // A writer waiting longer than this for another process fails: the
+    // queue must keep every wait far below it.
+    o.busy_timeout = Duration::from_secs(10);
+    o
+}
+
+/// The child. Role `writer`: 4 threads × N single-row transactions; prints
+/// each acknowledged id. Role `holder`: holds the writer for 50 ms per
+/// transaction, forever, printing `HOLDING` inside each one (the parent
+/// kills it).
+#[test]
+#[ignore = "run only as a child of the processes tests"]
+fn processes_child() {
+    let path = std::env::var(DB).expect("run by the processes tests");
+    let role = std::env::var(ROLE).unwrap();
+    let me: i64 = std::env::var(PROC).unwrap().parse().unwrap();
+    let db = Database::open(&path, options()).unwrap();
+    let per_thread: i64 = if long() { 2_000 } else { 150 };
+    if role == "holder" {
+        loop {
+            db.write_labeled("holder", |tx| {
+                tx.execute("INSERT INTO held(x) VALUES (1)", [])?;
+                println!("\nHOLDING");
+                std::io::stdout().flush().unwrap();
+                thread::sleep(Duration::from_millis(50));
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+    let threads: Vec<_> = (0..4i64)
+        .map(|t| {
+            let db = db.clone();
+            thread::spawn(move || {
+                let mut out = std::io::stdout();
+                for i in 0..per_thread {
+                    let id = (me * 10 + t) * 1_000_000 + i;
+                    match db
+                        .write(move |tx| Ok(tx.execute("INSERT INTO acked(id) VALUES (?)", [id])?))
+                    {
+                        Ok(_) => writeln!(out, "\nACK {id}").unwrap(),
+                        Err(e) => writeln!(out, "\nERROR {e}").unwrap(),
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in threads {
+        h.join().unwrap();
+    }
+    let m = db.metrics();
+    println!("\nBUSY {}", m.busy_errors);
+    println!("MAXWAIT_MS {}", m.queue_wait_max.as_millis());
+    println!("QUEUE_OFF {}", m.process_queue_off.is_some());
+}
+
+fn spawn(db: &Path, role: &str, id: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "processes_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(DB, db)
+        .env(ROLE, role)
+        .env(PROC, id.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn a child process")
+}
+
+struct Outcome {
+    acked: Vec<i64>,
+    errors: Vec<String>,
+    busy: u64,
+    max_wait_ms: u64,
+    queue_off: bool,
+}
+
+fn collect(child: Child) -> Outcome {
+    let mut out = Outcome {
+        acked: Vec::new(),
+        errors: Vec::new(),
+        busy: 0,
+        max_wait_ms: 0,
+        queue_off: true,
+    };
+    let mut child = child;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(e) = line.strip_prefix("ERROR ") {
+            out.errors.push(e.to_string());
+        } else if let Some(n) = line.strip_prefix("BUSY ") {
+            out.busy = n.parse().unwrap();
+        } else if let Some(n) = line.strip_prefix("MAXWAIT_MS ") {
+            out.max_wait_ms = n.parse().unwrap();
+        } else if let Some(b) = line.strip_prefix("QUEUE_OFF ") {
+            out.queue_off = b == "true";
+        } else if let Some(id) = line.strip_prefix("ACK ") {
+            out.acked.push(id.parse().unwrap());
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    out
+}
+
+fn create(path: &Path) {
+    let db = Database::open(path, options()).unwrap();
+    db.write(|tx| {
+        Ok(tx.execute_batch("CREATE TABLE acked(id INTEGER PRIMARY KEY); CREATE TABLE held(x)")?)
+    })
+    .unwrap();
+}
+
+fn stored(path: &Path) -> BTreeSet<i64> {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let mut st = c.prepare("SELECT id FROM acked").unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+#[test]
+fn processes_writing_at_once_never_see_busy_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    create(&path);
+    let processes = if long() { 8 } else { 4 };
+    let children: Vec<_> = (0..processes).map(|i| spawn(&path, "writer", i)).collect();
+    let outcomes: Vec<_> = children.into_iter().map(collect).collect();
+    let stored = stored(&path);
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(!o.queue_off, "process {i}: the cross-process queue was off");
+        assert!(
+            o.errors.is_empty(),
+            "process {i}: {:?}",
+            &o.errors[..o.errors.len().min(3)]
+        );
+        assert_eq!(o.busy, 0, "process {i} saw SQLITE_BUSY");
+        for id in &o.acked {
+            assert!(
+                stored.contains(id),
+                "process {i}: acknowledged {id} is not stored"
+            );
+        }
+    }
+    let acked: usize = outcomes.iter().map(|o| o.acked.len()).sum();
+    assert_eq!(acked, stored.len(), "every stored row was acknowledged");
+    let max = outcomes.iter().map(|o| o.max_wait_ms).max().unwrap();
+    eprintln!("{processes} processes × 4 threads: {acked} rows, 0 errors, longest wait {max} ms");
+}
+
+#[test]
+fn a_holder_killed_mid_transaction_does_not_stall_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.db");
+    create(&path);
+    let kills = if long() { 20 } else { 3 };
+    let writers: Vec<_> = (0..2).map(|i| spawn(&path, "writer", i)).collect();
+    let mut killed_at = Vec::new();
+    for k in 0..kills {
+        let mut holder = spawn(&path, "holder", 100 + k);
+        let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+        // Kill it inside one of its transactions (it holds the writer of
+        // every process then).
+        let skip = 1 + k % 3;
+        let mut seen = 0;
+        while seen < skip {
+            let line = lines.next().expect("the holder runs").unwrap();
+            seen += usize::from(line == "HOLDING");
+        }
+        holder.kill().unwrap();
+        killed_at.push(Instant::now());
+        holder.wait().unwrap();
+    }
+    let outcomes: Vec<_> = writers.into_iter().map(collect).collect();
+    let stored = stored(&path);
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(
+            o.errors.is_empty(),
+            "writer {i}: {:?}",
+            &o.errors[..o.errors.len().min(3)]
+        );
+        assert_eq!(o.busy, 0);
+        for id in &o.acked {
+            assert!(
+                stored.contains(id),
+                "writer {i}: acknowledged {id} is not stored"
+            );
+        }
+        // A dead holder must not cost anyone the busy timeout (10 s).
+        assert!(
+            o.max_wait_ms < 5_000,
+            "writer {i} waited {} ms",
+            o.max_wait_ms
+        );
+    }
+    eprintln!(
+        "{kills} holders killed; longest writer wait {} ms",
+        outcomes.iter().map(|o| o.max_wait_ms).max().unwrap()
+    );
+}
