@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::batch::Batch;
+use super::parse::Place;
 use super::source::Format;
-use super::values::{parse_int, parse_real, Cell, ColType};
+use super::values::{
+    is_big_integer, looks_numeric_to_sqlite, parse_int, parse_real, Cell, ColType,
+};
 
 /// One column of the target table that the input fills.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,10 +89,10 @@ impl Converter {
     }
 
     /// Adds a CSV/TSV record to `b` as a row, or as a reject.
-    pub fn push_csv(&self, b: &mut Batch, rec: &csv::ByteRecord, line: u64, record: u64) {
+    pub fn push_csv(&self, b: &mut Batch, rec: &csv::ByteRecord, at: Place, record: u64) {
         if rec.len() != self.plan.fields {
             let reason = format!("expected {} fields, found {}", self.plan.fields, rec.len());
-            b.reject(line, record, reason, self.raw_csv(rec));
+            b.reject(at, record, reason, self.raw_csv(rec));
             return;
         }
         let mark = b.mark();
@@ -99,12 +102,12 @@ impl Converter {
                 Ok(cell) => b.cells.push(cell),
                 Err(reason) => {
                     b.undo_to(mark);
-                    b.reject(line, record, reason, self.raw_csv(rec));
+                    b.reject(at, record, reason, self.raw_csv(rec));
                     return;
                 }
             }
         }
-        b.finish_row(line, record);
+        b.finish_row(at, record);
     }
 
     fn cell_from_bytes(&self, col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
@@ -116,26 +119,28 @@ impl Converter {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
                 }
-                if col.strict {
-                    return Err(not_a(col, f));
-                }
             }
             ColType::Real => {
                 if let Some(v) = parse_real(f) {
                     return Ok(Cell::Real(v));
                 }
-                if col.strict {
-                    return Err(not_a(col, f));
-                }
             }
-            ColType::Text => {}
-            ColType::Any => {
+            ColType::Text => return text_cell(col, f, b),
+            ColType::Any | ColType::Numeric => {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
                 }
                 if let Some(v) = parse_real(f) {
                     return Ok(Cell::Real(v));
                 }
+            }
+        }
+        if col.strict && col.ty != ColType::Any && col.ty != ColType::Numeric {
+            return Err(not_a(col, f));
+        }
+        if col.ty.converts_text() {
+            if let Some(reason) = rewritten(col, f) {
+                return Err(reason);
             }
         }
         text_cell(col, f, b)
@@ -172,7 +177,7 @@ impl Converter {
     }
 
     /// Adds one NDJSON line to `b` as a row, or as a reject.
-    pub fn push_json(&self, b: &mut Batch, raw: &[u8], line: u64, record: u64) {
+    pub fn push_json(&self, b: &mut Batch, raw: &[u8], at: Place, record: u64) {
         let obj = match serde_json::from_slice::<Json>(raw) {
             Ok(Json::Object(o)) => o,
             Ok(other) => {
@@ -184,7 +189,7 @@ impl Converter {
                     _ => "null",
                 };
                 b.reject(
-                    line,
+                    at,
                     record,
                     format!("not a JSON object but {what}"),
                     raw.to_vec(),
@@ -192,7 +197,7 @@ impl Converter {
                 return;
             }
             Err(e) => {
-                b.reject(line, record, format!("invalid JSON: {e}"), raw.to_vec());
+                b.reject(at, record, format!("invalid JSON: {e}"), raw.to_vec());
                 return;
             }
         };
@@ -211,7 +216,7 @@ impl Converter {
                          first records, or from the table when appending)",
                         serde_json::Value::String(k.clone())
                     );
-                    b.reject(line, record, reason, raw.to_vec());
+                    b.reject(at, record, reason, raw.to_vec());
                     return;
                 }
             }
@@ -222,12 +227,12 @@ impl Converter {
                 Ok(c) => b.cells.push(c),
                 Err(reason) => {
                     b.undo_to(mark);
-                    b.reject(line, record, reason, raw.to_vec());
+                    b.reject(at, record, reason, raw.to_vec());
                     return;
                 }
             }
         }
-        b.finish_row(line, record);
+        b.finish_row(at, record);
     }
 }
 
@@ -242,6 +247,38 @@ fn not_a(col: &ColumnPlan, f: &[u8]) -> String {
             _ => "a REAL",
         }
     )
+}
+
+/// Why text `f` cannot be stored in the numeric column `col` as written:
+/// SQLite's column affinity would turn it into a number (`00123` → 123,
+/// `+5`, `1e3`, ` 7`), lose digits (an integer beyond 64 bits becomes a
+/// REAL) or make it infinite (`1e309`). `None` when SQLite keeps it as text.
+fn rewritten(col: &ColumnPlan, f: &[u8]) -> Option<String> {
+    let shown: String = String::from_utf8_lossy(f).chars().take(60).collect();
+    let name = litelane::quote_ident(&col.name);
+    let ty = col.ty.sql();
+    if is_big_integer(f) {
+        return Some(format!(
+            "column {name}: {shown:?} is an integer beyond 64 bits: the column's {ty} type \
+             would store it as a REAL and lose digits (import with --types text to keep it)"
+        ));
+    }
+    if looks_numeric_to_sqlite(f) {
+        let inf = std::str::from_utf8(f)
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .is_some_and(|v| v.is_infinite());
+        let what = if inf {
+            "an infinite REAL".to_string()
+        } else {
+            "a number, not as written".to_string()
+        };
+        return Some(format!(
+            "column {name}: {shown:?} is not written as a plain {ty} value, and the column's \
+             {ty} type would store it as {what} (import with --types text to keep it)"
+        ));
+    }
+    None
 }
 
 fn text_cell(col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
@@ -285,25 +322,43 @@ fn json_cell(col: &ColumnPlan, v: &Json, b: &mut Batch) -> Result<Cell, String> 
             }
         }
         Json::Number(n) => {
+            // The number as written in the input (serde_json keeps it).
+            let written = n.as_str();
             if col.ty == ColType::Text {
-                return Ok(b.push_text(n.to_string().as_bytes()));
+                return Ok(b.push_text(written.as_bytes()));
+            }
+            if is_big_integer(written.as_bytes()) {
+                if col.ty == ColType::Any {
+                    return Ok(b.push_text(written.as_bytes()));
+                }
+                return Err(rewritten(col, written.as_bytes()).unwrap_or_default());
             }
             match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
-                (_, Some(f)) => {
+                (_, Some(f)) if f.is_finite() => {
                     if col.ty == ColType::Integer && col.strict {
-                        Err(strict_fail(&n.to_string()))
+                        Err(strict_fail(written))
                     } else {
                         Ok(Cell::Real(f))
                     }
                 }
-                _ => Ok(b.push_text(n.to_string().as_bytes())),
+                _ if col.ty.converts_text() => Err(format!(
+                    "column {}: {written} is out of the range of a REAL (it would be stored \
+                     as infinite)",
+                    litelane::quote_ident(&col.name)
+                )),
+                _ => Ok(b.push_text(written.as_bytes())),
             }
         }
         Json::String(s) => {
             if numeric_col && col.strict {
                 let shown: String = s.chars().take(60).collect();
                 return Err(strict_fail(&format!("{shown:?}")));
+            }
+            if col.ty.converts_text() {
+                if let Some(reason) = rewritten(col, s.as_bytes()) {
+                    return Err(reason);
+                }
             }
             Ok(b.push_text(s.as_bytes()))
         }
@@ -354,6 +409,13 @@ mod tests {
         }
     }
 
+    fn at(line: u64) -> Place {
+        Place {
+            line,
+            end: line * 10,
+        }
+    }
+
     fn rec(fields: &[&[u8]]) -> csv::ByteRecord {
         let mut r = csv::ByteRecord::new();
         fields.iter().for_each(|f| r.push_field(f));
@@ -364,11 +426,11 @@ mod tests {
     fn csv_fields_become_typed_cells_nulls_and_rejects() {
         let c = Converter::new(plan(Format::Csv, false));
         let mut b = Batch::new(3, 8);
-        c.push_csv(&mut b, &rec(&[b"1", b"2.5", b"a"]), 2, 1);
-        c.push_csv(&mut b, &rec(&[b"NA", b"", b"b"]), 3, 2);
-        c.push_csv(&mut b, &rec(&[b"x", b"y", b"c"]), 4, 3);
-        c.push_csv(&mut b, &rec(&[b"1", b"2"]), 5, 4);
-        c.push_csv(&mut b, &rec(&[b"1", b"2", b"\xff"]), 6, 5);
+        c.push_csv(&mut b, &rec(&[b"1", b"2.5", b"a"]), at(2), 1);
+        c.push_csv(&mut b, &rec(&[b"NA", b"", b"b"]), at(3), 2);
+        c.push_csv(&mut b, &rec(&[b"x", b"y", b"c"]), at(4), 3);
+        c.push_csv(&mut b, &rec(&[b"1", b"2"]), at(5), 4);
+        c.push_csv(&mut b, &rec(&[b"1", b"2", b"\xff"]), at(6), 5);
         assert_eq!(b.rows, 3);
         assert_eq!(&b.cells[..2], &[Cell::Int(1), Cell::Real(2.5)]);
         assert_eq!(&b.cells[3..5], &[Cell::Null, Cell::Null]);
@@ -383,8 +445,8 @@ mod tests {
     fn strict_rejects_values_that_do_not_fit() {
         let c = Converter::new(plan(Format::Csv, true));
         let mut b = Batch::new(3, 8);
-        c.push_csv(&mut b, &rec(&[b"x", b"1", b"a"]), 2, 1);
-        c.push_csv(&mut b, &rec(&[b"1", b"1,5", b"a,\"b"]), 3, 2);
+        c.push_csv(&mut b, &rec(&[b"x", b"1", b"a"]), at(2), 1);
+        c.push_csv(&mut b, &rec(&[b"1", b"1,5", b"a,\"b"]), at(3), 2);
         assert_eq!(b.rows, 0);
         assert!(b.rejects[0].reason.contains("\"x\" is not an INTEGER"));
         assert!(b.rejects[1].reason.contains("is not a REAL"));
@@ -396,10 +458,10 @@ mod tests {
     fn json_objects_fill_columns_by_key() {
         let c = Converter::new(plan(Format::Ndjson, false));
         let mut b = Batch::new(3, 8);
-        c.push_json(&mut b, br#"{"s":{"a":[1]},"id":5}"#, 1, 1);
-        c.push_json(&mut b, br#"[1,2]"#, 2, 2);
-        c.push_json(&mut b, br#"{"zzz":1}"#, 3, 3);
-        c.push_json(&mut b, br#"{"id":"#, 4, 4);
+        c.push_json(&mut b, br#"{"s":{"a":[1]},"id":5}"#, at(1), 1);
+        c.push_json(&mut b, br#"[1,2]"#, at(2), 2);
+        c.push_json(&mut b, br#"{"zzz":1}"#, at(3), 3);
+        c.push_json(&mut b, br#"{"id":"#, at(4), 4);
         assert_eq!(b.rows, 1);
         assert_eq!(b.cells[0], Cell::Int(5));
         assert_eq!(b.cells[1], Cell::Null);

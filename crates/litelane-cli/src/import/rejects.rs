@@ -33,12 +33,14 @@ impl Rejects {
 
     /// Writes rejects to `path`, keeping its first `keep` bytes (0 for a
     /// new import; the length recorded at the last commit for `--resume`).
+    /// Nothing is cut from an existing file until [`start`](Rejects::start),
+    /// called once the import is known to begin.
     pub fn file(path: &Path, keep: u64, input: &str) -> Result<Rejects, CliError> {
         let ctx = || format!("opening the rejects file {}", path.display());
-        let mut f = OpenOptions::new()
+        let f = OpenOptions::new()
             .create(true)
             .write(true)
-            .truncate(keep == 0)
+            .truncate(false)
             .open(path)
             .map_err(|e| CliError::io(ctx(), e))?;
         let len = f.metadata().map_err(|e| CliError::io(ctx(), e))?.len();
@@ -49,15 +51,27 @@ impl Rejects {
                 path.display()
             )));
         }
-        f.set_len(keep).map_err(|e| CliError::io(ctx(), e))?;
-        f.seek(SeekFrom::Start(keep))
-            .map_err(|e| CliError::io(ctx(), e))?;
         Ok(Rejects {
             file: Some((BufWriter::with_capacity(64 << 10, f), path.to_path_buf())),
             bytes: keep,
             count: 0,
             input: input.to_string(),
         })
+    }
+
+    /// Cuts the file to the length kept and writes from there: called when
+    /// the rows begin to flow, after every check passed.
+    pub fn start(&mut self) -> Result<(), CliError> {
+        if let Some((w, path)) = &mut self.file {
+            let ctx = || format!("opening the rejects file {}", path.display());
+            let f = w.get_mut();
+            if f.metadata().map_err(|e| CliError::io(ctx(), e))?.is_file() {
+                f.set_len(self.bytes).map_err(|e| CliError::io(ctx(), e))?;
+                f.seek(SeekFrom::Start(self.bytes))
+                    .map_err(|e| CliError::io(ctx(), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// The rejects file, if any.
@@ -163,7 +177,15 @@ mod tests {
     fn rejects_file_is_truncated_to_the_kept_length_on_resume() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.ndjson");
+        let old = b"old content that must go once the import starts";
+        std::fs::write(&p, old).unwrap();
         let mut r = Rejects::file(&p, 0, "in.csv").unwrap();
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            old,
+            "nothing is cut before start"
+        );
+        r.start().unwrap();
         r.write(2, 1, "bad", b"a,\xff").unwrap();
         r.flush().unwrap();
         let keep = r.bytes();
@@ -171,6 +193,7 @@ mod tests {
         r.flush().unwrap();
         drop(r);
         let mut r = Rejects::file(&p, keep, "in.csv").unwrap();
+        r.start().unwrap();
         r.write(4, 3, "again", b"c").unwrap();
         r.flush().unwrap();
         let text = std::fs::read_to_string(&p).unwrap();

@@ -17,9 +17,14 @@ pub enum ColType {
     Real,
     /// Anything, kept as written.
     Text,
-    /// A column of an existing table without a definite type (NUMERIC, BLOB
-    /// or no declared type): each value is stored as what it looks like.
+    /// A column of an existing table with BLOB affinity (declared BLOB or
+    /// no type): each value is stored as what it looks like, and SQLite
+    /// changes nothing.
     Any,
+    /// A column of an existing table with NUMERIC affinity (NUMERIC,
+    /// DECIMAL, BOOLEAN, DATE...): numbers are stored as numbers; text that
+    /// SQLite would turn into a number is rejected.
+    Numeric,
 }
 
 impl ColType {
@@ -30,6 +35,7 @@ impl ColType {
             ColType::Real => "REAL",
             ColType::Text => "TEXT",
             ColType::Any => "ANY",
+            ColType::Numeric => "NUMERIC",
         }
     }
 
@@ -41,11 +47,19 @@ impl ColType {
             ColType::Integer
         } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
             ColType::Text
+        } else if d.contains("BLOB") || d.trim().is_empty() {
+            ColType::Any
         } else if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
             ColType::Real
         } else {
-            ColType::Any
+            ColType::Numeric
         }
+    }
+
+    /// SQLite converts text bound to a column of this type when the text
+    /// looks like a number ([`looks_numeric_to_sqlite`]).
+    pub fn converts_text(self) -> bool {
+        matches!(self, ColType::Integer | ColType::Real | ColType::Numeric)
     }
 }
 
@@ -94,7 +108,7 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
 /// Parses a finite decimal number (`1.5`, `-.5`, `3`, `6.02e23`). Words such
 /// as `inf` or `NaN` and surrounding spaces are not numbers.
 pub fn parse_real(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b.len() > 64 {
+    if b.is_empty() || b.len() > 512 || is_big_integer(b) {
         return None;
     }
     let mut digit = false;
@@ -120,6 +134,79 @@ pub fn parse_real(b: &[u8]) -> Option<f64> {
     // Only ASCII got here.
     let s = std::str::from_utf8(b).ok()?;
     s.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// An integer as written: an optional sign and one or more ASCII digits,
+/// nothing else (of any length: `123456789012345678901234` is one).
+pub fn is_integer_literal(b: &[u8]) -> bool {
+    let digits = match b.first() {
+        Some(b'-' | b'+') => &b[1..],
+        _ => b,
+    };
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+}
+
+/// An integer literal ([`is_integer_literal`]) too large for 64 bits: as a
+/// REAL it would lose digits.
+pub fn is_big_integer(b: &[u8]) -> bool {
+    is_integer_literal(b) && std::str::from_utf8(b).map_or(false, |s| s.parse::<i64>().is_err())
+}
+
+/// Whitespace as SQLite's numeric conversion skips it.
+fn is_sqlite_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// True when SQLite's INTEGER, REAL or NUMERIC column affinity would store
+/// this text as a number instead of as written: surrounding whitespace, an
+/// optional sign, digits with an optional decimal point (at least one
+/// digit), and an optional exponent (`e`, optional sign, digits), as in
+/// <https://sqlite.org/datatype3.html> ("well-formed integer or real
+/// literal"); checked against SQLite itself in the tests.
+pub fn looks_numeric_to_sqlite(b: &[u8]) -> bool {
+    let mut i = 0;
+    let mut j = b.len();
+    while i < j && is_sqlite_space(b[i]) {
+        i += 1;
+    }
+    while j > i && is_sqlite_space(b[j - 1]) {
+        j -= 1;
+    }
+    let s = &b[i..j];
+    let mut k = 0;
+    if matches!(s.first(), Some(b'+' | b'-')) {
+        k = 1;
+    }
+    let mut digits = 0;
+    while k < s.len() && s[k].is_ascii_digit() {
+        k += 1;
+        digits += 1;
+    }
+    if k < s.len() && s[k] == b'.' {
+        k += 1;
+        while k < s.len() && s[k].is_ascii_digit() {
+            k += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if k < s.len() && (s[k] == b'e' || s[k] == b'E') {
+        k += 1;
+        if matches!(s.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        let mut exp = 0;
+        while k < s.len() && s[k].is_ascii_digit() {
+            k += 1;
+            exp += 1;
+        }
+        if exp == 0 {
+            return false;
+        }
+    }
+    k == s.len()
 }
 
 /// What the sample showed about one column.
@@ -161,6 +248,10 @@ impl Inference {
                 self.non_null += 1;
                 if n.as_i64().is_none() {
                     self.all_int = false;
+                    // An integer beyond 64 bits keeps its digits only as text.
+                    if is_big_integer(n.as_str().as_bytes()) {
+                        self.all_real = false;
+                    }
                 }
             }
             _ => {
@@ -243,6 +334,7 @@ mod tests {
         assert_eq!(ColType::from_declared("VARCHAR(10)"), ColType::Text);
         assert_eq!(ColType::from_declared("double precision"), ColType::Real);
         assert_eq!(ColType::from_declared(""), ColType::Any);
-        assert_eq!(ColType::from_declared("NUMERIC"), ColType::Any);
+        assert_eq!(ColType::from_declared("NUMERIC"), ColType::Numeric);
+        assert_eq!(ColType::from_declared("blob"), ColType::Any);
     }
 }
