@@ -205,17 +205,15 @@ pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
                 e,
             )
         })?;
-    match file.try_lock() {
-        Ok(()) => Ok(ImportLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(CliError::Input(format!(
+    match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+        Ok(true) => Ok(ImportLock { _file: file }),
+        Ok(false) => Err(CliError::Input(format!(
             "another litelane import into table {} of {} is running (it holds {}); wait for it \
              to finish (a killed import releases the lock by itself)",
             litelane::quote_ident(table),
             db.display(),
             path.display()
         ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(CliError::io(format!("locking {}", path.display()), e))
-        }
+        Err(e) => Err(CliError::io(format!("locking {}", path.display()), e)),
     }
 }

@@ -74,6 +74,8 @@ pub struct Lines {
     cr: bool,
     /// The last byte passed on ended a line (LF or CR), or there was none.
     at_line_start: bool,
+    /// The line break appended after the input ended its last line.
+    tail_break: bool,
     /// Input length, once its end was reached.
     total: Option<u64>,
     /// Bytes of the sentinel already passed on.
@@ -89,6 +91,7 @@ impl Lines {
             claimed: Default::default(),
             cr: false,
             at_line_start: true,
+            tail_break: false,
             total: None,
             tail: 0,
         }
@@ -133,6 +136,7 @@ impl std::io::Read for Lines {
             if !self.at_line_start {
                 // The line break appended below ends the last line.
                 self.breaks.borrow_mut().push_back(self.offset + 1);
+                self.tail_break = true;
             }
         }
         // The end: a line break, the sentinel, a line break.
@@ -258,7 +262,10 @@ impl Records {
                     if end > total + 1 {
                         let last = &rec[rec.len() - 1];
                         let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
-                        let opened = after.saturating_sub(1 + line_breaks(real)).max(1);
+                        // Every line break after the field's start is in it.
+                        let opened = after
+                            .saturating_sub(line_breaks(real) + lines.tail_break as u64)
+                            .max(1);
                         return Err(CliError::Input(format!(
                             "{display}:{opened}: a quoted field opened on line {opened} is never \
                              closed: the quote is still open at the end of the input; close it, \
@@ -372,6 +379,11 @@ impl ParseJob {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
+                    // The records before the error are good: with
+                    // --commit-every they may still be committed.
+                    if !batch.entries.is_empty() && !send(&mut batch, &self.bytes_read) {
+                        return;
+                    }
                     let _ = tx.send(Err(e));
                     return;
                 }
