@@ -473,3 +473,170 @@ mod tests {
         assert!(b.rejects[2].reason.contains("invalid JSON"));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::import::batch::Kind;
+    use proptest::prelude::*;
+
+    fn one_column(ty: ColType) -> Converter {
+        Converter::new(Plan {
+            format: Format::Csv,
+            header: true,
+            fields: 1,
+            nulls: vec![],
+            columns: vec![ColumnPlan {
+                name: "x".into(),
+                ty,
+                strict: false,
+                src: 0,
+                key: "x".into(),
+            }],
+            commit_every: None,
+        })
+    }
+
+    /// Converts `field` for a column of type `ty`, stores the row in a
+    /// column declared `decl` as the import would bind it, and returns
+    /// what SQLite kept: `None` for a rejected field, else the stored
+    /// value's type and its text.
+    fn through_sqlite(ty: ColType, decl: &str, field: &[u8]) -> Option<(String, Vec<u8>)> {
+        let conv = one_column(ty);
+        let mut b = Batch::new(1, 1);
+        let mut rec = csv::ByteRecord::new();
+        rec.push_field(field);
+        conv.push_csv(&mut b, &rec, Place { line: 2, end: 9 }, 1);
+        let Kind::Row(_) = b.entries[0].kind else {
+            return None;
+        };
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(&format!("CREATE TABLE o(x {decl})"))
+            .unwrap();
+        let row = crate::import::batch::RowRef {
+            batch: std::sync::Arc::new(b),
+            row: 0,
+            line: 2,
+            record: 1,
+        };
+        use litelane::BulkRow;
+        let v = rusqlite::types::ToSqlOutput::Borrowed(row.value(0));
+        c.execute("INSERT INTO o VALUES (?1)", [v]).unwrap();
+        Some(
+            c.query_row("SELECT typeof(x), CAST(x AS BLOB) FROM o", [], |r| {
+                Ok((r.get(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .unwrap(),
+        )
+    }
+
+    fn decl(ty: ColType) -> &'static str {
+        match ty {
+            ColType::Integer => "INTEGER",
+            ColType::Real => "REAL",
+            ColType::Text => "TEXT",
+            ColType::Any => "",
+            ColType::Numeric => "NUMERIC",
+        }
+    }
+
+    const TYPES: [ColType; 5] = [
+        ColType::Integer,
+        ColType::Real,
+        ColType::Text,
+        ColType::Any,
+        ColType::Numeric,
+    ];
+
+    /// A value is stored exactly as written, or as the number it spells, or
+    /// rejected: never silently changed by SQLite.
+    fn check(ty: ColType, field: &str) -> Result<(), TestCaseError> {
+        let Some((stored, text)) = through_sqlite(ty, decl(ty), field.as_bytes()) else {
+            // Rejected: only numeric columns reject, and only text that
+            // SQLite would have rewritten.
+            prop_assert!(ty.converts_text(), "{ty:?} rejected {field:?}");
+            prop_assert!(
+                looks_numeric_to_sqlite(field.as_bytes()) || is_big_integer(field.as_bytes())
+            );
+            return Ok(());
+        };
+        let text = String::from_utf8(text).unwrap();
+        match stored.as_str() {
+            "text" => prop_assert_eq!(&text, field, "{:?}", ty),
+            // The integer's digits are the field's; in a NUMERIC column an
+            // integral real (`3.0`) is kept by SQLite as the integer 3.
+            "integer" if ty == ColType::Numeric && text != field => {
+                let v: f64 = field.parse().unwrap();
+                prop_assert_eq!(v, text.parse::<f64>().unwrap(), "{:?} {:?}", ty, field);
+            }
+            "integer" => prop_assert_eq!(&text, field, "{:?}", ty),
+            "real" => {
+                let v: f64 = field.parse().unwrap();
+                let back: f64 = text.parse().unwrap();
+                prop_assert!(v.is_finite(), "{:?} {:?}", ty, field);
+                // SQLite prints reals with 17 significant digits; the value
+                // bound is the field's own parse (bit-exactness of that
+                // parse is a property in values.rs).
+                prop_assert!((back - v).abs() <= v.abs() * 1e-15, "{:?} {:?}", ty, field);
+            }
+            other => prop_assert!(false, "stored as {other}"),
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn edge_values_are_stored_as_written_as_their_number_or_rejected() {
+        for field in [
+            "3.0",
+            "1e3",
+            "-0.0",
+            "1.50",
+            "00123",
+            "+5",
+            " 7",
+            "7 ",
+            "1e309",
+            "0x10",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "",
+            "-",
+            "1-2",
+            "2024-01-05",
+            "1.",
+            ".5",
+            "NaN",
+            "inf",
+            "١٢",
+        ] {
+            for ty in TYPES {
+                check(ty, field).unwrap_or_else(|e| panic!("{ty:?} {field:?}: {e}"));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn a_field_is_stored_as_written_as_its_number_or_rejected(
+            field in "[ 0-9+.eE-]{0,10}|[0-9]{15,30}|\\PC{0,8}"
+        ) {
+            for ty in TYPES {
+                check(ty, &field)?;
+            }
+        }
+
+        /// An integer of any length comes back with every digit, in the
+        /// type inference picks for it.
+        #[test]
+        fn integers_of_any_length_keep_every_digit(digits in "-?[1-9][0-9]{0,35}") {
+            let mut inf = super::super::values::Inference::default();
+            inf.observe_bytes(digits.as_bytes());
+            let ty = inf.decide();
+            let (_, text) = through_sqlite(ty, decl(ty), digits.as_bytes()).unwrap();
+            prop_assert_eq!(String::from_utf8(text).unwrap(), digits);
+        }
+    }
+}

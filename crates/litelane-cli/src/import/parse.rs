@@ -505,4 +505,96 @@ mod tests {
         assert_eq!(got[0], (vec!["{\"a\":1}".into()], 1));
         assert_eq!(got[1].1, 4);
     }
+
+    fn job(data: &'static [u8], size: Option<u64>, read: u64) -> Vec<Result<Batch, CliError>> {
+        use crate::import::convert::{ColumnPlan, Plan};
+        use crate::import::values::ColType;
+        let mut records = Records::new(Format::Csv, Box::new(std::io::Cursor::new(data)));
+        records.next_record("t").unwrap(); // the header
+        let plan = Plan {
+            format: Format::Csv,
+            header: true,
+            fields: 1,
+            nulls: vec![],
+            columns: vec![ColumnPlan {
+                name: "a".into(),
+                ty: ColType::Text,
+                strict: false,
+                src: 0,
+                key: "a".into(),
+            }],
+            commit_every: None,
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        ParseJob {
+            records,
+            sample: Vec::new(),
+            converter: Converter::new(plan),
+            skip: 0,
+            resume: None,
+            bytes_read: Arc::new(AtomicU64::new(read)),
+            size,
+            display: "t.csv".into(),
+        }
+        .run(tx);
+        rx.into_iter().collect()
+    }
+
+    #[test]
+    fn an_input_that_ends_short_of_its_size_at_open_fails() {
+        // The file had 1000 bytes when opened, but only 10 could be read.
+        let got = job(b"a\nx\ny\n", Some(1000), 10);
+        let last = got.last().unwrap();
+        let err = match last {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a shrunken input must not end normally"),
+        };
+        assert!(err.contains("shrank while being read"), "{err}");
+        assert!(
+            err.contains("after 10 bytes") && err.contains("1000 bytes"),
+            "{err}"
+        );
+        // The records read are still delivered before the error (with
+        // --commit-every they may be committed; the error ends the import).
+        assert!(got.iter().all(|b| b.as_ref().map_or(true, |b| !b.last)));
+        // Read to its size: ends normally, with the blank lines counted.
+        let got = job(b"a\nx\n\ny\n", Some(8), 8);
+        let last = got.last().unwrap().as_ref().unwrap();
+        assert!(last.last);
+        assert_eq!(last.blank_lines, 1);
+    }
+
+    #[test]
+    fn lone_cr_lines_and_crs_in_quotes() {
+        let got = read_all(Format::Csv, b"a,b\r1,\"x\r\"\r\"\r\",2\r\r3,y");
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[1], (vec!["1".into(), "x\r".into()], 2));
+        // Physical lines: a CR inside quotes still ends a line of the file.
+        assert_eq!(got[2], (vec!["\r".into(), "2".into()], 4));
+        assert_eq!(got[3], (vec!["3".into(), "y".into()], 7));
+    }
+
+    #[test]
+    fn an_open_quote_is_an_error_naming_its_line() {
+        for (data, line) in [
+            (&b"a\n\"x"[..], 2),
+            (&b"a\n\"x\n\n\ny\n"[..], 2),
+            (&b"a,b\r\n1,\"p\r\nq\"\r\n2,\"r"[..], 4),
+            (&b"\""[..], 1),
+        ] {
+            let mut r = Records::new(Format::Csv, Box::new(std::io::Cursor::new(data)));
+            let err = loop {
+                match r.next_record("t") {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("{:?}: no error", String::from_utf8_lossy(data)),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(
+                err.contains(&format!("t:{line}: a quoted field opened on line {line}")),
+                "{:?}: {err}",
+                String::from_utf8_lossy(data)
+            );
+        }
+    }
 }

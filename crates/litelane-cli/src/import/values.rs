@@ -338,3 +338,125 @@ mod tests {
         assert_eq!(ColType::from_declared("blob"), ColType::Any);
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What SQLite itself does with `text` bound to a column declared
+    /// `decl`: true when it stores a number instead of the text.
+    fn sqlite_converts(c: &rusqlite::Connection, decl: &str, text: &str) -> bool {
+        c.execute_batch(&format!("DROP TABLE IF EXISTS o; CREATE TABLE o(x {decl})"))
+            .unwrap();
+        c.execute("INSERT INTO o VALUES (?1)", [text]).unwrap();
+        let ty: String = c
+            .query_row("SELECT typeof(x) FROM o", [], |r| r.get(0))
+            .unwrap();
+        ty != "text"
+    }
+
+    #[test]
+    fn looks_numeric_agrees_with_sqlite_on_edge_cases() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        for text in [
+            "1.",
+            ".5",
+            ".",
+            "1e",
+            "1e+",
+            "+",
+            "-",
+            " 1 ",
+            "1e5 ",
+            "\t7\n",
+            "0x10",
+            "1_000",
+            "\u{661}",
+            "\u{a0}7",
+            "1e999",
+            "-1e309",
+            "--1",
+            "+-1",
+            "1..2",
+            "1.e5",
+            ".e5",
+            "00123",
+            "+5",
+            "1e3",
+            " 7",
+            "7 ",
+            "\x0b7\x0c",
+            "9223372036854775808",
+            "1,5",
+            "inf",
+            "NaN",
+            "",
+            " ",
+            "e5",
+            "5e-",
+            "0.0",
+            "-0",
+            "1e0000000000000000000005",
+        ] {
+            for decl in ["INTEGER", "REAL", "NUMERIC"] {
+                assert_eq!(
+                    sqlite_converts(&c, decl, text),
+                    looks_numeric_to_sqlite(text.as_bytes()),
+                    "{text:?} in a {decl} column"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn every_i64_in_decimal_parses_back_exactly(v in any::<i64>()) {
+            prop_assert_eq!(parse_int(v.to_string().as_bytes()), Some(v));
+            let mut inf = Inference::default();
+            inf.observe_bytes(v.to_string().as_bytes());
+            prop_assert_eq!(inf.decide(), ColType::Integer);
+        }
+
+        #[test]
+        fn every_finite_double_round_trips_to_the_last_bit(
+            v in any::<f64>().prop_filter("finite", |v| v.is_finite())
+        ) {
+            for text in [format!("{v:e}"), format!("{v:E}"), format!("{v:?}")] {
+                let got = parse_real(text.as_bytes());
+                prop_assert_eq!(got.map(f64::to_bits), Some(v.to_bits()), "{}", text);
+            }
+        }
+
+        #[test]
+        fn integers_of_any_length_are_never_typed_real(digits in "[1-9][0-9]{0,40}") {
+            let mut inf = Inference::default();
+            inf.observe_bytes(digits.as_bytes());
+            let fits = digits.parse::<i64>().is_ok();
+            prop_assert_eq!(
+                inf.decide(),
+                if fits { ColType::Integer } else { ColType::Text }
+            );
+            prop_assert_eq!(is_big_integer(digits.as_bytes()), !fits);
+        }
+
+        #[test]
+        fn looks_numeric_agrees_with_sqlite(
+            text in "[ \t\n\r0-9+.eE-]{0,8}|[0-9a-fxA-F +.-]{0,6}|.{0,6}"
+        ) {
+            let c = rusqlite::Connection::open_in_memory().unwrap();
+            let mine = looks_numeric_to_sqlite(text.as_bytes());
+            for decl in ["INTEGER", "REAL", "NUMERIC"] {
+                prop_assert_eq!(
+                    sqlite_converts(&c, decl, &text),
+                    mine,
+                    "{:?} in a {} column",
+                    text,
+                    decl
+                );
+            }
+        }
+    }
+}
