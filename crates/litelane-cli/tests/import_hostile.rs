@@ -1036,6 +1036,49 @@ fn cases() -> Vec<Case> {
             stderr: &["no/such/dir", "does not exist"],
             ..Case::default()
         },
+        Case {
+            name: "--rejects-table holds the rejects beside the rows, raw as read",
+            input: b"a,b\n1,x\n2\n3,y\n4,\xff\n".to_vec(),
+            args: &["--rejects-table", "bad"],
+            code: 3,
+            rejects: &[(3, "found 1"), (5, "invalid UTF-8")],
+            stored: Some((
+                "SELECT target_table, line, record, typeof(raw), hex(raw) FROM bad ORDER BY line",
+                vec![
+                    vec![t("t"), i(3), i(2), t("text"), t("32")],
+                    vec![t("t"), i(5), i(4), t("blob"), t("342CFF")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table rolls back with the rows",
+            input: b"a,b\n1,x\n2\n3,y\n".to_vec(),
+            args: &["--rejects-table", "bad", "--max-rejects", "0"],
+            code: 1,
+            stderr: &["--max-rejects 0", "nothing was imported"],
+            stored: Some((
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('t', 'bad')",
+                vec![vec![i(0)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table naming the target table is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--rejects-table", "T"],
+            code: 1,
+            stderr: &["is the table being imported into"],
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table with a reserved name is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--rejects-table", "_litelane_import"],
+            code: 1,
+            stderr: &["reserved"],
+            ..Case::default()
+        },
         // ---- 7. Exit status -------------------------------------------
         Case {
             name: "every record stored exits 0",

@@ -357,3 +357,56 @@ fn a_read_only_directory_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn rejects_table_agrees_with_the_rows_across_a_resume() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("r.csv");
+    let mut csv = String::from("id,v\n");
+    for i in 1..=60 {
+        if i % 25 == 0 {
+            csv.push_str("bad\n");
+        } else {
+            csv.push_str(&format!("{i},x\n"));
+        }
+    }
+    std::fs::write(&src, csv).unwrap();
+    let (src, db) = (
+        src.to_str().unwrap().to_string(),
+        d.path().join("t.db").to_str().unwrap().to_string(),
+    );
+    let o = litelane(&[
+        &src,
+        "--db",
+        &db,
+        "--commit-every",
+        "10",
+        "--max-rejects",
+        "1",
+        "--rejects-table",
+        "bad",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Committed: the rows through the last commit and the one reject among
+    // them, in the same transactions.
+    assert_eq!(count(&db, "SELECT count(*) FROM bad"), 1);
+    // --resume keeps writing to the recorded rejects table.
+    let o = litelane(&[&src, "--db", &db, "--resume", "--quiet"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let c = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let lines: Vec<i64> = c
+        .prepare("SELECT line FROM bad ORDER BY line")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(lines, [26, 51]);
+    assert_eq!(count(&db, "SELECT count(DISTINCT id) FROM r"), 58);
+    assert_eq!(
+        count(&db, "SELECT rows_rejected FROM _litelane_import"),
+        2,
+        "the progress row counts exactly the rejects table's rows"
+    );
+}

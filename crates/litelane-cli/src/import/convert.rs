@@ -47,6 +47,9 @@ pub struct Plan {
     /// Rows per commit (`--commit-every`), kept for `--resume`.
     #[serde(default)]
     pub commit_every: Option<u64>,
+    /// `--rejects-table`, kept for `--resume`.
+    #[serde(default)]
+    pub rejects_table: Option<String>,
 }
 
 /// Turns records into rows following a [`Plan`].
@@ -406,6 +409,7 @@ mod tests {
                 },
             ],
             commit_every: None,
+            rejects_table: None,
         }
     }
 
@@ -494,6 +498,7 @@ mod props {
                 key: "x".into(),
             }],
             commit_every: None,
+            rejects_table: None,
         })
     }
 

@@ -127,6 +127,11 @@ pub struct ImportArgs {
     /// Write rejected records to FILE (one JSON object per line).
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
+    /// Also insert rejected records into table NAME (created if missing;
+    /// columns target_table, source, line, record, reason, raw) in the same
+    /// transaction as the rows, so it always agrees with them.
+    #[arg(long, value_name = "NAME")]
+    pub rejects_table: Option<String>,
     /// Stop (committing nothing past the last commit) after more than N
     /// rejected records (default: no limit).
     #[arg(long, value_name = "N")]
@@ -190,6 +195,15 @@ pub fn run(args: ImportArgs) -> Result<i32, CliError> {
         })?,
     };
     guard::check_table_name(&table)?;
+    if let Some(rt) = &args.rejects_table {
+        guard::check_table_name(rt)?;
+        if rt.eq_ignore_ascii_case(&table) {
+            return Err(CliError::Input(format!(
+                "--rejects-table {} is the table being imported into; give another name",
+                quote_ident(rt)
+            )));
+        }
+    }
     let input = source::open(&args.source)?;
     guard::check_input(&args.source, input.id, &args.db)?;
     if let Some(r) = &args.rejects {
@@ -334,6 +348,8 @@ fn import(
         bar: &bar,
         input: display.clone(),
         interrupted: &INTERRUPTED,
+        rejects_table: plan.rejects_table.clone(),
+        source: source_key(&args.source),
     };
     let result = sink.run(rx);
     let joined = parser.join();
@@ -601,7 +617,19 @@ fn prepare_fresh(
         nulls,
         columns,
         commit_every: args.commit_every,
+        rejects_table: args.rejects_table.clone(),
     };
+    if let Some(rt) = &args.rejects_table {
+        setup.push(rejects_table_sql(rt));
+        if mode == Mode::Replace {
+            // The replaced table's rejects go with it.
+            setup.push(format!(
+                "DELETE FROM {} WHERE target_table = {}",
+                quote_ident(rt),
+                sql_string(&table)
+            ));
+        }
+    }
     let rejects = match &args.rejects {
         Some(p) => Rejects::file(&absolute(p)?, 0, &display)?,
         None => Rejects::stderr(&display),
@@ -646,6 +674,15 @@ fn prepare_fresh(
         progress,
         rejects,
     })
+}
+
+/// `CREATE TABLE IF NOT EXISTS` of a `--rejects-table`.
+fn rejects_table_sql(name: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (target_table TEXT NOT NULL, source TEXT NOT NULL, \
+         line INTEGER NOT NULL, record INTEGER NOT NULL, reason TEXT NOT NULL, raw)",
+        quote_ident(name)
+    )
 }
 
 /// An SQL string literal.
@@ -742,6 +779,13 @@ fn prepare_resume(
     if args.commit_every.is_some() {
         plan.commit_every = args.commit_every;
     }
+    let mut setup = Vec::new();
+    if let Some(rt) = &args.rejects_table {
+        if plan.rejects_table.as_deref() != Some(rt.as_str()) {
+            setup.push(rejects_table_sql(rt));
+            plan.rejects_table = Some(rt.clone());
+        }
+    }
     let display = input.display.clone();
     let mut records = Records::new(plan.format, input.reader);
     if plan.header {
@@ -787,7 +831,7 @@ fn prepare_resume(
         sample: Vec::new(),
         skip: rec.records_read,
         resume: point,
-        setup: Vec::new(),
+        setup,
         progress: Some(progress),
         rejects,
     }))

@@ -524,6 +524,7 @@ mod tests {
                 key: "a".into(),
             }],
             commit_every: None,
+            rejects_table: None,
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(16);
         ParseJob {

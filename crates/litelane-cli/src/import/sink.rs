@@ -71,6 +71,11 @@ pub struct Sink<'a> {
     pub input: String,
     /// Set by the Ctrl-C handler: stop, keeping what is committed.
     pub interrupted: &'a AtomicBool,
+    /// `--rejects-table`: rejects are also inserted there, in the same
+    /// transaction as the rows.
+    pub rejects_table: Option<String>,
+    /// The source as recorded in the rejects table.
+    pub source: String,
 }
 
 /// How often a waiting writer looks at [`Sink::interrupted`].
@@ -260,7 +265,7 @@ impl Sink<'_> {
                 }
                 Kind::Reject(j) => {
                     let r = &batch.rejects[j as usize];
-                    self.reject(e.line, e.record, &r.reason, &r.raw, committed, counts)?;
+                    self.reject(tx, e.line, e.record, &r.reason, &r.raw, committed, counts)?;
                 }
             }
             counts.record = e.record;
@@ -345,6 +350,7 @@ impl Sink<'_> {
                             };
                             let raw = describe_row(&row[0]);
                             self.reject(
+                                tx,
                                 row[0].line,
                                 row[0].record,
                                 &reason,
@@ -381,8 +387,10 @@ impl Sink<'_> {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn reject(
         &mut self,
+        tx: &Tx<'_>,
         line: u64,
         record: u64,
         reason: &str,
@@ -391,6 +399,39 @@ impl Sink<'_> {
         counts: &mut Counts,
     ) -> Result<(), CliError> {
         self.rejects.write(line, record, reason, raw)?;
+        if let Some(t) = &self.rejects_table {
+            let sql = format!(
+                "INSERT INTO {} (target_table, source, line, record, reason, raw) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                quote_ident(t)
+            );
+            // The record as read: text when it is UTF-8, else its bytes.
+            let raw_value = match std::str::from_utf8(raw) {
+                Ok(s) => litelane::ValueRef::Text(s.as_bytes()),
+                Err(_) => litelane::ValueRef::Blob(raw),
+            };
+            tx.prepare_cached(&sql)
+                .and_then(|mut st| {
+                    st.execute(rusqlite::params![
+                        self.table,
+                        self.source,
+                        line as i64,
+                        record as i64,
+                        reason,
+                        ToSqlOutput::Borrowed(raw_value),
+                    ])
+                })
+                .map_err(|e| {
+                    CliError::Engine(litelane::Error::from_sqlite(
+                        e,
+                        format!(
+                            "recording the rejected record of {}:{line} in {}",
+                            self.input,
+                            quote_ident(t)
+                        ),
+                    ))
+                })?;
+        }
         counts.rejected += 1;
         let base = self.progress.as_ref().map_or(0, |p| p.rows_rejected);
         let total = base + committed.rejected + counts.rejected;
