@@ -807,6 +807,13 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "a number followed by a NUL byte after the sample is rejected (SQLite reads to the NUL)",
+            input: after_sample("n", "{n}", &["7\u{0}abc"]),
+            code: 3,
+            rejects: &[(10_002, "INTEGER type would store it")],
+            ..Case::default()
+        },
+        Case {
             name: "an integer beyond 64 bits after the sample is rejected, not made REAL",
             input: after_sample("n", "{n}", &["99999999999999999999"]),
             code: 3,

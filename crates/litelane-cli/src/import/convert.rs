@@ -626,7 +626,7 @@ mod props {
 
         #[test]
         fn a_field_is_stored_as_written_as_its_number_or_rejected(
-            field in "[ 0-9+.eE-]{0,10}|[0-9]{15,30}|\\PC{0,8}"
+            field in "[ 0-9+.eE\\x00-]{0,10}|[0-9]{15,30}|\\PC{0,8}"
         ) {
             for ty in TYPES {
                 check(ty, &field)?;

@@ -162,8 +162,14 @@ fn is_sqlite_space(c: u8) -> bool {
 /// optional sign, digits with an optional decimal point (at least one
 /// digit), and an optional exponent (`e`, optional sign, digits), as in
 /// <https://sqlite.org/datatype3.html> ("well-formed integer or real
-/// literal"); checked against SQLite itself in the tests.
+/// literal"), read up to the first NUL byte as SQLite does; checked against
+/// SQLite itself in the tests.
 pub fn looks_numeric_to_sqlite(b: &[u8]) -> bool {
+    // SQLite reads the text only up to a NUL byte: `7\0abc` would become 7.
+    let b = match memchr::memchr(0, b) {
+        Some(n) => &b[..n],
+        None => b,
+    };
     let mut i = 0;
     let mut j = b.len();
     while i < j && is_sqlite_space(b[i]) {
