@@ -628,6 +628,27 @@ fn cases() -> Vec<Case> {
             stored: Some((T_ROWS, vec![vec![i(1), t("\"x")], vec![i(2), t("y")]])),
             ..Case::default()
         },
+        Case {
+            name: "lone-CR NDJSON is read as lines",
+            file: "in.ndjson",
+            input: b"{\"a\":1}\r{\"a\":2}\r\r{\"a\":\"x\"}\r".to_vec(),
+            stored: Some((
+                "SELECT a, typeof(a) FROM t ORDER BY rowid",
+                vec![
+                    vec![t("1"), t("text")],
+                    vec![t("2"), t("text")],
+                    vec![t("x"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "invalid UTF-16 after the header fails naming the line",
+            input: [utf16("a\n1\n", false, true), vec![0x00, 0xdc, b'\n', 0]].concat(),
+            code: 1,
+            stderr: &["in.csv:3: reading", "low surrogate without its high half"],
+            ..Case::default()
+        },
         // ---- 3. Garbage headers ---------------------------------------
         Case {
             name: "UTF-16LE with a byte-order mark is decoded",

@@ -161,6 +161,39 @@ fn line_breaks(b: &[u8]) -> u64 {
     n
 }
 
+/// Reads one line ending in LF, CRLF or a lone CR (the ending included) into
+/// `buf`; returns the bytes consumed (0 at the end of the input). JSON text
+/// holds no raw CR or LF, so a lone CR can only end a line.
+fn read_line_any<R: BufRead + ?Sized>(rdr: &mut R, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut n = 0;
+    loop {
+        let avail = rdr.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(n);
+        }
+        match memchr::memchr2(b'\n', b'\r', avail) {
+            Some(i) => {
+                let cr = avail[i] == b'\r';
+                buf.extend_from_slice(&avail[..=i]);
+                rdr.consume(i + 1);
+                n += i + 1;
+                if cr && rdr.fill_buf()?.first() == Some(&b'\n') {
+                    buf.push(b'\n');
+                    rdr.consume(1);
+                    n += 1;
+                }
+                return Ok(n);
+            }
+            None => {
+                let len = avail.len();
+                buf.extend_from_slice(avail);
+                rdr.consume(len);
+                n += len;
+            }
+        }
+    }
+}
+
 /// Reads records one after another.
 pub enum Records {
     /// CSV or TSV.
@@ -241,7 +274,10 @@ impl Records {
                 blank,
             } => {
                 let more = rdr.read_byte_record(rec).map_err(|e| {
-                    let line = e.position().map_or(0, |p| rdr.get_ref().line_at(p.byte()));
+                    // An I/O error (invalid UTF-16, a broken gzip stream) has
+                    // no record position: name the line being read.
+                    let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
+                    let line = rdr.get_ref().line_at(at);
                     CliError::Input(format!("{display}:{line}: reading: {e}"))
                 })?;
                 if !more {
@@ -288,8 +324,7 @@ impl Records {
                 blank,
             } => loop {
                 buf.clear();
-                let n = rdr
-                    .read_until(b'\n', buf)
+                let n = read_line_any(rdr.as_mut(), buf)
                     .map_err(|e| CliError::io(format!("{display}:{}: reading", *line + 1), e))?;
                 if n == 0 {
                     return Ok(None);
@@ -504,6 +539,11 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], (vec!["{\"a\":1}".into()], 1));
         assert_eq!(got[1].1, 4);
+        // Lone-CR NDJSON: each CR ends a line.
+        let got = read_all(Format::Ndjson, b"{\"a\":1}\r{\"a\":\"x\\ry\"}\r\r{\"a\":3}");
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[1], (vec!["{\"a\":\"x\\ry\"}".into()], 2));
+        assert_eq!(got[2].1, 4);
     }
 
     fn job(data: &'static [u8], size: Option<u64>, read: u64) -> Vec<Result<Batch, CliError>> {

@@ -204,6 +204,9 @@ struct Utf16 {
     /// Decoded bytes not yet returned.
     out: Vec<u8>,
     pos: usize,
+    /// An invalid unit was met: returned once the bytes decoded before it
+    /// are read, so that the error surfaces at its own line.
+    failed: Option<std::io::Error>,
 }
 
 impl Utf16 {
@@ -216,6 +219,7 @@ impl Utf16 {
             odd: None,
             out: Vec::new(),
             pos: 0,
+            failed: None,
         }
     }
 
@@ -255,9 +259,39 @@ impl Utf16 {
     }
 }
 
+impl Utf16 {
+    /// Decodes `bytes` (after any odd byte kept from before) into `out`.
+    fn decode(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        let mut pair = [0u8; 2];
+        if let Some(b) = self.odd.take() {
+            pair = [b, bytes[0]];
+            bytes = &bytes[1..];
+            self.unit(self.to_u16(pair))?;
+        }
+        let mut pairs = bytes.chunks_exact(2);
+        for p in &mut pairs {
+            pair.copy_from_slice(p);
+            self.unit(self.to_u16(pair))?;
+        }
+        self.odd = pairs.remainder().first().copied();
+        Ok(())
+    }
+
+    fn to_u16(&self, pair: [u8; 2]) -> u16 {
+        if self.big_endian {
+            u16::from_be_bytes(pair)
+        } else {
+            u16::from_le_bytes(pair)
+        }
+    }
+}
+
 impl Read for Utf16 {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.pos == self.out.len() {
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
             self.out.clear();
             self.pos = 0;
             let chunk = self.inner.fill_buf()?;
@@ -272,29 +306,9 @@ impl Read for Utf16 {
             }
             let chunk = chunk.to_vec();
             self.inner.consume(chunk.len());
-            let mut bytes = chunk.as_slice();
-            let mut first = [0u8; 2];
-            if let Some(b) = self.odd.take() {
-                first = [b, bytes[0]];
-                bytes = &bytes[1..];
-                let u = if self.big_endian {
-                    u16::from_be_bytes(first)
-                } else {
-                    u16::from_le_bytes(first)
-                };
-                self.unit(u)?;
+            if let Err(e) = self.decode(&chunk) {
+                self.failed = Some(e);
             }
-            let mut pairs = bytes.chunks_exact(2);
-            for p in &mut pairs {
-                first.copy_from_slice(p);
-                let u = if self.big_endian {
-                    u16::from_be_bytes(first)
-                } else {
-                    u16::from_le_bytes(first)
-                };
-                self.unit(u)?;
-            }
-            self.odd = pairs.remainder().first().copied();
         }
         let n = buf.len().min(self.out.len() - self.pos);
         buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
