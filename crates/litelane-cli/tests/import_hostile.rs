@@ -158,7 +158,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The lock file of `table` in `db` (see `docs/import.md`).
 fn lock_path(db: &Path, table: &str) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
+    let dir = std::fs::canonicalize(db.parent().unwrap()).unwrap();
+    let mut name = dir.join(db.file_name().unwrap()).into_os_string();
     name.push(format!(
         ".litelane-import-{:016x}.lock",
         fnv1a(table.to_ascii_lowercase().as_bytes())
@@ -446,6 +447,14 @@ fn cases() -> Vec<Case> {
             name: "rejects naming a database that does not exist yet is refused",
             input: b"a,b\n1,2\n".to_vec(),
             args: &["--rejects", "{db}"],
+            code: 1,
+            stderr: &["it is the database"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the file a dangling database link will create is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--db", "{dir}/dangling", "--rejects", "{dir}/nowhere"],
             code: 1,
             stderr: &["it is the database"],
             ..Case::default()
@@ -1011,6 +1020,15 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "a table with an import running is refused through a link to the database",
+            input: b"a\n1\n".to_vec(),
+            args: &["--db", "{dir}/link-to-db"],
+            setup: Setup::Locked,
+            code: 1,
+            stderr: &["is running"],
+            ..Case::default()
+        },
+        Case {
             name: "a lock file left by a killed import does not block",
             input: b"a\n1\n".to_vec(),
             args: &["--commit-every", "10"],
@@ -1159,4 +1177,23 @@ fn hostile_inputs_have_their_expected_outcomes() {
         cases.len(),
         failed.join("\n")
     );
+}
+
+#[test]
+fn help_states_the_exit_statuses_and_that_fast_can_corrupt_existing_tables() {
+    let o = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["import", "--help"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        help.contains("can corrupt the whole database, including tables that existed before"),
+        "{help}"
+    );
+    assert!(help.contains("3 finished with rejected records"), "{help}");
+    assert!(help.contains("130 interrupted"), "{help}");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/import.md"))
+        .unwrap();
+    assert!(doc.contains("including tables that existed before the import"));
 }

@@ -67,6 +67,24 @@ fn identity(p: &Path, what: &str) -> Result<Identity, CliError> {
     }
 }
 
+/// Where a symbolic link that leads to no file yet would create one (the
+/// database through such a link, created by SQLite); other paths as they are.
+fn follow_dangling(p: &Path) -> PathBuf {
+    let mut target = p.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&target) {
+            Ok(next) if !target.exists() => {
+                target = match target.parent() {
+                    Some(dir) => dir.join(next),
+                    None => next,
+                }
+            }
+            _ => break,
+        }
+    }
+    target
+}
+
 /// Both identities of a path that may exist: the file's, and, when it
 /// exists, also its canonical path (so that a file created later under the
 /// same name is recognised).
@@ -101,7 +119,7 @@ pub fn check_output(
     let what = flag.to_string();
     let mine = identities(out, &what)?;
     for (name, p) in protected {
-        let theirs = match identities(p, name) {
+        let theirs = match identities(&follow_dangling(p), name) {
             Ok(t) => t,
             // A protected path that cannot even be resolved (its directory
             // is missing) cannot be where `out` leads.
@@ -190,7 +208,16 @@ pub struct ImportLock {
 /// Takes the lock of `table` in `db`, or explains who holds it.
 pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
     let hash = super::source::fnv1a(0xcbf2_9ce4_8422_2325, table.to_ascii_lowercase().as_bytes());
-    let mut name = db.as_os_str().to_owned();
+    // Beside the real database file, however it is named (a symbolic
+    // link, `./`), so that every path to it shares one lock.
+    // A link to a database not created yet: SQLite will create its target.
+    let target = follow_dangling(db);
+    let real = match identity(&target, "the database")? {
+        Identity::Path(p) => p,
+        Identity::File(..) => std::fs::canonicalize(&target)
+            .map_err(|e| CliError::io(format!("resolving {}", db.display()), e))?,
+    };
+    let mut name = real.into_os_string();
     name.push(format!(".litelane-import-{hash:016x}.lock"));
     let path = PathBuf::from(name);
     let file = OpenOptions::new()

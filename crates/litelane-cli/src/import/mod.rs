@@ -233,7 +233,12 @@ pub fn run(args: ImportArgs) -> Result<i32, CliError> {
     let result = import(&args, &db, &table, input, start);
     drop(db);
     if let Some(mode) = journal_before {
-        restore_journal_mode(&args.db, &mode)?;
+        if let Err(e) = restore_journal_mode(&args.db, &mode) {
+            return Err(match result {
+                Ok(_) => e,
+                Err(first) => CliError::Input(format!("{first}; and then: {e}")),
+            });
+        }
     }
     result
 }
