@@ -332,30 +332,47 @@ fn ctrl_c_in_a_single_transaction_says_nothing_was_committed() {
 fn a_read_only_directory_is_named() {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let ro = d.path().join("ro");
     std::fs::create_dir(&ro).unwrap();
     let src = d.path().join("a.csv");
     std::fs::write(&src, "a\n1\n").unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
-    if tempfile::tempfile_in(&ro).is_ok() {
-        // Running as root: permissions do not stop writes. Nothing to
-        // observe here; the message is checked where they do.
-        eprintln!("skipped: this user can write in a 0555 directory (root)");
-        return;
-    }
     let db = ro.join("t.db");
-    let o = litelane(&[
+    let args = [
+        "import",
         src.to_str().unwrap(),
         "--db",
         db.to_str().unwrap(),
         "--quiet",
-    ]);
+    ];
+    // Root writes through permissions: run the import as `nobody` then.
+    let root = tempfile::tempfile_in(&ro).is_ok();
+    let o = if root {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_litelane"))
+            .args(args)
+            .output()
+            .expect("setpriv (util-linux) runs the import as nobody")
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_litelane"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(ro.to_str().unwrap()) && err.contains("-wal"),
+        err.contains(&format!(
+            "cannot create files in the directory {}",
+            ro.display()
+        )),
         "{err}"
     );
+    assert!(err.contains("-wal") && err.contains("-journal"), "{err}");
+    assert!(!db.exists());
 }
 
 #[test]
