@@ -283,6 +283,8 @@ fn source_key(source: &str) -> String {
         .unwrap_or_else(|_| source.to_string())
 }
 
+/// The import proper, on an open database: prepare (fresh or resumed), run
+/// the parser thread and the sink, and report. Returns the exit status.
 fn import(
     args: &ImportArgs,
     db: &Database,
