@@ -205,14 +205,24 @@ impl Converter {
             }
         };
         let ncols = self.plan.columns.len();
-        let mut slots: Vec<Option<&Json>> = vec![None; ncols];
+        // Rare lines with a long run of digits: the values as written, so
+        // that an integer beyond 64 bits keeps its digits.
+        let raws = if has_long_number(raw) {
+            raw_values(raw)
+        } else {
+            None
+        };
+        let mut slots: Vec<Option<(&Json, Option<&str>)>> = vec![None; ncols];
         for (k, v) in &obj {
             let idx = self
                 .by_name
                 .get(k)
                 .or_else(|| self.by_lower.get(&k.to_ascii_lowercase()));
             match idx {
-                Some(&i) => slots[i] = Some(v),
+                Some(&i) => {
+                    let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get().trim());
+                    slots[i] = Some((v, text));
+                }
                 None => {
                     let reason = format!(
                         "key {} is not a column of the table (the columns come from the \
@@ -226,7 +236,8 @@ impl Converter {
         }
         let mark = b.mark();
         for (col, v) in self.plan.columns.iter().zip(slots) {
-            match json_cell(col, v.unwrap_or(&Json::Null), b) {
+            let (v, text) = v.unwrap_or((&Json::Null, None));
+            match json_cell(col, v, text, b) {
                 Ok(c) => b.cells.push(c),
                 Err(reason) => {
                     b.undo_to(mark);
@@ -302,7 +313,42 @@ fn text_cell(col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> 
     Ok(b.push_text(f))
 }
 
-fn json_cell(col: &ColumnPlan, v: &Json, b: &mut Batch) -> Result<Cell, String> {
+/// A run of this many ASCII digits may be an integer beyond 64 bits
+/// (`i64::MAX` has 19 digits).
+const LONG_DIGITS: usize = 19;
+
+/// True when `raw` holds a run of at least [`LONG_DIGITS`] ASCII digits: a
+/// number in it may be an integer beyond 64 bits, which the JSON parser
+/// reads as a double.
+pub fn has_long_number(raw: &[u8]) -> bool {
+    let mut run = 0;
+    for &c in raw {
+        if c.is_ascii_digit() {
+            run += 1;
+            if run >= LONG_DIGITS {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// The JSON text of each top-level value of the object in `raw`, as
+/// written; `None` when it is not an object.
+pub fn raw_values(raw: &[u8]) -> Option<HashMap<String, &serde_json::value::RawValue>> {
+    serde_json::from_slice(raw).ok()
+}
+
+/// One JSON value as a cell of `col`. `text` is the value as written, when
+/// the line was read for it ([`has_long_number`]).
+fn json_cell(
+    col: &ColumnPlan,
+    v: &Json,
+    text: Option<&str>,
+    b: &mut Batch,
+) -> Result<Cell, String> {
     let strict_fail = |what: &str| {
         format!(
             "column {}: {what} is not {} (strict)",
@@ -325,32 +371,26 @@ fn json_cell(col: &ColumnPlan, v: &Json, b: &mut Batch) -> Result<Cell, String> 
             }
         }
         Json::Number(n) => {
-            // The number as written in the input (serde_json keeps it).
-            let written = n.as_str();
-            if col.ty == ColType::Text {
-                return Ok(b.push_text(written.as_bytes()));
-            }
-            if is_big_integer(written.as_bytes()) {
-                if col.ty == ColType::Any {
-                    return Ok(b.push_text(written.as_bytes()));
+            if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
+                // Beyond 64 bits: only text keeps every digit.
+                if matches!(col.ty, ColType::Text | ColType::Any) {
+                    return Ok(b.push_text(t.as_bytes()));
                 }
-                return Err(rewritten(col, written.as_bytes()).unwrap_or_default());
+                return Err(rewritten(col, t.as_bytes()).unwrap_or_default());
+            }
+            if col.ty == ColType::Text {
+                return Ok(b.push_text(n.to_string().as_bytes()));
             }
             match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
                 (_, Some(f)) if f.is_finite() => {
                     if col.ty == ColType::Integer && col.strict {
-                        Err(strict_fail(written))
+                        Err(strict_fail(&n.to_string()))
                     } else {
                         Ok(Cell::Real(f))
                     }
                 }
-                _ if col.ty.converts_text() => Err(format!(
-                    "column {}: {written} is out of the range of a REAL (it would be stored \
-                     as infinite)",
-                    litelane::quote_ident(&col.name)
-                )),
-                _ => Ok(b.push_text(written.as_bytes())),
+                _ => Ok(b.push_text(n.to_string().as_bytes())),
             }
         }
         Json::String(s) => {
@@ -369,7 +409,11 @@ fn json_cell(col: &ColumnPlan, v: &Json, b: &mut Batch) -> Result<Cell, String> 
             if numeric_col && col.strict {
                 return Err(strict_fail("a nested value"));
             }
-            Ok(b.push_text(nested.to_string().as_bytes()))
+            // As written when at hand (long numbers keep their digits).
+            match text {
+                Some(t) => Ok(b.push_text(t.as_bytes())),
+                None => Ok(b.push_text(nested.to_string().as_bytes())),
+            }
         }
     }
 }

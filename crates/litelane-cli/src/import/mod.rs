@@ -518,11 +518,17 @@ fn prepare_fresh(
             for raw in &sample {
                 if let RawOwned::Json(b, _) = raw {
                     if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(b) {
+                        let raws = if convert::has_long_number(b) {
+                            convert::raw_values(b)
+                        } else {
+                            None
+                        };
                         for (k, v) in &o {
                             if seen.insert(k.clone()) {
                                 keys.push(k.clone());
                             }
-                            by_key.entry(k.clone()).or_default().observe_json(v);
+                            let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get());
+                            by_key.entry(k.clone()).or_default().observe_json(v, text);
                         }
                     }
                 }

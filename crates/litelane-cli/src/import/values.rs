@@ -245,8 +245,9 @@ impl Inference {
         }
     }
 
-    /// Notes one JSON value (null is ignored).
-    pub fn observe_json(&mut self, v: &Json) {
+    /// Notes one JSON value (null is ignored); `text` is the value as
+    /// written, when the line was read for it.
+    pub fn observe_json(&mut self, v: &Json, text: Option<&str>) {
         match v {
             Json::Null => {}
             Json::Bool(_) => self.non_null += 1,
@@ -255,7 +256,7 @@ impl Inference {
                 if n.as_i64().is_none() {
                     self.all_int = false;
                     // An integer beyond 64 bits keeps its digits only as text.
-                    if is_big_integer(n.as_str().as_bytes()) {
+                    if text.is_some_and(|t| is_big_integer(t.as_bytes())) {
                         self.all_real = false;
                     }
                 }
