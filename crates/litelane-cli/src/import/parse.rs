@@ -289,7 +289,12 @@ impl Records {
                 // the line breaks inside its fields and its own.
                 let end = rdr.position().byte();
                 let lines = rdr.get_ref();
+                let claimed = lines.claimed.get();
                 let after = lines.line_at(end);
+                // Line breaks up to its end: its own, and only when there are
+                // more (blank lines before it, or breaks inside its quoted
+                // fields) is the record scanned for the ones inside it.
+                let popped = lines.claimed.get() - claimed;
                 if let Some(total) = lines.total {
                     let tail_end = total + 2 + SENTINEL.len() as u64;
                     if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
@@ -309,11 +314,16 @@ impl Records {
                         )));
                     }
                 }
-                let line = after.saturating_sub(1 + line_breaks(rec.as_slice())).max(1);
+                let inside = if popped > 1 {
+                    line_breaks(rec.as_slice())
+                } else {
+                    0
+                };
+                let line = after.saturating_sub(1 + inside).max(1);
                 if line > *next_line {
                     *blank += line - *next_line;
                 }
-                *next_line = line + 1 + line_breaks(rec.as_slice());
+                *next_line = line + 1 + inside;
                 Ok(Some(RawRef::Csv(rec, Place { line, end })))
             }
             Records::Ndjson {
