@@ -247,7 +247,10 @@ impl Sink<'_> {
                 },
             };
             let e = batch.entries[cursor.pos];
-            last = Some((Arc::clone(&batch), cursor.pos));
+            if self.progress.is_some() {
+                // The resume point is recorded with resumable imports only.
+                last = Some((Arc::clone(&batch), cursor.pos));
+            }
             cursor.pos += 1;
             match e.kind {
                 Kind::Row(row) => {

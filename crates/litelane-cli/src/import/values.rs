@@ -149,7 +149,10 @@ pub fn is_integer_literal(b: &[u8]) -> bool {
 /// An integer literal ([`is_integer_literal`]) too large for 64 bits: as a
 /// REAL it would lose digits.
 pub fn is_big_integer(b: &[u8]) -> bool {
-    is_integer_literal(b) && std::str::from_utf8(b).is_ok_and(|s| s.parse::<i64>().is_err())
+    // Under 19 digits always fits (i64::MAX has 19).
+    b.len() >= 19
+        && is_integer_literal(b)
+        && std::str::from_utf8(b).is_ok_and(|s| s.parse::<i64>().is_err())
 }
 
 /// Whitespace as SQLite's numeric conversion skips it.
