@@ -3,7 +3,8 @@
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
-//! (0 success, 1 failure, 2 usage error).
+//! (0 success, 1 failure, 2 usage error; `import` also exits 3 when it
+//! finished but rejected records, and 130 when interrupted by Ctrl-C).
 
 #![deny(unsafe_code)]
 
@@ -26,7 +27,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Import a CSV, TSV or NDJSON file into a table.
+    /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
+    /// record stored, 3 finished with rejected records, 1 failed, 2 usage
+    /// error, 130 interrupted (Ctrl-C; what is committed stays).
     Import(import::ImportArgs),
     /// Run a benchmark scenario beside its peers.
     Bench(bench::BenchArgs),
@@ -48,7 +51,11 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result: Result<(), CliError> = match cli.command {
-        Command::Import(a) => import::run(a),
+        Command::Import(a) => import::run(a).map(|code| {
+            if code != 0 {
+                std::process::exit(code)
+            }
+        }),
         Command::Bench(a) => bench::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),

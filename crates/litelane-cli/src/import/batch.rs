@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use litelane::{BulkRow, ValueRef};
 
+use super::parse::Place;
+use super::source::fnv1a;
 use super::values::Cell;
 
 /// What became of one input record.
@@ -27,6 +29,8 @@ pub struct Entry {
     pub line: u64,
     /// Number of the record among the data records (1-based).
     pub record: u64,
+    /// Byte offset just after the record in the decoded input.
+    pub end: u64,
     /// Row or reject.
     pub kind: Kind,
 }
@@ -57,6 +61,8 @@ pub struct Batch {
     pub rows: u32,
     /// Bytes of the input file read when the batch was sent.
     pub bytes_read: u64,
+    /// Blank lines skipped in the whole input (set on the last batch).
+    pub blank_lines: u64,
     /// The last batch: the input ended normally after it. (A channel that
     /// closes without one means the parser died: nothing is committed.)
     pub last: bool,
@@ -82,10 +88,11 @@ impl Batch {
     }
 
     /// Records that the last `ncols` cells pushed form a row.
-    pub fn finish_row(&mut self, line: u64, record: u64) {
+    pub fn finish_row(&mut self, at: Place, record: u64) {
         debug_assert_eq!(self.cells.len(), (self.rows as usize + 1) * self.ncols);
         self.entries.push(Entry {
-            line,
+            line: at.line,
+            end: at.end,
             record,
             kind: Kind::Row(self.rows),
         });
@@ -105,13 +112,43 @@ impl Batch {
     }
 
     /// Records a rejected record.
-    pub fn reject(&mut self, line: u64, record: u64, reason: String, raw: Vec<u8>) {
+    pub fn reject(&mut self, at: Place, record: u64, reason: String, raw: Vec<u8>) {
         self.entries.push(Entry {
-            line,
+            line: at.line,
+            end: at.end,
             record,
             kind: Kind::Reject(self.rejects.len() as u32),
         });
         self.rejects.push(Rejected { reason, raw });
+    }
+
+    /// A hash of what entry `i` became (its row's values, or its reject's
+    /// record and reason), recorded with each commit so that `--resume` can
+    /// check that the record is still the same.
+    pub fn entry_hash(&self, i: usize) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        match self.entries[i].kind {
+            Kind::Row(r) => {
+                let row = &self.cells[r as usize * self.ncols..(r as usize + 1) * self.ncols];
+                for c in row {
+                    h = match *c {
+                        Cell::Null => fnv1a(h, b"n"),
+                        Cell::Int(v) => fnv1a(fnv1a(h, b"i"), &v.to_le_bytes()),
+                        Cell::Real(v) => fnv1a(fnv1a(h, b"r"), &v.to_bits().to_le_bytes()),
+                        Cell::Text(s, n) => {
+                            let t = &self.text[s as usize..(s + n) as usize];
+                            fnv1a(fnv1a(fnv1a(h, b"t"), &(n as u64).to_le_bytes()), t)
+                        }
+                    };
+                }
+            }
+            Kind::Reject(j) => {
+                let r = &self.rejects[j as usize];
+                h = fnv1a(fnv1a(h, b"x"), &r.raw);
+                h = fnv1a(h, r.reason.as_bytes());
+            }
+        }
+        h
     }
 
     /// Bytes held, to decide when to send the batch.
@@ -161,15 +198,20 @@ mod tests {
         let t = b.push_text(b"hello");
         b.cells.push(Cell::Int(7));
         b.cells.push(t);
-        b.finish_row(2, 1);
+        b.finish_row(Place { line: 2, end: 9 }, 1);
         let mark = b.mark();
         let t = b.push_text(b"bad");
         b.cells.push(t);
         b.undo_to(mark);
-        b.reject(3, 2, "nope".into(), b"bad".to_vec());
+        b.reject(
+            Place { line: 3, end: 13 },
+            2,
+            "nope".into(),
+            b"bad".to_vec(),
+        );
         b.cells.push(Cell::Null);
         b.cells.push(Cell::Real(1.5));
-        b.finish_row(4, 3);
+        b.finish_row(Place { line: 4, end: 20 }, 3);
         let b = Arc::new(b);
         let r0 = RowRef {
             batch: Arc::clone(&b),

@@ -7,10 +7,12 @@
 //! ([`values`]). Every record is either stored or rejected ([`rejects`]). By
 //! default the whole import is one transaction; with `--commit-every` it
 //! commits every N rows and keeps its progress in the database ([`resume`]).
-//! See `docs/import.md`.
+//! Output paths, the per-table lock and reserved names are checked first
+//! ([`guard`]). See `docs/import.md`.
 
 mod batch;
 mod convert;
+mod guard;
 mod parse;
 mod progress;
 mod rejects;
@@ -21,14 +23,15 @@ mod table;
 mod values;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use litelane::{quote_ident, Database, Options, Profile};
 
 use convert::{ColumnPlan, Converter, Plan};
-use parse::{ParseJob, RawOwned, RawRef, Records};
+use parse::{ParseJob, RawOwned, RawRef, Records, ResumePoint};
 use progress::{group, Bar};
 use rejects::Rejects;
 use resume::Progress;
@@ -93,9 +96,9 @@ pub struct ImportArgs {
     /// empty field). `--null ''` adds the empty field to other tokens.
     #[arg(long = "null", value_name = "TOKEN")]
     pub nulls: Vec<String>,
-    /// Column types: inferred from the data, or all TEXT.
-    #[arg(long, value_enum, default_value_t = Types::Infer)]
-    pub types: Types,
+    /// Column types: inferred from the data, or all TEXT [default: infer].
+    #[arg(long, value_enum)]
+    pub types: Option<Types>,
     /// Create a STRICT table; values that do not fit their column's type are
     /// rejected instead of stored as they are.
     #[arg(long)]
@@ -103,10 +106,15 @@ pub struct ImportArgs {
     /// Make column COL the primary key of the created table.
     #[arg(long, value_name = "COL")]
     pub pk: Option<String>,
-    /// create (fail if the table exists), append, or replace.
-    #[arg(long, value_enum, default_value_t = Mode::Create)]
-    pub mode: Mode,
-    /// Durability profile: safe, balanced or fast.
+    /// create (fail if the table exists), append, or replace [default:
+    /// create].
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Durability profile: safe, balanced or fast. WARNING: a `fast` import
+    /// that is killed or loses power mid-transaction can corrupt the whole
+    /// database, including tables that existed before; use it only on a
+    /// database you can rebuild. The journal mode the database had is
+    /// restored afterwards.
     #[arg(long, default_value = "balanced", value_parser = parse_profile)]
     pub profile: Profile,
     /// Commit every N rows and record progress, so that `--resume` can
@@ -119,6 +127,11 @@ pub struct ImportArgs {
     /// Write rejected records to FILE (one JSON object per line).
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
+    /// Also insert rejected records into table NAME (created if missing;
+    /// columns target_table, source, line, record, reason, raw) in the same
+    /// transaction as the rows, so it always agrees with them.
+    #[arg(long, value_name = "NAME")]
+    pub rejects_table: Option<String>,
     /// Stop (committing nothing past the last commit) after more than N
     /// rejected records (default: no limit).
     #[arg(long, value_name = "N")]
@@ -131,6 +144,16 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
+/// Exit status: every record stored.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: the import finished, but some records were rejected.
+pub const EXIT_REJECTS: i32 = 3;
+/// Exit status: interrupted by Ctrl-C (SIGINT), as shells report it.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Set by the Ctrl-C handler.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Everything decided before the rows flow.
 struct Prepared {
     table: String,
@@ -138,13 +161,15 @@ struct Prepared {
     records: Records,
     sample: Vec<RawOwned>,
     skip: u64,
+    resume: Option<ResumePoint>,
     setup: Vec<String>,
     progress: Option<Progress>,
     rejects: Rejects,
 }
 
-/// Runs `litelane import`.
-pub fn run(args: ImportArgs) -> Result<(), CliError> {
+/// Runs `litelane import`; returns the exit status ([`EXIT_OK`],
+/// [`EXIT_REJECTS`] or [`EXIT_INTERRUPTED`]); an error is status 1.
+pub fn run(args: ImportArgs) -> Result<i32, CliError> {
     let start = Instant::now();
     if args.commit_every == Some(0) {
         return Err(CliError::Input("--commit-every must be at least 1".into()));
@@ -169,7 +194,35 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
             ))
         })?,
     };
+    guard::check_table_name(&table)?;
+    if let Some(rt) = &args.rejects_table {
+        guard::check_table_name(rt)?;
+        if rt.eq_ignore_ascii_case(&table) {
+            return Err(CliError::Input(format!(
+                "--rejects-table {} is the table being imported into; give another name",
+                quote_ident(rt)
+            )));
+        }
+    }
     let input = source::open(&args.source)?;
+    guard::check_input(&args.source, input.id, &args.db)?;
+    if let Some(r) = &args.rejects {
+        let mut protected = guard::database_files(&args.db);
+        if args.source != "-" {
+            protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+        }
+        guard::check_output("--rejects", r, &protected)?;
+    }
+    guard::check_directory(&args.db)?;
+    let _lock = guard::lock(&args.db, &table)?;
+    let journal_before = if args.profile == Profile::Fast {
+        journal_mode(&args.db)
+    } else {
+        None
+    };
+    // Ctrl-C stops the import at the next record, keeping what is committed.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+
     let opts = Options {
         profile: args.profile,
         readers: 1,
@@ -177,17 +230,80 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         ..Options::default()
     };
     let db = Database::open(&args.db, opts)?;
-    let recorded = resume::load(&db, &table)?;
+    let result = import(&args, &db, &table, input, start);
+    drop(db);
+    if let Some(mode) = journal_before {
+        if let Err(e) = restore_journal_mode(&args.db, &mode) {
+            return Err(match result {
+                Ok(_) => e,
+                Err(first) => CliError::Input(format!("{first}; and then: {e}")),
+            });
+        }
+    }
+    result
+}
+
+/// The journal mode of an existing database file, read without changing it.
+fn journal_mode(db: &Path) -> Option<String> {
+    if !db.is_file() || std::fs::metadata(db).ok()?.len() == 0 {
+        return None;
+    }
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .ok()?;
+    c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+        .ok()
+}
+
+/// Puts back the journal mode a `--profile fast` import changed.
+fn restore_journal_mode(db: &Path, mode: &str) -> Result<(), CliError> {
+    let c = rusqlite::Connection::open(db)?;
+    let now: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if now.eq_ignore_ascii_case(mode) {
+        return Ok(());
+    }
+    let got: String = c.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))?;
+    if !got.eq_ignore_ascii_case(mode) {
+        return Err(CliError::Input(format!(
+            "the import is done, but {} could not be put back into journal mode {mode} (it is \
+             {got}); run: sqlite3 {} 'PRAGMA journal_mode={mode}'",
+            db.display(),
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The canonical name of the source, the key of its progress record.
+fn source_key(source: &str) -> String {
+    if source == "-" {
+        return "-".into();
+    }
+    std::fs::canonicalize(source)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| source.to_string())
+}
+
+/// The import proper, on an open database: prepare (fresh or resumed), run
+/// the parser thread and the sink, and report. Returns the exit status.
+fn import(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    input: source::Input,
+    start: Instant,
+) -> Result<i32, CliError> {
+    let recorded = resume::load(db, table)?;
+    let migrate = resume::migrate_sql(db)?;
     let bytes_read = Arc::clone(&input.bytes_read);
     let size = input.size;
     let display = input.display.clone();
     let prepared = if args.resume {
-        match prepare_resume(&args, &db, &table, input, recorded)? {
+        match prepare_resume(args, db, table, input, recorded)? {
             Some(p) => p,
-            None => return Ok(()),
+            None => return Ok(EXIT_OK),
         }
     } else {
-        prepare_fresh(&args, &db, &table, input, recorded)?
+        prepare_fresh(args, db, table, input, recorded)?
     };
     let Prepared {
         table,
@@ -195,10 +311,20 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         records,
         sample,
         skip,
-        setup,
+        resume: point,
+        mut setup,
         progress,
         rejects,
     } = prepared;
+    if !migrate.is_empty() {
+        setup.splice(0..0, migrate);
+    }
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        eprintln!(
+            "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
 
     let bar = Bar::new(!args.quiet, size);
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
@@ -207,7 +333,9 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         sample,
         converter: Converter::new(plan.clone()),
         skip,
+        resume: point,
         bytes_read,
+        size,
         display: display.clone(),
     };
     let parser = std::thread::Builder::new()
@@ -216,7 +344,7 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::io("starting the parser thread", e))?;
     let rejects_path = rejects.path().map(|p| p.display().to_string());
     let sink = Sink {
-        db: &db,
+        db,
         table: table.clone(),
         columns: plan.columns.iter().map(|c| c.name.clone()).collect(),
         commit_every: plan.commit_every,
@@ -226,11 +354,21 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         max_rejects: args.max_rejects,
         bar: &bar,
         input: display.clone(),
+        interrupted: &INTERRUPTED,
+        rejects_table: plan.rejects_table.clone(),
+        source: source_key(&args.source),
     };
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
-    let counts = result?;
+    let counts = match result {
+        Ok(c) => c,
+        Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
+            eprintln!("litelane: {e}");
+            return Ok(EXIT_INTERRUPTED);
+        }
+        Err(e) => return Err(e),
+    };
     if joined.is_err() {
         return Err(CliError::Input("the parser thread panicked".into()));
     }
@@ -243,8 +381,12 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
             (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
             (n, None) => format!("; {} records rejected (reported above)", group(n)),
         };
+        let blank = match counts.blank {
+            0 => String::new(),
+            n => format!("; {} blank lines skipped", group(n)),
+        };
         eprintln!(
-            "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}",
+            "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
             group(counts.inserted),
             quote_ident(&table),
             group(rate as u64),
@@ -260,6 +402,7 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
             "table": table,
             "rows_inserted": counts.inserted,
             "rows_rejected": counts.rejected,
+            "blank_lines": counts.blank,
             "seconds": seconds,
             "rows_per_sec": rate,
             "columns": columns,
@@ -267,7 +410,11 @@ pub fn run(args: ImportArgs) -> Result<(), CliError> {
         });
         println!("{summary}");
     }
-    Ok(())
+    Ok(if counts.rejected > 0 {
+        EXIT_REJECTS
+    } else {
+        EXIT_OK
+    })
 }
 
 fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {
@@ -280,10 +427,12 @@ fn prepare_fresh(
     db: &Database,
     table: &str,
     input: source::Input,
-    recorded: Option<Progress>,
+    recorded: Vec<Progress>,
 ) -> Result<Prepared, CliError> {
-    if let Some(rec) = &recorded {
-        if rec.state == resume::RUNNING && args.mode != Mode::Replace {
+    let mode = args.mode.unwrap_or(Mode::Create);
+    let types = args.types.unwrap_or(Types::Infer);
+    if let Some(rec) = recorded.iter().find(|r| r.state == resume::RUNNING) {
+        if mode != Mode::Replace {
             return Err(CliError::Input(format!(
                 "an import of {} into {} was interrupted after line {} ({} rows committed); \
                  continue it with --resume, or start over with --mode replace",
@@ -295,7 +444,7 @@ fn prepare_fresh(
         }
     }
     let existing = table::existing(db, table)?;
-    if args.mode == Mode::Create && existing.is_some() {
+    if mode == Mode::Create && existing.is_some() {
         return Err(CliError::Input(format!(
             "table {} already exists in {}; use --mode append to add rows or --mode replace \
              to recreate it",
@@ -319,13 +468,7 @@ fn prepare_fresh(
     let mut header: Option<Vec<String>> = None;
     if format != Format::Ndjson && !args.no_header {
         match records.next_record(&display)? {
-            Some(RawRef::Csv(r, _)) => {
-                header = Some(
-                    r.iter()
-                        .map(|f| String::from_utf8_lossy(f).into_owned())
-                        .collect(),
-                )
-            }
+            Some(RawRef::Csv(r, at)) => header = Some(header_names(r, at.line, &display)?),
             _ => {
                 return Err(CliError::Input(format!(
                     "{display} is empty: there is no header line to name the columns"
@@ -375,11 +518,17 @@ fn prepare_fresh(
             for raw in &sample {
                 if let RawOwned::Json(b, _) = raw {
                     if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(b) {
+                        let raws = if convert::has_long_number(b) {
+                            convert::raw_values(b)
+                        } else {
+                            None
+                        };
                         for (k, v) in &o {
                             if seen.insert(k.clone()) {
                                 keys.push(k.clone());
                             }
-                            by_key.entry(k.clone()).or_default().observe_json(v);
+                            let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get());
+                            by_key.entry(k.clone()).or_default().observe_json(v, text);
                         }
                     }
                 }
@@ -396,7 +545,7 @@ fn prepare_fresh(
     };
 
     let mut setup = Vec::new();
-    let (table, columns) = match (&existing, args.mode) {
+    let (table, columns) = match (&existing, mode) {
         (Some(t), Mode::Append) => {
             let cols = if format == Format::Ndjson {
                 t.columns
@@ -426,7 +575,7 @@ fn prepare_fresh(
                 .zip(keys)
                 .enumerate()
                 .map(|(i, (name, key))| {
-                    let ty = match args.types {
+                    let ty = match types {
                         Types::Infer => inference[i].decide(),
                         Types::Text => ColType::Text,
                     };
@@ -463,7 +612,7 @@ fn prepare_fresh(
                     cols[i].strict = true;
                 }
             }
-            if args.mode == Mode::Replace && existing.is_some() {
+            if mode == Mode::Replace && existing.is_some() {
                 setup.push(format!("DROP TABLE {}", quote_ident(table)));
             }
             setup.push(table::create_sql(table, &cols, pk, args.strict));
@@ -481,39 +630,51 @@ fn prepare_fresh(
         nulls,
         columns,
         commit_every: args.commit_every,
+        rejects_table: args.rejects_table.clone(),
     };
+    if let Some(rt) = &args.rejects_table {
+        setup.push(rejects_table_sql(rt));
+        if mode == Mode::Replace {
+            // The replaced table's rejects go with it.
+            setup.push(format!(
+                "DELETE FROM {} WHERE target_table = {}",
+                quote_ident(rt),
+                sql_string(&table)
+            ));
+        }
+    }
     let rejects = match &args.rejects {
         Some(p) => Rejects::file(&absolute(p)?, 0, &display)?,
         None => Rejects::stderr(&display),
     };
+    if args.commit_every.is_some() {
+        setup.push(resume::create_sql());
+    }
+    if !recorded.is_empty() {
+        // Finished or replaced imports' records no longer apply.
+        setup.push(format!(
+            "DELETE FROM {} WHERE table_name = {}",
+            quote_ident(resume::TABLE),
+            sql_string(&table)
+        ));
+    }
     let progress = match args.commit_every {
-        None => {
-            if recorded.is_some() {
-                // A finished or replaced import's record no longer applies.
-                setup.push(format!(
-                    "DELETE FROM {} WHERE table_name = {}",
-                    quote_ident(resume::TABLE),
-                    sql_string(&table)
-                ));
-            }
-            None
-        }
-        Some(_) => {
-            setup.push(resume::create_sql());
-            Some(Progress {
-                table: table.clone(),
-                source: args.source.clone(),
-                fingerprint: input.fingerprint.clone(),
-                plan: plan.clone(),
-                records_read: 0,
-                rows_inserted: 0,
-                rows_rejected: 0,
-                last_line: 0,
-                rejects_file: rejects.path().map(|p| p.display().to_string()),
-                rejects_bytes: 0,
-                state: resume::RUNNING.into(),
-            })
-        }
+        None => None,
+        Some(_) => Some(Progress {
+            table: table.clone(),
+            source: source_key(&args.source),
+            fingerprint: input.fingerprint.clone(),
+            plan: plan.clone(),
+            records_read: 0,
+            rows_inserted: 0,
+            rows_rejected: 0,
+            last_line: 0,
+            rejects_file: rejects.path().map(|p| p.display().to_string()),
+            rejects_bytes: 0,
+            state: resume::RUNNING.into(),
+            resume_end: None,
+            resume_hash: None,
+        }),
     };
     Ok(Prepared {
         table,
@@ -521,10 +682,20 @@ fn prepare_fresh(
         records,
         sample,
         skip: 0,
+        resume: None,
         setup,
         progress,
         rejects,
     })
+}
+
+/// `CREATE TABLE IF NOT EXISTS` of a `--rejects-table`.
+fn rejects_table_sql(name: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (target_table TEXT NOT NULL, source TEXT NOT NULL, \
+         line INTEGER NOT NULL, record INTEGER NOT NULL, reason TEXT NOT NULL, raw)",
+        quote_ident(name)
+    )
 }
 
 /// An SQL string literal.
@@ -539,16 +710,34 @@ fn prepare_resume(
     db: &Database,
     table: &str,
     input: source::Input,
-    recorded: Option<Progress>,
+    recorded: Vec<Progress>,
 ) -> Result<Option<Prepared>, CliError> {
-    let rec = recorded.ok_or_else(|| {
-        CliError::Input(format!(
-            "nothing to resume: {} records no resumable import into {} (only imports run \
-             with --commit-every can be resumed)",
-            args.db.display(),
-            quote_ident(table)
-        ))
-    })?;
+    let key = source_key(&args.source);
+    let rec = match recorded
+        .iter()
+        .rev()
+        .find(|r| r.source == key || r.source == args.source)
+    {
+        Some(r) => r.clone(),
+        None => {
+            if let Some(r) = recorded.iter().find(|r| r.state == resume::RUNNING) {
+                return Err(CliError::Input(format!(
+                    "refusing to resume: {} is not the file the interrupted import into {} was \
+                     reading ({})",
+                    input.display,
+                    quote_ident(&r.table),
+                    r.source
+                )));
+            }
+            return Err(CliError::Input(format!(
+                "nothing to resume: {} records no resumable import of {} into {} (only imports \
+                 run with --commit-every can be resumed)",
+                args.db.display(),
+                input.display,
+                quote_ident(table)
+            )));
+        }
+    };
     if rec.state == resume::DONE {
         if !args.quiet {
             eprintln!(
@@ -558,8 +747,22 @@ fn prepare_resume(
                 group(rec.rows_inserted)
             );
         }
+        if args.json {
+            let summary = serde_json::json!({
+                "table": rec.table,
+                "already_finished": true,
+                "rows_inserted": 0,
+                "rows_rejected": 0,
+                "total_rows_inserted": rec.rows_inserted,
+                "total_rows_rejected": rec.rows_rejected,
+                "source": rec.source,
+                "profile": args.profile.name(),
+            });
+            println!("{summary}");
+        }
         return Ok(None);
     }
+    check_resume_flags(args, &rec.plan)?;
     match (&rec.fingerprint, &input.fingerprint) {
         (Some(a), Some(b)) if a == b => {}
         (None, _) => {
@@ -589,6 +792,13 @@ fn prepare_resume(
     if args.commit_every.is_some() {
         plan.commit_every = args.commit_every;
     }
+    let mut setup = Vec::new();
+    if let Some(rt) = &args.rejects_table {
+        if plan.rejects_table.as_deref() != Some(rt.as_str()) {
+            setup.push(rejects_table_sql(rt));
+            plan.rejects_table = Some(rt.clone());
+        }
+    }
     let display = input.display.clone();
     let mut records = Records::new(plan.format, input.reader);
     if plan.header {
@@ -600,14 +810,30 @@ fn prepare_resume(
     };
     let rejects = match &rejects_path {
         Some(p) => {
+            let path = Path::new(p);
+            if args.rejects.is_none() {
+                // The recorded rejects file: still check it is not the input
+                // or the database (either may have moved since).
+                let mut protected = guard::database_files(&args.db);
+                protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+                guard::check_output("the recorded rejects file", path, &protected)?;
+            }
             let keep = if rec.rejects_file.as_deref() == Some(p.as_str()) {
                 rec.rejects_bytes
             } else {
                 0
             };
-            Rejects::file(std::path::Path::new(p), keep, &display)?
+            Rejects::file(path, keep, &display)?
         }
         None => Rejects::stderr(&display),
+    };
+    let point = match (rec.resume_end, rec.resume_hash) {
+        (Some(end), Some(hash)) if rec.records_read > 0 => Some(ResumePoint {
+            record: rec.records_read,
+            end,
+            hash,
+        }),
+        _ => None,
     };
     let mut progress = rec.clone();
     progress.plan = plan.clone();
@@ -617,8 +843,103 @@ fn prepare_resume(
         records,
         sample: Vec::new(),
         skip: rec.records_read,
-        setup: Vec::new(),
+        resume: point,
+        setup,
         progress: Some(progress),
         rejects,
     }))
+}
+
+/// Refuses flags given with `--resume` that contradict the recorded plan
+/// (`--resume` always converts as the first run did).
+fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
+    let mut bad = Vec::new();
+    if let Some(f) = args.format {
+        if f != plan.format {
+            bad.push(format!(
+                "--format {} (the import is reading {})",
+                format_name(f),
+                format_name(plan.format)
+            ));
+        }
+    }
+    if args.no_header && plan.header {
+        bad.push("--no-header (the import read a header line)".to_string());
+    }
+    if !args.nulls.is_empty() && args.nulls != plan.nulls {
+        bad.push(format!(
+            "--null {:?} (the import's null tokens are {:?})",
+            args.nulls, plan.nulls
+        ));
+    }
+    if args.types == Some(Types::Text) && plan.columns.iter().any(|c| c.ty != ColType::Text) {
+        bad.push("--types text (the import's columns are typed)".to_string());
+    }
+    if args.strict
+        && plan
+            .columns
+            .iter()
+            .any(|c| !c.strict && matches!(c.ty, ColType::Integer | ColType::Real))
+    {
+        bad.push("--strict (the import was not strict)".to_string());
+    }
+    if let Some(m) = args.mode {
+        bad.push(format!(
+            "--mode {} (a resumed import appends to its table)",
+            match m {
+                Mode::Create => "create",
+                Mode::Append => "append",
+                Mode::Replace => "replace",
+            }
+        ));
+    }
+    if let Some(pk) = &args.pk {
+        bad.push(format!("--pk {pk} (the table already exists)"));
+    }
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Input(format!(
+        "refusing to resume: these flags contradict the interrupted import's recorded plan, \
+         which --resume follows: {}; run again without them (or start over with --mode \
+         replace)",
+        bad.join(", ")
+    )))
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Csv => "csv",
+        Format::Tsv => "tsv",
+        Format::Ndjson => "ndjson",
+    }
+}
+
+/// The header's fields as column names: refused, naming the line and the
+/// column, when one holds a NUL byte (binary data, or UTF-16 without its
+/// byte-order mark) or is not valid UTF-8 (as data fields are).
+fn header_names(r: &csv::ByteRecord, line: u64, display: &str) -> Result<Vec<String>, CliError> {
+    let mut out = Vec::with_capacity(r.len());
+    for (i, f) in r.iter().enumerate() {
+        if let Some(at) = f.iter().position(|&c| c == 0) {
+            return Err(CliError::Input(format!(
+                "{display}:{line}: the header is not text: column {} holds a NUL byte at byte {at} \
+                 of its name (is the file binary, still compressed, or UTF-16 without a \
+                 byte-order mark?)",
+                i + 1
+            )));
+        }
+        match std::str::from_utf8(f) {
+            Ok(s) => out.push(s.to_string()),
+            Err(e) => {
+                return Err(CliError::Input(format!(
+                    "{display}:{line}: the header is not valid UTF-8: column {} has an invalid \
+                     byte at byte {} of its name (convert the file to UTF-8, e.g. with iconv)",
+                    i + 1,
+                    e.valid_up_to()
+                )))
+            }
+        }
+    }
+    Ok(out)
 }

@@ -19,26 +19,177 @@ pub const BATCH_BYTES: usize = 4 << 20;
 
 /// A record read from the input, borrowed from the reader.
 pub enum RawRef<'a> {
-    /// A CSV/TSV record and the line it starts on.
-    Csv(&'a csv::ByteRecord, u64),
-    /// An NDJSON line (without its line ending) and its number.
-    Json(&'a [u8], u64),
+    /// A CSV/TSV record and where it is.
+    Csv(&'a csv::ByteRecord, Place),
+    /// An NDJSON line (without its line ending) and where it is.
+    Json(&'a [u8], Place),
 }
 
 /// A record kept for later (the inference sample).
 pub enum RawOwned {
-    /// A CSV/TSV record and its line.
-    Csv(csv::ByteRecord, u64),
-    /// An NDJSON line and its number.
-    Json(Vec<u8>, u64),
+    /// A CSV/TSV record and where it is.
+    Csv(csv::ByteRecord, Place),
+    /// An NDJSON line and where it is.
+    Json(Vec<u8>, Place),
+}
+
+/// Where a record is in the (decoded) input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Place {
+    /// The physical line it starts on (1-based; LF, CRLF and a lone CR each
+    /// end a line).
+    pub line: u64,
+    /// The byte offset just after it (where the next record may start).
+    pub end: u64,
 }
 
 impl RawRef<'_> {
     /// Copies the record.
     pub fn to_owned(&self) -> RawOwned {
         match self {
-            RawRef::Csv(r, l) => RawOwned::Csv((*r).clone(), *l),
-            RawRef::Json(b, l) => RawOwned::Json(b.to_vec(), *l),
+            RawRef::Csv(r, p) => RawOwned::Csv((*r).clone(), *p),
+            RawRef::Json(b, p) => RawOwned::Json(b.to_vec(), *p),
+        }
+    }
+}
+
+/// Appended after the input so that a quote still open at its end can be
+/// told from a closed one: after a closed quote this is a record of its own;
+/// inside an open one it becomes part of the last field.
+const SENTINEL: &[u8] = b"\x00litelane:end-of-input\xff";
+
+/// The input of the CSV reader: counts line breaks (LF, CRLF, lone CR) as
+/// the bytes pass, so that a record's starting byte can be turned into its
+/// physical line, and appends [`SENTINEL`] at the end.
+pub struct Lines {
+    inner: Box<dyn BufRead + Send>,
+    /// Bytes of the input passed on so far.
+    offset: u64,
+    /// Offsets at which a line ends (just after its LF or lone CR) not yet
+    /// claimed by a record.
+    breaks: std::cell::RefCell<std::collections::VecDeque<u64>>,
+    /// Line breaks claimed so far.
+    claimed: std::cell::Cell<u64>,
+    /// The last byte passed on was a CR.
+    cr: bool,
+    /// The last byte passed on ended a line (LF or CR), or there was none.
+    at_line_start: bool,
+    /// The line break appended after the input ended its last line.
+    tail_break: bool,
+    /// Input length, once its end was reached.
+    total: Option<u64>,
+    /// Bytes of the sentinel already passed on.
+    tail: usize,
+}
+
+impl Lines {
+    fn new(inner: Box<dyn BufRead + Send>) -> Lines {
+        Lines {
+            inner,
+            offset: 0,
+            breaks: Default::default(),
+            claimed: Default::default(),
+            cr: false,
+            at_line_start: true,
+            tail_break: false,
+            total: None,
+            tail: 0,
+        }
+    }
+
+    /// The line a record starting at byte `start` begins on.
+    fn line_at(&self, start: u64) -> u64 {
+        let mut q = self.breaks.borrow_mut();
+        let mut n = self.claimed.get();
+        while q.front().is_some_and(|&b| b <= start) {
+            q.pop_front();
+            n += 1;
+        }
+        self.claimed.set(n);
+        n + 1
+    }
+}
+
+impl std::io::Read for Lines {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.total.is_none() {
+            let chunk = self.inner.fill_buf()?;
+            if !chunk.is_empty() {
+                let n = chunk.len().min(buf.len());
+                buf[..n].copy_from_slice(&chunk[..n]);
+                self.inner.consume(n);
+                let mut q = self.breaks.borrow_mut();
+                for i in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
+                    let c = buf[i];
+                    // The LF of a CRLF adds no line: its CR already did.
+                    let after_cr = if i == 0 { self.cr } else { buf[i - 1] == b'\r' };
+                    if c == b'\r' || !after_cr {
+                        q.push_back(self.offset + i as u64 + 1);
+                    }
+                }
+                self.cr = buf[n - 1] == b'\r';
+                self.at_line_start = matches!(buf[n - 1], b'\n' | b'\r');
+                self.offset += n as u64;
+                return Ok(n);
+            }
+            self.total = Some(self.offset);
+            if !self.at_line_start {
+                // The line break appended below ends the last line.
+                self.breaks.borrow_mut().push_back(self.offset + 1);
+                self.tail_break = true;
+            }
+        }
+        // The end: a line break, the sentinel, a line break.
+        let tail: &[u8] = &[b"\n", SENTINEL, b"\n"].concat();
+        let rest = &tail[self.tail.min(tail.len())..];
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.tail += n;
+        Ok(n)
+    }
+}
+
+/// Counts the line breaks in `b` (LF, CRLF, lone CR; a CR at the end of `b`
+/// counts as one).
+fn line_breaks(b: &[u8]) -> u64 {
+    let mut n = 0;
+    for i in memchr::memchr2_iter(b'\n', b'\r', b) {
+        if b[i] == b'\r' || i == 0 || b[i - 1] != b'\r' {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Reads one line ending in LF, CRLF or a lone CR (the ending included) into
+/// `buf`; returns the bytes consumed (0 at the end of the input). JSON text
+/// holds no raw CR or LF, so a lone CR can only end a line.
+fn read_line_any<R: BufRead + ?Sized>(rdr: &mut R, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut n = 0;
+    loop {
+        let avail = rdr.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(n);
+        }
+        match memchr::memchr2(b'\n', b'\r', avail) {
+            Some(i) => {
+                let cr = avail[i] == b'\r';
+                buf.extend_from_slice(&avail[..=i]);
+                rdr.consume(i + 1);
+                n += i + 1;
+                if cr && rdr.fill_buf()?.first() == Some(&b'\n') {
+                    buf.push(b'\n');
+                    rdr.consume(1);
+                    n += 1;
+                }
+                return Ok(n);
+            }
+            None => {
+                let len = avail.len();
+                buf.extend_from_slice(avail);
+                rdr.consume(len);
+                n += len;
+            }
         }
     }
 }
@@ -48,11 +199,13 @@ pub enum Records {
     /// CSV or TSV.
     Csv {
         /// The reader.
-        rdr: csv::Reader<Box<dyn BufRead + Send>>,
+        rdr: csv::Reader<Lines>,
         /// The current record (reused).
         rec: csv::ByteRecord,
-        /// Scratch space for the last field.
-        last: Vec<u8>,
+        /// The line the next record should start on, were no line blank.
+        next_line: u64,
+        /// Blank lines skipped (they are not records).
+        blank: u64,
     },
     /// NDJSON.
     Ndjson {
@@ -62,6 +215,10 @@ pub enum Records {
         buf: Vec<u8>,
         /// Lines read so far.
         line: u64,
+        /// Bytes read so far.
+        offset: u64,
+        /// Blank lines skipped.
+        blank: u64,
     },
 }
 
@@ -75,70 +232,144 @@ impl Records {
                     .flexible(true)
                     .delimiter(if format == Format::Tsv { b'\t' } else { b',' })
                     .quoting(format == Format::Csv)
-                    // Records end at LF; a CR before it is removed from the
-                    // last field (the csv crate's own CRLF handling
-                    // miscounts line numbers).
-                    .terminator(csv::Terminator::Any(b'\n'))
+                    // LF, CRLF and a lone CR end a record; a CR inside
+                    // quotes is data. Line numbers come from [`Lines`].
+                    .terminator(csv::Terminator::CRLF)
                     .buffer_capacity(1 << 16)
-                    .from_reader(input);
+                    .from_reader(Lines::new(input));
                 Records::Csv {
                     rdr,
                     rec: csv::ByteRecord::new(),
-                    last: Vec::new(),
+                    next_line: 1,
+                    blank: 0,
                 }
             }
             Format::Ndjson => Records::Ndjson {
                 rdr: input,
                 buf: Vec::with_capacity(4096),
                 line: 0,
+                offset: 0,
+                blank: 0,
             },
         }
     }
 
-    /// The next record, or `None` at the end of the input. Blank NDJSON
-    /// lines are skipped (they are not records).
+    /// Blank lines skipped so far (not records: nothing is lost).
+    pub fn blank_lines(&self) -> u64 {
+        match self {
+            Records::Csv { blank, .. } | Records::Ndjson { blank, .. } => *blank,
+        }
+    }
+
+    /// The next record, or `None` at the end of the input. Blank lines are
+    /// skipped and counted ([`blank_lines`](Records::blank_lines)). A quote
+    /// still open at the end of the input is an error naming the line where
+    /// it opened.
     pub fn next_record(&mut self, display: &str) -> Result<Option<RawRef<'_>>, CliError> {
         match self {
-            Records::Csv { rdr, rec, last } => loop {
+            Records::Csv {
+                rdr,
+                rec,
+                next_line,
+                blank,
+            } => {
                 let more = rdr.read_byte_record(rec).map_err(|e| {
-                    let line = e.position().map_or(0, |p| p.line());
+                    // An I/O error (invalid UTF-16, a broken gzip stream) has
+                    // no record position: name the line being read.
+                    let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
+                    let line = rdr.get_ref().line_at(at);
                     CliError::Input(format!("{display}:{line}: reading: {e}"))
                 })?;
                 if !more {
+                    // Only reached when the sentinel was swallowed (below).
                     return Ok(None);
                 }
-                let n = rec.len();
-                if n > 0 && rec[n - 1].ends_with(b"\r") {
-                    if n == 1 && rec[0].len() == 1 {
-                        continue; // a blank CRLF line, skipped like a blank LF line
+                // A record's end is exact (its start may include the blank
+                // lines before it): its line is the one after its end, less
+                // the line breaks inside its fields and its own.
+                let end = rdr.position().byte();
+                let lines = rdr.get_ref();
+                let claimed = lines.claimed.get();
+                let after = lines.line_at(end);
+                // Line breaks up to its end: its own, and only when there are
+                // more (blank lines before it, or breaks inside its quoted
+                // fields) is the record scanned for the ones inside it.
+                let popped = lines.claimed.get() - claimed;
+                if let Some(total) = lines.total {
+                    let tail_end = total + 2 + SENTINEL.len() as u64;
+                    if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
+                        return Ok(None);
                     }
-                    last.clear();
-                    last.extend_from_slice(&rec[n - 1][..rec[n - 1].len() - 1]);
-                    rec.truncate(n - 1);
-                    rec.push_field(last);
+                    if end > total + 1 {
+                        let last = &rec[rec.len() - 1];
+                        let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
+                        // Every line break after the field's start is in it.
+                        let opened = after
+                            .saturating_sub(line_breaks(real) + lines.tail_break as u64)
+                            .max(1);
+                        return Err(CliError::Input(format!(
+                            "{display}:{opened}: a quoted field opened on line {opened} is never \
+                             closed: the quote is still open at the end of the input; close it, \
+                             or double it (\"\") if it is data"
+                        )));
+                    }
                 }
-                let line = rec.position().map_or(0, |p| p.line());
-                return Ok(Some(RawRef::Csv(rec, line)));
-            },
-            Records::Ndjson { rdr, buf, line } => loop {
+                let inside = if popped > 1 {
+                    line_breaks(rec.as_slice())
+                } else {
+                    0
+                };
+                let line = after.saturating_sub(1 + inside).max(1);
+                if line > *next_line {
+                    *blank += line - *next_line;
+                }
+                *next_line = line + 1 + inside;
+                Ok(Some(RawRef::Csv(rec, Place { line, end })))
+            }
+            Records::Ndjson {
+                rdr,
+                buf,
+                line,
+                offset,
+                blank,
+            } => loop {
                 buf.clear();
-                let n = rdr
-                    .read_until(b'\n', buf)
+                let n = read_line_any(rdr.as_mut(), buf)
                     .map_err(|e| CliError::io(format!("{display}:{}: reading", *line + 1), e))?;
                 if n == 0 {
                     return Ok(None);
                 }
                 *line += 1;
+                *offset += n as u64;
                 while matches!(buf.last(), Some(b'\n' | b'\r')) {
                     buf.pop();
                 }
                 if buf.iter().all(|c| c.is_ascii_whitespace()) {
+                    *blank += 1;
                     continue;
                 }
-                return Ok(Some(RawRef::Json(buf, *line)));
+                return Ok(Some(RawRef::Json(
+                    buf,
+                    Place {
+                        line: *line,
+                        end: *offset,
+                    },
+                )));
             },
         }
     }
+}
+
+/// The last record an interrupted import committed, to check that the file
+/// still has it at the same place before `--resume` continues after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumePoint {
+    /// Its number among the data records (1-based).
+    pub record: u64,
+    /// The byte offset just after it in the decoded input.
+    pub end: u64,
+    /// [`Batch::entry_hash`] of it.
+    pub hash: u64,
 }
 
 /// Everything the parser thread needs.
@@ -151,8 +382,12 @@ pub struct ParseJob {
     pub converter: Converter,
     /// Records to skip before converting (`--resume`).
     pub skip: u64,
+    /// With `--resume`: the last record committed, checked when reached.
+    pub resume: Option<ResumePoint>,
     /// Bytes of the file read so far.
     pub bytes_read: Arc<AtomicU64>,
+    /// Size of the file when it was opened (a regular file only).
+    pub size: Option<u64>,
     /// The input's name for messages.
     pub display: String,
 }
@@ -175,8 +410,8 @@ impl ParseJob {
         for raw in std::mem::take(&mut self.sample) {
             record += 1;
             match &raw {
-                RawOwned::Csv(r, line) => self.converter.push_csv(&mut batch, r, *line, record),
-                RawOwned::Json(b, line) => self.converter.push_json(&mut batch, b, *line, record),
+                RawOwned::Csv(r, at) => self.converter.push_csv(&mut batch, r, *at, record),
+                RawOwned::Json(b, at) => self.converter.push_json(&mut batch, b, *at, record),
             }
             if (batch.entries.len() >= BATCH_ROWS || batch.weight() >= BATCH_BYTES)
                 && !send(&mut batch, &self.bytes_read)
@@ -189,17 +424,54 @@ impl ParseJob {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
+                    // The records before the error are good: with
+                    // --commit-every they may still be committed.
+                    if !batch.entries.is_empty() && !send(&mut batch, &self.bytes_read) {
+                        return;
+                    }
                     let _ = tx.send(Err(e));
                     return;
                 }
             };
             record += 1;
             if record <= self.skip {
+                if let Some(point) = self.resume.filter(|p| p.record == record) {
+                    let mut probe = Batch::new(ncols, 1);
+                    let at = match &raw {
+                        RawRef::Csv(r, at) => {
+                            self.converter.push_csv(&mut probe, r, *at, record);
+                            *at
+                        }
+                        RawRef::Json(b, at) => {
+                            self.converter.push_json(&mut probe, b, *at, record);
+                            *at
+                        }
+                    };
+                    if at.end != point.end || probe.entry_hash(0) != point.hash {
+                        let _ = tx.send(Err(CliError::Input(format!(
+                            "refusing to resume: {}:{}: record {record}, the last one the \
+                             interrupted import committed, is not the same as then ({}); the \
+                             file was changed before the point to resume from. Start over \
+                             with --mode replace",
+                            self.display,
+                            at.line,
+                            if at.end != point.end {
+                                format!(
+                                    "it now ends at byte {}, then at byte {}",
+                                    at.end, point.end
+                                )
+                            } else {
+                                "its content differs".to_string()
+                            }
+                        ))));
+                        return;
+                    }
+                }
                 continue;
             }
             match raw {
-                RawRef::Csv(r, line) => self.converter.push_csv(&mut batch, r, line, record),
-                RawRef::Json(b, line) => self.converter.push_json(&mut batch, b, line, record),
+                RawRef::Csv(r, at) => self.converter.push_csv(&mut batch, r, at, record),
+                RawRef::Json(b, at) => self.converter.push_json(&mut batch, b, at, record),
             }
             if (batch.entries.len() >= BATCH_ROWS || batch.weight() >= BATCH_BYTES)
                 && !send(&mut batch, &self.bytes_read)
@@ -214,6 +486,17 @@ impl ParseJob {
             ))));
             return;
         }
+        let read = self.bytes_read.load(Ordering::Relaxed);
+        if let Some(size) = self.size.filter(|&s| read < s) {
+            let _ = tx.send(Err(CliError::Input(format!(
+                "{}: the input ended after {read} bytes, but the file had {size} bytes when the \
+                 import began: it shrank while being read (was it being rewritten?), so its \
+                 last record may be cut short",
+                self.display
+            ))));
+            return;
+        }
+        batch.blank_lines = self.records.blank_lines();
         batch.last = true;
         send(&mut batch, &self.bytes_read);
     }
@@ -228,14 +511,14 @@ mod tests {
         let mut out = Vec::new();
         while let Some(rec) = r.next_record("t").unwrap() {
             match rec {
-                RawRef::Csv(rec, line) => out.push((
+                RawRef::Csv(rec, at) => out.push((
                     rec.iter()
                         .map(|f| String::from_utf8_lossy(f).into_owned())
                         .collect(),
-                    line,
+                    at.line,
                 )),
-                RawRef::Json(b, line) => {
-                    out.push((vec![String::from_utf8_lossy(b).into_owned()], line))
+                RawRef::Json(b, at) => {
+                    out.push((vec![String::from_utf8_lossy(b).into_owned()], at.line))
                 }
             }
         }
@@ -266,5 +549,103 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], (vec!["{\"a\":1}".into()], 1));
         assert_eq!(got[1].1, 4);
+        // Lone-CR NDJSON: each CR ends a line.
+        let got = read_all(Format::Ndjson, b"{\"a\":1}\r{\"a\":\"x\\ry\"}\r\r{\"a\":3}");
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[1], (vec!["{\"a\":\"x\\ry\"}".into()], 2));
+        assert_eq!(got[2].1, 4);
+    }
+
+    fn job(data: &'static [u8], size: Option<u64>, read: u64) -> Vec<Result<Batch, CliError>> {
+        use crate::import::convert::{ColumnPlan, Plan};
+        use crate::import::values::ColType;
+        let mut records = Records::new(Format::Csv, Box::new(std::io::Cursor::new(data)));
+        records.next_record("t").unwrap(); // the header
+        let plan = Plan {
+            format: Format::Csv,
+            header: true,
+            fields: 1,
+            nulls: vec![],
+            columns: vec![ColumnPlan {
+                name: "a".into(),
+                ty: ColType::Text,
+                strict: false,
+                src: 0,
+                key: "a".into(),
+            }],
+            commit_every: None,
+            rejects_table: None,
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        ParseJob {
+            records,
+            sample: Vec::new(),
+            converter: Converter::new(plan),
+            skip: 0,
+            resume: None,
+            bytes_read: Arc::new(AtomicU64::new(read)),
+            size,
+            display: "t.csv".into(),
+        }
+        .run(tx);
+        rx.into_iter().collect()
+    }
+
+    #[test]
+    fn an_input_that_ends_short_of_its_size_at_open_fails() {
+        // The file had 1000 bytes when opened, but only 10 could be read.
+        let got = job(b"a\nx\ny\n", Some(1000), 10);
+        let last = got.last().unwrap();
+        let err = match last {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a shrunken input must not end normally"),
+        };
+        assert!(err.contains("shrank while being read"), "{err}");
+        assert!(
+            err.contains("after 10 bytes") && err.contains("1000 bytes"),
+            "{err}"
+        );
+        // The records read are still delivered before the error (with
+        // --commit-every they may be committed; the error ends the import).
+        assert!(got.iter().all(|b| b.as_ref().map_or(true, |b| !b.last)));
+        // Read to its size: ends normally, with the blank lines counted.
+        let got = job(b"a\nx\n\ny\n", Some(8), 8);
+        let last = got.last().unwrap().as_ref().unwrap();
+        assert!(last.last);
+        assert_eq!(last.blank_lines, 1);
+    }
+
+    #[test]
+    fn lone_cr_lines_and_crs_in_quotes() {
+        let got = read_all(Format::Csv, b"a,b\r1,\"x\r\"\r\"\r\",2\r\r3,y");
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[1], (vec!["1".into(), "x\r".into()], 2));
+        // Physical lines: a CR inside quotes still ends a line of the file.
+        assert_eq!(got[2], (vec!["\r".into(), "2".into()], 4));
+        assert_eq!(got[3], (vec!["3".into(), "y".into()], 7));
+    }
+
+    #[test]
+    fn an_open_quote_is_an_error_naming_its_line() {
+        for (data, line) in [
+            (&b"a\n\"x"[..], 2),
+            (&b"a\n\"x\n\n\ny\n"[..], 2),
+            (&b"a,b\r\n1,\"p\r\nq\"\r\n2,\"r"[..], 4),
+            (&b"\""[..], 1),
+        ] {
+            let mut r = Records::new(Format::Csv, Box::new(std::io::Cursor::new(data)));
+            let err = loop {
+                match r.next_record("t") {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("{:?}: no error", String::from_utf8_lossy(data)),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(
+                err.contains(&format!("t:{line}: a quoted field opened on line {line}")),
+                "{:?}: {err}",
+                String::from_utf8_lossy(data)
+            );
+        }
     }
 }

@@ -14,7 +14,10 @@ pub const STDERR_LIMIT: u64 = 20;
 
 /// The rejects sink.
 pub struct Rejects {
-    file: Option<(BufWriter<File>, PathBuf)>,
+    /// The rejects file, if any.
+    path: Option<PathBuf>,
+    /// It, open, once [`start`](Rejects::start) was called.
+    writer: Option<BufWriter<File>>,
     bytes: u64,
     count: u64,
     input: String,
@@ -24,7 +27,8 @@ impl Rejects {
     /// No file: rejects are reported on stderr.
     pub fn stderr(input: &str) -> Rejects {
         Rejects {
-            file: None,
+            path: None,
+            writer: None,
             bytes: 0,
             count: 0,
             input: input.to_string(),
@@ -33,15 +37,19 @@ impl Rejects {
 
     /// Writes rejects to `path`, keeping its first `keep` bytes (0 for a
     /// new import; the length recorded at the last commit for `--resume`).
+    /// Nothing is created or cut until [`start`](Rejects::start), called
+    /// once the import is known to begin.
     pub fn file(path: &Path, keep: u64, input: &str) -> Result<Rejects, CliError> {
-        let ctx = || format!("opening the rejects file {}", path.display());
-        let mut f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(keep == 0)
-            .open(path)
-            .map_err(|e| CliError::io(ctx(), e))?;
-        let len = f.metadata().map_err(|e| CliError::io(ctx(), e))?.len();
+        let len = match std::fs::metadata(path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => {
+                return Err(CliError::io(
+                    format!("examining the rejects file {}", path.display()),
+                    e,
+                ))
+            }
+        };
         if len < keep {
             return Err(CliError::Input(format!(
                 "the rejects file {} has {len} bytes, but the import to resume had written {keep}; \
@@ -49,20 +57,41 @@ impl Rejects {
                 path.display()
             )));
         }
-        f.set_len(keep).map_err(|e| CliError::io(ctx(), e))?;
-        f.seek(SeekFrom::Start(keep))
-            .map_err(|e| CliError::io(ctx(), e))?;
         Ok(Rejects {
-            file: Some((BufWriter::with_capacity(64 << 10, f), path.to_path_buf())),
+            path: Some(path.to_path_buf()),
+            writer: None,
             bytes: keep,
             count: 0,
             input: input.to_string(),
         })
     }
 
+    /// Opens the file (created if missing), cuts it to the length kept and
+    /// writes from there: called when the rows begin to flow, after every
+    /// check passed.
+    pub fn start(&mut self) -> Result<(), CliError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let ctx = || format!("opening the rejects file {}", path.display());
+        let mut f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| CliError::io(ctx(), e))?;
+        if f.metadata().map_err(|e| CliError::io(ctx(), e))?.is_file() {
+            f.set_len(self.bytes).map_err(|e| CliError::io(ctx(), e))?;
+            f.seek(SeekFrom::Start(self.bytes))
+                .map_err(|e| CliError::io(ctx(), e))?;
+        }
+        self.writer = Some(BufWriter::with_capacity(64 << 10, f));
+        Ok(())
+    }
+
     /// The rejects file, if any.
     pub fn path(&self) -> Option<&Path> {
-        self.file.as_ref().map(|(_, p)| p.as_path())
+        self.path.as_deref()
     }
 
     /// Bytes written to the file (including those kept from a resumed run).
@@ -79,8 +108,8 @@ impl Rejects {
         raw: &[u8],
     ) -> Result<(), CliError> {
         self.count += 1;
-        match &mut self.file {
-            Some((w, path)) => {
+        match (&mut self.writer, &self.path) {
+            (Some(w), Some(path)) => {
                 let mut obj = serde_json::Map::new();
                 obj.insert("line".into(), line.into());
                 obj.insert("record".into(), record.into());
@@ -96,7 +125,13 @@ impl Rejects {
                 })?;
                 self.bytes += text.len() as u64;
             }
-            None => {
+            (None, Some(path)) => {
+                return Err(CliError::Input(format!(
+                    "internal error: the rejects file {} was written before it was opened",
+                    path.display()
+                )))
+            }
+            (_, None) => {
                 if self.count <= STDERR_LIMIT {
                     eprintln!(
                         "litelane: {}:{line}: record {record} rejected: {reason}",
@@ -115,7 +150,7 @@ impl Rejects {
     /// Pushes what was written to the operating system (done before every
     /// commit, so that the length recorded with the commit is on file).
     pub fn flush(&mut self) -> Result<(), CliError> {
-        if let Some((w, path)) = &mut self.file {
+        if let (Some(w), Some(path)) = (&mut self.writer, &self.path) {
             w.flush().map_err(|e| {
                 CliError::io(format!("writing the rejects file {}", path.display()), e)
             })?;
@@ -163,7 +198,20 @@ mod tests {
     fn rejects_file_is_truncated_to_the_kept_length_on_resume() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.ndjson");
+        let old = b"old content that must go once the import starts";
+        std::fs::write(&p, old).unwrap();
         let mut r = Rejects::file(&p, 0, "in.csv").unwrap();
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            old,
+            "nothing is cut before start"
+        );
+        let fresh = dir.path().join("new.ndjson");
+        let mut n = Rejects::file(&fresh, 0, "in.csv").unwrap();
+        assert!(!fresh.exists(), "nothing is created before start");
+        n.start().unwrap();
+        assert!(fresh.exists());
+        r.start().unwrap();
         r.write(2, 1, "bad", b"a,\xff").unwrap();
         r.flush().unwrap();
         let keep = r.bytes();
@@ -171,6 +219,7 @@ mod tests {
         r.flush().unwrap();
         drop(r);
         let mut r = Rejects::file(&p, keep, "in.csv").unwrap();
+        r.start().unwrap();
         r.write(4, 3, "again", b"c").unwrap();
         r.flush().unwrap();
         let text = std::fs::read_to_string(&p).unwrap();

@@ -12,8 +12,10 @@
 //! way: [`litelane::BulkRow`] values borrowed from the batch, as many rows per
 //! statement as fit [`litelane::TARGET_PARAMS_PER_STATEMENT`].
 
-use std::sync::mpsc::Receiver;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
+use std::time::Duration;
 
 use litelane::rusqlite::types::ToSqlOutput;
 use litelane::rusqlite::{self, ErrorCode};
@@ -36,6 +38,12 @@ pub struct Counts {
     pub record: u64,
     /// Line of the last record consumed.
     pub line: u64,
+    /// Byte offset just after the last record consumed.
+    pub end: u64,
+    /// Hash of the last record consumed ([`Batch::entry_hash`]).
+    pub hash: Option<u64>,
+    /// Blank lines skipped in the input (known at its end).
+    pub blank: u64,
 }
 
 /// Where rows go and how.
@@ -61,7 +69,17 @@ pub struct Sink<'a> {
     pub bar: &'a Bar,
     /// The input's name, for messages.
     pub input: String,
+    /// Set by the Ctrl-C handler: stop, keeping what is committed.
+    pub interrupted: &'a AtomicBool,
+    /// `--rejects-table`: rejects are also inserted there, in the same
+    /// transaction as the rows.
+    pub rejects_table: Option<String>,
+    /// The source as recorded in the rejects table.
+    pub source: String,
 }
+
+/// How often a waiting writer looks at [`Sink::interrupted`].
+const POLL: Duration = Duration::from_millis(100);
 
 /// Read position in the stream of batches.
 struct Cursor {
@@ -114,12 +132,15 @@ impl Sink<'_> {
             batch: None,
             pos: 0,
         };
+        self.rejects.start()?;
         let mut committed = Counts::default();
         let mut commits = 0u64;
         loop {
             let mut counts = Counts {
                 record: committed.record,
                 line: committed.line,
+                end: committed.end,
+                hash: committed.hash,
                 ..Counts::default()
             };
             let mut failure: Option<CliError> = None;
@@ -136,6 +157,9 @@ impl Sink<'_> {
                     committed.rejected += counts.rejected;
                     committed.record = counts.record;
                     committed.line = counts.line;
+                    committed.end = counts.end;
+                    committed.hash = counts.hash;
+                    committed.blank = counts.blank;
                     commits += 1;
                     if ended {
                         return Ok(committed);
@@ -143,8 +167,13 @@ impl Sink<'_> {
                 }
                 Err(e) => {
                     let e = failure.unwrap_or(CliError::Engine(e));
-                    let kept = if commits == 0 {
+                    let resumable = self.progress.is_some();
+                    let kept = if commits == 0 && !resumable {
                         "nothing was imported (the transaction was rolled back)".to_string()
+                    } else if commits == 0 {
+                        "nothing more was committed by this run (its transaction was rolled \
+                         back); run again with --resume to continue from the last commit"
+                            .to_string()
                     } else {
                         format!(
                             "{} rows stay committed, through line {} of {}; run again with \
@@ -189,11 +218,18 @@ impl Sink<'_> {
         })?;
         let mut pending: Vec<RowRef> = Vec::with_capacity(per_stmt);
         let mut rows_here = 0u64;
+        let mut last: Option<(Arc<Batch>, usize)> = None;
         let ended = loop {
+            if self.interrupted.load(Ordering::Relaxed) {
+                return Err(CliError::Input("interrupted (Ctrl-C)".into()));
+            }
             let batch = match &cursor.batch {
                 Some(b) if cursor.pos < b.entries.len() => Arc::clone(b),
-                Some(b) if b.last => break true,
-                _ => match cursor.rx.recv() {
+                Some(b) if b.last => {
+                    counts.blank = b.blank_lines;
+                    break true;
+                }
+                _ => match cursor.rx.recv_timeout(POLL) {
                     Ok(Ok(b)) => {
                         self.bar
                             .update(committed.inserted + counts.inserted, b.bytes_read);
@@ -202,7 +238,8 @@ impl Sink<'_> {
                         continue;
                     }
                     Ok(Err(e)) => return Err(e),
-                    Err(_) => {
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => {
                         return Err(CliError::Input(
                             "the parser thread stopped before the end of the input".into(),
                         ))
@@ -210,6 +247,10 @@ impl Sink<'_> {
                 },
             };
             let e = batch.entries[cursor.pos];
+            if self.progress.is_some() {
+                // The resume point is recorded with resumable imports only.
+                last = Some((Arc::clone(&batch), cursor.pos));
+            }
             cursor.pos += 1;
             match e.kind {
                 Kind::Row(row) => {
@@ -227,11 +268,12 @@ impl Sink<'_> {
                 }
                 Kind::Reject(j) => {
                     let r = &batch.rejects[j as usize];
-                    self.reject(e.line, e.record, &r.reason, &r.raw, committed, counts)?;
+                    self.reject(tx, e.line, e.record, &r.reason, &r.raw, committed, counts)?;
                 }
             }
             counts.record = e.record;
             counts.line = e.line;
+            counts.end = e.end;
             if self.commit_every.is_some_and(|n| rows_here >= n) {
                 break false;
             }
@@ -247,6 +289,9 @@ impl Sink<'_> {
             self.execute(tx, &mut part, &pending, prefix, committed, counts)?;
         }
         self.rejects.flush()?;
+        if let Some((b, i)) = &last {
+            counts.hash = Some(b.entry_hash(*i));
+        }
         if let Some(base) = &self.progress {
             let mut p = base.clone();
             p.records_read = if counts.record > 0 {
@@ -260,6 +305,10 @@ impl Sink<'_> {
             p.rejects_file = self.rejects.path().map(|p| p.display().to_string());
             p.rejects_bytes = self.rejects.bytes();
             p.state = if ended { resume::DONE } else { resume::RUNNING }.to_string();
+            if counts.hash.is_some() {
+                p.resume_end = Some(counts.end);
+                p.resume_hash = counts.hash;
+            }
             resume::save(tx, &p).map_err(|e| {
                 CliError::Engine(litelane::Error::from_sqlite(
                     e,
@@ -304,6 +353,7 @@ impl Sink<'_> {
                             };
                             let raw = describe_row(&row[0]);
                             self.reject(
+                                tx,
                                 row[0].line,
                                 row[0].record,
                                 &reason,
@@ -340,8 +390,10 @@ impl Sink<'_> {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn reject(
         &mut self,
+        tx: &Tx<'_>,
         line: u64,
         record: u64,
         reason: &str,
@@ -350,6 +402,39 @@ impl Sink<'_> {
         counts: &mut Counts,
     ) -> Result<(), CliError> {
         self.rejects.write(line, record, reason, raw)?;
+        if let Some(t) = &self.rejects_table {
+            let sql = format!(
+                "INSERT INTO {} (target_table, source, line, record, reason, raw) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                quote_ident(t)
+            );
+            // The record as read: text when it is UTF-8, else its bytes.
+            let raw_value = match std::str::from_utf8(raw) {
+                Ok(s) => litelane::ValueRef::Text(s.as_bytes()),
+                Err(_) => litelane::ValueRef::Blob(raw),
+            };
+            tx.prepare_cached(&sql)
+                .and_then(|mut st| {
+                    st.execute(rusqlite::params![
+                        self.table,
+                        self.source,
+                        line as i64,
+                        record as i64,
+                        reason,
+                        ToSqlOutput::Borrowed(raw_value),
+                    ])
+                })
+                .map_err(|e| {
+                    CliError::Engine(litelane::Error::from_sqlite(
+                        e,
+                        format!(
+                            "recording the rejected record of {}:{line} in {}",
+                            self.input,
+                            quote_ident(t)
+                        ),
+                    ))
+                })?;
+        }
         counts.rejected += 1;
         let base = self.progress.as_ref().map_or(0, |p| p.rows_rejected);
         let total = base + committed.rejected + counts.rejected;

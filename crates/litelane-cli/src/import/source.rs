@@ -79,6 +79,9 @@ pub struct Input {
     pub fingerprint: Option<String>,
     /// How to name the input in messages.
     pub display: String,
+    /// The file's device and inode (`None` for stdin), to refuse writing
+    /// over it.
+    pub id: Option<(u64, u64)>,
 }
 
 const READ_BUFFER: usize = 1 << 20;
@@ -86,6 +89,7 @@ const READ_BUFFER: usize = 1 << 20;
 /// Opens `source` (`-` = stdin).
 pub fn open(source: &str) -> Result<Input, CliError> {
     let count = Arc::new(AtomicU64::new(0));
+    let mut id = None;
     let (raw, size, fingerprint, display): (Box<dyn Read + Send>, _, _, _) = if source == "-" {
         (
             Box::new(std::io::stdin()),
@@ -103,6 +107,7 @@ pub fn open(source: &str) -> Result<Input, CliError> {
                 "{source} is a directory, not a file"
             )));
         }
+        id = super::guard::meta_id(&meta);
         let (size, fp) = if meta.is_file() {
             let fp = fingerprint(&file, meta.len())
                 .map_err(|e| CliError::io(format!("reading {source}"), e))?;
@@ -132,8 +137,28 @@ pub fn open(source: &str) -> Result<Input, CliError> {
     let head = reader
         .fill_buf()
         .map_err(|e| CliError::io(format!("reading {display}"), e))?;
+    if let Some(what) = compressed(head) {
+        let inside = if gzip { "inside its gzip layer " } else { "" };
+        return Err(CliError::Input(format!(
+            "{display} is still {what} {inside}(its first bytes are that format's \
+             signature): litelane reads plain text or one layer of gzip; decompress it first"
+        )));
+    }
+    if head.starts_with(&[0xff, 0xfe, 0, 0]) || head.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Err(CliError::Input(format!(
+            "{display} starts with a UTF-32 byte-order mark: litelane reads UTF-8 and UTF-16; \
+             convert it to UTF-8 first (e.g. iconv -f UTF-32 -t UTF-8)"
+        )));
+    }
     if head.starts_with(&[0xef, 0xbb, 0xbf]) {
         reader.consume(3);
+    } else if head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]) {
+        let big_endian = head[0] == 0xfe;
+        reader.consume(2);
+        reader = Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            Utf16::new(reader, big_endian),
+        ));
     }
     Ok(Input {
         reader,
@@ -141,11 +166,159 @@ pub fn open(source: &str) -> Result<Input, CliError> {
         bytes_read: count,
         fingerprint,
         display,
+        id,
     })
 }
 
+/// The compression format whose signature `head` starts with, if any.
+fn compressed(head: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: [(&[u8], &str); 5] = [
+        (&[0x1f, 0x8b], "gzip-compressed"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd-compressed"),
+        (b"BZh", "bzip2-compressed"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "xz-compressed"),
+        (b"PK\x03\x04", "a zip archive"),
+    ];
+    SIGNATURES
+        .iter()
+        // bzip2's "BZh" is followed by the block size digit 1-9.
+        .find(|(sig, _)| {
+            head.starts_with(sig)
+                && (*sig != b"BZh" || head.get(3).is_some_and(|c| (b'1'..=b'9').contains(c)))
+        })
+        .map(|(_, name)| *name)
+}
+
+/// Decodes UTF-16 (after its byte-order mark) into UTF-8. An unpaired
+/// surrogate is an error naming its byte offset, never a replacement
+/// character.
+struct Utf16 {
+    inner: Box<dyn BufRead + Send>,
+    big_endian: bool,
+    /// Bytes of the input consumed, counting the byte-order mark.
+    offset: u64,
+    /// A high surrogate waiting for its low half.
+    high: Option<u16>,
+    /// An odd byte left over from the last read.
+    odd: Option<u8>,
+    /// Decoded bytes not yet returned.
+    out: Vec<u8>,
+    pos: usize,
+    /// An invalid unit was met: returned once the bytes decoded before it
+    /// are read, so that the error surfaces at its own line.
+    failed: Option<std::io::Error>,
+}
+
+impl Utf16 {
+    fn new(inner: Box<dyn BufRead + Send>, big_endian: bool) -> Utf16 {
+        Utf16 {
+            inner,
+            big_endian,
+            offset: 2,
+            high: None,
+            odd: None,
+            out: Vec::new(),
+            pos: 0,
+            failed: None,
+        }
+    }
+
+    fn bad(&self, what: &str) -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "invalid UTF-16{}: {what} at byte {} of the file",
+                if self.big_endian { "BE" } else { "LE" },
+                self.offset
+            ),
+        )
+    }
+
+    fn unit(&mut self, u: u16) -> std::io::Result<()> {
+        let c = match (self.high.take(), u) {
+            (None, 0xd800..=0xdbff) => {
+                self.high = Some(u);
+                self.offset += 2;
+                return Ok(());
+            }
+            (None, 0xdc00..=0xdfff) => {
+                return Err(self.bad("a low surrogate without its high half"))
+            }
+            (None, u) => char::from_u32(u as u32),
+            (Some(h), 0xdc00..=0xdfff) => {
+                char::from_u32(0x10000 + (((h as u32) - 0xd800) << 10) + (u as u32 - 0xdc00))
+            }
+            (Some(_), _) => return Err(self.bad("a high surrogate without its low half")),
+        };
+        let c = c.ok_or_else(|| self.bad("an invalid code point"))?;
+        let mut buf = [0u8; 4];
+        self.out
+            .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        self.offset += 2;
+        Ok(())
+    }
+}
+
+impl Utf16 {
+    /// Decodes `bytes` (after any odd byte kept from before) into `out`.
+    fn decode(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        let mut pair = [0u8; 2];
+        if let Some(b) = self.odd.take() {
+            pair = [b, bytes[0]];
+            bytes = &bytes[1..];
+            self.unit(self.to_u16(pair))?;
+        }
+        let mut pairs = bytes.chunks_exact(2);
+        for p in &mut pairs {
+            pair.copy_from_slice(p);
+            self.unit(self.to_u16(pair))?;
+        }
+        self.odd = pairs.remainder().first().copied();
+        Ok(())
+    }
+
+    fn to_u16(&self, pair: [u8; 2]) -> u16 {
+        if self.big_endian {
+            u16::from_be_bytes(pair)
+        } else {
+            u16::from_le_bytes(pair)
+        }
+    }
+}
+
+impl Read for Utf16 {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.out.len() {
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+            self.out.clear();
+            self.pos = 0;
+            let chunk = self.inner.fill_buf()?;
+            if chunk.is_empty() {
+                if self.odd.is_some() {
+                    return Err(self.bad("an odd number of bytes"));
+                }
+                if self.high.is_some() {
+                    return Err(self.bad("a high surrogate at the end of the input"));
+                }
+                return Ok(0);
+            }
+            let chunk = chunk.to_vec();
+            self.inner.consume(chunk.len());
+            if let Err(e) = self.decode(&chunk) {
+                self.failed = Some(e);
+            }
+        }
+        let n = buf.len().min(self.out.len() - self.pos);
+        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 /// 64-bit FNV-1a.
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);

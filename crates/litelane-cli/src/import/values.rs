@@ -17,9 +17,14 @@ pub enum ColType {
     Real,
     /// Anything, kept as written.
     Text,
-    /// A column of an existing table without a definite type (NUMERIC, BLOB
-    /// or no declared type): each value is stored as what it looks like.
+    /// A column of an existing table with BLOB affinity (declared BLOB or
+    /// no type): each value is stored as what it looks like, and SQLite
+    /// changes nothing.
     Any,
+    /// A column of an existing table with NUMERIC affinity (NUMERIC,
+    /// DECIMAL, BOOLEAN, DATE...): numbers are stored as numbers; text that
+    /// SQLite would turn into a number is rejected.
+    Numeric,
 }
 
 impl ColType {
@@ -30,6 +35,7 @@ impl ColType {
             ColType::Real => "REAL",
             ColType::Text => "TEXT",
             ColType::Any => "ANY",
+            ColType::Numeric => "NUMERIC",
         }
     }
 
@@ -41,11 +47,19 @@ impl ColType {
             ColType::Integer
         } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
             ColType::Text
+        } else if d.contains("BLOB") || d.trim().is_empty() {
+            ColType::Any
         } else if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
             ColType::Real
         } else {
-            ColType::Any
+            ColType::Numeric
         }
+    }
+
+    /// SQLite converts text bound to a column of this type when the text
+    /// looks like a number ([`looks_numeric_to_sqlite`]).
+    pub fn converts_text(self) -> bool {
+        matches!(self, ColType::Integer | ColType::Real | ColType::Numeric)
     }
 }
 
@@ -94,7 +108,7 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
 /// Parses a finite decimal number (`1.5`, `-.5`, `3`, `6.02e23`). Words such
 /// as `inf` or `NaN` and surrounding spaces are not numbers.
 pub fn parse_real(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b.len() > 64 {
+    if b.is_empty() || b.len() > 512 || is_big_integer(b) {
         return None;
     }
     let mut digit = false;
@@ -120,6 +134,88 @@ pub fn parse_real(b: &[u8]) -> Option<f64> {
     // Only ASCII got here.
     let s = std::str::from_utf8(b).ok()?;
     s.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// An integer as written: an optional sign and one or more ASCII digits,
+/// nothing else (of any length: `123456789012345678901234` is one).
+pub fn is_integer_literal(b: &[u8]) -> bool {
+    let digits = match b.first() {
+        Some(b'-' | b'+') => &b[1..],
+        _ => b,
+    };
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+}
+
+/// An integer literal ([`is_integer_literal`]) too large for 64 bits: as a
+/// REAL it would lose digits.
+pub fn is_big_integer(b: &[u8]) -> bool {
+    // Under 19 digits always fits (i64::MAX has 19).
+    b.len() >= 19
+        && is_integer_literal(b)
+        && std::str::from_utf8(b).is_ok_and(|s| s.parse::<i64>().is_err())
+}
+
+/// Whitespace as SQLite's numeric conversion skips it.
+fn is_sqlite_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// True when SQLite's INTEGER, REAL or NUMERIC column affinity would store
+/// this text as a number instead of as written: surrounding whitespace, an
+/// optional sign, digits with an optional decimal point (at least one
+/// digit), and an optional exponent (`e`, optional sign, digits), as in
+/// <https://sqlite.org/datatype3.html> ("well-formed integer or real
+/// literal"), read up to the first NUL byte as SQLite does; checked against
+/// SQLite itself in the tests.
+pub fn looks_numeric_to_sqlite(b: &[u8]) -> bool {
+    // SQLite reads the text only up to a NUL byte: `7\0abc` would become 7.
+    let b = match memchr::memchr(0, b) {
+        Some(n) => &b[..n],
+        None => b,
+    };
+    let mut i = 0;
+    let mut j = b.len();
+    while i < j && is_sqlite_space(b[i]) {
+        i += 1;
+    }
+    while j > i && is_sqlite_space(b[j - 1]) {
+        j -= 1;
+    }
+    let s = &b[i..j];
+    let mut k = 0;
+    if matches!(s.first(), Some(b'+' | b'-')) {
+        k = 1;
+    }
+    let mut digits = 0;
+    while k < s.len() && s[k].is_ascii_digit() {
+        k += 1;
+        digits += 1;
+    }
+    if k < s.len() && s[k] == b'.' {
+        k += 1;
+        while k < s.len() && s[k].is_ascii_digit() {
+            k += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if k < s.len() && (s[k] == b'e' || s[k] == b'E') {
+        k += 1;
+        if matches!(s.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        let mut exp = 0;
+        while k < s.len() && s[k].is_ascii_digit() {
+            k += 1;
+            exp += 1;
+        }
+        if exp == 0 {
+            return false;
+        }
+    }
+    k == s.len()
 }
 
 /// What the sample showed about one column.
@@ -152,8 +248,9 @@ impl Inference {
         }
     }
 
-    /// Notes one JSON value (null is ignored).
-    pub fn observe_json(&mut self, v: &Json) {
+    /// Notes one JSON value (null is ignored); `text` is the value as
+    /// written, when the line was read for it.
+    pub fn observe_json(&mut self, v: &Json, text: Option<&str>) {
         match v {
             Json::Null => {}
             Json::Bool(_) => self.non_null += 1,
@@ -161,6 +258,10 @@ impl Inference {
                 self.non_null += 1;
                 if n.as_i64().is_none() {
                     self.all_int = false;
+                    // An integer beyond 64 bits keeps its digits only as text.
+                    if text.is_some_and(|t| is_big_integer(t.as_bytes())) {
+                        self.all_real = false;
+                    }
                 }
             }
             _ => {
@@ -243,6 +344,129 @@ mod tests {
         assert_eq!(ColType::from_declared("VARCHAR(10)"), ColType::Text);
         assert_eq!(ColType::from_declared("double precision"), ColType::Real);
         assert_eq!(ColType::from_declared(""), ColType::Any);
-        assert_eq!(ColType::from_declared("NUMERIC"), ColType::Any);
+        assert_eq!(ColType::from_declared("NUMERIC"), ColType::Numeric);
+        assert_eq!(ColType::from_declared("blob"), ColType::Any);
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What SQLite itself does with `text` bound to a column declared
+    /// `decl`: true when it stores a number instead of the text.
+    fn sqlite_converts(c: &rusqlite::Connection, decl: &str, text: &str) -> bool {
+        c.execute_batch(&format!("DROP TABLE IF EXISTS o; CREATE TABLE o(x {decl})"))
+            .unwrap();
+        c.execute("INSERT INTO o VALUES (?1)", [text]).unwrap();
+        let ty: String = c
+            .query_row("SELECT typeof(x) FROM o", [], |r| r.get(0))
+            .unwrap();
+        ty != "text"
+    }
+
+    #[test]
+    fn looks_numeric_agrees_with_sqlite_on_edge_cases() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        for text in [
+            "1.",
+            ".5",
+            ".",
+            "1e",
+            "1e+",
+            "+",
+            "-",
+            " 1 ",
+            "1e5 ",
+            "\t7\n",
+            "0x10",
+            "1_000",
+            "\u{661}",
+            "\u{a0}7",
+            "1e999",
+            "-1e309",
+            "--1",
+            "+-1",
+            "1..2",
+            "1.e5",
+            ".e5",
+            "00123",
+            "+5",
+            "1e3",
+            " 7",
+            "7 ",
+            "\x0b7\x0c",
+            "9223372036854775808",
+            "1,5",
+            "inf",
+            "NaN",
+            "",
+            " ",
+            "e5",
+            "5e-",
+            "0.0",
+            "-0",
+            "1e0000000000000000000005",
+        ] {
+            for decl in ["INTEGER", "REAL", "NUMERIC"] {
+                assert_eq!(
+                    sqlite_converts(&c, decl, text),
+                    looks_numeric_to_sqlite(text.as_bytes()),
+                    "{text:?} in a {decl} column"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn every_i64_in_decimal_parses_back_exactly(v in any::<i64>()) {
+            prop_assert_eq!(parse_int(v.to_string().as_bytes()), Some(v));
+            let mut inf = Inference::default();
+            inf.observe_bytes(v.to_string().as_bytes());
+            prop_assert_eq!(inf.decide(), ColType::Integer);
+        }
+
+        #[test]
+        fn every_finite_double_round_trips_to_the_last_bit(
+            v in any::<f64>().prop_filter("finite", |v| v.is_finite())
+        ) {
+            for text in [format!("{v:e}"), format!("{v:E}"), format!("{v:?}")] {
+                let got = parse_real(text.as_bytes());
+                prop_assert_eq!(got.map(f64::to_bits), Some(v.to_bits()), "{}", text);
+            }
+        }
+
+        #[test]
+        fn integers_of_any_length_are_never_typed_real(digits in "[1-9][0-9]{0,40}") {
+            let mut inf = Inference::default();
+            inf.observe_bytes(digits.as_bytes());
+            let fits = digits.parse::<i64>().is_ok();
+            prop_assert_eq!(
+                inf.decide(),
+                if fits { ColType::Integer } else { ColType::Text }
+            );
+            prop_assert_eq!(is_big_integer(digits.as_bytes()), !fits);
+        }
+
+        #[test]
+        fn looks_numeric_agrees_with_sqlite(
+            text in "[ \t\n\r0-9+.eE-]{0,8}|[0-9a-fxA-F +.-]{0,6}|.{0,6}"
+        ) {
+            let c = rusqlite::Connection::open_in_memory().unwrap();
+            let mine = looks_numeric_to_sqlite(text.as_bytes());
+            for decl in ["INTEGER", "REAL", "NUMERIC"] {
+                prop_assert_eq!(
+                    sqlite_converts(&c, decl, &text),
+                    mine,
+                    "{:?} in a {} column",
+                    text,
+                    decl
+                );
+            }
+        }
     }
 }

@@ -1,0 +1,246 @@
+//! Guards around an import: an output file (`--rejects`) may never be the
+//! input, the database or one of its `-wal`/`-shm`/`-journal` files; one
+//! import per table at a time (a lock held for the import's duration);
+//! internal table names are not import targets; and a directory the
+//! database's journal cannot be created in is named before SQLite fails.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use crate::error::CliError;
+
+/// The device and inode of a file, from its metadata (`None` off Unix).
+pub fn meta_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Where a path leads: the device and inode of the file it names (after
+/// following symbolic links), or, for a file that does not exist yet, its
+/// canonical parent directory joined with its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Identity {
+    File(u64, u64),
+    Path(PathBuf),
+}
+
+fn identity(p: &Path, what: &str) -> Result<Identity, CliError> {
+    match std::fs::metadata(p) {
+        Ok(meta) => match meta_id(&meta) {
+            Some((dev, ino)) => Ok(Identity::File(dev, ino)),
+            None => Ok(Identity::Path(std::fs::canonicalize(p).map_err(|e| {
+                CliError::io(format!("resolving {what} {}", p.display()), e)
+            })?)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(p).is_ok() {
+                return Err(CliError::Input(format!(
+                    "{what} {} is a symbolic link to a file that does not exist; give the \
+                     path of the file itself",
+                    p.display()
+                )));
+            }
+            let name = p.file_name().ok_or_else(|| {
+                CliError::Input(format!("{what} {} does not name a file", p.display()))
+            })?;
+            let parent = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let dir = std::fs::canonicalize(parent).map_err(|e| {
+                CliError::io(
+                    format!("{what} {}: its directory {}", p.display(), parent.display()),
+                    e,
+                )
+            })?;
+            Ok(Identity::Path(dir.join(name)))
+        }
+        Err(e) => Err(CliError::io(format!("examining {what} {}", p.display()), e)),
+    }
+}
+
+/// Where a symbolic link that leads to no file yet would create one (the
+/// database through such a link, created by SQLite); other paths as they are.
+fn follow_dangling(p: &Path) -> PathBuf {
+    let mut target = p.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&target) {
+            Ok(next) if !target.exists() => {
+                target = match target.parent() {
+                    Some(dir) => dir.join(next),
+                    None => next,
+                }
+            }
+            _ => break,
+        }
+    }
+    target
+}
+
+/// Both identities of a path that may exist: the file's, and, when it
+/// exists, also its canonical path (so that a file created later under the
+/// same name is recognised).
+fn identities(p: &Path, what: &str) -> Result<Vec<Identity>, CliError> {
+    let mut out = vec![identity(p, what)?];
+    if let Ok(c) = std::fs::canonicalize(p) {
+        out.push(Identity::Path(c));
+    }
+    Ok(out)
+}
+
+/// The database file and the files SQLite keeps beside it.
+pub fn database_files(db: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = vec![("the database".to_string(), db.to_path_buf())];
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        out.push((format!("the database's {suffix} file"), PathBuf::from(name)));
+    }
+    out
+}
+
+/// Refuses `out` (given with `flag`) when it is the same file as any of
+/// `protected` (`(what, path)`), compared by device and inode after
+/// following links, or by canonical directory and name for files that do
+/// not exist yet.
+pub fn check_output(
+    flag: &str,
+    out: &Path,
+    protected: &[(String, PathBuf)],
+) -> Result<(), CliError> {
+    let what = flag.to_string();
+    let mine = identities(out, &what)?;
+    for (name, p) in protected {
+        let theirs = match identities(&follow_dangling(p), name) {
+            Ok(t) => t,
+            // A protected path that cannot even be resolved (its directory
+            // is missing) cannot be where `out` leads.
+            Err(_) => continue,
+        };
+        if mine.iter().any(|m| theirs.contains(m)) {
+            return Err(CliError::Input(format!(
+                "refusing {flag} {}: it is {name} ({}); writing it would destroy that file. \
+                 Give another path",
+                out.display(),
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an input that is the database or one of its files.
+pub fn check_input(source: &str, id: Option<(u64, u64)>, db: &Path) -> Result<(), CliError> {
+    let Some((dev, ino)) = id else { return Ok(()) };
+    for (name, p) in database_files(db) {
+        if let Ok(Identity::File(d, i)) = identity(&p, &name) {
+            if (d, i) == (dev, ino) {
+                return Err(CliError::Input(format!(
+                    "refusing to import {source}: it is {name} ({}), which the import writes to",
+                    p.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Table names litelane keeps for itself (compared ignoring ASCII case):
+/// `_litelane…` (the progress table) and SQLite's `sqlite_…`.
+pub fn check_table_name(table: &str) -> Result<(), CliError> {
+    let lower = table.to_ascii_lowercase();
+    if lower.starts_with("_litelane") || lower.starts_with("sqlite_") {
+        return Err(CliError::Input(format!(
+            "--table {}: names starting with _litelane or sqlite_ are reserved for litelane's \
+             and SQLite's own tables; choose another name",
+            litelane::quote_ident(table)
+        )));
+    }
+    Ok(())
+}
+
+/// Fails with a clear message when nothing can be created in the directory
+/// of `db`: SQLite must create the `-wal` and `-shm` files (or the
+/// `-journal`) there to write, and would only say "readonly database".
+pub fn check_directory(db: &Path) -> Result<(), CliError> {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::Input(format!(
+            "the directory {} of the database {} does not exist",
+            dir.display(),
+            db.display()
+        )));
+    }
+    match tempfile::Builder::new()
+        .prefix(".litelane-probe-")
+        .tempfile_in(&dir)
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(CliError::Input(format!(
+            "cannot create files in the directory {} ({e}): SQLite must create the database's \
+             -wal and -shm files (or its -journal) beside {} to write to it; make the directory \
+             writable or put the database elsewhere",
+            dir.display(),
+            db.display()
+        ))),
+    }
+}
+
+/// A lock held for an import's duration: one import into a table of a
+/// database at a time. It is an advisory lock (`flock`) on a sidecar file
+/// `DB.litelane-import-HASH.lock`, released by the operating system when the
+/// process ends however it ends, so a killed import never blocks the next.
+pub struct ImportLock {
+    _file: File,
+}
+
+/// Takes the lock of `table` in `db`, or explains who holds it.
+pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
+    let hash = super::source::fnv1a(0xcbf2_9ce4_8422_2325, table.to_ascii_lowercase().as_bytes());
+    // Beside the real database file, however it is named (a symbolic
+    // link, `./`), so that every path to it shares one lock.
+    // A link to a database not created yet: SQLite will create its target.
+    let target = follow_dangling(db);
+    let real = match identity(&target, "the database")? {
+        Identity::Path(p) => p,
+        Identity::File(..) => std::fs::canonicalize(&target)
+            .map_err(|e| CliError::io(format!("resolving {}", db.display()), e))?,
+    };
+    let mut name = real.into_os_string();
+    name.push(format!(".litelane-import-{hash:016x}.lock"));
+    let path = PathBuf::from(name);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| {
+            CliError::io(
+                format!("creating the import lock file {}", path.display()),
+                e,
+            )
+        })?;
+    match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+        Ok(true) => Ok(ImportLock { _file: file }),
+        Ok(false) => Err(CliError::Input(format!(
+            "another litelane import into table {} of {} is running (it holds {}); wait for it \
+             to finish (a killed import releases the lock by itself)",
+            litelane::quote_ident(table),
+            db.display(),
+            path.display()
+        ))),
+        Err(e) => Err(CliError::io(format!("locking {}", path.display()), e)),
+    }
+}

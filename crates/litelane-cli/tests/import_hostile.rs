@@ -1,0 +1,1213 @@
+//! The hostile-input table of `litelane import` (issue 12, section 1): each
+//! row is an input (bytes and flags) and the outcome it must have: the exit
+//! status (0 every record stored, 3 finished with rejects, 1 failed), the
+//! rows stored exactly, the rejects with their line and reason, or an error
+//! naming what and where. Files the user owns must come out untouched.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags};
+
+/// Runs `litelane import ARGS...` in `cwd`.
+fn litelane(cwd: &Path, args: &[String]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .current_dir(cwd)
+        .arg("import")
+        .args(args)
+        .output()
+        .expect("run litelane")
+}
+
+fn query(db: &Path, sql: &str) -> rusqlite::Result<Vec<Vec<Value>>> {
+    let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut stmt = c.prepare(sql)?;
+    let n = stmt.column_count();
+    let rows = stmt
+        .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+fn i(v: i64) -> Value {
+    Value::Integer(v)
+}
+
+fn t(s: &str) -> Value {
+    Value::Text(s.into())
+}
+
+fn r(v: f64) -> Value {
+    Value::Real(v)
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn utf16(s: &str, big_endian: bool, bom: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    if bom {
+        out.extend_from_slice(if big_endian {
+            &[0xfe, 0xff]
+        } else {
+            &[0xff, 0xfe]
+        });
+    }
+    for u in s.encode_utf16() {
+        out.extend_from_slice(&if big_endian {
+            u.to_be_bytes()
+        } else {
+            u.to_le_bytes()
+        });
+    }
+    out
+}
+
+/// `header` and then integers 1..=10_000 (the inference sample: the column
+/// is INTEGER), then `tail` lines.
+fn after_sample(header: &str, first: &str, tail: &[&str]) -> Vec<u8> {
+    let mut s = format!("{header}\n");
+    for n in 1..=10_000 {
+        s.push_str(&first.replace("{n}", &n.to_string()));
+        s.push('\n');
+    }
+    for l in tail {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.into_bytes()
+}
+
+/// What the database and the user's files must look like beforehand.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Setup {
+    /// Nothing: a new database.
+    None,
+    /// `t.db` holds table `keep` (one row, 42), in WAL mode, with its -wal
+    /// and -shm files present.
+    WalDb,
+    /// Like `WalDb`, but closed again (no other connection open).
+    WalDbClosed,
+    /// `t.db` holds `keep` in rollback (DELETE) journal mode.
+    RollbackDb,
+    /// `t.db` has `t(n INTEGER)`, `num(n NUMERIC)`, `any(n)` (no type).
+    Typed,
+    /// An old-layout progress table (keyed by table only) with a done row.
+    OldProgress,
+    /// `rej.ndjson` exists with content that must survive a failed start.
+    OldRejects,
+    /// The lock of table `t` is held by another process (this test).
+    Locked,
+    /// A lock file of table `t` is left over by a killed import.
+    StaleLock,
+}
+
+/// One row of the table.
+struct Case {
+    name: &'static str,
+    /// The input file's name in the test directory.
+    file: &'static str,
+    input: Vec<u8>,
+    /// Flags; `{db}`, `{src}`, `{rej}` and `{dir}` are replaced. `--db {db}
+    /// --table t --quiet --json` are added unless given.
+    args: &'static [&'static str],
+    setup: Setup,
+    /// Expected exit status.
+    code: i32,
+    /// `(sql, rows)`: what the database must hold afterwards.
+    stored: Option<(&'static str, Vec<Vec<Value>>)>,
+    /// `(line, reason fragment)` of each reject, in order (`--rejects` is
+    /// added when this is not empty).
+    rejects: &'static [(u64, &'static str)],
+    /// Fragments stderr must contain.
+    stderr: &'static [&'static str],
+    /// Files that must be byte-identical afterwards (names in the dir).
+    untouched: &'static [&'static str],
+}
+
+impl Default for Case {
+    fn default() -> Self {
+        Case {
+            name: "",
+            file: "in.csv",
+            input: Vec::new(),
+            args: &[],
+            setup: Setup::None,
+            code: 0,
+            stored: None,
+            rejects: &[],
+            stderr: &[],
+            untouched: &[],
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The lock file of `table` in `db` (see `docs/import.md`).
+fn lock_path(db: &Path, table: &str) -> PathBuf {
+    let dir = std::fs::canonicalize(db.parent().unwrap()).unwrap();
+    let mut name = dir.join(db.file_name().unwrap()).into_os_string();
+    name.push(format!(
+        ".litelane-import-{:016x}.lock",
+        fnv1a(table.to_ascii_lowercase().as_bytes())
+    ));
+    PathBuf::from(name)
+}
+
+fn setup(dir: &Path, s: Setup) -> Option<std::fs::File> {
+    let db = dir.join("t.db");
+    match s {
+        Setup::None => None,
+        Setup::WalDb | Setup::WalDbClosed | Setup::RollbackDb => {
+            let c = Connection::open(&db).unwrap();
+            let mode = if s == Setup::RollbackDb {
+                "delete"
+            } else {
+                "wal"
+            };
+            let got: String = c
+                .query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(got, mode);
+            c.execute_batch("CREATE TABLE keep(x); INSERT INTO keep VALUES (42);")
+                .unwrap();
+            if s == Setup::WalDb {
+                // Keep the connection (and so -wal/-shm) open: leak it.
+                std::mem::forget(c);
+            }
+            None
+        }
+        Setup::Typed => {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE t(n INTEGER); CREATE TABLE num(n NUMERIC); CREATE TABLE any(n);",
+            )
+            .unwrap();
+            None
+        }
+        Setup::OldProgress => {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE _litelane_import (table_name TEXT PRIMARY KEY COLLATE NOCASE, \
+                 source TEXT NOT NULL, fingerprint TEXT, plan TEXT NOT NULL, records_read \
+                 INTEGER NOT NULL, rows_inserted INTEGER NOT NULL, rows_rejected INTEGER NOT \
+                 NULL, last_line INTEGER NOT NULL, rejects_file TEXT, rejects_bytes INTEGER NOT \
+                 NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL); \
+                 INSERT INTO _litelane_import VALUES ('other', 'x.csv', NULL, '{}', 1, 1, 0, 2, \
+                 NULL, 0, 'done', '2020-01-01');",
+            )
+            .unwrap();
+            None
+        }
+        Setup::OldRejects => {
+            std::fs::write(dir.join("rej.ndjson"), b"precious\n").unwrap();
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch("CREATE TABLE t(a, b);").unwrap();
+            None
+        }
+        Setup::Locked => {
+            let f = std::fs::File::create(lock_path(&db, "t")).unwrap();
+            assert!(fs4::fs_std::FileExt::try_lock_exclusive(&f).unwrap());
+            Some(f)
+        }
+        Setup::StaleLock => {
+            std::fs::write(lock_path(&db, "t"), b"").unwrap();
+            None
+        }
+    }
+}
+
+fn run_case(c: &Case) -> Result<(), String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let src = dir.join(c.file);
+    if !c.file.is_empty() {
+        std::fs::write(&src, &c.input).unwrap();
+    }
+    let _held = setup(dir, c.setup);
+    // Symbolic and hard links some cases write through.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&src, dir.join("link-to-src")).unwrap();
+        std::os::unix::fs::symlink(dir.join("t.db"), dir.join("link-to-db")).unwrap();
+        std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+        if src.exists() {
+            std::fs::hard_link(&src, dir.join("hard-src")).unwrap();
+        }
+    }
+    let before: Vec<(String, Option<Vec<u8>>)> = c
+        .untouched
+        .iter()
+        .map(|n| (n.to_string(), std::fs::read(dir.join(n)).ok()))
+        .collect();
+    let fill = |a: &str| {
+        a.replace("{db}", dir.join("t.db").to_str().unwrap())
+            .replace("{src}", src.to_str().unwrap())
+            .replace("{rej}", dir.join("rej.ndjson").to_str().unwrap())
+            .replace("{dir}", dir.to_str().unwrap())
+    };
+    let mut args: Vec<String> = Vec::new();
+    args.push(src.to_str().unwrap().to_string());
+    args.extend(c.args.iter().map(|a| fill(a)));
+    let has = |f: &str| c.args.contains(&f);
+    if !has("--db") {
+        args.extend(["--db".into(), fill("{db}")]);
+    }
+    if !has("--table") {
+        args.extend(["--table".into(), "t".into()]);
+    }
+    if !has("--rejects") && !c.rejects.is_empty() {
+        args.extend(["--rejects".into(), fill("{rej}")]);
+    }
+    args.push("--quiet".into());
+    if !has("--json") {
+        args.push("--json".into());
+    }
+    let o = litelane(dir, &args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let mut problems = Vec::new();
+    if o.status.code() != Some(c.code) {
+        problems.push(format!(
+            "exit {:?}, expected {} (stderr: {err})",
+            o.status.code(),
+            c.code
+        ));
+    }
+    for frag in c.stderr {
+        if !err.contains(frag) {
+            problems.push(format!("stderr lacks {frag:?}: {err}"));
+        }
+    }
+    if c.code == 0 || c.code == 3 {
+        let out = String::from_utf8_lossy(&o.stdout);
+        match serde_json::from_str::<serde_json::Value>(out.trim()) {
+            Ok(s) => {
+                if s["rows_rejected"].as_u64() != Some(c.rejects.len() as u64) {
+                    problems.push(format!(
+                        "summary says {} rejected, expected {}",
+                        s["rows_rejected"],
+                        c.rejects.len()
+                    ));
+                }
+            }
+            Err(e) => problems.push(format!("no JSON summary ({e}): {out}")),
+        }
+    }
+    if let Some((sql, rows)) = &c.stored {
+        let got = query(&dir.join("t.db"), sql);
+        if got.as_ref() != Ok(rows) {
+            problems.push(format!("{sql} gave {got:?}, expected {rows:?}"));
+        }
+    }
+    if !c.rejects.is_empty() {
+        let text = std::fs::read_to_string(dir.join("rej.ndjson")).unwrap_or_default();
+        let got: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if got.len() != c.rejects.len() {
+            problems.push(format!("rejects file: {text}"));
+        } else {
+            for (g, (line, why)) in got.iter().zip(c.rejects) {
+                if g["line"].as_u64() != Some(*line)
+                    || !g["reason"].as_str().unwrap_or("").contains(why)
+                {
+                    problems.push(format!("reject {g}, expected line {line} and {why:?}"));
+                }
+            }
+        }
+    }
+    for (name, old) in &before {
+        let now = std::fs::read(dir.join(name)).ok();
+        if &now != old {
+            problems.push(format!("{name} was changed"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n    "))
+    }
+}
+
+const T_ROWS: &str = "SELECT * FROM t ORDER BY rowid";
+
+fn cases() -> Vec<Case> {
+    vec![
+        // ---- 1. Destroying files --------------------------------------
+        Case {
+            name: "rejects naming the input is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{src}"],
+            code: 1,
+            stderr: &["refusing --rejects", "it is the input"],
+            untouched: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the input by another spelling is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{dir}/./in.csv"],
+            code: 1,
+            stderr: &["it is the input"],
+            untouched: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the input relative to the working directory",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "in.csv"],
+            code: 1,
+            stderr: &["it is the input"],
+            untouched: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects through a symbolic link to the input is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{dir}/link-to-src"],
+            code: 1,
+            stderr: &["it is the input"],
+            untouched: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects through a hard link to the input is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{dir}/hard-src"],
+            code: 1,
+            stderr: &["it is the input"],
+            untouched: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the database is refused and its tables survive",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{db}"],
+            setup: Setup::WalDb,
+            code: 1,
+            stderr: &["it is the database"],
+            stored: Some(("SELECT x FROM keep", vec![vec![i(42)]])),
+            untouched: &["t.db"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects through a symbolic link to the database is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{dir}/link-to-db"],
+            setup: Setup::RollbackDb,
+            code: 1,
+            stderr: &["it is the database"],
+            stored: Some(("SELECT x FROM keep", vec![vec![i(42)]])),
+            untouched: &["t.db"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the database's -wal file is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{db}-wal"],
+            setup: Setup::WalDb,
+            code: 1,
+            stderr: &["-wal file"],
+            untouched: &["t.db-wal"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the database's -shm file is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{db}-shm"],
+            setup: Setup::WalDb,
+            code: 1,
+            stderr: &["-shm file"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the -journal that does not exist yet is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{db}-journal"],
+            setup: Setup::RollbackDb,
+            code: 1,
+            stderr: &["-journal file"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming a database that does not exist yet is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{db}"],
+            code: 1,
+            stderr: &["it is the database"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects naming the file a dangling database link will create is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--db", "{dir}/dangling", "--rejects", "{dir}/nowhere"],
+            code: 1,
+            stderr: &["it is the database"],
+            ..Case::default()
+        },
+        Case {
+            name: "rejects through a dangling symbolic link is refused",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{dir}/dangling"],
+            code: 1,
+            stderr: &["symbolic link to a file that does not exist"],
+            ..Case::default()
+        },
+        Case {
+            name: "the database as the input is refused",
+            file: "t.db",
+            args: &["--format", "csv"],
+            setup: Setup::RollbackDb,
+            code: 1,
+            stderr: &["refusing to import", "it is the database"],
+            stored: Some(("SELECT x FROM keep", vec![vec![i(42)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an existing rejects file is untouched when the import cannot start",
+            input: b"a,b\n1,2\n".to_vec(),
+            args: &["--rejects", "{rej}"],
+            setup: Setup::OldRejects,
+            code: 1,
+            stderr: &["already exists"],
+            untouched: &["rej.ndjson"],
+            ..Case::default()
+        },
+        // ---- 2. Records swallowed -------------------------------------
+        Case {
+            name: "a quote open at the end of the input names its line",
+            input: b"a,b\n1,\"x\n2,y\n3,z\n".to_vec(),
+            code: 1,
+            stderr: &["in.csv:2: a quoted field opened on line 2 is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "a quote open in the header names line 1",
+            input: b"a,\"b\n1,2\n".to_vec(),
+            code: 1,
+            stderr: &["opened on line 1 is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "an open quote after a multi-line record names the right line",
+            input: b"a,b\n1,\"p\nq\"\n2,\"open\n3,x\n".to_vec(),
+            code: 1,
+            stderr: &["opened on line 4 is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "an open quote in the first field of a later record",
+            input: b"a,b\r\n1,2\r\n\"x,3\r\n".to_vec(),
+            code: 1,
+            stderr: &["opened on line 3"],
+            ..Case::default()
+        },
+        Case {
+            name: "an open quote with --commit-every keeps earlier commits and says so",
+            input: after_sample("a,b", "{n},x", &["3,\"z", "4,w"]),
+            args: &["--commit-every", "1000"],
+            code: 1,
+            stderr: &[
+                "opened on line 10002",
+                "10000 rows stay committed",
+                "--resume",
+            ],
+            stored: Some((
+                "SELECT count(*), max(a) FROM t",
+                vec![vec![i(10_000), i(10_000)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "lone-CR line endings are lines",
+            input: b"a,b\r1,x\r2,y\r".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "lone-CR files report the right reject line",
+            input: b"a,b\r1,x\r2\r3,z\r".to_vec(),
+            code: 3,
+            rejects: &[(3, "expected 2 fields, found 1")],
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")], vec![i(3), t("z")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a CR inside a quoted last field is data",
+            input: b"a,b\n1,\"x\r\"\n2,y\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x\r")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a record whose only field is a quoted CR is kept",
+            input: b"a\n\"\r\"\nz\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("\r")], vec![t("z")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "CRLF inside quotes is kept as written",
+            input: b"a,b\r\n1,\"x\r\ny\"\r\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x\r\ny")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "mixed LF, CRLF and CR endings: every record and its line",
+            input: b"a,b\n1,x\r\n2\r3,z\n4\r\n5,w".to_vec(),
+            code: 3,
+            rejects: &[(3, "found 1"), (5, "found 1")],
+            stored: Some((
+                "SELECT a FROM t ORDER BY rowid",
+                vec![vec![i(1)], vec![i(3)], vec![i(5)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "reject lines are right after blank lines",
+            input: b"a,b\n\n\n1\n2,y\n\n3\n".to_vec(),
+            code: 3,
+            rejects: &[(4, "found 1"), (7, "found 1")],
+            stored: Some((T_ROWS, vec![vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "reject lines are right after a multi-line record",
+            input: b"a,b\n1,\"x\ny\nz\"\n2\n3,\"p\r\nq\"\n4\n".to_vec(),
+            code: 3,
+            rejects: &[(5, "found 1"), (8, "found 1")],
+            ..Case::default()
+        },
+        Case {
+            name: "blank CRLF lines are skipped and counted, not records",
+            input: b"a,b\r\n\r\n1,x\r\n\r\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a one-column file keeps a quoted empty field as a row",
+            input: b"a\nx\n\"\"\ny\n".to_vec(),
+            args: &["--null", "NULL"],
+            stored: Some((T_ROWS, vec![vec![t("x")], vec![t("")], vec![t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a last record without a line ending is stored",
+            input: b"a,b\n1,x\n2,y".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a quote inside an unquoted field is an ordinary character",
+            input: b"a,b\n1,ab\"c\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("ab\"c")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a NUL byte inside a data field is kept",
+            input: b"a,b\n1,x\x00y\n".to_vec(),
+            stored: Some((
+                "SELECT length(CAST(b AS BLOB)), hex(b) FROM t",
+                vec![vec![i(3), t("780079")]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "a header and no records makes an empty table",
+            input: b"a,b\n".to_vec(),
+            stored: Some(("SELECT count(*) FROM t", vec![vec![i(0)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a TSV with a lone quote keeps it as text",
+            file: "in.tsv",
+            input: b"a\tb\n1\t\"x\n2\ty\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("\"x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "lone-CR NDJSON is read as lines",
+            file: "in.ndjson",
+            input: b"{\"a\":1}\r{\"a\":2}\r\r{\"a\":\"x\"}\r".to_vec(),
+            stored: Some((
+                "SELECT a, typeof(a) FROM t ORDER BY rowid",
+                vec![
+                    vec![t("1"), t("text")],
+                    vec![t("2"), t("text")],
+                    vec![t("x"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "invalid UTF-16 after the header fails naming the line",
+            input: [utf16("a\n1\n", false, true), vec![0x00, 0xdc, b'\n', 0]].concat(),
+            code: 1,
+            stderr: &["in.csv:3: reading", "low surrogate without its high half"],
+            ..Case::default()
+        },
+        // ---- 3. Garbage headers ---------------------------------------
+        Case {
+            name: "UTF-16LE with a byte-order mark is decoded",
+            input: utf16("név,x\r\nÁrvíztűrő,1\r\n😀,2\r\n", false, true),
+            stored: Some((
+                T_ROWS,
+                vec![vec![t("Árvíztűrő"), i(1)], vec![t("😀"), i(2)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "UTF-16BE with a byte-order mark is decoded",
+            input: utf16("a,b\n1,é\n", true, true),
+            stored: Some((
+                "SELECT name FROM pragma_table_info('t')",
+                vec![vec![t("a")], vec![t("b")]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "gzipped UTF-16 is decoded",
+            file: "in.csv.gz",
+            input: gzip(&utf16("a,b\n1,x\n", false, true)),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "UTF-16 without a byte-order mark is refused at the header",
+            input: utf16("a,b\n1,2\n", false, false),
+            code: 1,
+            stderr: &["the header is not text", "NUL byte", "UTF-16"],
+            ..Case::default()
+        },
+        Case {
+            name: "UTF-16 with an unpaired surrogate fails naming the byte",
+            input: [utf16("a\n", false, true), vec![0x00, 0xd8, b'x', 0]].concat(),
+            code: 1,
+            stderr: &[
+                "invalid UTF-16LE",
+                "high surrogate without its low half",
+                "byte",
+            ],
+            ..Case::default()
+        },
+        Case {
+            name: "UTF-32 is refused by name",
+            input: vec![0xff, 0xfe, 0, 0, b'a', 0, 0, 0],
+            code: 1,
+            stderr: &["UTF-32"],
+            ..Case::default()
+        },
+        Case {
+            name: "gzip inside gzip is refused, not read as a binary header",
+            file: "in.csv.gz",
+            input: gzip(&gzip(b"a,b\n1,2\n")),
+            code: 1,
+            stderr: &["still gzip-compressed inside its gzip layer"],
+            ..Case::default()
+        },
+        Case {
+            name: "zstd data is refused by name",
+            input: vec![0x28, 0xb5, 0x2f, 0xfd, 0, 0, 1, 2],
+            code: 1,
+            stderr: &["zstd-compressed"],
+            ..Case::default()
+        },
+        Case {
+            name: "bzip2 data is refused by name",
+            input: b"BZh91AY&SY\x00\x01".to_vec(),
+            code: 1,
+            stderr: &["bzip2-compressed"],
+            ..Case::default()
+        },
+        Case {
+            name: "xz data is refused by name",
+            input: vec![0xfd, b'7', b'z', b'X', b'Z', 0, 0, 4],
+            code: 1,
+            stderr: &["xz-compressed"],
+            ..Case::default()
+        },
+        Case {
+            name: "a zip archive is refused by name",
+            input: b"PK\x03\x04\x14\x00\x00\x00".to_vec(),
+            code: 1,
+            stderr: &["zip archive"],
+            ..Case::default()
+        },
+        Case {
+            name: "invalid UTF-8 in the header names the column and byte",
+            input: b"a,b\xffc\n1,2\n".to_vec(),
+            code: 1,
+            stderr: &[
+                "in.csv:1: the header is not valid UTF-8",
+                "column 2",
+                "byte 1",
+            ],
+            ..Case::default()
+        },
+        Case {
+            name: "the same invalid byte in data is a reject (consistent)",
+            input: b"a,b\n1,b\xffc\n2,ok\n".to_vec(),
+            code: 3,
+            rejects: &[(2, "invalid UTF-8 at byte 1")],
+            stored: Some((T_ROWS, vec![vec![i(2), t("ok")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a word that merely starts like bzip2 is data",
+            input: b"BZhx,b\n1,2\n".to_vec(),
+            stored: Some((
+                "SELECT name FROM pragma_table_info('t')",
+                vec![vec![t("BZhx")], vec![t("b")]],
+            )),
+            ..Case::default()
+        },
+        // ---- 4. Silent value changes ----------------------------------
+        Case {
+            name: "i64 max + 1 in the sample makes the column TEXT, every digit kept",
+            input: b"n\n1\n9223372036854775808\n".to_vec(),
+            stored: Some((
+                "SELECT n, typeof(n) FROM t ORDER BY rowid",
+                vec![
+                    vec![t("1"), t("text")],
+                    vec![t("9223372036854775808"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "a 25-digit account number keeps every digit",
+            input: b"acct\n1234567890123456789012345\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("1234567890123456789012345")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "i64 min and max stay integers",
+            input: b"n\n-9223372036854775808\n9223372036854775807\n".to_vec(),
+            stored: Some((
+                "SELECT typeof(n), n FROM t ORDER BY rowid",
+                vec![
+                    vec![t("integer"), i(i64::MIN)],
+                    vec![t("integer"), i(i64::MAX)],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "00123 after the sample is rejected, not rewritten to 123",
+            input: after_sample("n", "{n}", &["00123", "5"]),
+            code: 3,
+            rejects: &[(10_002, "would store it as a number")],
+            stored: Some((
+                "SELECT count(*), max(n) FROM t",
+                vec![vec![i(10_001), i(10_000)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "+5 after the sample is rejected",
+            input: after_sample("n", "{n}", &["+5"]),
+            code: 3,
+            rejects: &[(10_002, "\"+5\"")],
+            ..Case::default()
+        },
+        Case {
+            name: "1e3 after the sample is rejected",
+            input: after_sample("n", "{n}", &["1e3"]),
+            code: 3,
+            rejects: &[(10_002, "INTEGER type would store it")],
+            ..Case::default()
+        },
+        Case {
+            name: "a space-padded integer after the sample is rejected",
+            input: after_sample("n", "{n}", &[" 7", "7 "]),
+            code: 3,
+            rejects: &[(10_002, "\" 7\""), (10_003, "\"7 \"")],
+            ..Case::default()
+        },
+        Case {
+            name: "a number followed by a NUL byte after the sample is rejected (SQLite reads to the NUL)",
+            input: after_sample("n", "{n}", &["7\u{0}abc"]),
+            code: 3,
+            rejects: &[(10_002, "INTEGER type would store it")],
+            ..Case::default()
+        },
+        Case {
+            name: "an integer beyond 64 bits after the sample is rejected, not made REAL",
+            input: after_sample("n", "{n}", &["99999999999999999999"]),
+            code: 3,
+            rejects: &[(10_002, "beyond 64 bits")],
+            ..Case::default()
+        },
+        Case {
+            name: "1e309 after the sample in a REAL column is rejected, not Inf",
+            input: after_sample("x", "{n}.5", &["1e309", "-1e309"]),
+            code: 3,
+            rejects: &[(10_002, "infinite"), (10_003, "infinite")],
+            stored: Some((
+                "SELECT count(*) FROM t WHERE abs(x) > 1e308",
+                vec![vec![i(0)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "007 after the sample in a REAL column is rejected",
+            input: after_sample("x", "{n}.5", &["007"]),
+            code: 3,
+            rejects: &[(10_002, "REAL type would store it")],
+            ..Case::default()
+        },
+        Case {
+            name: "a word after the sample is kept as written (SQLite keeps text)",
+            input: after_sample("n", "{n}", &["oops", "0x10", "1-2-3", "2024-01-05"]),
+            stored: Some((
+                "SELECT n, typeof(n) FROM t WHERE rowid > 10000 ORDER BY rowid",
+                vec![
+                    vec![t("oops"), t("text")],
+                    vec![t("0x10"), t("text")],
+                    vec![t("1-2-3"), t("text")],
+                    vec![t("2024-01-05"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "leading zeros in the sample keep the column TEXT",
+            input: b"zip\n02134\n10001\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("02134")], vec![t("10001")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "reals are stored to the last bit",
+            input: b"x\n0.1\n2.2250738585072014e-308\n1.7976931348623157e308\n-0.5\n".to_vec(),
+            stored: Some((
+                T_ROWS,
+                vec![
+                    vec![r(0.1)],
+                    vec![r(2.2250738585072014e-308)],
+                    vec![r(1.7976931348623157e308)],
+                    vec![r(-0.5)],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "--types text keeps 00123 and +5 as written",
+            input: b"n\n00123\n+5\n1e3\n".to_vec(),
+            args: &["--types", "text"],
+            stored: Some((
+                T_ROWS,
+                vec![vec![t("00123")], vec![t("+5")], vec![t("1e3")]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "appending 00123 into an INTEGER column is rejected",
+            input: b"n\n12\n00123\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Typed,
+            code: 3,
+            rejects: &[(3, "INTEGER type would store it")],
+            stored: Some(("SELECT n FROM t", vec![vec![i(12)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "appending 00123 into a NUMERIC column is rejected",
+            input: b"n\n12\n00123\n1.5\n".to_vec(),
+            args: &["--mode", "append", "--table", "num"],
+            setup: Setup::Typed,
+            code: 3,
+            rejects: &[(3, "NUMERIC type would store it")],
+            stored: Some((
+                "SELECT n FROM num ORDER BY rowid",
+                vec![vec![i(12)], vec![r(1.5)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "appending 00123 into an untyped column keeps it as written",
+            input: b"n\n00123\n99999999999999999999\n".to_vec(),
+            args: &["--mode", "append", "--table", "any"],
+            setup: Setup::Typed,
+            stored: Some((
+                "SELECT n, typeof(n) FROM \"any\" ORDER BY rowid",
+                vec![
+                    vec![t("00123"), t("text")],
+                    vec![t("99999999999999999999"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON integers beyond 64 bits keep every digit",
+            file: "in.ndjson",
+            input: b"{\"n\":12345678901234567890123}\n{\"n\":1}\n".to_vec(),
+            stored: Some((
+                "SELECT n, typeof(n) FROM t ORDER BY rowid",
+                vec![
+                    vec![t("12345678901234567890123"), t("text")],
+                    vec![t("1"), t("text")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON: u64 beyond i64, and long numbers inside nested values, keep their digits",
+            file: "in.ndjson",
+            input: b"{\"n\":18446744073709551615,\"j\":[12345678901234567890123, 1.50]}\n".to_vec(),
+            stored: Some((
+                "SELECT n, typeof(n), j FROM t",
+                vec![vec![
+                    t("18446744073709551615"),
+                    t("text"),
+                    t("[12345678901234567890123, 1.50]"),
+                ]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON strings SQLite would rewrite are rejected in INTEGER columns",
+            file: "in.ndjson",
+            input: b"{\"n\":\"00123\"}\n{\"n\":5}\n{\"n\":\"five\"}\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Typed,
+            code: 3,
+            rejects: &[(1, "INTEGER type would store it")],
+            stored: Some((
+                "SELECT n, typeof(n) FROM t ORDER BY rowid",
+                vec![vec![i(5), t("integer")], vec![t("five"), t("text")]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON numbers out of a double's range are rejected",
+            file: "in.ndjson",
+            input: b"{\"n\":1.5}\n{\"n\":1e309}\n".to_vec(),
+            code: 3,
+            rejects: &[(2, "number out of range")],
+            stored: Some((T_ROWS, vec![vec![r(1.5)]])),
+            ..Case::default()
+        },
+        // ---- 5. Bookkeeping -------------------------------------------
+        Case {
+            name: "the progress table's name is refused as a target",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "_litelane_import"],
+            code: 1,
+            stderr: &["reserved"],
+            ..Case::default()
+        },
+        Case {
+            name: "reserved names are compared ignoring case",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "_LiteLane_Import"],
+            code: 1,
+            stderr: &["reserved"],
+            ..Case::default()
+        },
+        Case {
+            name: "sqlite_ names are refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "sqlite_stat1"],
+            code: 1,
+            stderr: &["reserved"],
+            ..Case::default()
+        },
+        Case {
+            name: "a table with an import running is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--commit-every", "10"],
+            setup: Setup::Locked,
+            code: 1,
+            stderr: &["another litelane import into table \"t\"", "is running"],
+            ..Case::default()
+        },
+        Case {
+            name: "a table with an import running is refused through a link to the database",
+            input: b"a\n1\n".to_vec(),
+            args: &["--db", "{dir}/link-to-db"],
+            setup: Setup::Locked,
+            code: 1,
+            stderr: &["is running"],
+            ..Case::default()
+        },
+        Case {
+            name: "a lock file left by a killed import does not block",
+            input: b"a\n1\n".to_vec(),
+            args: &["--commit-every", "10"],
+            setup: Setup::StaleLock,
+            stored: Some((T_ROWS, vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an old-layout progress table is migrated, keyed by table and source",
+            input: b"a\n1\n2\n".to_vec(),
+            args: &["--commit-every", "1"],
+            setup: Setup::OldProgress,
+            stored: Some((
+                "SELECT table_name, state FROM _litelane_import ORDER BY table_name",
+                vec![vec![t("other"), t("done")], vec![t("t"), t("done")]],
+            )),
+            ..Case::default()
+        },
+        // ---- 6. Unclear outcomes --------------------------------------
+        Case {
+            name: "--profile fast leaves a WAL database in WAL mode",
+            input: b"a\n1\n".to_vec(),
+            args: &["--profile", "fast"],
+            setup: Setup::WalDbClosed,
+            stored: Some(("PRAGMA journal_mode", vec![vec![t("wal")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--profile fast on a WAL database another connection has open fails clearly",
+            input: b"a\n1\n".to_vec(),
+            args: &["--profile", "fast"],
+            setup: Setup::WalDb,
+            code: 1,
+            stderr: &["database is locked", "journal_mode"],
+            stored: Some(("PRAGMA journal_mode", vec![vec![t("wal")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--profile fast leaves a rollback database in its mode",
+            input: b"a\n1\n".to_vec(),
+            args: &["--profile", "fast"],
+            setup: Setup::RollbackDb,
+            stored: Some(("PRAGMA journal_mode", vec![vec![t("delete")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a missing database directory is named",
+            input: b"a\n1\n".to_vec(),
+            args: &["--db", "{dir}/no/such/dir/t.db"],
+            code: 1,
+            stderr: &["no/such/dir", "does not exist"],
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table holds the rejects beside the rows, raw as read",
+            input: b"a,b\n1,x\n2\n3,y\n4,\xff\n".to_vec(),
+            args: &["--rejects-table", "bad"],
+            code: 3,
+            rejects: &[(3, "found 1"), (5, "invalid UTF-8")],
+            stored: Some((
+                "SELECT target_table, line, record, typeof(raw), hex(raw) FROM bad ORDER BY line",
+                vec![
+                    vec![t("t"), i(3), i(2), t("text"), t("32")],
+                    vec![t("t"), i(5), i(4), t("blob"), t("342CFF")],
+                ],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table rolls back with the rows",
+            input: b"a,b\n1,x\n2\n3,y\n".to_vec(),
+            args: &["--rejects-table", "bad", "--max-rejects", "0"],
+            code: 1,
+            stderr: &["--max-rejects 0", "nothing was imported"],
+            stored: Some((
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('t', 'bad')",
+                vec![vec![i(0)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table naming the target table is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--rejects-table", "T"],
+            code: 1,
+            stderr: &["is the table being imported into"],
+            ..Case::default()
+        },
+        Case {
+            name: "--rejects-table with a reserved name is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--rejects-table", "_litelane_import"],
+            code: 1,
+            stderr: &["reserved"],
+            ..Case::default()
+        },
+        // ---- 7. Exit status -------------------------------------------
+        Case {
+            name: "every record stored exits 0",
+            input: b"a,b\n1,x\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "short and long rows are rejected (exit 3), never padded or cut",
+            input: b"a,b\n1\n2,y,z\n3,w\n".to_vec(),
+            code: 3,
+            rejects: &[(2, "found 1"), (3, "found 3")],
+            stored: Some((T_ROWS, vec![vec![i(3), t("w")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an empty file fails (exit 1) naming it",
+            input: Vec::new(),
+            code: 1,
+            stderr: &["in.csv is empty"],
+            ..Case::default()
+        },
+        Case {
+            name: "--strict rejects what does not fit (exit 3)",
+            input: b"n\n1\nx\n".to_vec(),
+            args: &["--strict", "--mode", "append"],
+            setup: Setup::Typed,
+            code: 3,
+            rejects: &[(3, "\"x\" is not an INTEGER (strict)")],
+            stored: Some(("SELECT n FROM t", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+    ]
+}
+
+#[test]
+fn hostile_inputs_have_their_expected_outcomes() {
+    let cases = cases();
+    assert!(cases.len() >= 60, "{} cases", cases.len());
+    let mut failed = Vec::new();
+    for c in &cases {
+        if let Err(why) = run_case(c) {
+            failed.push(format!("{}:\n    {why}", c.name));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn help_states_the_exit_statuses_and_that_fast_can_corrupt_existing_tables() {
+    let o = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["import", "--help"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        help.contains("can corrupt the whole database, including tables that existed before"),
+        "{help}"
+    );
+    assert!(help.contains("3 finished with rejected records"), "{help}");
+    assert!(help.contains("130 interrupted"), "{help}");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/import.md"))
+        .unwrap();
+    assert!(doc.contains("including tables that existed before the import"));
+}
