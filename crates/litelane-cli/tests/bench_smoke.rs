@@ -173,6 +173,7 @@ fn threads_litelane_stores_every_row_without_errors() {
         "connection-per-thread",
         "connection-per-thread-no-busy-timeout",
         "litelane",
+        "litelane-no-process-queue",
         "litelane-no-group-commit",
     ] {
         let r = row(&v, name);

@@ -238,3 +238,43 @@ fn a_holder_killed_mid_transaction_does_not_stall_the_others() {
         outcomes.iter().map(|o| o.max_wait_ms).max().unwrap()
     );
 }
+
+/// What the cross-process queue costs one process: single-row writes from
+/// one thread and from 16, with the queue and without. A measurement, not
+/// a check: `cargo test --release -p litelane --test processes
+/// process_queue_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, prints figures"]
+fn process_queue_cost() {
+    for (threads, profile) in [(1usize, Profile::Balanced), (16, Profile::Safe)] {
+        for on in [true, false, true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut o = Options::with_profile(profile);
+            o.process_queue = on;
+            let db = Database::open(dir.path().join("c.db"), o).unwrap();
+            db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))
+                .unwrap();
+            let per = if threads == 1 { 5000 } else { 300 };
+            let start = Instant::now();
+            thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        for i in 0..per {
+                            db.write(move |tx| Ok(tx.execute("INSERT INTO t VALUES (?)", [i])?))
+                                .unwrap();
+                        }
+                    });
+                }
+            });
+            let el = start.elapsed();
+            let m = db.metrics();
+            eprintln!(
+                "{threads} threads {profile}: queue {}: {:.0} writes/s, {:.1} µs per write, {:.1} per commit",
+                if on { "on " } else { "off" },
+                (threads * per as usize) as f64 / el.as_secs_f64(),
+                el.as_secs_f64() * 1e6 / (threads * per as usize) as f64,
+                m.mean_group_size()
+            );
+        }
+    }
+}

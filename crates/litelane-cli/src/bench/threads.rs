@@ -10,8 +10,9 @@
 //!   no busy timeout at all, the report's naive loop
 //!   (`connection-per-thread-no-busy-timeout`);
 //! * N threads calling `db.write(|tx| one insert)` on one litelane database
-//!   (`litelane`), and the same with group commit off
-//!   (`litelane-no-group-commit`).
+//!   (`litelane`), the same without the cross-process queue
+//!   (`litelane-no-process-queue`: what that queue costs a single process)
+//!   and with group commit off (`litelane-no-group-commit`).
 //!
 //! `--profile` sets the journal and `synchronous` of the N-thread variants
 //! (safe: WAL + FULL, balanced: WAL + NORMAL, fast: MEMORY + OFF).
@@ -122,15 +123,21 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                 )?);
             }
         }
-        for group in [true, false] {
-            let name = if group {
-                "litelane"
-            } else {
-                "litelane-no-group-commit"
-            };
+        for (name, group, process_queue) in [
+            ("litelane", true, true),
+            ("litelane-no-process-queue", true, false),
+            ("litelane-no-group-commit", false, true),
+        ] {
             ctx.progress(format!("threads: {name}"));
             out.push(litelane_threads(
-                ctx, name, profile, group, threads, per_thread, seed,
+                ctx,
+                name,
+                profile,
+                group,
+                process_queue,
+                threads,
+                per_thread,
+                seed,
             )?);
         }
         Ok(out)
@@ -334,11 +341,13 @@ fn per_thread_connections(
 }
 
 /// N threads, one litelane database, `db.write(|tx| one insert)` each.
+#[allow(clippy::too_many_arguments)]
 fn litelane_threads(
     ctx: &Ctx,
     name: &str,
     profile: Profile,
     group_commit: bool,
+    process_queue: bool,
     threads: usize,
     per_thread: u64,
     seed: u64,
@@ -347,6 +356,7 @@ fn litelane_threads(
     let path = dir.path().join("threads.db");
     let mut opts = Options::with_profile(profile);
     opts.group_commit.enabled = group_commit;
+    opts.process_queue = process_queue;
     let db = Database::open(&path, opts)?;
     db.write(|tx| Ok(tx.execute_batch(ACCOUNT_SCHEMA)?))?;
     let before = db.metrics();
