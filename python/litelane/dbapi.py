@@ -129,24 +129,50 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:
 Binary = memoryview
 
 
+def _affinity(decltype: str) -> str:
+    """SQLite's column affinity for a declared type
+    (https://sqlite.org/datatype3.html, section 3.1)."""
+    t = decltype.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
+        return "TEXT"
+    if "BLOB" in t or not t.strip():
+        return "BLOB"
+    if "REAL" in t or "FLOA" in t or "DOUB" in t:
+        return "REAL"
+    return "NUMERIC"
+
+
 class _DBAPITypeObject:
-    def __init__(self, *values: str) -> None:
-        self.values = frozenset(values)
+    """A PEP 249 type object: equal to the ``type_code`` (the declared type,
+    ``cursor.description[i][1]``) of the columns it describes."""
+
+    def __init__(self, name: str, test: Callable[[str], bool]) -> None:
+        self.name = name
+        self._test = test
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
-            return other.upper() in self.values
+            return self._test(other)
         return NotImplemented
 
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
     def __hash__(self) -> int:
-        return hash(self.values)
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"<litelane.dbapi.{self.name}>"
 
 
-STRING = _DBAPITypeObject("TEXT", "CHAR", "VARCHAR", "CLOB", "STRING")
-BINARY = _DBAPITypeObject("BLOB", "BINARY")
-NUMBER = _DBAPITypeObject("INTEGER", "INT", "REAL", "NUMERIC", "FLOAT", "DOUBLE", "NUMBER")
-DATETIME = _DBAPITypeObject("DATE", "TIME", "DATETIME", "TIMESTAMP")
-ROWID = _DBAPITypeObject("ROWID", "INTEGER PRIMARY KEY")
+STRING = _DBAPITypeObject("STRING", lambda t: _affinity(t) == "TEXT")
+BINARY = _DBAPITypeObject("BINARY", lambda t: _affinity(t) == "BLOB")
+NUMBER = _DBAPITypeObject("NUMBER", lambda t: _affinity(t) in ("INTEGER", "REAL", "NUMERIC"))
+DATETIME = _DBAPITypeObject("DATETIME", lambda t: "DATE" in t.upper() or "TIME" in t.upper())
+ROWID = _DBAPITypeObject("ROWID", lambda t: t.upper() in ("ROWID", "INTEGER PRIMARY KEY"))
 
 
 # --- statement classification ---------------------------------------------
@@ -195,7 +221,7 @@ def _unquote(name: str) -> str:
     return name
 
 
-_NO_RESULT = (None, [], -1, None, False)
+_NO_RESULT = (None, [], -1, None, False, [])
 
 
 # --- Row --------------------------------------------------------------------
@@ -599,8 +625,12 @@ class Cursor:
         self.connection._check()
 
     def _set(self, result: Any) -> None:
-        columns, rows, rowcount, lastrowid, wrote = result
-        self.description = tuple((c, None, None, None, None, None, None) for c in columns) if columns else None
+        columns, rows, rowcount, lastrowid, wrote, decltypes = result
+        self.description = (
+            tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
+            if columns
+            else None
+        )
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
@@ -624,7 +654,7 @@ class Cursor:
             raise TypeError(f"executemany() argument 1 must be str, not {type(sql).__name__}")
         self._rows = []
         self.description = None
-        _, _, rowcount, _, _ = self.connection._run_many(sql, seq_of_parameters)
+        rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
         self.rowcount = rowcount
         if rowcount > 0:
             self.connection._total_changes += rowcount
@@ -647,8 +677,16 @@ class Cursor:
         rf = self.row_factory
         return rf(self, row) if rf is not None else row
 
-    def fetchone(self) -> Any:
+    def _check_result(self) -> None:
         self._check()
+        if self.description is None:
+            raise ProgrammingError(
+                "no result set to fetch from: no query ran on this cursor, or the last "
+                "statement returns no rows (PEP 249)"
+            )
+
+    def fetchone(self) -> Any:
+        self._check_result()
         if self._pos >= len(self._rows):
             return None
         row = self._rows[self._pos]
@@ -656,14 +694,14 @@ class Cursor:
         return self._convert(row)
 
     def fetchmany(self, size: Optional[int] = None) -> List[Any]:
-        self._check()
+        self._check_result()
         n = self.arraysize if size is None else size
         chunk = self._rows[self._pos:self._pos + max(n, 0)]
         self._pos += len(chunk)
         return [self._convert(r) for r in chunk]
 
     def fetchall(self) -> List[Any]:
-        self._check()
+        self._check_result()
         chunk = self._rows[self._pos:]
         self._pos = len(self._rows)
         return [self._convert(r) for r in chunk]
@@ -672,6 +710,8 @@ class Cursor:
         return self
 
     def __next__(self) -> Any:
+        if self.description is None:
+            raise StopIteration
         row = self.fetchone()
         if row is None:
             raise StopIteration
@@ -680,6 +720,10 @@ class Cursor:
     def close(self) -> None:
         self._closed = True
         self._rows = []
+
+    def nextset(self) -> None:
+        """SQLite statements have one result set: always NotSupportedError."""
+        raise NotSupportedError("SQLite statements return one result set; nextset() is not supported")
 
     def setinputsizes(self, sizes: Any) -> None:
         """Accepted and ignored (PEP 249)."""

@@ -220,7 +220,8 @@ pub fn refuse_control(py: Python<'_>, sql: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The result of `execute` as the tuple `(columns, rows, rowcount, lastrowid, wrote)`.
+/// The result of `execute` as the tuple
+/// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
 pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyTuple>> {
     let columns = match &o.columns {
         Some(c) => PyTuple::new(py, c)?.into_any(),
@@ -232,6 +233,7 @@ pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, P
         o.rowcount,
         o.lastrowid,
         o.wrote,
+        o.decltypes.clone(),
     )
         .into_pyobject(py)
 }

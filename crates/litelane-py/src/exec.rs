@@ -24,6 +24,8 @@ pub enum Params {
 pub struct Outcome {
     /// Result column names, `None` for a statement without result columns.
     pub columns: Option<Vec<String>>,
+    /// Declared types of the result columns (`None` for expressions).
+    pub decltypes: Vec<Option<String>>,
     /// Every row the statement returned.
     pub rows: Vec<Vec<Value>>,
     /// Rows changed by INSERT/UPDATE/DELETE/REPLACE statements (summed over
@@ -147,6 +149,10 @@ fn run_prepared(
     bind_params(stmt, params)?;
     let mut out = Outcome {
         columns: columns_of(stmt),
+        decltypes: stmt
+            .columns()
+            .map(|c| c.decl_type().map(str::to_owned))
+            .collect(),
         ..Outcome::default()
     };
     step_all(stmt, &mut out.rows)?;
