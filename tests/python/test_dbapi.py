@@ -406,3 +406,27 @@ def test_not_a_database_is_an_error_and_the_file_is_untouched(tmp_path):
     with pytest.raises(dbapi.DatabaseError):
         dbapi.connect(str(path))
     assert path.read_bytes() == data
+
+
+def test_foreign_keys_are_enforced_unlike_sqlite3_default(db_path):
+    con = dbapi.connect(db_path)
+    con.executescript("CREATE TABLE p(id INTEGER PRIMARY KEY); "
+                      "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));")
+    with pytest.raises(dbapi.IntegrityError, match="FOREIGN KEY"):
+        con.execute("INSERT INTO c(p) VALUES (42)")
+    con.rollback()
+    std = sqlite3.connect(":memory:")
+    std.executescript("CREATE TABLE p(id INTEGER PRIMARY KEY); "
+                      "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));")
+    std.execute("INSERT INTO c(p) VALUES (42)")  # the standard library does not check
+
+
+def test_pragmas_reads_on_readers_writes_on_the_writer(db_path):
+    con = dbapi.connect(db_path)
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert con.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+    con.execute("CREATE TABLE t(a, b)")
+    assert [r[1] for r in con.execute("PRAGMA table_info(t)")] == ["a", "b"]
+    with pytest.raises(dbapi.OperationalError):
+        con.execute("PRAGMA journal_mode=DELETE")
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)

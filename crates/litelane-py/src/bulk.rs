@@ -97,6 +97,24 @@ fn convert_row(
     number: u64,
 ) -> PyResult<Vec<Value>> {
     let width = columns.len();
+    let wrong_width = |n: usize| {
+        exc(
+            py,
+            "ProgrammingError",
+            format!("row {number} has {n} values; {width} columns are being inserted"),
+        )
+    };
+    // The common case first, without any intermediate collection.
+    if let Ok(t) = row.cast_exact::<PyTuple>() {
+        if t.len() != width {
+            return Err(wrong_width(t.len()));
+        }
+        let mut out = Vec::with_capacity(width);
+        for (i, v) in t.iter().enumerate() {
+            out.push(to_value(&v, i + 1)?);
+        }
+        return Ok(out);
+    }
     if let Ok(d) = row.cast::<PyDict>() {
         let mut out = Vec::with_capacity(width);
         let mut found = 0;
@@ -124,16 +142,15 @@ fn convert_row(
         }
         return Ok(out);
     }
-    let values: Vec<Bound<'_, PyAny>> = if let Ok(t) = row.cast_exact::<PyTuple>() {
-        t.iter().collect()
-    } else if let Ok(l) = row.cast_exact::<PyList>() {
-        l.iter().collect()
-    } else if row.is_instance_of::<PyString>() {
+    if row.is_instance_of::<PyString>() {
         return Err(exc(
             py,
             "ProgrammingError",
             format!("row {number}: a string is not a row (expected a tuple or a dict)"),
         ));
+    }
+    let values: Vec<Bound<'_, PyAny>> = if let Ok(l) = row.cast_exact::<PyList>() {
+        l.iter().collect()
     } else {
         row.try_iter()
             .map_err(|_| {
@@ -152,14 +169,7 @@ fn convert_row(
             .collect::<PyResult<_>>()?
     };
     if values.len() != width {
-        return Err(exc(
-            py,
-            "ProgrammingError",
-            format!(
-                "row {number} has {} values; {width} columns are being inserted",
-                values.len()
-            ),
-        ));
+        return Err(wrong_width(values.len()));
     }
     values
         .iter()
