@@ -18,7 +18,6 @@ sqlite3``. See docs/python.md.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import json
 import os
@@ -115,46 +114,55 @@ class Transaction:
             self._txn.rollback()
 
 
+def _resolve(fut: "asyncio.Future[Any]", ok: bool, value: Any) -> None:
+    if fut.cancelled():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)
+
+
 class AsyncTransaction:
     """``async with db.atransaction() as tx:``: each ``await tx.execute(...)``
-    is one hop to the transaction's own thread."""
+    is one hop: the statement goes to the transaction's own thread, which
+    schedules the result on the event loop when it is done."""
 
     def __init__(self, db: "Database", timeout: Optional[float]) -> None:
         self._db = db
-        self._timeout = timeout
         self._txn: Any = None
-        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    def _submit(self, send: Callable[..., None], *args: Any) -> "asyncio.Future[Any]":
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        fut = loop.create_future()
+        send(*args, functools.partial(loop.call_soon_threadsafe, _resolve, fut))
+        return fut
 
     async def __aenter__(self) -> "AsyncTransaction":
-        # One thread of its own: its statements never wait behind other
-        # coroutines' calls that are themselves waiting for this transaction.
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="litelane-atx")
-        self._txn = await self._call(self._db._engine.begin, self._db._timeout(self._timeout))
+        # begin() does not block: the transaction queues for the writer on
+        # its own thread, and the first statement waits for its turn.
+        self._txn = self._db._engine.begin(3600.0, False)
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if exc_type is None:
-                await self._call(self._txn.commit)
-            else:
-                await self._call(self._txn.rollback)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
+        await self._submit(self._txn.submit_end, exc_type is None)
 
     async def execute(self, sql: str, params: Any = None) -> Executed:
-        return _executed(await self._call(self._txn.execute, sql, params))
+        return _executed(await self._submit(self._txn.submit, sql, params, "outcome"))
 
     async def query(self, sql: str, params: Any = None, *, dicts: bool = False) -> List[Any]:
-        return await self._call(self._txn.query, sql, params, dicts)
+        return await self._submit(self._txn.submit, sql, params, "dicts" if dicts else "rows")
 
     async def executemany(self, sql: str, seq_of_params: Iterable[Any]) -> Executed:
-        seq = list(seq_of_params)
-        return _executed(await self._call(self._txn.executemany, sql, seq))
+        return _executed(await self._submit(self._txn.submit_many, sql, list(seq_of_params)))
+
+    async def commit(self) -> None:
+        """Commits now (the ``async with`` block then has nothing left to do)."""
+        await self._submit(self._txn.submit_end, True)
+
+    async def rollback(self) -> None:
+        """Rolls back now."""
+        await self._submit(self._txn.submit_end, False)
 
 
 class Database:
@@ -324,7 +332,8 @@ class Database:
         return await self._hop(self.write, fn, timeout)
 
     def atransaction(self, timeout: Optional[float] = None) -> AsyncTransaction:
-        """``async with db.atransaction() as tx:``, commit on success."""
+        """``async with db.atransaction() as tx:``, commit on success. (The
+        wait for the writer is not bounded here: use ``asyncio.wait_for``.)"""
         return AsyncTransaction(self, timeout)
 
 

@@ -438,12 +438,18 @@ impl Engine {
 
     /// Starts a write transaction held across calls (see `Txn`). `timeout`
     /// bounds, in seconds, the wait for the writer's turn.
-    #[pyo3(signature = (timeout = 5.0))]
-    fn begin(&self, py: Python<'_>, timeout: f64) -> PyResult<Txn> {
+    ///
+    /// `guard` (default true) refuses a second transaction from a thread that
+    /// already holds one (it would wait for itself); asyncio passes false, as
+    /// all its coroutines share one thread and none of them blocks it.
+    #[pyo3(signature = (timeout = 5.0, guard = true))]
+    fn begin(&self, py: Python<'_>, timeout: f64, guard: bool) -> PyResult<Txn> {
         let sh = self.get(py)?;
-        sh.check_no_open_txn().py_err(py)?;
+        if guard {
+            sh.check_no_open_txn().py_err(py)?;
+        }
         let timeout = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
-        Txn::start(py, sh, timeout)
+        Txn::start(py, sh, timeout, guard)
     }
 
     /// Inserts rows (tuples or dicts) into `table` through the engine's bulk

@@ -15,6 +15,7 @@ mod engine;
 mod errors;
 mod exec;
 mod txn;
+mod workers;
 
 use pyo3::prelude::*;
 

@@ -28,12 +28,75 @@ const ABANDONED: u8 = 2;
 
 const ROLLBACK: &str = "litelane: transaction rolled back by the caller";
 
+/// What the Python side gets back from a statement.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
+    Outcome,
+    /// The rows: tuples, or dicts when true.
+    Rows(bool),
+    /// Nothing (`None`).
+    Unit,
+}
+
+/// Where a result goes: a channel the caller waits on (GIL released), or a
+/// Python callable `callback(ok, value)` called on the worker thread (asyncio:
+/// it schedules the awaiting future's result on its loop, one hop).
+enum Reply<T> {
+    Chan(Sender<Result<T>>),
+    Call(Py<PyAny>, Shape),
+}
+
 enum Cmd {
-    Exec(String, Params, Sender<Result<Outcome>>),
-    Many(String, Vec<Params>, Sender<Result<Outcome>>),
-    Script(String, Sender<Result<Outcome>>),
-    Commit(Sender<Result<()>>),
-    Rollback(Sender<Result<()>>),
+    Exec(String, Params, Reply<Outcome>),
+    Many(String, Vec<Params>, Reply<Outcome>),
+    Script(String, Reply<Outcome>),
+    Commit(Reply<()>),
+    Rollback(Reply<()>),
+}
+
+/// Calls `callback(ok, value)` with the GIL.
+fn call_back(
+    cb: Py<PyAny>,
+    make: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
+) {
+    Python::attach(|py| {
+        let (ok, value) = match make(py) {
+            Ok(v) => (true, v),
+            Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
+        };
+        if let Err(e) = cb.call1(py, (ok, value)) {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
+fn deliver_outcome(reply: Reply<Outcome>, r: Result<Outcome>) {
+    match reply {
+        Reply::Chan(tx) => {
+            let _ = tx.send(r);
+        }
+        Reply::Call(cb, shape) => call_back(cb, move |py| {
+            let o = r.map_err(|e| crate::errors::engine(py, e))?;
+            match shape {
+                Shape::Outcome => outcome_tuple(py, &o).map(Bound::into_any),
+                Shape::Rows(dicts) => rows_out(py, &o, dicts).map(Bound::into_any),
+                Shape::Unit => Ok(py.None().into_bound(py)),
+            }
+        }),
+    }
+}
+
+fn deliver_unit(reply: Reply<()>, r: Result<()>) {
+    match reply {
+        Reply::Chan(tx) => {
+            let _ = tx.send(r);
+        }
+        Reply::Call(cb, _) => call_back(cb, move |py| {
+            r.map_err(|e| crate::errors::engine(py, e))?;
+            Ok(py.None().into_bound(py))
+        }),
+    }
 }
 
 /// Decrements the thread's open-transaction count when the transaction ends.
@@ -50,7 +113,7 @@ impl Drop for OpenMark {
 
 struct Live {
     tx: Sender<Cmd>,
-    _mark: OpenMark,
+    _mark: Option<OpenMark>,
 }
 
 /// A write transaction held across Python calls; statements run on the
@@ -65,29 +128,33 @@ pub struct Txn {
 }
 
 impl Txn {
-    pub fn start(py: Python<'_>, shared: Arc<Shared>, timeout: Duration) -> PyResult<Txn> {
+    pub fn start(
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        timeout: Duration,
+        guard: bool,
+    ) -> PyResult<Txn> {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let state = Arc::new(AtomicU8::new(QUEUED));
         let failure = Arc::new(Mutex::new(None));
         let owner = std::thread::current().id();
-        shared.mark_open(owner);
-        let mark = OpenMark {
-            shared: Arc::clone(&shared),
-            owner,
-        };
+        let mark = guard.then(|| {
+            shared.mark_open(owner);
+            OpenMark {
+                shared: Arc::clone(&shared),
+                owner,
+            }
+        });
         let (st, fail) = (Arc::clone(&state), Arc::clone(&failure));
         let display = shared.display.clone();
         let db = shared.db.clone();
-        std::thread::Builder::new()
-            .name("litelane-txn".into())
-            .spawn(move || worker(db, rx, st, fail))
-            .map_err(|e| {
-                exc(
-                    py,
-                    "OperationalError",
-                    format!("starting a transaction thread: {e}"),
-                )
-            })?;
+        crate::workers::run(move || worker(db, rx, st, fail)).map_err(|e| {
+            exc(
+                py,
+                "OperationalError",
+                format!("starting a transaction thread: {e}"),
+            )
+        })?;
         Ok(Txn {
             live: Mutex::new(Some(Live { tx, _mark: mark })),
             state,
@@ -111,14 +178,10 @@ impl Txn {
     }
 
     /// Sends one statement and waits (GIL released) for its outcome.
-    fn call(
-        &self,
-        py: Python<'_>,
-        make: impl FnOnce(Sender<Result<Outcome>>) -> Cmd,
-    ) -> PyResult<Outcome> {
+    fn call(&self, py: Python<'_>, make: impl FnOnce(Reply<Outcome>) -> Cmd) -> PyResult<Outcome> {
         let sender = self.sender(py)?;
         let (rtx, rrx) = mpsc::channel();
-        let cmd = make(rtx);
+        let cmd = make(Reply::Chan(rtx));
         let res = py.detach(move || {
             if sender.send(cmd).is_err() {
                 return Err(self.failed());
@@ -131,6 +194,22 @@ impl Txn {
             lock(&self.live).take();
         }
         res.py_err(py)
+    }
+
+    /// Sends a command whose reply is a callback.
+    fn post(&self, py: Python<'_>, cmd: Cmd) -> PyResult<()> {
+        let sender = self.sender(py)?;
+        if let Err(mpsc::SendError(cmd)) = sender.send(cmd) {
+            lock(&self.live).take();
+            let err = self.failed();
+            match cmd {
+                Cmd::Exec(_, _, r) | Cmd::Many(_, _, r) | Cmd::Script(_, r) => {
+                    deliver_outcome(r, Err(err))
+                }
+                Cmd::Commit(r) | Cmd::Rollback(r) => deliver_unit(r, Err(err)),
+            }
+        }
+        Ok(())
     }
 
     fn worker_gone(&self) -> bool {
@@ -181,9 +260,9 @@ impl Txn {
         }
         let (rtx, rrx) = mpsc::channel();
         let cmd = if commit {
-            Cmd::Commit(rtx)
+            Cmd::Commit(Reply::Chan(rtx))
         } else {
-            Cmd::Rollback(rtx)
+            Cmd::Rollback(Reply::Chan(rtx))
         };
         let res = py.detach(move || {
             if live.tx.send(cmd).is_err() {
@@ -203,7 +282,7 @@ fn worker(
     state: Arc<AtomicU8>,
     failure: Arc<Mutex<Option<Error>>>,
 ) {
-    let mut end: Option<(bool, Sender<Result<()>>)> = None;
+    let mut end: Option<(bool, Reply<()>)> = None;
     let rx = &rx;
     let res = db.write(|tx| {
         if state
@@ -215,20 +294,21 @@ fn worker(
         loop {
             match rx.recv() {
                 Ok(Cmd::Exec(sql, params, reply)) => {
-                    let _ = reply.send(exec::run(tx, &sql, &params).map(|mut o| {
+                    let r = exec::run(tx, &sql, &params).map(|mut o| {
                         o.wrote = true;
                         o
-                    }));
+                    });
+                    deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Many(sql, sets, reply)) => {
-                    let _ = reply.send(exec::run_many(tx, &sql, &sets));
+                    deliver_outcome(reply, exec::run_many(tx, &sql, &sets));
                 }
                 Ok(Cmd::Script(sql, reply)) => {
                     // A failing script undoes only its own statements.
-                    let _ = reply.send(
-                        tx.write(|tx| exec::run_script(tx, &sql))
-                            .map(|_| Outcome::default()),
-                    );
+                    let r = tx
+                        .write(|tx| exec::run_script(tx, &sql))
+                        .map(|_| Outcome::default());
+                    deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Commit(reply)) => {
                     end = Some((true, reply));
@@ -243,16 +323,15 @@ fn worker(
         }
     });
     match end {
-        Some((true, reply)) => {
-            let _ = reply.send(res);
-        }
-        Some((false, reply)) => {
-            let _ = reply.send(match res {
+        Some((true, reply)) => deliver_unit(reply, res),
+        Some((false, reply)) => deliver_unit(
+            reply,
+            match res {
                 Err(Error::User { message }) if message == ROLLBACK => Ok(()),
                 Ok(()) => Ok(()),
                 Err(e) => Err(e),
-            });
-        }
+            },
+        ),
         None => {
             let e = match res {
                 Err(e) => e,
@@ -326,6 +405,83 @@ impl Txn {
     /// Rolls back. A no-op once finished.
     fn rollback(&self, py: Python<'_>) -> PyResult<()> {
         self.finish(py, false)
+    }
+
+    /// Sends one statement without waiting: `callback(ok, value)` is called
+    /// on the transaction's thread with the outcome tuple (`shape="outcome"`),
+    /// the rows (`"rows"`, `"dicts"`) or the exception (`ok=False`).
+    #[pyo3(signature = (sql, params, shape, callback))]
+    fn submit(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        shape: &str,
+        callback: Py<PyAny>,
+    ) -> PyResult<()> {
+        refuse_control(py, &sql)?;
+        let shape = match shape {
+            "outcome" => Shape::Outcome,
+            "rows" => Shape::Rows(false),
+            "dicts" => Shape::Rows(true),
+            other => {
+                return Err(exc(
+                    py,
+                    "ProgrammingError",
+                    format!("unknown result shape {other:?}"),
+                ))
+            }
+        };
+        let p = to_params(params)?;
+        self.post(py, Cmd::Exec(sql, p, Reply::Call(callback, shape)))
+    }
+
+    /// `executemany` without waiting; see `submit`.
+    fn submit_many(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        seq: &Bound<'_, PyAny>,
+        callback: Py<PyAny>,
+    ) -> PyResult<()> {
+        refuse_control(py, &sql)?;
+        let sets = params_seq(seq)?;
+        self.post(
+            py,
+            Cmd::Many(sql, sets, Reply::Call(callback, Shape::Outcome)),
+        )
+    }
+
+    /// Commit (`commit=True`) or rollback without waiting; `callback(ok,
+    /// value)` is called after the commit. Called at once if the transaction
+    /// is already finished or never got the writer.
+    fn submit_end(&self, py: Python<'_>, commit: bool, callback: Py<PyAny>) -> PyResult<()> {
+        let Some(live) = lock(&self.live).take() else {
+            callback.call1(py, (true, py.None()))?;
+            return Ok(());
+        };
+        if self
+            .state
+            .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            callback.call1(py, (true, py.None()))?;
+            return Ok(());
+        }
+        let reply = Reply::Call(callback, Shape::Unit);
+        let cmd = if commit {
+            Cmd::Commit(reply)
+        } else {
+            Cmd::Rollback(reply)
+        };
+        if let Err(mpsc::SendError(cmd)) = live.tx.send(cmd) {
+            if let Cmd::Commit(r) | Cmd::Rollback(r) = cmd {
+                deliver_unit(r, Err(self.failed()));
+            }
+        }
+        // `live` (the sender and the open-transaction mark) drops here; the
+        // worker still has the command.
+        Ok(())
     }
 
     /// True until commit, rollback, or a failure that ended it.
