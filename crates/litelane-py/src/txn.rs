@@ -474,10 +474,8 @@ impl Txn {
         } else {
             Cmd::Rollback(reply)
         };
-        if let Err(mpsc::SendError(cmd)) = live.tx.send(cmd) {
-            if let Cmd::Commit(r) | Cmd::Rollback(r) = cmd {
-                deliver_unit(r, Err(self.failed()));
-            }
+        if let Err(mpsc::SendError(Cmd::Commit(r) | Cmd::Rollback(r))) = live.tx.send(cmd) {
+            deliver_unit(r, Err(self.failed()));
         }
         // `live` (the sender and the open-transaction mark) drops here; the
         // worker still has the command.
