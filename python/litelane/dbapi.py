@@ -221,7 +221,21 @@ def _unquote(name: str) -> str:
     return name
 
 
-_NO_RESULT = (None, [], -1, None, False, [])
+_NO_RESULT = (None, [], -1, None, False, ())
+
+# cursor.description per (column names, declared types): built once.
+_descriptions: Dict[Tuple[Any, Any], Tuple[Tuple[Any, ...], ...]] = {}
+
+
+def _description(columns: Tuple[str, ...], decltypes: Tuple[Optional[str], ...]) -> Tuple[Tuple[Any, ...], ...]:
+    key = (columns, decltypes)
+    desc = _descriptions.get(key)
+    if desc is None:
+        desc = tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
+        if len(_descriptions) > 1024:
+            _descriptions.clear()
+        _descriptions[key] = desc
+    return desc
 
 
 # --- Row --------------------------------------------------------------------
@@ -626,11 +640,7 @@ class Cursor:
 
     def _set(self, result: Any) -> None:
         columns, rows, rowcount, lastrowid, wrote, decltypes = result
-        self.description = (
-            tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
-            if columns
-            else None
-        )
+        self.description = _description(columns, decltypes) if columns else None
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
@@ -642,10 +652,11 @@ class Cursor:
         self.lastrowid = conn._lastrowid
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        self._check()
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
         self._rows = []
         self.description = None
-        self._set(self.connection._run(sql, parameters))
+        self._set(self.connection._run(sql, parameters))  # _run checks the connection
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> "Cursor":

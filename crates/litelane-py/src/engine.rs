@@ -233,7 +233,7 @@ pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, P
         o.rowcount,
         o.lastrowid,
         o.wrote,
-        o.decltypes.clone(),
+        PyTuple::new(py, &o.decltypes)?,
     )
         .into_pyobject(py)
 }

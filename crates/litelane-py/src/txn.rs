@@ -55,6 +55,32 @@ enum Cmd {
     Rollback(Reply<()>),
 }
 
+/// How many times a thread waiting for the other side of a transaction
+/// yields its CPU before it goes to sleep on the channel. A statement's
+/// round trip is then one handover instead of two sleeps and wake-ups
+/// (measured with benchmarks/python/bench.py report002: see docs/python.md).
+const YIELDS: u32 = 64;
+
+/// Polls `rx` a few times, yielding the CPU in between; `None` when nothing
+/// came (or the sender is gone: the blocking receive reports that).
+fn recv_soon<T>(rx: &Receiver<T>) -> Option<T> {
+    static N: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let n = *N.get_or_init(|| {
+        std::env::var("LITELANE_TXN_YIELDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(YIELDS)
+    });
+    for _ in 0..n {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
 /// Calls `callback(ok, value)` with the GIL.
 fn call_back(
     cb: Py<PyAny>,
@@ -225,6 +251,9 @@ impl Txn {
     /// Waits for a reply. While the transaction is still queued for the
     /// writer, waits at most `timeout`, then gives up its place.
     fn wait<T>(&self, rrx: &Receiver<Result<T>>) -> Result<T> {
+        if let Some(r) = recv_soon(rrx) {
+            return r;
+        }
         match rrx.recv_timeout(self.timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
@@ -292,7 +321,11 @@ fn worker(
             return Err(Error::user(ROLLBACK));
         }
         loop {
-            match rx.recv() {
+            let next = match recv_soon(rx) {
+                Some(cmd) => Ok(cmd),
+                None => rx.recv(),
+            };
+            match next {
                 Ok(Cmd::Exec(sql, params, reply)) => {
                     let r = exec::run(tx, &sql, &params).map(|mut o| {
                         o.wrote = true;
