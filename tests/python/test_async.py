@@ -76,3 +76,23 @@ def test_awrite_runs_the_whole_transaction_in_one_hop(db_path):
         db.close()
 
     run(main())
+
+
+def test_atransaction_explicit_commit_and_rollback(db_path):
+    async def main():
+        db = litelane.open(db_path)
+        await db.aexecute("CREATE TABLE t(v)")
+        async with db.atransaction() as tx:
+            await tx.execute("INSERT INTO t VALUES (1)")
+            await tx.rollback()
+        async with db.atransaction() as tx:
+            await tx.execute("INSERT INTO t VALUES (2)")
+            await tx.commit()
+        async with db.atransaction() as tx:
+            with pytest.raises(litelane.OperationalError, match="no such table"):
+                await tx.execute("INSERT INTO missing VALUES (3)")
+            await tx.execute("INSERT INTO t VALUES (3)")  # the transaction goes on
+        assert await db.aquery("SELECT v FROM t ORDER BY v") == [(2,), (3,)]
+        db.close()
+
+    run(main())

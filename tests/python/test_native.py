@@ -247,3 +247,26 @@ def test_import_file_through_the_cli(db_path, tmp_path):
         assert d.query("SELECT count(*) FROM imported") == [(3,)]
         with pytest.raises(litelane.OperationalError, match="failed"):
             d.import_file(str(tmp_path / "missing.csv"), "x")
+
+
+def test_executemany_executescript_and_explicit_transaction_calls(db):
+    r = db.executemany("INSERT INTO t(name, n) VALUES (?, ?)", [("a", 1), ("b", 2), ("c", 3)])
+    assert r.rowcount == 3
+    db.executescript("""
+        INSERT INTO t(name, n) VALUES ('d', 4);
+        BEGIN; UPDATE t SET n = n * 10 WHERE name = 'a'; COMMIT;
+    """)
+    assert db.query("SELECT n FROM t ORDER BY name") == [(10,), (2,), (3,), (4,)]
+    with pytest.raises(litelane.OperationalError, match="no such table"):
+        db.executescript("INSERT INTO t(name, n) VALUES ('e', 5); INSERT INTO nope VALUES (1);")
+    assert db.query("SELECT count(*) FROM t WHERE name = 'e'") == [(0,)]  # all or nothing
+
+    tx = db.transaction()
+    tx.execute("INSERT INTO t(name, n) VALUES ('f', 6)")
+    # a failing script inside a transaction undoes only its own statements
+    with pytest.raises(litelane.IntegrityError):
+        tx.executescript("INSERT INTO t(name, n) VALUES ('g', 7); INSERT INTO t(name, n) VALUES ('a', 0);")
+    assert tx.query("SELECT name FROM t WHERE name IN ('f', 'g')") == [("f",)]
+    tx.rollback()
+    assert not tx.active
+    assert db.query("SELECT count(*) FROM t WHERE name = 'f'") == [(0,)]
