@@ -1,6 +1,7 @@
 """The native API: import litelane."""
 
 import os
+import sys
 import shutil
 import subprocess
 import threading
@@ -270,3 +271,37 @@ def test_executemany_executescript_and_explicit_transaction_calls(db):
     tx.rollback()
     assert not tx.active
     assert db.query("SELECT count(*) FROM t WHERE name = 'f'") == [(0,)]
+
+
+EXIT_SCRIPT = r'''
+import asyncio, sys, threading
+import litelane, litelane.dbapi as sq
+p = sys.argv[1]
+c = sq.connect(p)
+c.execute("CREATE TABLE t(x)")
+c.execute("INSERT INTO t VALUES (1)")            # legacy transaction, never committed
+db = litelane.open(p)
+box = []
+th = threading.Thread(target=lambda: box.append(db.transaction()))
+th.start(); th.join()                             # a native transaction on another thread
+it = db.iterate("SELECT 1 UNION ALL SELECT 2", batch=1)
+next(it)                                          # a half-read stream
+
+async def main():
+    tx = await db.atransaction().__aenter__()     # an async transaction left open
+    await asyncio.sleep(0)
+
+asyncio.run(main())
+print("done", flush=True)
+'''
+
+
+def test_process_exits_cleanly_with_everything_left_open(tmp_path):
+    path = str(tmp_path / "exit.db")
+    proc = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, path],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done"
+    with litelane.open(path) as d:
+        # the table was created in autocommit; the uncommitted row is gone
+        assert d.query("SELECT count(*) FROM t") == [(0,)]
