@@ -66,8 +66,10 @@ if dbapi20 is not None:
                 con.close()
 
 
-def test_every_suite_test_ran_here():
-    """35 tests in the suite (the count the issue cites for sqlite3)."""
+def test_the_suite_is_the_35_test_version_and_all_of_it_is_collected():
+    """The suite has 35 tests (the count the issue cites: sqlite3 fails 9);
+    the subclass above inherits every one of them, so pytest runs all 35."""
     assert dbapi20 is not None
-    names = [n for n in dir(dbapi20.DatabaseAPI20Test) if n.startswith("test_")]
-    assert len(names) >= 30, names
+    names = {n for n in dir(dbapi20.DatabaseAPI20Test) if n.startswith("test_")}
+    assert len(names) == 35, sorted(names)
+    assert names <= {n for n in dir(TestLitelaneDBAPI20) if n.startswith("test_")}
