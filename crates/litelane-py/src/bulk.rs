@@ -1,0 +1,302 @@
+//! `insert_many`: Python rows into the engine's bulk inserter.
+//!
+//! The inserter runs on a worker thread and holds the writer for one
+//! transaction (or one per `commit_every` rows). The calling thread converts
+//! `batch` rows at a time with the GIL held and hands each batch over with
+//! the GIL released, so other Python threads run while SQLite works.
+
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+
+use litelane::{Error, InsertReport, Value};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::convert::to_value;
+use crate::engine::Shared;
+use crate::errors::{exc, IntoPy};
+
+/// A batch of rows, or `None`: the caller failed, roll back.
+type Batch = Option<Vec<Vec<Value>>>;
+
+/// The rows the inserter pulls: batches from the channel, flattened. An
+/// abort message becomes a row of zero values, which the inserter rejects
+/// (wrong width), rolling its transaction back.
+struct Feed {
+    rx: Receiver<Batch>,
+    current: std::vec::IntoIter<Vec<Value>>,
+}
+
+impl Iterator for Feed {
+    type Item = Vec<Value>;
+    fn next(&mut self) -> Option<Vec<Value>> {
+        loop {
+            if let Some(r) = self.current.next() {
+                return Some(r);
+            }
+            match self.rx.recv() {
+                Ok(Some(b)) => self.current = b.into_iter(),
+                Ok(None) => return Some(Vec::new()),
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// Sends the abort message when dropped without `finish`: however the
+/// caller's side ends early, the insert rolls back instead of committing a
+/// partial load.
+struct Sending {
+    tx: Option<SyncSender<Batch>>,
+}
+
+impl Sending {
+    fn send(&self, py: Python<'_>, rows: Vec<Vec<Value>>) -> bool {
+        let tx = self.tx.as_ref().expect("sender");
+        py.detach(|| tx.send(Some(rows)).is_ok())
+    }
+    fn finish(mut self) {
+        self.tx = None;
+    }
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(None);
+        }
+    }
+}
+
+fn table_columns(py: Python<'_>, sh: &Shared, table: &str) -> PyResult<Vec<String>> {
+    let cols = py
+        .detach(|| {
+            sh.db.read(|c| {
+                let mut stmt = c.prepare("SELECT name FROM pragma_table_info(?1)")?;
+                let names = stmt
+                    .query_map([table], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(names)
+            })
+        })
+        .py_err(py)?;
+    if cols.is_empty() {
+        return Err(exc(
+            py,
+            "OperationalError",
+            format!("no such table: {table} (insert_many needs an existing table)"),
+        ));
+    }
+    Ok(cols)
+}
+
+fn convert_row(
+    py: Python<'_>,
+    row: &Bound<'_, PyAny>,
+    columns: &[Bound<'_, PyString>],
+    number: u64,
+) -> PyResult<Vec<Value>> {
+    let width = columns.len();
+    let wrong_width = |n: usize| {
+        exc(
+            py,
+            "ProgrammingError",
+            format!("row {number} has {n} values; {width} columns are being inserted"),
+        )
+    };
+    // The common case first, without any intermediate collection.
+    if let Ok(t) = row.cast_exact::<PyTuple>() {
+        if t.len() != width {
+            return Err(wrong_width(t.len()));
+        }
+        let mut out = Vec::with_capacity(width);
+        for (i, v) in t.iter().enumerate() {
+            out.push(to_value(&v, i + 1)?);
+        }
+        return Ok(out);
+    }
+    if let Ok(d) = row.cast::<PyDict>() {
+        let mut out = Vec::with_capacity(width);
+        let mut found = 0;
+        for c in columns {
+            match d.get_item(c)? {
+                Some(v) => {
+                    found += 1;
+                    out.push(to_value(&v, out.len() + 1)?);
+                }
+                None => out.push(Value::Null),
+            }
+        }
+        if found < d.len() {
+            let extra = d
+                .keys()
+                .iter()
+                .find(|k| !columns.iter().any(|c| c.as_any().eq(k).unwrap_or(false)))
+                .map(|k| k.to_string())
+                .unwrap_or_default();
+            return Err(exc(
+                py,
+                "ProgrammingError",
+                format!("row {number}: key {extra:?} is not one of the columns being inserted"),
+            ));
+        }
+        return Ok(out);
+    }
+    if row.is_instance_of::<PyString>() {
+        return Err(exc(
+            py,
+            "ProgrammingError",
+            format!("row {number}: a string is not a row (expected a tuple or a dict)"),
+        ));
+    }
+    let values: Vec<Bound<'_, PyAny>> = if let Ok(l) = row.cast_exact::<PyList>() {
+        l.iter().collect()
+    } else {
+        row.try_iter()
+            .map_err(|_| {
+                exc(
+                    py,
+                    "ProgrammingError",
+                    format!(
+                        "row {number}: expected a tuple or a dict, got {}",
+                        row.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ),
+                )
+            })?
+            .collect::<PyResult<_>>()?
+    };
+    if values.len() != width {
+        return Err(wrong_width(values.len()));
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| to_value(v, i + 1))
+        .collect()
+}
+
+fn report<'py>(py: Python<'py>, r: &InsertReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rows", r.rows)?;
+    d.set_item("statements", r.statements)?;
+    d.set_item("commits", r.commits)?;
+    d.set_item("rows_per_statement", r.rows_per_statement)?;
+    d.set_item("elapsed", r.elapsed.as_secs_f64())?;
+    Ok(d)
+}
+
+pub fn insert_many<'py>(
+    py: Python<'py>,
+    sh: Arc<Shared>,
+    table: String,
+    rows: &Bound<'py, PyAny>,
+    columns: Option<Vec<String>>,
+    batch: usize,
+    commit_every: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    sh.check_no_open_txn().py_err(py)?;
+    let mut iter = rows.try_iter()?;
+    let first = match iter.next() {
+        Some(r) => Some(r?),
+        None => None,
+    };
+    let columns = match columns {
+        Some(c) => c,
+        None => match first.as_ref().map(|r| r.cast::<PyDict>()) {
+            Some(Ok(d)) => d
+                .keys()
+                .iter()
+                .map(|k| k.extract::<String>())
+                .collect::<PyResult<_>>()?,
+            _ => table_columns(py, &sh, &table)?,
+        },
+    };
+    if columns.is_empty() {
+        return Err(exc(
+            py,
+            "ProgrammingError",
+            "insert_many: no columns to insert",
+        ));
+    }
+    let Some(first) = first else {
+        return report(
+            py,
+            &InsertReport {
+                rows: 0,
+                statements: 0,
+                commits: 0,
+                rows_per_statement: 0,
+                elapsed: Default::default(),
+            },
+        );
+    };
+    let names: Vec<Bound<'py, PyString>> = columns.iter().map(|c| PyString::new(py, c)).collect();
+
+    let (tx, rx) = mpsc::sync_channel::<Batch>(4);
+    let worker_sh = Arc::clone(&sh);
+    let worker = std::thread::Builder::new()
+        .name("litelane-insert".into())
+        .spawn(move || -> litelane::Result<InsertReport> {
+            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let mut ins = worker_sh.db.inserter(&table, &cols)?;
+            if let Some(n) = commit_every {
+                ins = ins.commit_every(n.max(1));
+            }
+            ins.insert(Feed {
+                rx,
+                current: Vec::new().into_iter(),
+            })
+        })
+        .map_err(|e| {
+            exc(
+                py,
+                "OperationalError",
+                format!("starting the insert thread: {e}"),
+            )
+        })?;
+
+    let sending = Sending { tx: Some(tx) };
+    let mut failure: Option<PyErr> = None;
+    let mut chunk = Vec::with_capacity(batch);
+    let mut number = 0u64;
+    let mut next = Some(Ok(first));
+    while let Some(item) = next {
+        number += 1;
+        match item.and_then(|r| convert_row(py, &r, &names, number)) {
+            Ok(v) => chunk.push(v),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        if chunk.len() == batch
+            && !sending.send(py, std::mem::replace(&mut chunk, Vec::with_capacity(batch)))
+        {
+            break; // the inserter stopped: its error is reported below
+        }
+        next = iter.next();
+    }
+    if failure.is_none() && !chunk.is_empty() {
+        sending.send(py, chunk);
+    }
+    if failure.is_none() {
+        sending.finish();
+    } else {
+        drop(sending);
+    }
+    let outcome = py.detach(|| worker.join());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match outcome {
+        Ok(Ok(r)) => report(py, &r),
+        Ok(Err(e)) => Err(crate::errors::engine(py, e)),
+        Err(_) => Err(crate::errors::engine(
+            py,
+            Error::user("the insert thread panicked"),
+        )),
+    }
+}

@@ -1,0 +1,170 @@
+//! Python values <-> SQLite values.
+
+use std::collections::HashMap;
+
+use litelane::Value;
+use pyo3::exceptions::PyOverflowError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
+};
+
+use crate::errors::exc;
+use crate::exec::Params;
+
+static ADAPT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Converts one Python value. `position` (1-based) names the parameter in
+/// errors. Types other than None/int/float/str/bytes/bytearray/memoryview
+/// go through `litelane._adapt.adapt` (registered adapters, `__conform__`,
+/// the default date/datetime adapters).
+pub fn to_value(obj: &Bound<'_, PyAny>, position: usize) -> PyResult<Value> {
+    match primitive(obj)? {
+        Some(v) => Ok(v),
+        None => {
+            let py = obj.py();
+            let adapt = ADAPT.import(py, "litelane._adapt", "adapt")?;
+            let adapted = adapt.call1((obj, position))?;
+            primitive(&adapted)?.ok_or_else(|| {
+                exc(
+                    py,
+                    "ProgrammingError",
+                    format!(
+                        "Error binding parameter {position}: the adapter returned an unsupported type"
+                    ),
+                )
+            })
+        }
+    }
+}
+
+fn primitive(obj: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
+    if obj.is_none() {
+        return Ok(Some(Value::Null));
+    }
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        return Ok(Some(Value::Text(s.to_cow()?.into_owned())));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(i) => Ok(Some(Value::Integer(i))),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(
+                PyOverflowError::new_err("Python int too large to convert to SQLite INTEGER"),
+            ),
+            Err(e) => Err(e),
+        };
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Some(Value::Real(f.value())));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Some(Value::Text(s.to_cow()?.into_owned())));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Some(Value::Blob(b.as_bytes().to_vec())));
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(Some(Value::Blob(b.to_vec())));
+    }
+    if obj.get_type().name()?.to_cow()? == "memoryview" {
+        let bytes = obj.call_method0("tobytes")?;
+        return Ok(Some(Value::Blob(
+            bytes.cast::<PyBytes>()?.as_bytes().to_vec(),
+        )));
+    }
+    Ok(None)
+}
+
+/// Converts the parameters of one statement: `None`, a sequence (by
+/// position) or a mapping (by name).
+pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
+    let Some(obj) = obj else {
+        return Ok(Params::Empty);
+    };
+    if obj.is_none() {
+        return Ok(Params::Empty);
+    }
+    if let Ok(t) = obj.cast_exact::<PyTuple>() {
+        let mut v = Vec::with_capacity(t.len());
+        for (i, item) in t.iter().enumerate() {
+            v.push(to_value(&item, i + 1)?);
+        }
+        return Ok(Params::Positional(v));
+    }
+    if let Ok(l) = obj.cast_exact::<PyList>() {
+        let mut v = Vec::with_capacity(l.len());
+        for (i, item) in l.iter().enumerate() {
+            v.push(to_value(&item, i + 1)?);
+        }
+        return Ok(Params::Positional(v));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut m = HashMap::with_capacity(d.len());
+        for (i, (k, v)) in d.iter().enumerate() {
+            let key: String = k.extract().map_err(|_| {
+                exc(
+                    obj.py(),
+                    "ProgrammingError",
+                    "parameter names must be strings",
+                )
+            })?;
+            m.insert(key, to_value(&v, i + 1)?);
+        }
+        return Ok(Params::Named(m));
+    }
+    if let Ok(map) = obj.cast::<PyMapping>() {
+        let mut m = HashMap::new();
+        for (i, item) in map.items()?.iter().enumerate() {
+            let (k, v): (String, Bound<'_, PyAny>) = item.extract()?;
+            m.insert(k, to_value(&v, i + 1)?);
+        }
+        return Ok(Params::Named(m));
+    }
+    if let Ok(seq) = obj.cast::<PySequence>() {
+        if !obj.is_instance_of::<PyString>() {
+            let mut v = Vec::new();
+            for (i, item) in seq.try_iter()?.enumerate() {
+                v.push(to_value(&item?, i + 1)?);
+            }
+            return Ok(Params::Positional(v));
+        }
+    }
+    Err(exc(
+        obj.py(),
+        "ProgrammingError",
+        format!(
+            "parameters are of unsupported type: {} (expected a sequence or a mapping)",
+            obj.get_type().name()?
+        ),
+    ))
+}
+
+/// One SQLite value as a Python object.
+pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Integer(i) => i.into_pyobject(py)?.into_any(),
+        Value::Real(f) => f.into_pyobject(py)?.into_any(),
+        Value::Text(s) => PyString::new(py, s).into_any(),
+        Value::Blob(b) => PyBytes::new(py, b).into_any(),
+    })
+}
+
+/// One row as a tuple.
+pub fn row_tuple<'py>(py: Python<'py>, row: &[Value]) -> PyResult<Bound<'py, PyTuple>> {
+    let items = row
+        .iter()
+        .map(|v| to_py(py, v))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+/// Rows as a list of tuples.
+pub fn rows_list<'py>(py: Python<'py>, rows: &[Vec<Value>]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for r in rows {
+        list.append(row_tuple(py, r)?)?;
+    }
+    Ok(list)
+}

@@ -1,0 +1,721 @@
+//! `Engine`: one process-wide litelane `Database` per file, shared by every
+//! connection and `litelane.open` handle to that file.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use litelane::{CheckpointMode, Database, Error, Options, Profile, Value};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::convert::{row_tuple, rows_list, to_params, to_py};
+use crate::errors::{exc, IntoPy};
+use crate::exec::{self, leading_keyword, Outcome, Params};
+use crate::txn::Txn;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One open database and who in this process holds a transaction on it.
+pub struct Shared {
+    pub db: Database,
+    pub display: String,
+    /// Open transactions (`Txn`s not yet finished) per Python thread.
+    open_txns: Mutex<HashMap<ThreadId, u32>>,
+}
+
+impl Shared {
+    /// Refuses a write from a thread that already holds a transaction on
+    /// this database through another connection: it would wait for itself
+    /// forever (the standard library would wait `timeout`, then report
+    /// "database is locked").
+    pub fn check_no_open_txn(&self) -> litelane::Result<()> {
+        let me = std::thread::current().id();
+        if lock(&self.open_txns).get(&me).copied().unwrap_or(0) > 0 {
+            return Err(Error::user(format!(
+                "database is locked: this thread holds an open transaction on another \
+                 connection to {}; commit or roll it back first (waiting would never end)",
+                self.display
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn mark_open(&self, thread: ThreadId) {
+        *lock(&self.open_txns).entry(thread).or_insert(0) += 1;
+    }
+
+    pub fn mark_closed(&self, thread: ThreadId) {
+        let mut m = lock(&self.open_txns);
+        if let Some(n) = m.get_mut(&thread) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&thread);
+            }
+        }
+    }
+}
+
+static REGISTRY: LazyLock<Mutex<HashMap<String, Weak<Shared>>>> = LazyLock::new(Default::default);
+
+/// The registry key of a path: its canonical form, or `None` for private
+/// in-memory databases.
+fn registry_key(path: &str) -> Option<String> {
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    if path.starts_with("file:") {
+        return Some(path.to_string());
+    }
+    let p = Path::new(path);
+    let canonical = p.canonicalize().ok().or_else(|| {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    })?;
+    Some(canonical.to_string_lossy().into_owned())
+}
+
+fn open_shared(path: &str, opts: Options) -> litelane::Result<Arc<Shared>> {
+    let Some(key) = registry_key(path) else {
+        let db = if path.is_empty() || path == ":memory:" {
+            Database::open_in_memory(opts)?
+        } else {
+            Database::open(path, opts)?
+        };
+        return Ok(Arc::new(Shared {
+            db,
+            display: path.to_string(),
+            open_txns: Mutex::default(),
+        }));
+    };
+    let mut reg = lock(&REGISTRY);
+    reg.retain(|_, w| w.strong_count() > 0);
+    if let Some(existing) = reg.get(&key).and_then(Weak::upgrade) {
+        if existing.db.options() != &opts {
+            return Err(Error::InvalidInput {
+                message: format!(
+                    "{path} is already open in this process with other options (profile {}); \
+                     every connection to a file shares one engine, so open it with the same \
+                     profile and options",
+                    existing.db.options().profile
+                ),
+            });
+        }
+        return Ok(existing);
+    }
+    let shared = Arc::new(Shared {
+        db: Database::open(path, opts)?,
+        display: path.to_string(),
+        open_txns: Mutex::default(),
+    });
+    reg.insert(key, Arc::downgrade(&shared));
+    Ok(shared)
+}
+
+fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let s: f64 = v.extract().map_err(|_| {
+        exc(
+            py,
+            "ProgrammingError",
+            format!("option {name}: expected seconds (a number)"),
+        )
+    })?;
+    Duration::try_from_secs_f64(s).map_err(|_| {
+        exc(
+            py,
+            "ProgrammingError",
+            format!("option {name}: {s} is not a duration in seconds"),
+        )
+    })
+}
+
+fn build_options(
+    py: Python<'_>,
+    profile: &str,
+    readers: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Options> {
+    let profile: Profile = profile.parse().py_err(py)?;
+    let mut o = Options::with_profile(profile);
+    if let Some(r) = readers {
+        if r == 0 {
+            return Err(exc(py, "ProgrammingError", "readers must be at least 1"));
+        }
+        o.readers = r;
+    }
+    let Some(options) = options else {
+        return Ok(o);
+    };
+    let bad = |name: &str, what: &str| {
+        exc(
+            py,
+            "ProgrammingError",
+            format!("option {name}: expected {what}"),
+        )
+    };
+    for (k, v) in options.iter() {
+        let name: String = k.extract()?;
+        let int =
+            |what: &str| -> PyResult<u64> { v.extract::<u64>().map_err(|_| bad(&name, what)) };
+        let flag =
+            || -> PyResult<bool> { v.extract::<bool>().map_err(|_| bad(&name, "True or False")) };
+        match name.as_str() {
+            "cache_size_kib" => {
+                o.cache_size_kib =
+                    u32::try_from(int("KiB")?).map_err(|_| bad(&name, "KiB below 2^32"))?
+            }
+            "mmap_size" => o.mmap_size = int("bytes")?,
+            "busy_timeout" => o.busy_timeout = seconds(py, &name, &v)?,
+            "statement_cache" => o.statement_cache = int("a count")? as usize,
+            "journal_size_limit" => o.journal_size_limit = int("bytes")?,
+            "persistent_wal" => o.persistent_wal = flag()?,
+            "group_commit" => o.group_commit.enabled = flag()?,
+            "group_commit_max_jobs" => o.group_commit.max_jobs = int("a count")?.max(1) as usize,
+            "group_commit_max_wait" => o.group_commit.max_wait = seconds(py, &name, &v)?,
+            "background_checkpoints" => o.checkpoints.background = flag()?,
+            "slow_statement" => o.slow_statement = seconds(py, &name, &v)?,
+            "long_wait" => o.long_wait = seconds(py, &name, &v)?,
+            "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
+            _ => {
+                return Err(exc(
+                    py,
+                    "ProgrammingError",
+                    format!(
+                        "unknown option {name:?}: expected one of cache_size_kib, mmap_size, \
+                         busy_timeout, statement_cache, journal_size_limit, persistent_wal, \
+                         group_commit, group_commit_max_jobs, group_commit_max_wait, \
+                         background_checkpoints, slow_statement, long_wait, async_threads"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Refuses transaction-control statements where litelane owns the
+/// transaction (use the API's commit/rollback instead).
+pub fn refuse_control(py: Python<'_>, sql: &str) -> PyResult<()> {
+    let kw = leading_keyword(sql);
+    let bare_rollback = kw == "ROLLBACK"
+        && !sql
+            .to_ascii_uppercase()
+            .split_whitespace()
+            .any(|w| w == "TO");
+    if matches!(kw.as_str(), "BEGIN" | "COMMIT" | "END") || bare_rollback {
+        return Err(exc(
+            py,
+            "ProgrammingError",
+            format!("{kw} is not run as a statement here: litelane owns the transaction (use transaction(), commit() or rollback())"),
+        ));
+    }
+    Ok(())
+}
+
+/// The result of `execute` as the tuple
+/// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
+pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyTuple>> {
+    let columns = match &o.columns {
+        Some(c) => PyTuple::new(py, c)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    (
+        columns,
+        rows_list(py, &o.rows)?,
+        o.rowcount,
+        o.lastrowid,
+        o.wrote,
+        PyTuple::new(py, &o.decltypes)?,
+    )
+        .into_pyobject(py)
+}
+
+/// Rows as tuples, or as dicts keyed by column name.
+pub fn rows_out<'py>(py: Python<'py>, o: &Outcome, dicts: bool) -> PyResult<Bound<'py, PyList>> {
+    if !dicts {
+        return rows_list(py, &o.rows);
+    }
+    let names: Vec<Bound<'py, PyString>> = o
+        .columns
+        .iter()
+        .flatten()
+        .map(|c| PyString::new(py, c))
+        .collect();
+    let list = PyList::empty(py);
+    for r in &o.rows {
+        list.append(row_dict(py, &names, r)?)?;
+    }
+    Ok(list)
+}
+
+fn row_dict<'py>(
+    py: Python<'py>,
+    names: &[Bound<'py, PyString>],
+    row: &[Value],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (n, v) in names.iter().zip(row) {
+        d.set_item(n, to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+/// A handle on the process-wide engine of one database file.
+#[pyclass(frozen, module = "litelane._litelane")]
+pub struct Engine {
+    shared: Mutex<Option<Arc<Shared>>>,
+}
+
+impl Engine {
+    pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
+        lock(&self.shared).clone().ok_or_else(|| {
+            exc(
+                py,
+                "ProgrammingError",
+                "Cannot operate on a closed database.",
+            )
+        })
+    }
+}
+
+/// Opens (or joins, if this process already has it open) the engine of `path`.
+#[pyfunction]
+#[pyo3(signature = (path, profile = "balanced", readers = None, options = None))]
+pub fn open(
+    py: Python<'_>,
+    path: String,
+    profile: &str,
+    readers: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Engine> {
+    let opts = build_options(py, profile, readers, options)?;
+    let shared = py.detach(|| open_shared(&path, opts)).py_err(py)?;
+    Ok(Engine {
+        shared: Mutex::new(Some(shared)),
+    })
+}
+
+#[pymethods]
+impl Engine {
+    /// Runs one statement outside any transaction: read-only statements on a
+    /// reader, others as one write transaction (if `allow_write`; otherwise
+    /// returns None without running it).
+    #[pyo3(signature = (sql, params = None, allow_write = true))]
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+        allow_write: bool,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let out = py
+            .detach(|| -> litelane::Result<Option<Outcome>> {
+                if let Some(o) = sh.db.read(|c| exec::run_if_readonly(c, &sql, &p))? {
+                    return Ok(Some(o));
+                }
+                if !allow_write {
+                    return Ok(None);
+                }
+                sh.check_no_open_txn()?;
+                let mut o = sh.db.write(|tx| exec::run(tx, &sql, &p))?;
+                o.wrote = true;
+                Ok(Some(o))
+            })
+            .py_err(py)?;
+        out.map(|o| outcome_tuple(py, &o)).transpose()
+    }
+
+    /// Runs one statement as its own write transaction, without first
+    /// checking on a reader whether it writes.
+    #[pyo3(signature = (sql, params = None))]
+    fn execute_write<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let mut o = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                sh.db.write(|tx| exec::run(tx, &sql, &p))
+            })
+            .py_err(py)?;
+        o.wrote = true;
+        outcome_tuple(py, &o)
+    }
+
+    /// Runs a read-only statement and returns its rows (tuples or dicts);
+    /// a statement that writes runs as its own write transaction.
+    #[pyo3(signature = (sql, params = None, dicts = false))]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+        dicts: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        refuse_control(py, &sql)?;
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let o = py
+            .detach(|| -> litelane::Result<Outcome> {
+                if let Some(o) = sh.db.read(|c| exec::run_if_readonly(c, &sql, &p))? {
+                    return Ok(o);
+                }
+                sh.check_no_open_txn()?;
+                sh.db.write(|tx| exec::run(tx, &sql, &p))
+            })
+            .py_err(py)?;
+        rows_out(py, &o, dicts)
+    }
+
+    /// Runs one statement for every parameter set, all in one write
+    /// transaction. Returns `(None, [], rowcount, lastrowid, True)`.
+    fn executemany<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        seq: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let sets = params_seq(seq)?;
+        let sh = self.get(py)?;
+        let mut o = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                sh.db.write(|tx| exec::run_many(tx, &sql, &sets))
+            })
+            .py_err(py)?;
+        o.wrote = true;
+        outcome_tuple(py, &o)
+    }
+
+    /// Runs a script of statements as one write transaction (BEGIN/COMMIT in
+    /// the script are skipped).
+    fn executescript(&self, py: Python<'_>, sql: String) -> PyResult<()> {
+        let sh = self.get(py)?;
+        py.detach(|| {
+            sh.check_no_open_txn()?;
+            sh.db.write(|tx| exec::run_script(tx, &sql))
+        })
+        .py_err(py)
+    }
+
+    /// True when `sql` is one read-only statement.
+    fn is_readonly(&self, py: Python<'_>, sql: String) -> PyResult<bool> {
+        let sh = self.get(py)?;
+        py.detach(|| sh.db.read(|c| exec::is_readonly(c, &sql)))
+            .py_err(py)
+    }
+
+    /// Streams the rows of a read-only statement from a reader, `batch` rows
+    /// at a time (the reader stays leased until the iterator is exhausted or
+    /// dropped).
+    #[pyo3(signature = (sql, params = None, dicts = false, batch = 512))]
+    fn iterate(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        dicts: bool,
+        batch: usize,
+    ) -> PyResult<RowIter> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        RowIter::start(sh, sql, p, dicts, batch.max(1))
+    }
+
+    /// Starts a write transaction held across calls (see `Txn`). `timeout`
+    /// bounds, in seconds, the wait for the writer's turn.
+    ///
+    /// `guard` (default true) refuses a second transaction from a thread that
+    /// already holds one (it would wait for itself); asyncio passes false, as
+    /// all its coroutines share one thread and none of them blocks it.
+    #[pyo3(signature = (timeout = 5.0, guard = true))]
+    fn begin(&self, py: Python<'_>, timeout: f64, guard: bool) -> PyResult<Txn> {
+        let sh = self.get(py)?;
+        if guard {
+            sh.check_no_open_txn().py_err(py)?;
+        }
+        let timeout = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
+        Txn::start(py, sh, timeout, guard)
+    }
+
+    /// Inserts rows (tuples or dicts) into `table` through the engine's bulk
+    /// inserter, converting `batch` rows at a time with the GIL held and
+    /// inserting with it released. One transaction unless `commit_every`.
+    #[pyo3(signature = (table, rows, columns = None, batch = 2048, commit_every = None))]
+    fn insert_many<'py>(
+        &self,
+        py: Python<'py>,
+        table: String,
+        rows: &Bound<'py, PyAny>,
+        columns: Option<Vec<String>>,
+        batch: usize,
+        commit_every: Option<u64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let sh = self.get(py)?;
+        crate::bulk::insert_many(py, sh, table, rows, columns, batch.max(1), commit_every)
+    }
+
+    /// A snapshot of the engine's metrics; durations in seconds.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.get(py)?.db.metrics();
+        let d = PyDict::new(py);
+        d.set_item("queue_wait_p50", m.queue_wait_p50.as_secs_f64())?;
+        d.set_item("queue_wait_p95", m.queue_wait_p95.as_secs_f64())?;
+        d.set_item("queue_wait_p99", m.queue_wait_p99.as_secs_f64())?;
+        d.set_item("queue_wait_max", m.queue_wait_max.as_secs_f64())?;
+        d.set_item("queue_depth", m.queue_depth)?;
+        d.set_item("transactions", m.transactions)?;
+        d.set_item("rollbacks", m.rollbacks)?;
+        d.set_item("rows_written", m.rows_written)?;
+        d.set_item("commits", m.commits)?;
+        d.set_item("mean_group_size", m.mean_group_size())?;
+        d.set_item("group_sizes", m.group_sizes.to_vec())?;
+        d.set_item("busy_errors", m.busy_errors)?;
+        d.set_item("checkpoints", m.checkpoints)?;
+        d.set_item("checkpoints_escalated", m.checkpoints_escalated)?;
+        d.set_item("checkpoint_pages", m.checkpoint_pages)?;
+        d.set_item("checkpoint_time", m.checkpoint_time.as_secs_f64())?;
+        d.set_item("wal_pages", m.wal_pages)?;
+        d.set_item("wal_file_bytes", m.wal_file_bytes)?;
+        let slow = PyList::empty(py);
+        for s in &m.slow_statements {
+            let e = PyDict::new(py);
+            e.set_item("sql", &s.sql)?;
+            e.set_item("duration", s.duration.as_secs_f64())?;
+            slow.append(e)?;
+        }
+        d.set_item("slow_statements", slow)?;
+        let long = PyList::empty(py);
+        for w in &m.long_waits {
+            let e = PyDict::new(py);
+            e.set_item("waited", w.waited.as_secs_f64())?;
+            e.set_item("waiter_label", &w.waiter_label)?;
+            e.set_item("holder_label", &w.holder_label)?;
+            e.set_item("holder_sql", &w.holder_sql)?;
+            long.append(e)?;
+        }
+        d.set_item("long_waits", long)?;
+        Ok(d)
+    }
+
+    /// Runs one checkpoint now (`passive`, `full`, `restart`, `truncate`).
+    #[pyo3(signature = (mode = "passive"))]
+    fn checkpoint<'py>(&self, py: Python<'py>, mode: &str) -> PyResult<Bound<'py, PyDict>> {
+        let mode: CheckpointMode = mode.parse().py_err(py)?;
+        let sh = self.get(py)?;
+        let r = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                sh.db.checkpoint(mode)
+            })
+            .py_err(py)?;
+        let d = PyDict::new(py);
+        d.set_item("mode", r.mode.name())?;
+        d.set_item("wal_frames", r.wal_frames)?;
+        d.set_item("checkpointed_frames", r.checkpointed_frames)?;
+        d.set_item("busy", r.busy)?;
+        d.set_item("elapsed", r.elapsed.as_secs_f64())?;
+        Ok(d)
+    }
+
+    /// Lets go of this handle (the engine closes when its last handle goes).
+    fn close(&self, py: Python<'_>) {
+        let taken = lock(&self.shared).take();
+        // Dropping the last handle joins the engine's threads: not with the GIL.
+        py.detach(move || drop(taken));
+    }
+
+    /// True once `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        lock(&self.shared).is_none()
+    }
+
+    /// The path the database was opened with.
+    #[getter]
+    fn path(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.get(py)?.display.clone())
+    }
+
+    /// The durability profile's name.
+    #[getter]
+    fn profile(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.get(py)?.db.options().profile.name())
+    }
+
+    /// Number of reader connections.
+    #[getter]
+    fn readers(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.db.options().readers)
+    }
+
+    /// True when `other` is a handle on the same engine.
+    fn same_engine(&self, py: Python<'_>, other: &Engine) -> PyResult<bool> {
+        Ok(Arc::ptr_eq(&self.get(py)?, &other.get(py)?))
+    }
+}
+
+/// Converts an iterable of parameter sets.
+pub fn params_seq(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Params>> {
+    let mut sets = Vec::new();
+    for item in seq.try_iter()? {
+        sets.push(to_params(Some(&item?))?);
+    }
+    Ok(sets)
+}
+
+enum Msg {
+    Columns(Vec<String>),
+    Rows(Vec<Vec<Value>>),
+    Failed(Error),
+}
+
+/// Rows of one read-only statement, streamed from a reader thread.
+#[pyclass(module = "litelane._litelane")]
+pub struct RowIter {
+    rx: Mutex<Option<Receiver<Msg>>>,
+    buf: VecDeque<Vec<Value>>,
+    names: Option<Vec<Py<PyString>>>,
+    dicts: bool,
+}
+
+impl RowIter {
+    fn start(
+        sh: Arc<Shared>,
+        sql: String,
+        params: Params,
+        dicts: bool,
+        batch: usize,
+    ) -> PyResult<RowIter> {
+        let (tx, rx) = mpsc::sync_channel::<Msg>(2);
+        let spawned = std::thread::Builder::new()
+            .name("litelane-iter".into())
+            .spawn(move || stream(sh, sql, params, batch, tx));
+        if let Err(e) = spawned {
+            return Python::attach(|py| {
+                Err(exc(
+                    py,
+                    "OperationalError",
+                    format!("starting a reader thread: {e}"),
+                ))
+            });
+        }
+        Ok(RowIter {
+            rx: Mutex::new(Some(rx)),
+            buf: VecDeque::new(),
+            names: None,
+            dicts,
+        })
+    }
+}
+
+fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSender<Msg>) {
+    let res = sh.db.read(|conn| {
+        let mut stmt = conn.prepare(&sql).map_err(|e| Error::from_sqlite(e, ""))?;
+        if !stmt.readonly() {
+            return Err(Error::InvalidInput {
+                message: "iterate() streams read-only statements; run writes with execute()".into(),
+            });
+        }
+        let n = stmt.column_count();
+        let names = stmt.column_names().map(str::to_owned).collect();
+        if tx.send(Msg::Columns(names)).is_err() {
+            return Ok(());
+        }
+        exec::bind_params(&mut stmt, &params)?;
+        let mut rows = stmt.raw_query();
+        let mut chunk = Vec::with_capacity(batch);
+        while let Some(r) = rows.next()? {
+            let mut row = Vec::with_capacity(n);
+            for i in 0..n {
+                row.push(r.get::<_, Value>(i)?);
+            }
+            chunk.push(row);
+            if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {
+                return Ok(()); // the iterator was dropped
+            }
+        }
+        if !chunk.is_empty() {
+            let _ = tx.send(Msg::Rows(chunk));
+        }
+        Ok(())
+    });
+    if let Err(e) = res {
+        let _ = tx.send(Msg::Failed(e));
+    }
+}
+
+#[pymethods]
+impl RowIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        loop {
+            if let Some(row) = self.buf.pop_front() {
+                return Ok(Some(if self.dicts {
+                    let names: Vec<Bound<'py, PyString>> = self
+                        .names
+                        .iter()
+                        .flatten()
+                        .map(|n| n.bind(py).clone())
+                        .collect();
+                    row_dict(py, &names, &row)?.into_any()
+                } else {
+                    row_tuple(py, &row)?.into_any()
+                }));
+            }
+            let Some(rx) = lock(&self.rx).take() else {
+                return Ok(None);
+            };
+            let (rx, msg) = py.detach(move || {
+                let msg = rx.recv();
+                (rx, msg)
+            });
+            *lock(&self.rx) = Some(rx);
+            match msg {
+                Ok(Msg::Columns(c)) => {
+                    self.names = Some(c.iter().map(|s| PyString::new(py, s).unbind()).collect());
+                }
+                Ok(Msg::Rows(rows)) => self.buf.extend(rows),
+                Ok(Msg::Failed(e)) => {
+                    lock(&self.rx).take();
+                    return Err(crate::errors::engine(py, e));
+                }
+                Err(_) => {
+                    lock(&self.rx).take();
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Result column names (available once the first row, or the end, was read).
+    #[getter]
+    fn columns(&self, py: Python<'_>) -> Option<Vec<Py<PyString>>> {
+        self.names
+            .as_ref()
+            .map(|v| v.iter().map(|n| n.clone_ref(py)).collect())
+    }
+
+    /// Stops the stream and frees the reader.
+    fn close(&mut self) {
+        lock(&self.rx).take();
+        self.buf.clear();
+    }
+}

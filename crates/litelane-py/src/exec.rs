@@ -1,0 +1,269 @@
+//! Running one statement on a connection: binding, stepping, collecting.
+//! Pure Rust (no Python): everything here runs with the GIL released.
+
+use std::collections::HashMap;
+
+use litelane::rusqlite::fallible_iterator::FallibleIterator as _;
+use litelane::rusqlite::{Connection, Statement};
+use litelane::{Error, Result, Value};
+
+/// Parameters of one statement, converted from Python while the GIL was held.
+#[derive(Debug, Clone)]
+pub enum Params {
+    /// No parameters given (`execute(sql)`).
+    Empty,
+    /// A sequence: bound by position (`?`, `?NNN`).
+    Positional(Vec<Value>),
+    /// A mapping: bound by name (`:name`, `@name`, `$name`), key without the
+    /// prefix character.
+    Named(HashMap<String, Value>),
+}
+
+/// What one statement (or one `executemany`) produced.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Result column names, `None` for a statement without result columns.
+    pub columns: Option<Vec<String>>,
+    /// Declared types of the result columns (`None` for expressions).
+    pub decltypes: Vec<Option<String>>,
+    /// Every row the statement returned.
+    pub rows: Vec<Vec<Value>>,
+    /// Rows changed by INSERT/UPDATE/DELETE/REPLACE statements (summed over
+    /// an `executemany`); -1 for any other statement, as in `sqlite3`.
+    pub rowcount: i64,
+    /// `sqlite3_last_insert_rowid` of the connection after the statement.
+    pub lastrowid: i64,
+    /// True when the statement came to the writer (not a reader).
+    pub wrote: bool,
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidInput { message }
+}
+
+/// The first keyword of `sql`, upper-cased, after whitespace and comments.
+pub fn leading_keyword(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.find('\n').map_or("", |i| &r[i + 1..]);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.find("*/").map_or("", |i| &r[i + 2..]);
+        } else {
+            break;
+        }
+    }
+    rest.chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase()
+}
+
+/// True for the statements whose changes `sqlite3` counts in `rowcount`.
+pub fn is_dml(sql: &str) -> bool {
+    matches!(
+        leading_keyword(sql).as_str(),
+        "INSERT" | "UPDATE" | "DELETE" | "REPLACE"
+    )
+}
+
+pub fn bind_params(stmt: &mut Statement<'_>, params: &Params) -> Result<()> {
+    let wanted = stmt.parameter_count();
+    match params {
+        Params::Empty | Params::Positional(_) => {
+            let given: &[Value] = match params {
+                Params::Positional(v) => v,
+                _ => &[],
+            };
+            if given.len() != wanted {
+                return Err(invalid(format!(
+                    "Incorrect number of bindings supplied. The current statement uses {wanted}, \
+                     and there are {} supplied.",
+                    given.len()
+                )));
+            }
+            for (i, v) in given.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, v)?;
+            }
+        }
+        Params::Named(map) => {
+            for i in 1..=wanted {
+                let name = stmt.parameter_name(i).map(str::to_owned).ok_or_else(|| {
+                    invalid(format!(
+                        "Binding {i} has no name, but you supplied a dictionary (which has only names)."
+                    ))
+                })?;
+                let key = &name[1..];
+                let v = map.get(key).ok_or_else(|| {
+                    invalid(format!(
+                        "You did not supply a value for binding parameter {name}."
+                    ))
+                })?;
+                stmt.raw_bind_parameter(i, v)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<litelane::rusqlite::CachedStatement<'c>> {
+    conn.prepare_cached(sql).map_err(|e| match e {
+        litelane::rusqlite::Error::MultipleStatement => {
+            invalid("You can only execute one statement at a time.".into())
+        }
+        e => Error::from_sqlite(e, ""),
+    })
+}
+
+/// Steps a bound statement to the end, collecting its rows.
+fn step_all(stmt: &mut Statement<'_>, rows: &mut Vec<Vec<Value>>) -> Result<()> {
+    let n = stmt.column_count();
+    let mut q = stmt.raw_query();
+    while let Some(r) = q.next()? {
+        let mut row = Vec::with_capacity(n);
+        for i in 0..n {
+            row.push(r.get::<_, Value>(i)?);
+        }
+        rows.push(row);
+    }
+    Ok(())
+}
+
+fn columns_of(stmt: &Statement<'_>) -> Option<Vec<String>> {
+    (stmt.column_count() > 0).then(|| stmt.column_names().map(str::to_owned).collect())
+}
+
+/// Runs one statement on `conn` (a writer transaction or a reader).
+pub fn run(conn: &Connection, sql: &str, params: &Params) -> Result<Outcome> {
+    let mut stmt = prepare(conn, sql)?;
+    run_prepared(conn, &mut stmt, sql, params)
+}
+
+fn run_prepared(
+    conn: &Connection,
+    stmt: &mut Statement<'_>,
+    sql: &str,
+    params: &Params,
+) -> Result<Outcome> {
+    bind_params(stmt, params)?;
+    let mut out = Outcome {
+        columns: columns_of(stmt),
+        decltypes: stmt
+            .columns()
+            .map(|c| c.decl_type().map(str::to_owned))
+            .collect(),
+        ..Outcome::default()
+    };
+    step_all(stmt, &mut out.rows)?;
+    out.rowcount = if is_dml(sql) {
+        conn.changes() as i64
+    } else {
+        -1
+    };
+    out.lastrowid = conn.last_insert_rowid();
+    Ok(out)
+}
+
+/// On a reader: runs the statement if it is read-only, or returns `None`
+/// (without running anything) if it would write.
+pub fn run_if_readonly(conn: &Connection, sql: &str, params: &Params) -> Result<Option<Outcome>> {
+    let mut stmt = prepare(conn, sql)?;
+    if !stmt.readonly() {
+        return Ok(None);
+    }
+    run_prepared(conn, &mut stmt, sql, params).map(Some)
+}
+
+/// True when `sql` is one read-only statement (prepared on `conn`).
+pub fn is_readonly(conn: &Connection, sql: &str) -> Result<bool> {
+    Ok(prepare(conn, sql)?.readonly())
+}
+
+/// Runs one statement once per parameter set (`executemany`). Statements
+/// that return rows are refused, as in `sqlite3`.
+pub fn run_many(conn: &Connection, sql: &str, sets: &[Params]) -> Result<Outcome> {
+    let mut stmt = prepare(conn, sql)?;
+    if stmt.column_count() > 0 {
+        return Err(invalid(
+            "executemany() can only execute DML statements.".into(),
+        ));
+    }
+    let dml = is_dml(sql);
+    let mut out = Outcome {
+        rowcount: if dml { 0 } else { -1 },
+        ..Outcome::default()
+    };
+    let mut sink = Vec::new();
+    for params in sets {
+        bind_params(&mut stmt, params)?;
+        step_all(&mut stmt, &mut sink)?;
+        if dml {
+            out.rowcount += conn.changes() as i64;
+        }
+    }
+    out.lastrowid = conn.last_insert_rowid();
+    Ok(out)
+}
+
+/// What a transaction-control statement inside a script means.
+fn script_control(sql: &str) -> Option<&'static str> {
+    match leading_keyword(sql).as_str() {
+        "BEGIN" => Some("BEGIN"),
+        "COMMIT" | "END" => Some("COMMIT"),
+        "ROLLBACK" => {
+            let upper = sql.to_ascii_uppercase();
+            // ROLLBACK TO <savepoint> is an ordinary statement here.
+            if upper.split_whitespace().any(|w| w == "TO") {
+                None
+            } else {
+                Some("ROLLBACK")
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Runs every statement of a script in order inside the caller's write
+/// transaction. `BEGIN`, `COMMIT` and `END` in the script are skipped (the
+/// whole script is one transaction); a bare `ROLLBACK` fails the script, so
+/// the caller's transaction rolls back.
+pub fn run_script(conn: &Connection, script: &str) -> Result<()> {
+    let mut batch = litelane::rusqlite::Batch::new(conn, script);
+    while let Some(mut stmt) = batch
+        .next()
+        .map_err(|e| Error::from_sqlite(e, "in a script"))?
+    {
+        let text = stmt.expanded_sql().unwrap_or_default();
+        match script_control(&text) {
+            Some("ROLLBACK") => {
+                return Err(Error::User {
+                    message: "the script ran ROLLBACK: its changes were rolled back".into(),
+                })
+            }
+            Some(_) => continue,
+            None => {
+                let mut sink = Vec::new();
+                step_all(&mut stmt, &mut sink).map_err(|e| with_context(e, &text))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn with_context(e: Error, sql: &str) -> Error {
+    match e {
+        Error::Sqlite {
+            code,
+            extended_code,
+            message,
+            context,
+        } if context.is_empty() => Error::Sqlite {
+            code,
+            extended_code,
+            message,
+            context: format!("running {sql:?}"),
+        },
+        e => e,
+    }
+}

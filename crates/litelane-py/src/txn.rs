@@ -1,0 +1,523 @@
+//! `Txn`: a write transaction held across Python calls.
+//!
+//! The engine's only way to write is `db.write(closure)`: the transaction
+//! lives exactly as long as the closure runs. A Python transaction spans many
+//! calls (`execute`, `execute`, ..., `commit`), so the closure runs on a
+//! worker thread of its own that receives statements over a channel until
+//! commit or rollback (the model of sqlx-sqlite's worker). The Python thread
+//! sends a command and waits for the reply with the GIL released.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use litelane::{Error, Result};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::convert::to_params;
+use crate::engine::{lock, outcome_tuple, params_seq, refuse_control, rows_out, Shared};
+use crate::errors::{exc, IntoPy};
+use crate::exec::{self, Outcome, Params};
+
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const ABANDONED: u8 = 2;
+
+const ROLLBACK: &str = "litelane: transaction rolled back by the caller";
+
+/// What the Python side gets back from a statement.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
+    Outcome,
+    /// The rows: tuples, or dicts when true.
+    Rows(bool),
+    /// Nothing (`None`).
+    Unit,
+}
+
+/// Where a result goes: a channel the caller waits on (GIL released), or a
+/// Python callable `callback(ok, value)` called on the worker thread (asyncio:
+/// it schedules the awaiting future's result on its loop, one hop).
+enum Reply<T> {
+    Chan(Sender<Result<T>>),
+    Call(Py<PyAny>, Shape),
+}
+
+enum Cmd {
+    Exec(String, Params, Reply<Outcome>),
+    Many(String, Vec<Params>, Reply<Outcome>),
+    Script(String, Reply<Outcome>),
+    Commit(Reply<()>),
+    Rollback(Reply<()>),
+}
+
+/// How many times a thread waiting for the other side of a transaction
+/// yields its CPU before it goes to sleep on the channel. A statement's
+/// round trip is then one handover instead of two sleeps and wake-ups
+/// (measured with benchmarks/python/bench.py report002: see docs/python.md).
+const YIELDS: u32 = 64;
+
+/// Polls `rx` a few times, yielding the CPU in between; `None` when nothing
+/// came (or the sender is gone: the blocking receive reports that).
+fn recv_soon<T>(rx: &Receiver<T>) -> Option<T> {
+    static N: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let n = *N.get_or_init(|| {
+        std::env::var("LITELANE_TXN_YIELDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(YIELDS)
+    });
+    for _ in 0..n {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
+/// Calls `callback(ok, value)` with the GIL.
+fn call_back(
+    cb: Py<PyAny>,
+    make: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
+) {
+    Python::attach(|py| {
+        let (ok, value) = match make(py) {
+            Ok(v) => (true, v),
+            Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
+        };
+        if let Err(e) = cb.call1(py, (ok, value)) {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
+fn deliver_outcome(reply: Reply<Outcome>, r: Result<Outcome>) {
+    match reply {
+        Reply::Chan(tx) => {
+            let _ = tx.send(r);
+        }
+        Reply::Call(cb, shape) => call_back(cb, move |py| {
+            let o = r.map_err(|e| crate::errors::engine(py, e))?;
+            match shape {
+                Shape::Outcome => outcome_tuple(py, &o).map(Bound::into_any),
+                Shape::Rows(dicts) => rows_out(py, &o, dicts).map(Bound::into_any),
+                Shape::Unit => Ok(py.None().into_bound(py)),
+            }
+        }),
+    }
+}
+
+fn deliver_unit(reply: Reply<()>, r: Result<()>) {
+    match reply {
+        Reply::Chan(tx) => {
+            let _ = tx.send(r);
+        }
+        Reply::Call(cb, _) => call_back(cb, move |py| {
+            r.map_err(|e| crate::errors::engine(py, e))?;
+            Ok(py.None().into_bound(py))
+        }),
+    }
+}
+
+/// Decrements the thread's open-transaction count when the transaction ends.
+struct OpenMark {
+    shared: Arc<Shared>,
+    owner: ThreadId,
+}
+
+impl Drop for OpenMark {
+    fn drop(&mut self) {
+        self.shared.mark_closed(self.owner);
+    }
+}
+
+struct Live {
+    tx: Sender<Cmd>,
+    _mark: Option<OpenMark>,
+}
+
+/// A write transaction held across Python calls; statements run on the
+/// writer, so the transaction reads its own writes.
+#[pyclass(frozen, module = "litelane._litelane")]
+pub struct Txn {
+    live: Mutex<Option<Live>>,
+    state: Arc<AtomicU8>,
+    failure: Arc<Mutex<Option<Error>>>,
+    timeout: Duration,
+    display: String,
+}
+
+impl Txn {
+    pub fn start(
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        timeout: Duration,
+        guard: bool,
+    ) -> PyResult<Txn> {
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        let failure = Arc::new(Mutex::new(None));
+        let owner = std::thread::current().id();
+        let mark = guard.then(|| {
+            shared.mark_open(owner);
+            OpenMark {
+                shared: Arc::clone(&shared),
+                owner,
+            }
+        });
+        let (st, fail) = (Arc::clone(&state), Arc::clone(&failure));
+        let display = shared.display.clone();
+        let db = shared.db.clone();
+        crate::workers::run(move || worker(db, rx, st, fail)).map_err(|e| {
+            exc(
+                py,
+                "OperationalError",
+                format!("starting a transaction thread: {e}"),
+            )
+        })?;
+        Ok(Txn {
+            live: Mutex::new(Some(Live { tx, _mark: mark })),
+            state,
+            failure,
+            timeout,
+            display,
+        })
+    }
+
+    fn sender(&self, py: Python<'_>) -> PyResult<Sender<Cmd>> {
+        lock(&self.live)
+            .as_ref()
+            .map(|l| l.tx.clone())
+            .ok_or_else(|| {
+                exc(
+                    py,
+                    "ProgrammingError",
+                    "the transaction is finished (committed or rolled back)",
+                )
+            })
+    }
+
+    /// Sends one statement and waits (GIL released) for its outcome.
+    fn call(&self, py: Python<'_>, make: impl FnOnce(Reply<Outcome>) -> Cmd) -> PyResult<Outcome> {
+        let sender = self.sender(py)?;
+        let (rtx, rrx) = mpsc::channel();
+        let cmd = make(Reply::Chan(rtx));
+        let res = py.detach(move || {
+            if sender.send(cmd).is_err() {
+                return Err(self.failed());
+            }
+            self.wait(&rrx)
+        });
+        if self.state.load(Ordering::Acquire) == ABANDONED
+            || res.as_ref().is_err_and(|_| self.worker_gone())
+        {
+            lock(&self.live).take();
+        }
+        res.py_err(py)
+    }
+
+    /// Sends a command whose reply is a callback.
+    fn post(&self, py: Python<'_>, cmd: Cmd) -> PyResult<()> {
+        let sender = self.sender(py)?;
+        if let Err(mpsc::SendError(cmd)) = sender.send(cmd) {
+            lock(&self.live).take();
+            let err = self.failed();
+            match cmd {
+                Cmd::Exec(_, _, r) | Cmd::Many(_, _, r) | Cmd::Script(_, r) => {
+                    deliver_outcome(r, Err(err))
+                }
+                Cmd::Commit(r) | Cmd::Rollback(r) => deliver_unit(r, Err(err)),
+            }
+        }
+        Ok(())
+    }
+
+    fn worker_gone(&self) -> bool {
+        lock(&self.failure).is_some()
+    }
+
+    fn failed(&self) -> Error {
+        lock(&self.failure)
+            .clone()
+            .unwrap_or_else(|| Error::user("the transaction's worker thread is gone"))
+    }
+
+    /// Waits for a reply. While the transaction is still queued for the
+    /// writer, waits at most `timeout`, then gives up its place.
+    fn wait<T>(&self, rrx: &Receiver<Result<T>>) -> Result<T> {
+        if let Some(r) = recv_soon(rrx) {
+            return r;
+        }
+        match rrx.recv_timeout(self.timeout) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                if self
+                    .state
+                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return Err(Error::user(format!(
+                        "database is locked: waited {:.1} s for the writer of {} (another \
+                         transaction of this process held it all that time)",
+                        self.timeout.as_secs_f64(),
+                        self.display
+                    )));
+                }
+                rrx.recv().unwrap_or_else(|_| Err(self.failed()))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.failed()),
+        }
+    }
+
+    fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+        let Some(live) = lock(&self.live).take() else {
+            return Ok(());
+        };
+        // Still waiting in the queue: nothing was done, give up the place.
+        if self
+            .state
+            .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return Ok(());
+        }
+        let (rtx, rrx) = mpsc::channel();
+        let cmd = if commit {
+            Cmd::Commit(Reply::Chan(rtx))
+        } else {
+            Cmd::Rollback(Reply::Chan(rtx))
+        };
+        let res = py.detach(move || {
+            if live.tx.send(cmd).is_err() {
+                return Err(self.failed());
+            }
+            let r = rrx.recv().unwrap_or_else(|_| Err(self.failed()));
+            drop(live);
+            r
+        });
+        res.py_err(py)
+    }
+}
+
+fn worker(
+    db: litelane::Database,
+    rx: Receiver<Cmd>,
+    state: Arc<AtomicU8>,
+    failure: Arc<Mutex<Option<Error>>>,
+) {
+    let mut end: Option<(bool, Reply<()>)> = None;
+    let rx = &rx;
+    let res = db.write(|tx| {
+        if state
+            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::user(ROLLBACK));
+        }
+        loop {
+            let next = match recv_soon(rx) {
+                Some(cmd) => Ok(cmd),
+                None => rx.recv(),
+            };
+            match next {
+                Ok(Cmd::Exec(sql, params, reply)) => {
+                    let r = exec::run(tx, &sql, &params).map(|mut o| {
+                        o.wrote = true;
+                        o
+                    });
+                    deliver_outcome(reply, r);
+                }
+                Ok(Cmd::Many(sql, sets, reply)) => {
+                    deliver_outcome(reply, exec::run_many(tx, &sql, &sets));
+                }
+                Ok(Cmd::Script(sql, reply)) => {
+                    // A failing script undoes only its own statements.
+                    let r = tx
+                        .write(|tx| exec::run_script(tx, &sql))
+                        .map(|_| Outcome::default());
+                    deliver_outcome(reply, r);
+                }
+                Ok(Cmd::Commit(reply)) => {
+                    end = Some((true, reply));
+                    return Ok(());
+                }
+                Ok(Cmd::Rollback(reply)) => {
+                    end = Some((false, reply));
+                    return Err(Error::user(ROLLBACK));
+                }
+                Err(_) => return Err(Error::user(ROLLBACK)),
+            }
+        }
+    });
+    match end {
+        Some((true, reply)) => deliver_unit(reply, res),
+        Some((false, reply)) => deliver_unit(
+            reply,
+            match res {
+                Err(Error::User { message }) if message == ROLLBACK => Ok(()),
+                Ok(()) => Ok(()),
+                Err(e) => Err(e),
+            },
+        ),
+        None => {
+            let e = match res {
+                Err(e) => e,
+                Ok(()) => Error::user("the transaction ended"),
+            };
+            *lock(&failure) = Some(e);
+        }
+    }
+    // `rx` (and the reply senders of any command still queued) drops here,
+    // after `failure` is set, so a waiter that sees the channel close finds
+    // the reason.
+}
+
+#[pymethods]
+impl Txn {
+    /// Runs one statement in the transaction; returns
+    /// `(columns, rows, rowcount, lastrowid, True)`.
+    #[pyo3(signature = (sql, params = None))]
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        refuse_control(py, &sql)?;
+        let p = to_params(params)?;
+        let o = self.call(py, |r| Cmd::Exec(sql, p, r))?;
+        outcome_tuple(py, &o)
+    }
+
+    /// Runs one statement in the transaction and returns its rows.
+    #[pyo3(signature = (sql, params = None, dicts = false))]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+        dicts: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        refuse_control(py, &sql)?;
+        let p = to_params(params)?;
+        let o = self.call(py, |r| Cmd::Exec(sql, p, r))?;
+        rows_out(py, &o, dicts)
+    }
+
+    /// Runs one statement for every parameter set, in the transaction.
+    fn executemany<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        seq: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        refuse_control(py, &sql)?;
+        let sets = params_seq(seq)?;
+        let o = self.call(py, |r| Cmd::Many(sql, sets, r))?;
+        outcome_tuple(py, &o)
+    }
+
+    /// Runs a script in the transaction (as a nested savepoint: a failing
+    /// script undoes only its own statements).
+    fn executescript(&self, py: Python<'_>, sql: String) -> PyResult<()> {
+        self.call(py, |r| Cmd::Script(sql, r)).map(|_| ())
+    }
+
+    /// Commits; returns after the commit (under `safe`, after the fsync).
+    /// A no-op once finished.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        self.finish(py, true)
+    }
+
+    /// Rolls back. A no-op once finished.
+    fn rollback(&self, py: Python<'_>) -> PyResult<()> {
+        self.finish(py, false)
+    }
+
+    /// Sends one statement without waiting: `callback(ok, value)` is called
+    /// on the transaction's thread with the outcome tuple (`shape="outcome"`),
+    /// the rows (`"rows"`, `"dicts"`) or the exception (`ok=False`).
+    #[pyo3(signature = (sql, params, shape, callback))]
+    fn submit(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        shape: &str,
+        callback: Py<PyAny>,
+    ) -> PyResult<()> {
+        refuse_control(py, &sql)?;
+        let shape = match shape {
+            "outcome" => Shape::Outcome,
+            "rows" => Shape::Rows(false),
+            "dicts" => Shape::Rows(true),
+            other => {
+                return Err(exc(
+                    py,
+                    "ProgrammingError",
+                    format!("unknown result shape {other:?}"),
+                ))
+            }
+        };
+        let p = to_params(params)?;
+        self.post(py, Cmd::Exec(sql, p, Reply::Call(callback, shape)))
+    }
+
+    /// `executemany` without waiting; see `submit`.
+    fn submit_many(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        seq: &Bound<'_, PyAny>,
+        callback: Py<PyAny>,
+    ) -> PyResult<()> {
+        refuse_control(py, &sql)?;
+        let sets = params_seq(seq)?;
+        self.post(
+            py,
+            Cmd::Many(sql, sets, Reply::Call(callback, Shape::Outcome)),
+        )
+    }
+
+    /// Commit (`commit=True`) or rollback without waiting; `callback(ok,
+    /// value)` is called after the commit. Called at once if the transaction
+    /// is already finished or never got the writer.
+    fn submit_end(&self, py: Python<'_>, commit: bool, callback: Py<PyAny>) -> PyResult<()> {
+        let Some(live) = lock(&self.live).take() else {
+            callback.call1(py, (true, py.None()))?;
+            return Ok(());
+        };
+        if self
+            .state
+            .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            callback.call1(py, (true, py.None()))?;
+            return Ok(());
+        }
+        let reply = Reply::Call(callback, Shape::Unit);
+        let cmd = if commit {
+            Cmd::Commit(reply)
+        } else {
+            Cmd::Rollback(reply)
+        };
+        if let Err(mpsc::SendError(Cmd::Commit(r) | Cmd::Rollback(r))) = live.tx.send(cmd) {
+            deliver_unit(r, Err(self.failed()));
+        }
+        // `live` (the sender and the open-transaction mark) drops here; the
+        // worker still has the command.
+        Ok(())
+    }
+
+    /// True until commit, rollback, or a failure that ended it.
+    #[getter]
+    fn active(&self) -> bool {
+        lock(&self.live).is_some()
+    }
+}

@@ -1,0 +1,41 @@
+"""Adapting Python values that are not None/int/float/str/bytes to SQLite
+values: registered adapters, ``__conform__``, then the standard library's
+default adapters for ``datetime.date`` and ``datetime.datetime``."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Callable, Dict, Tuple
+
+from ._errors import ProgrammingError
+
+
+class PrepareProtocol:
+    """The protocol object passed to ``__conform__`` (as in ``sqlite3``)."""
+
+
+adapters: Dict[Tuple[type, Any], Callable[[Any], Any]] = {}
+
+
+def register_adapter(type_: type, adapter: Callable[[Any], Any]) -> None:
+    """Registers ``adapter(value)`` for values of exactly ``type_``."""
+    adapters[(type_, PrepareProtocol)] = adapter
+
+
+def adapt(obj: Any, position: int) -> Any:
+    """Called by the extension for a parameter of another type."""
+    fn = adapters.get((type(obj), PrepareProtocol))
+    if fn is not None:
+        return fn(obj)
+    conform = getattr(obj, "__conform__", None)
+    if conform is not None:
+        value = conform(PrepareProtocol)
+        if value is not None:
+            return value
+    if isinstance(obj, datetime.datetime):
+        return obj.isoformat(" ")
+    if isinstance(obj, datetime.date):
+        return obj.isoformat()
+    raise ProgrammingError(
+        f"Error binding parameter {position}: type {type(obj).__name__!r} is not supported"
+    )

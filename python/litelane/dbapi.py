@@ -1,0 +1,786 @@
+"""A DB-API 2.0 (PEP 249) module that stands in for the standard library's
+``sqlite3``: ``import litelane.dbapi as sqlite3``.
+
+Every connection to the same file in the process shares one litelane engine:
+reads outside a transaction run on its pool of readers, writes and
+transactions go to its one writer through a FIFO queue (autocommit
+statements share commits with group commit), so threads never get
+"database is locked" from each other. Transactions follow ``sqlite3``'s
+rules: in the default (legacy) mode an implicit ``BEGIN`` comes before
+INSERT/UPDATE/DELETE/REPLACE and lasts until ``commit()``/``rollback()``;
+``autocommit=True`` and ``autocommit=False`` behave as in Python 3.12.
+Differences from ``sqlite3`` are listed in docs/python.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import threading
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from . import _litelane
+from ._adapt import PrepareProtocol, adapters, register_adapter
+from ._errors import (
+    DatabaseError,
+    DataError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    Warning,
+)
+
+__all__ = [
+    "connect", "Connection", "Cursor", "Row", "PrepareProtocol",
+    "apilevel", "threadsafety", "paramstyle",
+    "sqlite_version", "sqlite_version_info", "version", "version_info",
+    "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
+    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
+    "Binary", "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID",
+    "register_adapter", "register_converter", "adapters", "converters",
+    "complete_statement", "enable_callback_tracebacks",
+    "PARSE_DECLTYPES", "PARSE_COLNAMES", "LEGACY_TRANSACTION_CONTROL",
+]
+
+apilevel = "2.0"
+#: Threads may share the module, and connections if ``check_same_thread=False``
+#: is given (calls on one connection are then serialized); by default a
+#: connection refuses use from another thread, as ``sqlite3`` does.
+threadsafety = 1
+paramstyle = "qmark"  # named (:name, @name, $name) works too
+
+sqlite_version: str = _litelane.sqlite_version()
+sqlite_version_info: Tuple[int, ...] = tuple(int(x) for x in sqlite_version.split("."))
+#: The version of this module's interface (the number ``sqlite3`` reports).
+version = "2.6.0"
+version_info = (2, 6, 0)
+
+PARSE_DECLTYPES = 1
+PARSE_COLNAMES = 2
+LEGACY_TRANSACTION_CONTROL = -1
+
+converters: Dict[str, Callable[[bytes], Any]] = {}
+
+
+def register_converter(typename: str, converter: Callable[[bytes], Any]) -> None:
+    """Accepted for compatibility; converters are not applied (``detect_types``
+    is not supported, see docs/python.md)."""
+    converters[typename.upper()] = converter
+
+
+def enable_callback_tracebacks(flag: bool, /) -> None:
+    """Accepted for compatibility (litelane runs no Python callbacks)."""
+
+
+def complete_statement(statement: str) -> bool:
+    """True if ``statement`` ends with a semicolon outside quotes and comments."""
+    state = None
+    i, n = 0, len(statement)
+    last = ""
+    while i < n:
+        c = statement[i]
+        if state is None:
+            if c in "'\"`[":
+                state = "]" if c == "[" else c
+            elif statement.startswith("--", i):
+                j = statement.find("\n", i)
+                i = n if j < 0 else j
+                continue
+            elif statement.startswith("/*", i):
+                j = statement.find("*/", i + 2)
+                if j < 0:
+                    return False
+                i = j + 2
+                continue
+            elif not c.isspace():
+                last = c
+        elif c == state:
+            state = None
+        i += 1
+    return state is None and last == ";"
+
+
+# --- PEP 249 type objects and constructors -------------------------------
+
+Date = datetime.date
+Time = datetime.time
+Timestamp = datetime.datetime
+
+
+def DateFromTicks(ticks: float) -> datetime.date:
+    return Date(*time.localtime(ticks)[:3])
+
+
+def TimeFromTicks(ticks: float) -> datetime.time:
+    return Time(*time.localtime(ticks)[3:6])
+
+
+def TimestampFromTicks(ticks: float) -> datetime.datetime:
+    return Timestamp(*time.localtime(ticks)[:6])
+
+
+Binary = memoryview
+
+
+def _affinity(decltype: str) -> str:
+    """SQLite's column affinity for a declared type
+    (https://sqlite.org/datatype3.html, section 3.1)."""
+    t = decltype.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
+        return "TEXT"
+    if "BLOB" in t or not t.strip():
+        return "BLOB"
+    if "REAL" in t or "FLOA" in t or "DOUB" in t:
+        return "REAL"
+    return "NUMERIC"
+
+
+class _DBAPITypeObject:
+    """A PEP 249 type object: equal to the ``type_code`` (the declared type,
+    ``cursor.description[i][1]``) of the columns it describes."""
+
+    def __init__(self, name: str, test: Callable[[str], bool]) -> None:
+        self.name = name
+        self._test = test
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self._test(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"<litelane.dbapi.{self.name}>"
+
+
+STRING = _DBAPITypeObject("STRING", lambda t: _affinity(t) == "TEXT")
+BINARY = _DBAPITypeObject("BINARY", lambda t: _affinity(t) == "BLOB")
+NUMBER = _DBAPITypeObject("NUMBER", lambda t: _affinity(t) in ("INTEGER", "REAL", "NUMERIC"))
+DATETIME = _DBAPITypeObject("DATETIME", lambda t: "DATE" in t.upper() or "TIME" in t.upper())
+ROWID = _DBAPITypeObject("ROWID", lambda t: t.upper() in ("ROWID", "INTEGER PRIMARY KEY"))
+
+
+# --- statement classification ---------------------------------------------
+
+_KEYWORD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S)
+_kinds: Dict[str, Tuple[str, str]] = {}
+
+
+def _classify(sql: str) -> Tuple[str, str]:
+    """(kind, savepoint name) of a statement: 'dml', 'begin', 'commit',
+    'rollback', 'savepoint', 'release', 'rollback_to' or 'other'."""
+    hit = _kinds.get(sql)
+    if hit is not None:
+        return hit
+    m = _KEYWORD.match(sql)
+    kw = m.group(1).upper() if m else ""
+    rest = sql[m.end():].split() if m else []
+    words = [w.upper().rstrip(";") for w in rest]
+    name = ""
+    if kw in ("INSERT", "UPDATE", "DELETE", "REPLACE"):
+        kind = "dml"
+    elif kw == "BEGIN":
+        kind = "begin"
+    elif kw in ("COMMIT", "END"):
+        kind = "commit"
+    elif kw == "ROLLBACK":
+        kind = "rollback_to" if "TO" in words else "rollback"
+    elif kw == "SAVEPOINT":
+        kind = "savepoint"
+        name = rest[0].rstrip(";") if rest else ""
+    elif kw == "RELEASE":
+        kind = "release"
+        names = [w for w, u in zip(rest, words) if u != "SAVEPOINT"]
+        name = names[0].rstrip(";") if names else ""
+    else:
+        kind = "other"
+    if len(_kinds) > 2048:
+        _kinds.clear()
+    _kinds[sql] = (kind, name)
+    return kind, name
+
+
+def _unquote(name: str) -> str:
+    if len(name) >= 2 and name[0] in "\"'`[" :
+        return name[1:-1]
+    return name
+
+
+_NO_RESULT = (None, [], -1, None, False, ())
+
+# cursor.description per (column names, declared types): built once.
+_descriptions: Dict[Tuple[Any, Any], Tuple[Tuple[Any, ...], ...]] = {}
+
+
+def _description(columns: Tuple[str, ...], decltypes: Tuple[Optional[str], ...]) -> Tuple[Tuple[Any, ...], ...]:
+    key = (columns, decltypes)
+    desc = _descriptions.get(key)
+    if desc is None:
+        desc = tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
+        if len(_descriptions) > 1024:
+            _descriptions.clear()
+        _descriptions[key] = desc
+    return desc
+
+
+# --- Row --------------------------------------------------------------------
+
+class Row:
+    """A row that can be indexed by position or (case-insensitively) by
+    column name, as ``sqlite3.Row``. Use ``conn.row_factory = Row``."""
+
+    __slots__ = ("_values", "_names")
+
+    def __init__(self, cursor: "Cursor", values: Tuple[Any, ...]) -> None:
+        self._values = tuple(values)
+        desc = cursor.description or ()
+        self._names = tuple(d[0] for d in desc)
+
+    def keys(self) -> List[str]:
+        return list(self._names)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            low = key.lower()
+            for i, n in enumerate(self._names):
+                if n.lower() == low:
+                    return self._values[i]
+            raise IndexError(f"No item with key {key!r}")
+        return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Row):
+            return NotImplemented
+        return self._names == other._names and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash((self._names, self._values))
+
+    def __repr__(self) -> str:
+        return f"<litelane.dbapi.Row {dict(zip(self._names, self._values))!r}>"
+
+
+# --- Connection ---------------------------------------------------------------
+
+_ISOLATION_LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
+
+
+def _check_isolation(level: Optional[str]) -> Optional[str]:
+    if level is None:
+        return None
+    if not isinstance(level, str) or level.upper() not in _ISOLATION_LEVELS:
+        raise ValueError(
+            "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'"
+        )
+    return level
+
+
+def _check_autocommit(value: Any) -> Any:
+    if value is True or value is False or value == LEGACY_TRANSACTION_CONTROL:
+        return value
+    raise ValueError(
+        "autocommit must be True, False, or sqlite3.LEGACY_TRANSACTION_CONTROL"
+    )
+
+
+class Connection:
+    """A connection: a view on the process-wide engine of one file."""
+
+    Warning = Warning
+    Error = Error
+    InterfaceError = InterfaceError
+    DatabaseError = DatabaseError
+    DataError = DataError
+    OperationalError = OperationalError
+    IntegrityError = IntegrityError
+    InternalError = InternalError
+    ProgrammingError = ProgrammingError
+    NotSupportedError = NotSupportedError
+
+    def __init__(
+        self,
+        database: Any,
+        timeout: float = 5.0,
+        detect_types: int = 0,
+        isolation_level: Optional[str] = "",
+        check_same_thread: bool = True,
+        factory: Any = None,
+        cached_statements: int = 128,
+        uri: bool = False,
+        *,
+        autocommit: Any = LEGACY_TRANSACTION_CONTROL,
+        profile: str = "balanced",
+        readers: Optional[int] = None,
+        **options: Any,
+    ) -> None:
+        if detect_types:
+            raise NotSupportedError(
+                "detect_types is not supported by litelane.dbapi (converters are not applied); "
+                "convert values after fetching them"
+            )
+        if isinstance(database, bytes):
+            database = os.fsdecode(database)
+        path = os.fspath(database)
+        if path.startswith("file:") and not uri:
+            path = os.path.join(".", path)
+        self._isolation_level = _check_isolation(isolation_level)
+        self._autocommit = _check_autocommit(autocommit)
+        self._timeout = float(timeout)
+        self._check_same_thread = bool(check_same_thread)
+        self._thread = threading.get_ident()
+        self._engine: Optional[Any] = _litelane.open(path, profile, readers, options or None)
+        self._txn: Optional[Any] = None
+        self._savepoint_opened: Optional[str] = None
+        self._lastrowid = 0
+        self._total_changes = 0
+        self._lock = threading.RLock()
+        self.row_factory: Optional[Callable[[Cursor, Tuple[Any, ...]], Any]] = None
+        self.text_factory: Any = str
+        self._functions: Dict[str, Any] = {}
+
+    # -- state ---------------------------------------------------------------
+
+    def _check(self) -> Any:
+        if self._check_same_thread and threading.get_ident() != self._thread:
+            raise ProgrammingError(
+                "SQLite objects created in a thread can only be used in that same thread. "
+                f"The object was created in thread id {self._thread} and this is thread id "
+                f"{threading.get_ident()}."
+            )
+        engine = self._engine
+        if engine is None:
+            raise ProgrammingError("Cannot operate on a closed database.")
+        return engine
+
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction is open (always, with ``autocommit=False``)."""
+        self._check()
+        return self._txn is not None or self._autocommit is False
+
+    @property
+    def isolation_level(self) -> Optional[str]:
+        return self._isolation_level
+
+    @isolation_level.setter
+    def isolation_level(self, value: Optional[str]) -> None:
+        value = _check_isolation(value)
+        if value is None and self._autocommit == LEGACY_TRANSACTION_CONTROL:
+            self.commit()
+        self._isolation_level = value
+
+    @property
+    def autocommit(self) -> Any:
+        return self._autocommit
+
+    @autocommit.setter
+    def autocommit(self, value: Any) -> None:
+        value = _check_autocommit(value)
+        if value is True and self._autocommit is not True:
+            self.commit()
+        self._autocommit = value
+
+    @property
+    def total_changes(self) -> int:
+        """Rows changed by INSERT/UPDATE/DELETE/REPLACE through this connection."""
+        self._check()
+        return self._total_changes
+
+    @property
+    def engine(self) -> Any:
+        """The shared engine handle (``litelane._litelane.Engine``)."""
+        return self._check()
+
+    # -- transactions --------------------------------------------------------
+
+    def _begin(self) -> Any:
+        engine = self._check()
+        self._txn = engine.begin(self._timeout)
+        return self._txn
+
+    def _in_txn(self, method: Callable[..., Any], *args: Any) -> Any:
+        txn = self._txn
+        try:
+            return method(*args)
+        except BaseException:
+            if txn is not None and not txn.active:
+                self._txn = None
+                self._savepoint_opened = None
+            raise
+
+    def commit(self) -> None:
+        """Commits the open transaction (a no-op without one). Returns after
+        the commit (under the ``safe`` profile, after the fsync)."""
+        self._check()
+        txn, self._txn = self._txn, None
+        self._savepoint_opened = None
+        if txn is not None:
+            txn.commit()
+
+    def rollback(self) -> None:
+        """Rolls the open transaction back (a no-op without one)."""
+        self._check()
+        txn, self._txn = self._txn, None
+        self._savepoint_opened = None
+        if txn is not None:
+            txn.rollback()
+
+    def close(self) -> None:
+        """Rolls back any open transaction and lets go of the engine."""
+        if self._engine is None:
+            return
+        if self._check_same_thread and threading.get_ident() != self._thread:
+            self._check()
+        txn, self._txn = self._txn, None
+        if txn is not None:
+            txn.rollback()
+        engine, self._engine = self._engine, None
+        engine.close()
+
+    def __enter__(self) -> "Connection":
+        self._check()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+
+    def __del__(self) -> None:
+        try:
+            txn = self._txn
+            if txn is not None:
+                self._txn = None
+                txn.rollback()
+        except Exception:
+            pass
+
+    # -- running statements --------------------------------------------------
+
+    def _control(self, kind: str, name: str, sql: str, params: Any) -> Any:
+        if kind == "begin":
+            if self._txn is not None or self._autocommit is False:
+                raise OperationalError("cannot start a transaction within a transaction")
+            self._begin()
+            return _NO_RESULT
+        if kind == "commit":
+            if self._txn is None:
+                if self._autocommit is False:
+                    return _NO_RESULT
+                raise OperationalError("cannot commit - no transaction is active")
+            self.commit()
+            return _NO_RESULT
+        if kind == "rollback":
+            if self._txn is None:
+                if self._autocommit is False:
+                    return _NO_RESULT
+                raise OperationalError("cannot rollback - no transaction is active")
+            self.rollback()
+            return _NO_RESULT
+        if kind == "savepoint":
+            if self._txn is None:
+                self._begin()
+                self._savepoint_opened = _unquote(name).lower()
+            return self._in_txn(self._txn.execute, sql, params)
+        # release / rollback_to
+        if self._txn is None:
+            raise OperationalError(f"no such savepoint: {_unquote(name)}")
+        result = self._in_txn(self._txn.execute, sql, params)
+        if kind == "release" and self._savepoint_opened == _unquote(name).lower():
+            # Releasing the savepoint that opened the transaction ends it.
+            self.commit()
+        return result
+
+    def _run(self, sql: str, params: Any) -> Any:
+        engine = self._check()
+        if not isinstance(sql, str):
+            raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
+        kind, name = _classify(sql)
+        if kind != "other" and kind != "dml":
+            return self._control(kind, name, sql, params)
+        txn = self._txn
+        if txn is not None:
+            return self._in_txn(txn.execute, sql, params)
+        ac = self._autocommit
+        if ac is False:
+            result = engine.execute(sql, params, False)
+            if result is not None:
+                return result
+            return self._in_txn(self._begin().execute, sql, params)
+        if kind == "dml" and ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None:
+            return self._in_txn(self._begin().execute, sql, params)
+        if kind == "dml":
+            return engine.execute_write(sql, params)
+        return engine.execute(sql, params, True)
+
+    def _run_many(self, sql: str, seq: Any) -> Any:
+        engine = self._check()
+        kind, _ = _classify(sql)
+        if kind not in ("dml", "other"):
+            raise ProgrammingError("executemany() can only execute DML statements.")
+        if self._txn is None:
+            ac = self._autocommit
+            legacy_dml = (
+                ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None and kind == "dml"
+            )
+            if legacy_dml or ac is False:
+                self._begin()
+            else:
+                return engine.executemany(sql, seq)
+        return self._in_txn(self._txn.executemany, sql, seq)
+
+    def _run_script(self, script: str) -> None:
+        engine = self._check()
+        if not isinstance(script, str):
+            raise ValueError("script argument must be unicode.")
+        if self._autocommit == LEGACY_TRANSACTION_CONTROL:
+            self.commit()
+        if self._txn is not None:
+            self._in_txn(self._txn.executescript, script)
+        else:
+            engine.executescript(script)
+
+    def cursor(self, factory: Optional[Callable[["Connection"], "Cursor"]] = None) -> "Cursor":
+        self._check()
+        cur = (factory or Cursor)(self)
+        if not isinstance(cur, Cursor):
+            raise TypeError("factory must return a cursor")
+        return cur
+
+    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
+        return self.cursor().executemany(sql, parameters)
+
+    def executescript(self, script: str, /) -> "Cursor":
+        return self.cursor().executescript(script)
+
+    # -- compatibility stubs -------------------------------------------------
+
+    def create_function(self, name: str, narg: int, func: Any, *, deterministic: bool = False) -> None:
+        """Accepted and recorded, but not installed: SQL that calls the
+        function fails with "no such function" (see docs/python.md)."""
+        self._check()
+        self._functions[name.lower()] = func
+
+    def create_aggregate(self, name: str, n_arg: int, aggregate_class: Any) -> None:
+        raise NotSupportedError("create_aggregate is not supported by litelane.dbapi")
+
+    def create_collation(self, name: str, callable: Any) -> None:
+        raise NotSupportedError("create_collation is not supported by litelane.dbapi")
+
+    def set_authorizer(self, authorizer_callback: Any) -> None:
+        raise NotSupportedError("set_authorizer is not supported by litelane.dbapi")
+
+    def set_progress_handler(self, handler: Any, n: int) -> None:
+        raise NotSupportedError("set_progress_handler is not supported by litelane.dbapi")
+
+    def set_trace_callback(self, trace_callback: Any) -> None:
+        if trace_callback is not None:
+            raise NotSupportedError("set_trace_callback is not supported by litelane.dbapi")
+
+    def enable_load_extension(self, enabled: bool) -> None:
+        raise NotSupportedError("loading extensions is not supported by litelane.dbapi")
+
+    def interrupt(self) -> None:
+        """Accepted; litelane does not interrupt running statements."""
+        self._check()
+
+    def iterdump(self) -> Iterator[str]:
+        raise NotSupportedError("iterdump is not supported by litelane.dbapi")
+
+    def backup(self, *args: Any, **kwargs: Any) -> None:
+        raise NotSupportedError("backup is not supported by litelane.dbapi; use VACUUM INTO")
+
+
+class Cursor:
+    """A cursor: results are fetched from memory (a statement's rows are
+    read in full when it runs)."""
+
+    def __init__(self, connection: Connection) -> None:
+        if not isinstance(connection, Connection):
+            raise TypeError("connection must be a litelane.dbapi.Connection")
+        self.connection = connection
+        self.arraysize = 1
+        self.description: Optional[Tuple[Tuple[Any, ...], ...]] = None
+        self.rowcount = -1
+        self.lastrowid: Optional[int] = None
+        self.row_factory = connection.row_factory
+        self._rows: List[Tuple[Any, ...]] = []
+        self._pos = 0
+        self._closed = False
+
+    def _check(self) -> None:
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        self.connection._check()
+
+    def _set(self, result: Any) -> None:
+        columns, rows, rowcount, lastrowid, wrote, decltypes = result
+        self.description = _description(columns, decltypes) if columns else None
+        self._rows = rows
+        self._pos = 0
+        self.rowcount = rowcount
+        conn = self.connection
+        if wrote and lastrowid is not None:
+            conn._lastrowid = lastrowid
+        if rowcount > 0:
+            conn._total_changes += rowcount
+        self.lastrowid = conn._lastrowid
+
+    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        self._rows = []
+        self.description = None
+        self._set(self.connection._run(sql, parameters))  # _run checks the connection
+        return self
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> "Cursor":
+        self._check()
+        if not isinstance(sql, str):
+            raise TypeError(f"executemany() argument 1 must be str, not {type(sql).__name__}")
+        self._rows = []
+        self.description = None
+        rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
+        self.rowcount = rowcount
+        if rowcount > 0:
+            self.connection._total_changes += rowcount
+        return self
+
+    def executescript(self, sql_script: str, /) -> "Cursor":
+        self._check()
+        self._rows = []
+        self.description = None
+        self.connection._run_script(sql_script)
+        self.rowcount = -1
+        return self
+
+    def _convert(self, row: Tuple[Any, ...]) -> Any:
+        tf = self.connection.text_factory
+        if tf is not str:
+            row = tuple(
+                (v.encode() if tf is bytes else tf(v.encode())) if isinstance(v, str) else v for v in row
+            )
+        rf = self.row_factory
+        return rf(self, row) if rf is not None else row
+
+    def _check_result(self) -> None:
+        self._check()
+        if self.description is None:
+            raise ProgrammingError(
+                "no result set to fetch from: no query ran on this cursor, or the last "
+                "statement returns no rows (PEP 249)"
+            )
+
+    def fetchone(self) -> Any:
+        self._check_result()
+        if self._pos >= len(self._rows):
+            return None
+        row = self._rows[self._pos]
+        self._pos += 1
+        return self._convert(row)
+
+    def fetchmany(self, size: Optional[int] = None) -> List[Any]:
+        self._check_result()
+        n = self.arraysize if size is None else size
+        chunk = self._rows[self._pos:self._pos + max(n, 0)]
+        self._pos += len(chunk)
+        return [self._convert(r) for r in chunk]
+
+    def fetchall(self) -> List[Any]:
+        self._check_result()
+        chunk = self._rows[self._pos:]
+        self._pos = len(self._rows)
+        return [self._convert(r) for r in chunk]
+
+    def __iter__(self) -> "Cursor":
+        return self
+
+    def __next__(self) -> Any:
+        if self.description is None:
+            raise StopIteration
+        row = self.fetchone()
+        if row is None:
+            raise StopIteration
+        return row
+
+    def close(self) -> None:
+        self._closed = True
+        self._rows = []
+
+    def nextset(self) -> None:
+        """SQLite statements have one result set: always NotSupportedError."""
+        raise NotSupportedError("SQLite statements return one result set; nextset() is not supported")
+
+    def setinputsizes(self, sizes: Any) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+    def setoutputsize(self, size: Any, column: Any = None) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+
+def connect(
+    database: Any,
+    timeout: float = 5.0,
+    detect_types: int = 0,
+    isolation_level: Optional[str] = "",
+    check_same_thread: bool = True,
+    factory: Optional[Callable[..., Connection]] = None,
+    cached_statements: int = 128,
+    uri: bool = False,
+    *,
+    autocommit: Any = LEGACY_TRANSACTION_CONTROL,
+    profile: str = "balanced",
+    readers: Optional[int] = None,
+    **options: Any,
+) -> Connection:
+    """Opens a connection to the SQLite database file ``database``
+    (``":memory:"`` for a private in-memory database).
+
+    ``timeout`` (seconds, default 5.0) bounds how long a transaction waits in
+    the writer's queue behind transactions of this process before it fails
+    with ``OperationalError("database is locked ...")``; ``profile`` is the
+    litelane durability profile (``"safe"``, ``"balanced"``, ``"fast"``);
+    ``readers`` and ``**options`` are engine options (see docs/python.md).
+    The first connection to a file opens its engine; later ones share it and
+    must not ask for other options.
+    """
+    cls = factory or Connection
+    return cls(
+        database,
+        timeout,
+        detect_types,
+        isolation_level,
+        check_same_thread,
+        None,
+        cached_statements,
+        uri,
+        autocommit=autocommit,
+        profile=profile,
+        readers=readers,
+        **options,
+    )

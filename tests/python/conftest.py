@@ -1,0 +1,19 @@
+import os
+
+import pytest
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    """A fresh database file path (the file does not exist yet)."""
+    return str(tmp_path / "test.db")
+
+
+@pytest.fixture
+def dbapi20_path():
+    path = os.environ.get("LITELANE_DBAPI20")
+    if not path or not os.path.exists(path):
+        pytest.fail(
+            "LITELANE_DBAPI20 must name dbapi20.py (scripts/test fetches it from psycopg2's sdist)"
+        )
+    return path

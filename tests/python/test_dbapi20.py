@@ -1,0 +1,75 @@
+"""The public DB-API 2.0 compliance suite (dbapi20.py, public domain, by
+Stuart Bishop; scripts/test takes it from psycopg2's source distribution)
+run against litelane.dbapi, every test of it."""
+
+import importlib.util
+import os
+import sys
+import tempfile
+import unittest
+
+import pytest
+
+import litelane.dbapi
+
+
+def _load_suite():
+    path = os.environ.get("LITELANE_DBAPI20")
+    if not path or not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location("dbapi20", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+dbapi20 = _load_suite()
+
+
+def test_the_suite_is_present():
+    assert dbapi20 is not None, "LITELANE_DBAPI20 must name dbapi20.py (run scripts/test)"
+
+
+if dbapi20 is not None:
+
+    class TestLitelaneDBAPI20(dbapi20.DatabaseAPI20Test):
+        driver = litelane.dbapi
+        _dir = tempfile.mkdtemp(prefix="litelane-dbapi20-")
+        connect_args = (os.path.join(_dir, "dbapi20.db"),)
+        connect_kw_args = {}
+        lower_func = "lower"  # no stored procedures: cursors have no callproc
+
+        # unittest aliases the 2005 suite uses, removed in Python 3.12.
+        failUnless = unittest.TestCase.assertTrue
+        failIf = unittest.TestCase.assertFalse
+        failUnlessRaises = unittest.TestCase.assertRaises
+        assertEquals = unittest.TestCase.assertEqual
+
+        # The suite asks drivers to override these two.
+        def test_nextset(self):
+            con = self._connect()
+            try:
+                cur = con.cursor()
+                cur.execute("select 1")
+                with pytest.raises(litelane.dbapi.NotSupportedError):
+                    cur.nextset()
+            finally:
+                con.close()
+
+        def test_setoutputsize(self):
+            con = self._connect()
+            try:
+                cur = con.cursor()
+                cur.setoutputsize(10, 0)
+                self._paraminsert(cur)
+            finally:
+                con.close()
+
+
+def test_the_suite_is_the_35_test_version_and_all_of_it_is_collected():
+    """The suite has 35 tests (the count the issue cites: sqlite3 fails 9);
+    the subclass above inherits every one of them, so pytest runs all 35."""
+    assert dbapi20 is not None
+    names = {n for n in dir(dbapi20.DatabaseAPI20Test) if n.startswith("test_")}
+    assert len(names) == 35, sorted(names)
+    assert names <= {n for n in dir(TestLitelaneDBAPI20) if n.startswith("test_")}
