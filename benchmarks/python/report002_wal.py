@@ -109,16 +109,16 @@ def main():
         reads_per_reader,
     )
 
-    print(f"Without WAL:")
+    print("Without WAL:")
     print(f"  Total time: {time_no_wal:.2f} seconds")
     print(f"  Writes per second: {writes_no_wal:.2f}")
     print(f"  Reads per second: {reads_no_wal:.2f}")
-    print(f"\nWith WAL:")
+    print("\nWith WAL:")
     print(f"  Total time: {time_wal:.2f} seconds")
     print(f"  Writes per second: {writes_wal:.2f}")
     print(f"  Reads per second: {reads_wal:.2f}")
 
-    print(f"\nWAL vs No WAL comparison:")
+    print("\nWAL vs No WAL comparison:")
     print(f"  Total time improvement: {(time_no_wal / time_wal - 1) * 100:.2f}%")
     print(f"  Write speed improvement: {(writes_wal / writes_no_wal - 1) * 100:.2f}%")
     print(f"  Read speed improvement: {(reads_wal / reads_no_wal - 1) * 100:.2f}%")

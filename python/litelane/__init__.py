@@ -323,7 +323,9 @@ class Database:
         """``executemany`` in one hop (the parameters are read first)."""
         return await self._hop(self.executemany, sql, list(seq_of_params))
 
-    async def ainsert_many(self, table: str, rows: Iterable[Any], columns: Optional[List[str]] = None, **kw: Any) -> Dict[str, Any]:
+    async def ainsert_many(
+        self, table: str, rows: Iterable[Any], columns: Optional[List[str]] = None, **kw: Any
+    ) -> Dict[str, Any]:
         """``insert_many`` in one hop (rows are read on the worker thread)."""
         return await self._hop(functools.partial(self.insert_many, **kw), table, rows, columns)
 

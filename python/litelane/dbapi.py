@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter

@@ -2,9 +2,8 @@
 
 import asyncio
 
-import pytest
-
 import litelane
+import pytest
 
 
 def run(coro):

@@ -5,9 +5,8 @@ import decimal
 import sqlite3
 import threading
 
-import pytest
-
 import litelane.dbapi as dbapi
+import pytest
 
 
 def make_table(path, sql="CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER)"):
@@ -164,7 +163,7 @@ def test_context_manager_commits_or_rolls_back(db_path):
     with pytest.raises(ZeroDivisionError):
         with con:
             con.execute("INSERT INTO t(name, n) VALUES ('b', 2)")
-            1 / 0
+            raise ZeroDivisionError("rolls the transaction back")
     assert con.execute("SELECT name FROM t").fetchall() == [("a",)]
 
 

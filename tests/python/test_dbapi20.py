@@ -4,13 +4,11 @@ run against litelane.dbapi, every test of it."""
 
 import importlib.util
 import os
-import sys
 import tempfile
 import unittest
 
-import pytest
-
 import litelane.dbapi
+import pytest
 
 
 def _load_suite():

@@ -1,14 +1,13 @@
 """The native API: import litelane."""
 
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import threading
 
-import pytest
-
 import litelane
+import pytest
 
 
 @pytest.fixture

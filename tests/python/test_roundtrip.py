@@ -6,12 +6,10 @@ named), native execute, transactions and insert_many."""
 import math
 import random
 import sqlite3
-import sys
-
-import pytest
 
 import litelane
 import litelane.dbapi as dbapi
+import pytest
 
 SEEDS = range(8)
 

@@ -7,11 +7,10 @@ import pytest
 
 sqlalchemy = pytest.importorskip("sqlalchemy")  # scripts/test installs it
 
+import litelane.dbapi  # noqa: E402
 from sqlalchemy import ForeignKey, String, create_engine, func, select  # noqa: E402
 from sqlalchemy.exc import IntegrityError  # noqa: E402
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship  # noqa: E402
-
-import litelane.dbapi  # noqa: E402
 
 
 class Base(DeclarativeBase):

@@ -3,8 +3,6 @@
 import random
 import threading
 
-import pytest
-
 import litelane
 import litelane.dbapi as dbapi
 

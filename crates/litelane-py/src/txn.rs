@@ -313,7 +313,7 @@ fn worker(
 ) {
     let mut end: Option<(bool, Reply<()>)> = None;
     let rx = &rx;
-    let res = db.write(|tx| {
+    let res = db.write_local("python transaction", |tx| {
         if state
             .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
