@@ -267,6 +267,19 @@ impl Group<'_> {
     }
 }
 
+/// How long the cross-process turn may be handed from one leader of this
+/// process to the next while writers of this process keep queuing (5 ms).
+/// Past it the turn goes back to the cross-process queue, so the order among
+/// processes holds between budgets; within one, a busy process saves the
+/// queue's system calls on every group.
+pub(crate) const PROCESS_TURN_BUDGET: Duration = Duration::from_millis(5);
+
+/// The cross-process turn and when this process took it.
+struct HeldProcessTurn {
+    turn: ProcessTurn,
+    since: Instant,
+}
+
 /// The writer connection and what the turn holder keeps between turns.
 struct Slot {
     conn: Connection,
@@ -287,6 +300,8 @@ pub(crate) struct Writer {
     busy_timeout: Duration,
     /// The writers of other processes on the same file (None: off).
     process_queue: Option<ProcessQueue>,
+    /// The cross-process turn between two leaders of this process.
+    carried: Mutex<Option<HeldProcessTurn>>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     /// True only while the writer runs its own `COMMIT`; the commit hook
@@ -379,6 +394,7 @@ impl Writer {
             long_wait,
             busy_timeout,
             process_queue,
+            carried: Mutex::new(None),
             recorder,
             tracer,
             committing,
@@ -410,9 +426,11 @@ impl Writer {
         Ok(())
     }
 
-    /// Ends a turn and, if the writer went idle, tells the idle hook.
+    /// Ends a turn. If the writer went idle, a cross-process turn kept for
+    /// the next leader goes back to the queue, and the idle hook is told.
     fn release(&self, turn: Turn<'_, JobRef>) {
         if turn.release() == Released::Idle {
+            drop(lock(&self.carried).take());
             if let Some(hook) = lock(&self.idle_hook).as_ref() {
                 hook();
             }
@@ -509,20 +527,32 @@ impl Writer {
     /// settles every job and hands the turn on.
     fn lead(&self, mut turn: Turn<'_, JobRef>, own: &mut dyn Job) {
         // The turn among processes, held for the whole turn (every group it
-        // commits), released in Drop.
-        let process_turn = match self.process_turn(own) {
-            Ok(t) => t,
-            Err(e) => {
-                self.recorder.note_error(&e);
-                own.settle(Err(e));
-                self.release(turn);
-                return;
-            }
+        // commits): handed on by the previous leader of this process if it
+        // is young enough, or taken from the queue.
+        let carried = lock(&self.carried)
+            .take()
+            .filter(|held| held.since.elapsed() < PROCESS_TURN_BUDGET);
+        let fresh = carried.is_none();
+        let process_turn = match carried {
+            Some(held) => Some(held),
+            None => match self.process_turn(own) {
+                Ok(t) => t.map(|turn| HeldProcessTurn {
+                    turn,
+                    since: Instant::now(),
+                }),
+                Err(e) => {
+                    self.recorder.note_error(&e);
+                    own.settle(Err(e));
+                    self.release(turn);
+                    return;
+                }
+            },
         };
         let mut slot = lock(&self.slot);
-        slot.wait_attributed = process_turn
-            .as_ref()
-            .is_some_and(|t| t.waited() >= self.long_wait);
+        slot.wait_attributed = fresh
+            && process_turn
+                .as_ref()
+                .is_some_and(|held| held.turn.waited() >= self.long_wait);
         let mark = HoldingMark::set(self.id);
         let mut group: Option<Group<'_>> = None;
         let mut next = Some(Member::Own(own));
@@ -550,9 +580,10 @@ impl Writer {
             "a turn ends with no transaction open"
         );
         drop(slot);
-        // Other processes' writers queued first are served before the next
-        // writer of this process.
-        drop(process_turn);
+        // The next leader of this process may take the cross-process turn
+        // over (no system call); if nobody of this process is waiting, it
+        // goes back to the queue at once.
+        *lock(&self.carried) = process_turn;
         self.release(turn);
     }
 
