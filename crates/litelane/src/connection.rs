@@ -158,8 +158,8 @@ pub(crate) fn open(
             .context(|| ctx("journal_mode"))?;
         if !got.eq_ignore_ascii_case(want) {
             return Err(Error::Sqlite {
-                code: 1,
-                extended_code: 1,
+                code: rusqlite::ffi::SQLITE_ERROR,
+                extended_code: rusqlite::ffi::SQLITE_ERROR,
                 message: format!("journal_mode is {got}, wanted {want}"),
                 context: ctx("journal_mode"),
             });

@@ -74,7 +74,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// SQLite's primary result code for "database is locked".
-pub const SQLITE_BUSY: i32 = 5;
+pub const SQLITE_BUSY: i32 = rusqlite::ffi::SQLITE_BUSY;
 
 impl Error {
     /// Builds an [`Error::User`] from anything printable: the way for a
@@ -245,7 +245,7 @@ mod tests {
         conn.execute("INSERT INTO t VALUES (1)", []).unwrap();
         let err = conn.execute("INSERT INTO t VALUES (1)", []).unwrap_err();
         let err = Error::from_sqlite(err, "inserting into t");
-        assert_eq!(err.sqlite_code(), Some(19));
+        assert_eq!(err.sqlite_code(), Some(rusqlite::ffi::SQLITE_CONSTRAINT));
         assert_eq!(err.sqlite_extended_code(), Some(1555));
         let text = err.to_string();
         assert!(text.contains("inserting into t"), "{text}");
