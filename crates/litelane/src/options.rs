@@ -182,6 +182,11 @@ pub struct Options {
     pub long_wait: Duration,
     /// Threads that run `write_async` / `read_async` closures. Default 4.
     pub async_threads: usize,
+    /// Name of a registered SQLite VFS to open every connection through
+    /// (`sqlite3_open_v2`'s `zVfs`), e.g. a fault-injecting shim in tests.
+    /// Default `None`: SQLite's default VFS. Ignored for in-memory databases,
+    /// which always use `memdb`.
+    pub vfs: Option<String>,
 }
 
 impl Default for Options {
@@ -203,6 +208,7 @@ impl Default for Options {
             slow_statement: Duration::from_millis(100),
             long_wait: Duration::from_millis(50),
             async_threads: 4,
+            vfs: None,
         }
     }
 }
