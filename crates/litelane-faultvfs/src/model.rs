@@ -461,10 +461,15 @@ impl Shared {
         data: &[u8],
         real: impl FnOnce(&[u8]) -> c_int,
     ) -> c_int {
+        let code = sq::SQLITE_IOERR_WRITE;
         if self.is_cut() {
-            return sq::SQLITE_IOERR_WRITE;
+            return code;
         }
         let mut m = self.lock();
+        // The power may have gone while this call waited for the lock.
+        if self.is_cut() {
+            return code;
+        }
         let (kind, inode) = m
             .handles
             .get(&handle)
@@ -512,10 +517,15 @@ impl Shared {
     }
 
     pub(crate) fn truncate(&self, handle: u64, size: u64, real: impl FnOnce() -> c_int) -> c_int {
+        let code = sq::SQLITE_IOERR_TRUNCATE;
         if self.is_cut() {
-            return sq::SQLITE_IOERR_TRUNCATE;
+            return code;
         }
         let mut m = self.lock();
+        // The power may have gone while this call waited for the lock.
+        if self.is_cut() {
+            return code;
+        }
         let (kind, inode) = m
             .handles
             .get(&handle)
@@ -537,10 +547,15 @@ impl Shared {
     }
 
     pub(crate) fn sync(&self, handle: u64, real: impl FnOnce() -> c_int) -> c_int {
+        let code = sq::SQLITE_IOERR_FSYNC;
         if self.is_cut() {
-            return sq::SQLITE_IOERR_FSYNC;
+            return code;
         }
         let mut m = self.lock();
+        // The power may have gone while this call waited for the lock.
+        if self.is_cut() {
+            return code;
+        }
         let (kind, inode) = m
             .handles
             .get(&handle)
@@ -582,6 +597,9 @@ impl Shared {
             return sq::SQLITE_IOERR_DELETE;
         }
         let mut m = self.lock();
+        if self.is_cut() {
+            return sq::SQLITE_IOERR_DELETE;
+        }
         let rc = real();
         if rc == sq::SQLITE_OK {
             if let Some(e) = m.entries.get_mut(path) {
