@@ -74,9 +74,8 @@ fn assert_clear(err: &Error, code: i32, words: &[&str]) {
 /// Commits `n` rows, ids `from..from+n`, one transaction each.
 fn committed(db: &Database, from: i64, n: i64) -> BTreeSet<i64> {
     (from..from + n)
-        .map(|i| {
+        .inspect(|&i| {
             insert(db, i, 500).unwrap();
-            i
         })
         .collect()
 }
@@ -146,7 +145,7 @@ fn group_under_fault(
 ) -> Vec<(i64, Result<usize, Error>)> {
     let (go, blocker) = hold_writer(db, 500);
     let members: Vec<_> = (0..n)
-        .map(|i| {
+        .inspect(|&i| {
             let db = db.clone();
             let id = 501 + i;
             (id, thread::spawn(move || insert(&db, id, pad)))
@@ -239,9 +238,8 @@ fn disk_full_mid_checkpoint_loses_nothing_and_the_next_checkpoint_completes() {
         o.checkpoints.background = false;
     });
     let want: BTreeSet<i64> = (0..60)
-        .map(|i| {
+        .inspect(|&i| {
             insert(&db, i, 3000).unwrap();
-            i
         })
         .collect();
     // The WAL is written; the database file must grow to take the pages.
