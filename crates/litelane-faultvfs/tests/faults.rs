@@ -145,7 +145,7 @@ fn group_under_fault(
 ) -> Vec<(i64, Result<usize, Error>)> {
     let (go, blocker) = hold_writer(db, 500);
     let members: Vec<_> = (0..n)
-        .inspect(|&i| {
+        .map(|i| {
             let db = db.clone();
             let id = 501 + i;
             (id, thread::spawn(move || insert(&db, id, pad)))
