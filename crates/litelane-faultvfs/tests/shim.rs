@@ -302,3 +302,32 @@ fn normal_sync_keeps_every_commit_made_before_a_wal_sync() {
         }
     }
 }
+
+#[test]
+fn litelane_opens_through_a_named_vfs_and_refuses_an_unknown_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let vfs = FaultVfs::register().unwrap();
+    let opts = litelane::Options {
+        vfs: Some(vfs.name().to_string()),
+        ..litelane::Options::default()
+    };
+    let db = litelane::Database::open(dir.path().join("db"), opts).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY)")?))
+        .unwrap();
+    assert!(vfs.io_ops() > 0, "the database did not go through the shim");
+    drop(db);
+
+    let opts = litelane::Options {
+        vfs: Some("no-such-vfs".to_string()),
+        ..litelane::Options::default()
+    };
+    let err = litelane::Database::open(dir.path().join("other"), opts)
+        .err()
+        .expect("an unknown VFS must not open");
+    let text = err.to_string();
+    assert!(
+        text.contains("no such vfs") && text.contains("other"),
+        "{text}"
+    );
+    assert!(!dir.path().join("other").exists(), "a file was created");
+}
