@@ -12,7 +12,9 @@
 //! Options: `--seconds N` per profile (default 120), `--profile safe|balanced|all`
 //! (default all), `--dir PATH` for the database (default: a temporary
 //! directory), `--csv PATH` (default soak.csv), `--svg PATH` (no plot if
-//! absent). Exits non-zero if any operation failed.
+//! absent), `--no-explicit-checkpoints` (only the background checkpointer;
+//! by default a thread also calls `Database::checkpoint(Passive)` every 5 s).
+//! Exits non-zero if any operation failed or the writers got stuck.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -29,6 +31,7 @@ struct Args {
     dir: Option<PathBuf>,
     csv: PathBuf,
     svg: Option<PathBuf>,
+    explicit_checkpoints: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         dir: None,
         csv: PathBuf::from("soak.csv"),
         svg: None,
+        explicit_checkpoints: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => a.dir = Some(PathBuf::from(value()?)),
             "--csv" => a.csv = PathBuf::from(value()?),
             "--svg" => a.svg = Some(PathBuf::from(value()?)),
+            "--no-explicit-checkpoints" => a.explicit_checkpoints = false,
             other => return Err(format!("unknown option {other:?}")),
         }
     }
@@ -112,7 +117,12 @@ fn note_err(c: &Counters, what: &str, e: &litelane::Error) {
     eprintln!("error in {what}: {e}");
 }
 
-fn soak(profile: Profile, seconds: u64, dir: &std::path::Path) -> Result<Vec<Sample>, String> {
+fn soak(
+    profile: Profile,
+    seconds: u64,
+    dir: &std::path::Path,
+    explicit_checkpoints: bool,
+) -> Result<(Vec<Sample>, Option<String>), String> {
     let path = dir.join(format!("soak-{profile}.db"));
     for suffix in ["", "-wal", "-shm"] {
         let mut p = path.as_os_str().to_owned();
@@ -231,7 +241,7 @@ fn soak(profile: Profile, seconds: u64, dir: &std::path::Path) -> Result<Vec<Sam
     let ckpt = {
         let (db, c, stop) = (db.clone(), Arc::clone(&c), Arc::clone(&stop_ckpt));
         thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
+            while explicit_checkpoints && !stop.load(Ordering::Relaxed) {
                 for _ in 0..50 {
                     if stop.load(Ordering::Relaxed) {
                         return;
@@ -278,11 +288,25 @@ fn soak(profile: Profile, seconds: u64, dir: &std::path::Path) -> Result<Vec<Sam
     stop_ckpt.store(true, Ordering::Relaxed);
     let _ = ckpt.join();
     stop.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while workers.iter().any(|w| !w.is_finished()) {
+        if Instant::now() > deadline {
+            let samples = samples.into_inner().unwrap();
+            let why = format!(
+                "{profile}: workers still blocked 30 s after the stop (no write for the last {} s): \
+                 the writer is stuck",
+                samples.iter().rev().take_while(|s| s.writes == 0).count()
+            );
+            // The stuck threads keep their clones of the database.
+            return Ok((samples, Some(why)));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
     for w in workers {
         let _ = w.join();
     }
     drop(db);
-    Ok(samples.into_inner().unwrap())
+    Ok((samples.into_inner().unwrap(), None))
 }
 
 fn write_csv(path: &std::path::Path, samples: &[Sample]) -> std::io::Result<()> {
@@ -395,9 +419,16 @@ fn main() {
         std::process::exit(2);
     }
     let mut all = Vec::new();
+    let mut stuck = Vec::new();
     for &p in &args.profiles {
-        match soak(p, args.seconds, &dir) {
-            Ok(s) => all.extend(s),
+        match soak(p, args.seconds, &dir, args.explicit_checkpoints) {
+            Ok((s, problem)) => {
+                all.extend(s);
+                if let Some(why) = problem {
+                    eprintln!("soak: {why}");
+                    stuck.push(why);
+                }
+            }
             Err(e) => {
                 eprintln!("soak: {p}: {e}");
                 std::process::exit(1);
@@ -439,7 +470,10 @@ fn main() {
         );
         failed |= lastv.errors > 0;
     }
-    if failed {
+    for why in &stuck {
+        println!("\n**{why}**");
+    }
+    if failed || !stuck.is_empty() {
         std::process::exit(1);
     }
 }
