@@ -194,11 +194,23 @@ fn disk_full_at_a_group_commit_fails_every_member_and_stores_none() {
     let outcomes = group_under_fault(&db, 6, 3000, || vfs.set_disk_space(Some(6_000)));
     vfs.set_disk_space(None);
     let failed = assert_exact_outcomes(&db, &outcomes);
-    assert!(failed > 0, "the disk never filled: {outcomes:?}");
+    assert_eq!(
+        failed,
+        outcomes.len(),
+        "a member escaped the failed COMMIT: {outcomes:?}"
+    );
     for (_, r) in &outcomes {
-        if let Err(e) = r {
-            assert_clear(e, SQLITE_FULL, &["full"]);
-        }
+        let e = r.as_ref().unwrap_err();
+        assert_clear(e, SQLITE_FULL, &["full"]);
+        // The error names the group, so the writes really shared a COMMIT.
+        let text = e.to_string();
+        let n: usize = text
+            .split("group of ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no group size in {text:?}"));
+        assert!(n > 1, "no group formed: {text}");
     }
     assert!(ids(&db).is_superset(&before), "a committed row was lost");
     insert(&db, 2000, 10).expect("the next write succeeds");
