@@ -10,7 +10,7 @@
 //! ([`FaultVfs::cut_after`], [`FaultVfs::cut_now`]) writes into a fresh
 //! directory the files a real cut could leave: the durable bytes plus a
 //! random (seeded) subset of the unsynced writes, the last one kept torn at a
-//! 512-byte sector boundary, and a file created or deleted since its
+//! 512-byte sector boundary half the time, and a file created or deleted since its
 //! directory was last synced with or without its directory entry. From the
 //! cut on, every read, write, sync, lock and open through the shim fails, so
 //! the old connections can be dropped without touching anything. Open the

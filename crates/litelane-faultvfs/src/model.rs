@@ -244,8 +244,13 @@ impl Model {
                             .map(|k| first_boundary + k * SECTOR)
                             .take_while(|b| *b < end)
                             .collect();
-                        cuts.push(end);
-                        let keep_to = cuts[rng.usize(0..cuts.len())];
+                        // Half the time the write made it whole; otherwise
+                        // it stops at a sector boundary inside it.
+                        let keep_to = if cuts.is_empty() || rng.bool() {
+                            end
+                        } else {
+                            cuts[rng.usize(0..cuts.len())]
+                        };
                         if keep_to < end {
                             report.torn_writes += 1;
                         }
