@@ -240,7 +240,7 @@ impl Model {
                         // Torn: only the sectors up to a random boundary.
                         let end = offset + data.len() as u64;
                         let first_boundary = (offset / SECTOR + 1) * SECTOR;
-                        let mut cuts: Vec<u64> = (0..)
+                        let cuts: Vec<u64> = (0..)
                             .map(|k| first_boundary + k * SECTOR)
                             .take_while(|b| *b < end)
                             .collect();
