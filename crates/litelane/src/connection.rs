@@ -117,8 +117,13 @@ pub(crate) fn open(
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(&target.open_name, flags)
-        .context(|| format!("opening {name}"))?;
+    let opened = match opts.vfs.as_deref() {
+        Some(vfs) if !target.is_memory() => {
+            Connection::open_with_flags_and_vfs(&target.open_name, flags, vfs)
+        }
+        _ => Connection::open_with_flags(&target.open_name, flags),
+    };
+    let mut conn = opened.context(|| format!("opening {name}"))?;
     let ctx = |what: &str| format!("configuring {name}: {what}");
 
     conn.busy_timeout(opts.busy_timeout)

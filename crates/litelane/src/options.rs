@@ -228,6 +228,11 @@ pub struct Options {
     /// back to the busy timeout and says why in
     /// [`Metrics::process_queue_off`](crate::Metrics::process_queue_off).
     pub process_queue: bool,
+    /// Name of a registered SQLite VFS to open every connection through
+    /// (`sqlite3_open_v2`'s `zVfs`), e.g. a fault-injecting shim in tests.
+    /// Default `None`: SQLite's default VFS. Ignored for in-memory databases,
+    /// which always use `memdb`.
+    pub vfs: Option<String>,
 }
 
 impl Default for Options {
@@ -250,6 +255,7 @@ impl Default for Options {
             long_wait: Duration::from_millis(50),
             process_queue: true,
             async_threads: 4,
+            vfs: None,
         }
     }
 }

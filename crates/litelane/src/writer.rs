@@ -768,12 +768,14 @@ impl Writer {
             // open again.
             true => Err(Error::Io {
                 context: format!("COMMIT of a group of {jobs} write(s)"),
-                message: "the database file was deleted, renamed or replaced while open;                           nothing was committed: reopen the database"
+                message: "the database file was moved, deleted or replaced while open; \
+                          nothing was committed: reopen the database"
                     .into(),
             }),
             false => {
                 self.committing.store(true, Ordering::Release);
-                let r = control(conn, "COMMIT").context(|| format!("COMMIT of a group of {jobs} write(s)"));
+                let r = control(conn, "COMMIT")
+                    .context(|| format!("COMMIT of a group of {jobs} write(s)"));
                 self.committing.store(false, Ordering::Release);
                 r
             }

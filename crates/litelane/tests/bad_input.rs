@@ -135,7 +135,7 @@ fn writes_into_a_deleted_or_replaced_file_are_refused_not_acknowledged() {
             .unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("deleted, renamed or replaced"),
+            text.contains("moved, deleted or replaced"),
             "replace={replace}: {text}"
         );
     }

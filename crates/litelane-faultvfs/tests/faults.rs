@@ -1,0 +1,664 @@
+//! Injected faults under litelane: disk full (mid-transaction, mid-group,
+//! mid-checkpoint, mid-import), I/O errors on write, fsync and read, short
+//! writes and reads, corrupt pages, the database file deleted or replaced.
+//!
+//! For each: the caller gets a clear error, the transaction rolls back,
+//! every caller of a group is told its exact outcome (told Ok ⇔ its row is
+//! stored, checked by reading back once the fault is cleared), nothing
+//! committed is lost, and the next write succeeds without reopening.
+
+use std::collections::BTreeSet;
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use litelane::{CheckpointMode, Database, Error, Options, Profile, Value};
+use litelane_faultvfs::{Effect, Fault, FaultVfs, FileKind, Op};
+
+const SQLITE_IOERR: i32 = 10;
+const SQLITE_FULL: i32 = 13;
+const SQLITE_IOERR_READ: i32 = 266;
+const SQLITE_IOERR_WRITE: i32 = 778;
+const SQLITE_IOERR_FSYNC: i32 = 1034;
+
+fn open(
+    vfs: &FaultVfs,
+    profile: Profile,
+    tweak: impl FnOnce(&mut Options),
+) -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::with_profile(profile);
+    o.vfs = Some(vfs.name().to_string());
+    o.readers = 2;
+    o.async_threads = 1;
+    tweak(&mut o);
+    let db = Database::open(dir.path().join("db"), o).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
+        .unwrap();
+    (dir, db)
+}
+
+fn insert(db: &Database, id: i64, pad: i64) -> litelane::Result<usize> {
+    db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?, randomblob(?))", [id, pad])?))
+}
+
+fn ids(db: &Database) -> BTreeSet<i64> {
+    db.read(|c| {
+        let mut st = c.prepare("SELECT id FROM t")?;
+        let v = st
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<BTreeSet<i64>, _>>()?;
+        Ok(v)
+    })
+    .unwrap()
+}
+
+fn integrity_ok(db: &Database) {
+    let s: String = db
+        .read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(s, "ok");
+}
+
+/// A clear error: SQLite's code, and words a user can act on.
+fn assert_clear(err: &Error, code: i32, words: &[&str]) {
+    assert_eq!(err.sqlite_code(), Some(code), "wrong code: {err}");
+    let text = err.to_string().to_lowercase();
+    assert!(
+        words.iter().any(|w| text.contains(w)),
+        "error {text:?} says none of {words:?}"
+    );
+}
+
+/// Commits `n` rows, ids `from..from+n`, one transaction each.
+fn committed(db: &Database, from: i64, n: i64) -> BTreeSet<i64> {
+    (from..from + n)
+        .inspect(|&i| {
+            insert(db, i, 500).unwrap();
+        })
+        .collect()
+}
+
+#[test]
+fn disk_full_mid_transaction_rolls_back_and_the_next_write_succeeds() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |_| {});
+    let mut want = committed(&db, 0, 10);
+    vfs.set_disk_space(Some(40_000));
+    let err = db
+        .write(|tx| {
+            for i in 100..300 {
+                tx.execute("INSERT INTO t VALUES (?, randomblob(2000))", [i])?;
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_clear(&err, SQLITE_FULL, &["full"]);
+    assert!(vfs.faults_fired() == 0, "disk full is not an armed fault");
+    vfs.set_disk_space(None);
+    insert(&db, 1000, 500).expect("the next write succeeds without reopening");
+    want.insert(1000);
+    assert_eq!(ids(&db), want);
+    integrity_ok(&db);
+}
+
+/// Holds the writer until the returned sender is dropped or sent to; the
+/// blocker's own row (id `id`) is written in the same group as the queue.
+fn hold_writer(
+    db: &Database,
+    id: i64,
+) -> (
+    mpsc::Sender<()>,
+    thread::JoinHandle<litelane::Result<usize>>,
+) {
+    let (go, wait) = mpsc::channel::<()>();
+    let started = Arc::new(Barrier::new(2));
+    let s2 = Arc::clone(&started);
+    let db2 = db.clone();
+    let h = thread::spawn(move || {
+        db2.write(move |tx| {
+            s2.wait();
+            let _ = wait.recv();
+            Ok(tx.execute("INSERT INTO t VALUES (?, randomblob(3000))", [id])?)
+        })
+    });
+    started.wait();
+    (go, h)
+}
+
+fn wait_for_queue(db: &Database, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db.metrics().queue_depth < n {
+        assert!(Instant::now() < deadline, "the queue never reached {n}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Runs a group of `n` writers behind a held writer with `fault` applied
+/// just before the group runs; returns (id, told ok) for every member.
+fn group_under_fault(
+    db: &Database,
+    n: i64,
+    pad: i64,
+    apply: impl FnOnce(),
+) -> Vec<(i64, Result<usize, Error>)> {
+    let (go, blocker) = hold_writer(db, 500);
+    let members: Vec<_> = (0..n)
+        .map(|i| {
+            let db = db.clone();
+            let id = 501 + i;
+            (id, thread::spawn(move || insert(&db, id, pad)))
+        })
+        .collect();
+    wait_for_queue(db, n as usize);
+    apply();
+    go.send(()).unwrap();
+    let mut out = vec![(500, blocker.join().unwrap())];
+    for (id, h) in members {
+        out.push((id, h.join().unwrap()));
+    }
+    out
+}
+
+/// Told Ok ⇔ stored, for every member of the group.
+fn assert_exact_outcomes(db: &Database, outcomes: &[(i64, Result<usize, Error>)]) -> usize {
+    let stored = ids(db);
+    let mut failed = 0;
+    for (id, r) in outcomes {
+        match r {
+            Ok(_) => assert!(
+                stored.contains(id),
+                "write {id} was told Ok but is not stored"
+            ),
+            Err(e) => {
+                failed += 1;
+                assert!(
+                    !stored.contains(id),
+                    "write {id} was told {e} but is stored"
+                );
+            }
+        }
+    }
+    failed
+}
+
+#[test]
+fn disk_full_at_a_group_commit_fails_every_member_and_stores_none() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |o| {
+        o.group_commit.max_wait = Duration::from_secs(5);
+    });
+    let before = committed(&db, 0, 5);
+    // The group's pages stay in the cache until COMMIT, which fails.
+    let outcomes = group_under_fault(&db, 6, 3000, || vfs.set_disk_space(Some(6_000)));
+    vfs.set_disk_space(None);
+    let failed = assert_exact_outcomes(&db, &outcomes);
+    assert_eq!(
+        failed,
+        outcomes.len(),
+        "a member escaped the failed COMMIT: {outcomes:?}"
+    );
+    for (_, r) in &outcomes {
+        let e = r.as_ref().unwrap_err();
+        assert_clear(e, SQLITE_FULL, &["full"]);
+        // The error names the group, so the writes really shared a COMMIT.
+        let text = e.to_string();
+        let n: usize = text
+            .split("group of ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no group size in {text:?}"));
+        assert!(n > 1, "no group formed: {text}");
+    }
+    assert!(ids(&db).is_superset(&before), "a committed row was lost");
+    insert(&db, 2000, 10).expect("the next write succeeds");
+    integrity_ok(&db);
+}
+
+#[test]
+fn disk_full_inside_one_job_of_a_group_tells_each_member_its_own_outcome() {
+    // A tiny page cache makes each job's pages spill to the WAL as it runs,
+    // so the disk fills inside a job's statement, in the middle of a group.
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |o| {
+        o.group_commit.max_wait = Duration::from_secs(5);
+        o.cache_size_kib = 16;
+    });
+    let before = committed(&db, 0, 5);
+    let outcomes = group_under_fault(&db, 6, 20_000, || vfs.set_disk_space(Some(60_000)));
+    vfs.set_disk_space(None);
+    let failed = assert_exact_outcomes(&db, &outcomes);
+    assert!(failed > 0, "the disk never filled: {outcomes:?}");
+    assert!(ids(&db).is_superset(&before), "a committed row was lost");
+    insert(&db, 2000, 10).expect("the next write succeeds");
+    assert!(ids(&db).contains(&2000));
+    integrity_ok(&db);
+}
+
+#[test]
+fn disk_full_mid_checkpoint_loses_nothing_and_the_next_checkpoint_completes() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| {
+        o.checkpoints.background = false;
+    });
+    let want: BTreeSet<i64> = (0..60)
+        .inspect(|&i| {
+            insert(&db, i, 3000).unwrap();
+        })
+        .collect();
+    // The WAL is written; the database file must grow to take the pages.
+    vfs.set_disk_space(Some(8_192));
+    let err = db.checkpoint(CheckpointMode::Truncate).unwrap_err();
+    assert_clear(&err, SQLITE_FULL, &["full"]);
+    assert_eq!(ids(&db), want, "rows lost after a failed checkpoint");
+    vfs.set_disk_space(None);
+    insert(&db, 100, 10).expect("the next write succeeds");
+    let rep = db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert!(!rep.busy);
+    let mut want = want;
+    want.insert(100);
+    assert_eq!(ids(&db), want);
+    integrity_ok(&db);
+}
+
+#[test]
+fn disk_full_mid_import_keeps_whole_batches_and_a_rerun_finishes() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |_| {});
+    let rows =
+        |from: i64, to: i64| (from..to).map(|i| vec![Value::Integer(i), Value::Blob(vec![1; 400])]);
+    vfs.set_disk_space(Some(200_000));
+    let err = db
+        .inserter("t", &["id", "pad"])
+        .unwrap()
+        .commit_every(100)
+        .insert(rows(0, 3000))
+        .unwrap_err();
+    assert_clear(&err, SQLITE_FULL, &["full"]);
+    vfs.set_disk_space(None);
+    let got = ids(&db);
+    let n = got.len() as i64;
+    assert!(n < 3000, "the disk never filled");
+    assert_eq!(n % 100, 0, "a batch was half-committed: {n} rows");
+    assert_eq!(
+        got,
+        (0..n).collect(),
+        "the committed rows are not the first batches"
+    );
+    db.inserter("t", &["id", "pad"])
+        .unwrap()
+        .commit_every(100)
+        .insert(rows(n, 3000))
+        .expect("the rerun finishes once space is back");
+    assert_eq!(ids(&db).len(), 3000);
+    integrity_ok(&db);
+}
+
+/// One row's write fails with the armed fault, the row is not stored, and
+/// the next write succeeds.
+fn one_failed_write(profile: Profile, fault: Fault, code: i32, ext: i32, words: &[&str]) {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, profile, |_| {});
+    let mut want = committed(&db, 0, 5);
+    vfs.arm(fault.clone()).unwrap();
+    let err = insert(&db, 100, 3000).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1, "{fault:?} never fired");
+    assert_clear(&err, code, words);
+    assert_eq!(err.sqlite_extended_code(), Some(ext), "{err}");
+    vfs.clear_faults();
+    assert_eq!(
+        ids(&db),
+        want,
+        "{fault:?}: the failed row is stored, or a committed one lost"
+    );
+    insert(&db, 101, 3000).expect("the next write succeeds without reopening");
+    want.insert(101);
+    assert_eq!(ids(&db), want);
+    integrity_ok(&db);
+}
+
+#[test]
+fn an_io_error_on_write_fails_that_write_alone() {
+    for profile in [Profile::Safe, Profile::Balanced] {
+        one_failed_write(
+            profile,
+            Fault::new(Op::Write, Effect::IoError).file(FileKind::Wal),
+            SQLITE_IOERR,
+            SQLITE_IOERR_WRITE,
+            &["i/o"],
+        );
+    }
+}
+
+#[test]
+fn an_fsync_error_fails_the_commit_under_safe() {
+    one_failed_write(
+        Profile::Safe,
+        Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal),
+        SQLITE_IOERR,
+        SQLITE_IOERR_FSYNC,
+        &["i/o"],
+    );
+}
+
+#[test]
+fn a_short_write_is_reported_as_disk_full_and_rolled_back() {
+    one_failed_write(
+        Profile::Safe,
+        Fault::new(Op::Write, Effect::ShortWrite)
+            .file(FileKind::Wal)
+            .min_len(4096),
+        SQLITE_FULL,
+        SQLITE_FULL,
+        &["full"],
+    );
+}
+
+/// A read on this thread hits `fault`: the reader gets an error (never a
+/// wrong answer), and once the fault is cleared reads are right again.
+fn one_failed_read(fault: Fault, words: &[&str]) {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    let want = committed(&db, 0, 40);
+    // Move the pages into the database file, let the reader load the schema,
+    // then change the file so the reader's page cache is stale and it must
+    // read pages again.
+    db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert_eq!(ids(&db), want);
+    insert(&db, 1000, 10).unwrap();
+    vfs.arm(fault.this_thread().min_len(4096)).unwrap();
+    let r = db.read(|c| {
+        Ok(
+            c.query_row("SELECT count(*), sum(length(pad)) FROM t", [], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+            })?,
+        )
+    });
+    assert!(vfs.faults_fired() > 0, "the read never reached the disk");
+    match r {
+        Ok(v) => panic!("a damaged read returned an answer: {v:?}"),
+        Err(e) => {
+            let text = e.to_string().to_lowercase();
+            assert!(words.iter().any(|w| text.contains(w)), "{text}");
+        }
+    }
+    vfs.clear_faults();
+    insert(&db, 1001, 10).expect("writes still work");
+    let mut want = want;
+    want.extend([1000, 1001]);
+    assert_eq!(ids(&db), want, "the reader is not right again");
+    integrity_ok(&db);
+}
+
+#[test]
+fn an_io_error_on_read_is_an_error_and_passes() {
+    one_failed_read(Fault::new(Op::Read, Effect::IoError), &["i/o"]);
+}
+
+#[test]
+fn a_short_read_is_an_error_not_a_wrong_answer() {
+    one_failed_read(
+        Fault::new(Op::Read, Effect::ShortRead),
+        &["malformed", "i/o", "corrupt"],
+    );
+}
+
+#[test]
+fn a_corrupt_page_on_read_is_an_error_not_a_wrong_answer() {
+    one_failed_read(
+        Fault::new(Op::Read, Effect::CorruptRead),
+        &["malformed", "corrupt", "not a database"],
+    );
+}
+
+#[test]
+fn a_reader_is_right_again_as_soon_as_a_corrupt_read_clears() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    let mut want = committed(&db, 0, 40);
+    db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert_eq!(ids(&db), want);
+    insert(&db, 1000, 10).unwrap();
+    want.insert(1000);
+    vfs.arm(
+        Fault::new(Op::Read, Effect::CorruptRead)
+            .this_thread()
+            .min_len(4096),
+    )
+    .unwrap();
+    assert!(db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
+        .is_err());
+    vfs.clear_faults();
+    assert_eq!(ids(&db), want);
+}
+
+#[test]
+fn a_read_error_is_reported_with_sqlites_code() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    let want = committed(&db, 0, 40);
+    db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert_eq!(ids(&db), want);
+    insert(&db, 1000, 10).unwrap();
+    vfs.arm(
+        Fault::new(Op::Read, Effect::IoError)
+            .this_thread()
+            .min_len(4096),
+    )
+    .unwrap();
+    let err = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
+        .unwrap_err();
+    assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_READ), "{err}");
+}
+
+#[test]
+#[ignore = "finding (SQLite behaviour seen through litelane, not the writer): an I/O error while a \
+            reader connection loads the schema is reported as `no such table: t` (SQLITE_ERROR), \
+            not as an I/O error"]
+fn a_read_error_while_loading_the_schema_is_reported_as_an_io_error() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    committed(&db, 0, 5);
+    // The reader has not loaded the schema yet: its first page read fails.
+    vfs.arm(
+        Fault::new(Op::Read, Effect::IoError)
+            .this_thread()
+            .min_len(4096),
+    )
+    .unwrap();
+    let err = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
+        .unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert_eq!(err.sqlite_code(), Some(SQLITE_IOERR), "{err}");
+}
+
+#[test]
+fn a_crash_after_disk_full_in_a_group_keeps_every_commit_told_ok() {
+    // Disk full inside a group, then the power goes: under `safe` whatever
+    // was told Ok is in the image, and the image is sound.
+    for seed in 0..4u64 {
+        let vfs = FaultVfs::register().unwrap();
+        let (dir, db) = open(&vfs, Profile::Safe, |o| {
+            o.group_commit.max_wait = Duration::from_secs(5);
+            o.cache_size_kib = 16;
+        });
+        let before = committed(&db, 0, 5);
+        let outcomes = group_under_fault(&db, 6, 20_000, || vfs.set_disk_space(Some(60_000)));
+        let out = dir.path().join("cut");
+        let report = vfs.cut_now(seed, &out);
+        drop(db);
+        let c = rusqlite::Connection::open(out.join("db")).unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "{report:?}");
+        let stored: BTreeSet<i64> = c
+            .prepare("SELECT id FROM t")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(stored.is_superset(&before), "seed {seed}: {report:?}");
+        for (id, r) in &outcomes {
+            if r.is_ok() {
+                assert!(
+                    stored.contains(id),
+                    "seed {seed}: {id} told Ok, lost in the cut"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_database_file_deleted_underneath_fails_writes_clearly() {
+    // No shim needed: the file is unlinked while open. Writes must not be
+    // acknowledged into a file nobody can open again.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
+        .unwrap();
+    insert(&db, 1, 10).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let _ = std::fs::remove_file(dir.path().join("db-wal"));
+    let r = insert(&db, 2, 10);
+    let err = r.expect_err("a write into a deleted database was acknowledged");
+    let text = err.to_string().to_lowercase();
+    assert!(
+        text.contains("moved")
+            || text.contains("readonly")
+            || text.contains("read-only")
+            || text.contains("i/o"),
+        "{text}"
+    );
+}
+
+#[test]
+#[ignore = "finding (SQLite's WAL design, half fixed): litelane now refuses the write into the replaced \
+            file (SQLITE_FCNTL_HAS_MOVED), but the old database's `-wal` and `-shm` stay beside the \
+            new file under the same name, and SQLite applies that WAL to the new file when it is \
+            opened (it cannot tell whose WAL it is): the replacement reads back the old rows. \
+            Documented in durability.md: never replace a database file that a process has open"]
+fn the_database_file_replaced_underneath_fails_writes_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let other = dir.path().join("other");
+    {
+        let c = rusqlite::Connection::open(&other).unwrap();
+        c.execute_batch(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB); INSERT INTO t VALUES (99, 1);",
+        )
+        .unwrap();
+    }
+    let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
+        .unwrap();
+    insert(&db, 1, 10).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let r = insert(&db, 2, 10);
+    let err = r.expect_err("a write into a replaced database was acknowledged");
+    let text = err.to_string().to_lowercase();
+    assert!(
+        text.contains("moved")
+            || text.contains("readonly")
+            || text.contains("read-only")
+            || text.contains("i/o"),
+        "{text}"
+    );
+    // The file now at the path is the replacement, untouched.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let ids: Vec<i64> = c
+        .prepare("SELECT id FROM t")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ids, vec![99]);
+}
+
+#[test]
+fn explicit_checkpoint_queued_behind_a_group_strands_it() {
+    // Writer bug, no shim involved: `next_can_join_group` lets a group stay
+    // open when the next waiter is a non-priority turn, but an explicit
+    // `Database::checkpoint` is such a turn and `with_turn` refuses an open
+    // group without committing it. If no writer comes after the checkpoint,
+    // the group's members wait for their outcome forever.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default();
+    o.group_commit.max_wait = Duration::from_secs(5);
+    let db = Database::open(dir.path().join("db"), o).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
+        .unwrap();
+    let (go, blocker) = hold_writer(&db, 1);
+    let db2 = db.clone();
+    let member = thread::spawn(move || insert(&db2, 2, 10));
+    wait_for_queue(&db, 1);
+    let db3 = db.clone();
+    let ckpt = thread::spawn(move || db3.checkpoint(CheckpointMode::Passive));
+    wait_for_queue(&db, 2);
+    go.send(()).unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let a = blocker.join().unwrap().is_ok();
+        let b = member.join().unwrap().is_ok();
+        let _ = tx.send((a, b));
+    });
+    let done = rx.recv_timeout(Duration::from_secs(10));
+    let _ = ckpt.join();
+    assert!(
+        done.is_ok(),
+        "the group's writers never returned: the group was handed to the checkpoint's turn and left open"
+    );
+}
+
+#[test]
+#[ignore = "finding (SQLite behaviour the engine passes on): after SQLITE_IOERR_FSYNC on the WAL \
+            sync of a COMMIT the caller is told the write failed, but its frames, commit marker \
+            included, stay in the WAL file; a crash that keeps them lets WAL recovery bring the \
+            write back (11 of 60 cuts). The error should say the outcome is unknown"]
+fn a_commit_whose_fsync_failed_stays_failed_after_a_crash() {
+    // The WAL frames of a commit whose fsync failed are in the OS cache with
+    // a valid commit marker; if a crash keeps them, WAL recovery could bring
+    // back a write its caller was told had failed. Check what the cut images
+    // hold across seeds.
+    let mut came_back = 0;
+    for seed in 0..60u64 {
+        let vfs = FaultVfs::register().unwrap();
+        let (dir, db) = open(&vfs, Profile::Safe, |_| {});
+        let before = committed(&db, 0, 3);
+        vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+            .unwrap();
+        insert(&db, 100, 10).unwrap_err();
+        let out = dir.path().join("cut");
+        let report = vfs.cut_now(seed, &out);
+        drop(db);
+        let c = rusqlite::Connection::open(out.join("db")).unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "{report:?}");
+        let stored: BTreeSet<i64> = c
+            .prepare("SELECT id FROM t")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(stored.is_superset(&before), "seed {seed}: {report:?}");
+        if stored.contains(&100) {
+            came_back += 1;
+        }
+    }
+    assert_eq!(
+        came_back, 0,
+        "a write told it failed came back after a crash in {came_back} of 60 cuts"
+    );
+}
