@@ -594,11 +594,13 @@ impl Writer {
         let Some(q) = &self.process_queue else {
             return Ok(None);
         };
-        let holder = q.holder();
         let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
         match q.acquire_timeout(job.label(), self.busy_timeout) {
             Ok(Some(t)) => {
                 if t.waited() >= self.long_wait {
+                    // Who held the turn this one waited for (read only when
+                    // it matters: it costs a read of the lock file).
+                    let holder = q.turn_before(t.ticket());
                     self.recorder.record_long_wait(LongWait {
                         waited: t.waited(),
                         waiter_label: job.label().to_string(),
@@ -615,7 +617,7 @@ impl Writer {
                     "another process held the writer queue for longer than busy_timeout ({:?})",
                     self.busy_timeout
                 ),
-                context: match holder {
+                context: match q.holder() {
                     Some(h) => format!("waiting for {}", describe(&h)),
                     None => "waiting for another process's write turn".into(),
                 },

@@ -118,7 +118,14 @@ struct Shared {
     /// Open file descriptions not in use by a turn, kept for the next turns.
     idle: Mutex<Vec<File>>,
     pid: u32,
+    /// The thread that runs the kernel waits of `acquire_timeout`, started
+    /// on first use and kept (starting a thread per contended turn costs
+    /// more than the turn).
+    waiter: Mutex<Option<std::sync::mpsc::Sender<WaitJob>>>,
 }
+
+/// A kernel wait handed to the waiter thread.
+type WaitJob = Box<dyn FnOnce() + Send>;
 
 /// How many idle open file descriptions a queue keeps.
 const MAX_IDLE_FILES: usize = 8;
@@ -387,6 +394,7 @@ impl ProcessQueue {
                 lock_path,
                 idle: Mutex::new(vec![file]),
                 pid: std::process::id(),
+                waiter: Mutex::new(None),
             }),
         })
     }
@@ -462,22 +470,20 @@ impl ProcessQueue {
         let (tx, rx) = std::sync::mpsc::channel();
         let helper = {
             let state = Arc::clone(&state);
-            std::thread::Builder::new()
-                .name("litelane-xproc-wait".into())
-                .spawn(move || {
-                    let gate = || {
-                        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-                        if *s == ABANDONED {
-                            return false;
-                        }
-                        *s = GRANTED;
-                        true
-                    };
-                    let r = imp::finish(&file, pending, &gate);
-                    // If the caller is gone, `file` is closed with the
-                    // message, and our ticket with it.
-                    let _ = tx.send((r, file));
-                })
+            self.shared.run_wait(Box::new(move || {
+                let gate = || {
+                    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                    if *s == ABANDONED {
+                        return false;
+                    }
+                    *s = GRANTED;
+                    true
+                };
+                let r = imp::finish(&file, pending, &gate);
+                // If the caller is gone, `file` is closed with the
+                // message, and our ticket with it.
+                let _ = tx.send((r, file));
+            }))
         };
         if let Err(e) = helper {
             // The closure (with `file`) is dropped: the ticket goes with it.
@@ -534,6 +540,17 @@ impl ProcessQueue {
         out
     }
 
+    /// Who held the turn granted just before `ticket` (the turn a waiter
+    /// with that ticket waited for), from the lock file's records: for
+    /// attributing a long wait after the fact. `None` when the record is gone
+    /// (64 or more tickets later) or unreadable.
+    pub fn turn_before(&self, ticket: u64) -> Option<HolderInfo> {
+        let file = self.shared.take_idle().ok()?;
+        let out = imp::record_of(&file, ticket.checked_sub(1)?);
+        self.shared.put_idle(file);
+        out
+    }
+
     /// How many tickets were taken after the current (or last) turn: the
     /// writers queued behind it in every process, plus any that died while
     /// waiting and were not stepped over yet (so an upper bound). `0` when
@@ -556,6 +573,33 @@ impl ProcessQueue {
 }
 
 impl Shared {
+    /// Runs `job` on the waiter thread (started on first use). Waits run
+    /// one after another, which is their ticket order anyway.
+    fn run_wait(&self, job: WaitJob) -> Result<(), String> {
+        let mut waiter = self.waiter.lock().unwrap_or_else(|e| e.into_inner());
+        let job = match waiter.as_ref() {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return Ok(()),
+                // The thread is gone: start another.
+                Err(std::sync::mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<WaitJob>();
+        std::thread::Builder::new()
+            .name("litelane-xproc-wait".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        tx.send(job)
+            .map_err(|_| "the waiting thread died".to_string())?;
+        *waiter = Some(tx);
+        Ok(())
+    }
+
     fn take_idle(&self) -> Result<File, String> {
         let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match pooled {
@@ -992,6 +1036,17 @@ mod imp {
         header_unlocked(file).map_or(0, |h| h.next.saturating_sub(h.floor + 1))
     }
 
+    pub fn record_of(file: &File, ticket: u64) -> Option<HolderInfo> {
+        let r = read_record(file, ticket)?;
+        Some(HolderInfo {
+            pid: r.pid,
+            ticket,
+            label: r.label,
+            sql: r.sql,
+            since: r.since,
+        })
+    }
+
     pub fn holder(file: &File) -> Option<HolderInfo> {
         let h = header_unlocked(file)?;
         let ticket = h.floor;
@@ -1050,6 +1105,9 @@ mod imp {
     }
     pub fn write_record(_: &File, _: &Record) -> std::io::Result<()> {
         Ok(())
+    }
+    pub fn record_of(_: &File, _: u64) -> Option<HolderInfo> {
+        None
     }
     pub fn holder(_: &File) -> Option<HolderInfo> {
         None
