@@ -293,11 +293,18 @@ fn checkpoint_loop(
     // started. While it is still open, escalating again would only stall
     // writers for nothing (the WAL cannot restart), so the gate just moves on.
     let mut pinned_since: Option<Instant> = None;
+    // After an escalation that readers outlasted (those of other processes
+    // included), the next one waits `ESCALATION_BACKOFF` × its wait: a stream
+    // of long reads then stalls writers for at most 1/(1 + backoff) of the
+    // time instead of most of it.
+    let mut failed_at: Option<Instant> = None;
+    let backoff = cfg.escalation_wait * ESCALATION_BACKOFF;
     let mut escalate_unless_pinned = |pages: u64| -> Result<CheckpointReport> {
         let still_pinned = pinned_since
             .zip(pool.oldest_start())
             .is_some_and(|(pinned, oldest)| oldest <= pinned);
-        if still_pinned {
+        let backing_off = failed_at.is_some_and(|t| t.elapsed() < backoff);
+        if still_pinned || backing_off {
             signal.gate_at.store(pages + limit, Relaxed);
             writer.open_gate();
             return run(&conn, CheckpointMode::Passive);
@@ -305,6 +312,7 @@ fn checkpoint_loop(
         let started = Instant::now();
         let r = escalate(&conn, &writer, &signal, &cfg, &recorder);
         pinned_since = None;
+        failed_at = matches!(&r, Ok(rep) if rep.busy).then(Instant::now);
         if matches!(&r, Ok(rep) if rep.busy) {
             if let Some(age) = cfg.max_read_age {
                 pool.interrupt_older_than(age);
@@ -375,6 +383,11 @@ fn record(recorder: &Recorder, report: &CheckpointReport) {
         .checkpoint_nanos
         .fetch_add(report.elapsed.as_nanos() as u64, Relaxed);
 }
+
+/// After an escalation that old readers outlasted, the next escalation
+/// waits this many times `escalation_wait` (so writers stall at most
+/// 1/(1 + 10) of the time, about 9%, while long reads keep coming).
+const ESCALATION_BACKOFF: u32 = 10;
 
 /// Takes the writer's next turn (writers wait behind the closed gate) and
 /// runs RESTART, waiting up to `escalation_wait` for readers on old

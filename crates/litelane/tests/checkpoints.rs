@@ -392,3 +392,51 @@ fn external_mode_leaves_every_checkpoint_to_another_process() {
         .unwrap();
     assert_eq!((busy, log, done), (0, 0, 0), "truncated WAL");
 }
+
+#[test]
+fn a_stream_of_long_reads_stalls_writers_only_now_and_then() {
+    // Back-to-back reads of 600 ms each, each outlasting the escalation's
+    // 150 ms wait, while writers fill the WAL past its limit again and again.
+    // After an escalation that reads outlast, the next waits 10 × 150 ms: in
+    // 4 s of writing, a handful of escalations, not one per read.
+    let mut opts = with_checkpoints(10, 40, Duration::from_secs(3600));
+    opts.checkpoints.escalation_wait = Duration::from_millis(150);
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (db, stop) = (db.clone(), std::sync::Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.read_labeled("long report", |c| {
+                    c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+                    thread::sleep(Duration::from_millis(600));
+                    Ok(())
+                })
+                .unwrap();
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let start = std::time::Instant::now();
+    let mut i = 0;
+    while start.elapsed() < Duration::from_secs(4) {
+        write_page(&db, i);
+        i += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    let m = db.metrics();
+    eprintln!(
+        "{reads} long reads, {i} writes: {} escalations, longest writer wait {:?}",
+        m.checkpoints_escalated, m.queue_wait_max
+    );
+    assert!(reads >= 5, "{reads}");
+    assert!(
+        m.checkpoints_escalated <= 4,
+        "{} escalations for {reads} long reads",
+        m.checkpoints_escalated
+    );
+}
