@@ -289,35 +289,40 @@ fn checkpoint_loop(
     let limit = u64::from(cfg.limit_pages);
     // Commit count at the last checkpoint that copied everything.
     let mut settled_at = u64::MAX;
-    // After an escalation that old reads outlasted: when the oldest of them
-    // started. While it is still open, escalating again would only stall
-    // writers for nothing (the WAL cannot restart), so the gate just moves on.
-    let mut pinned_since: Option<Instant> = None;
-    // After an escalation that readers outlasted (those of other processes
-    // included), the next one waits `ESCALATION_BACKOFF` × its wait: a stream
-    // of long reads then stalls writers for at most 1/(1 + backoff) of the
-    // time instead of most of it.
+    // Escalate only when it is likely to succeed quickly: an escalation
+    // blocks writers while it waits for the reads that began before it, so
+    // while a read of this process has been open for `long_read` or more the
+    // checkpointer only moves the gate on a little (and looks again after
+    // `limit / 16` more pages) instead of stalling writers for a read that
+    // is not about to end. After escalations that readers outlasted anyway
+    // (another process's, or ones that had just begun), the next one waits
+    // longer and longer (`MAX_BACKOFF_DOUBLINGS`).
+    let long_read = cfg.escalation_wait / 4;
+    let recheck = (limit / 16).max(1);
     let mut failed_at: Option<Instant> = None;
-    let backoff = cfg.escalation_wait * ESCALATION_BACKOFF;
-    let mut escalate_unless_pinned = |pages: u64| -> Result<CheckpointReport> {
-        let still_pinned = pinned_since
-            .zip(pool.oldest_start())
-            .is_some_and(|(pinned, oldest)| oldest <= pinned);
+    let mut failures = 0u32;
+    let mut escalate_when_useful = |pages: u64| -> Result<CheckpointReport> {
+        let local_long_read = pool
+            .oldest_start()
+            .is_some_and(|t| t.elapsed() >= long_read);
+        let backoff = cfg.escalation_wait * (1u32 << failures.min(MAX_BACKOFF_DOUBLINGS));
         let backing_off = failed_at.is_some_and(|t| t.elapsed() < backoff);
-        if still_pinned || backing_off {
-            signal.gate_at.store(pages + limit, Relaxed);
+        if local_long_read || backing_off {
+            if let (true, Some(age)) = (local_long_read, cfg.max_read_age) {
+                pool.interrupt_older_than(age);
+            }
+            signal.gate_at.store(pages + recheck, Relaxed);
             writer.open_gate();
             return run(&conn, CheckpointMode::Passive);
         }
-        let started = Instant::now();
         let r = escalate(&conn, &writer, &signal, &cfg, &recorder);
-        pinned_since = None;
-        failed_at = matches!(&r, Ok(rep) if rep.busy).then(Instant::now);
-        if matches!(&r, Ok(rep) if rep.busy) {
+        let failed = matches!(&r, Ok(rep) if rep.busy);
+        failed_at = failed.then(Instant::now);
+        failures = if failed { failures + 1 } else { 0 };
+        if failed {
             if let Some(age) = cfg.max_read_age {
                 pool.interrupt_older_than(age);
             }
-            pinned_since = pool.oldest_start().filter(|&since| since <= started);
         }
         r
     };
@@ -347,7 +352,7 @@ fn checkpoint_loop(
             (st.pages, st.commits)
         };
         let report = if pages >= limit {
-            escalate_unless_pinned(pages)
+            escalate_when_useful(pages)
         } else {
             run(&conn, CheckpointMode::Passive)
         };
@@ -366,7 +371,7 @@ fn checkpoint_loop(
         if !report.busy {
             settled_at = commits;
         } else if report.wal_frames >= limit {
-            if let Ok(r) = escalate_unless_pinned(report.wal_frames) {
+            if let Ok(r) = escalate_when_useful(report.wal_frames) {
                 record(&recorder, &r);
             }
         }
@@ -384,10 +389,11 @@ fn record(recorder: &Recorder, report: &CheckpointReport) {
         .fetch_add(report.elapsed.as_nanos() as u64, Relaxed);
 }
 
-/// After an escalation that old readers outlasted, the next escalation
-/// waits this many times `escalation_wait` (so writers stall at most
-/// 1/(1 + 10) of the time, about 9%, while long reads keep coming).
-const ESCALATION_BACKOFF: u32 = 10;
+/// After n escalations in a row that readers outlasted, the next one waits
+/// `escalation_wait` × 2^n, n at most this (64 ×): while reads keep the WAL
+/// pinned, writers stall less and less often; one escalation that succeeds
+/// resets it.
+const MAX_BACKOFF_DOUBLINGS: u32 = 6;
 
 /// Takes the writer's next turn (writers wait behind the closed gate) and
 /// runs RESTART, waiting up to `escalation_wait` for readers on old

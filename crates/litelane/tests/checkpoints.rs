@@ -397,8 +397,9 @@ fn external_mode_leaves_every_checkpoint_to_another_process() {
 fn a_stream_of_long_reads_stalls_writers_only_now_and_then() {
     // Back-to-back reads of 600 ms each, each outlasting the escalation's
     // 150 ms wait, while writers fill the WAL past its limit again and again.
-    // After an escalation that reads outlast, the next waits 10 × 150 ms: in
-    // 4 s of writing, a handful of escalations, not one per read.
+    // The checkpointer does not escalate while a read is old, and after
+    // escalations that reads outlast it waits 2, 4, 8... × 150 ms: in 4 s of
+    // writing, a few escalations (4 here), not one per read (7).
     let mut opts = with_checkpoints(10, 40, Duration::from_secs(3600));
     opts.checkpoints.escalation_wait = Duration::from_millis(150);
     let (_dir, db) = temp_db(opts);
@@ -435,7 +436,7 @@ fn a_stream_of_long_reads_stalls_writers_only_now_and_then() {
     );
     assert!(reads >= 5, "{reads}");
     assert!(
-        m.checkpoints_escalated <= 4,
+        m.checkpoints_escalated <= 5,
         "{} escalations for {reads} long reads",
         m.checkpoints_escalated
     );
