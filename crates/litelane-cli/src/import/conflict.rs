@@ -341,6 +341,19 @@ mod tests {
         assert!(key_positions(&cols, &["id".into(), "ID".into()], "f").is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_key_list_round_trips(names in proptest::collection::vec("[^,]{1,8}", 1..5)) {
+            proptest::prop_assert_eq!(parse_key(&names.join(",")).unwrap(), names);
+        }
+
+        #[test]
+        fn parse_key_never_panics_and_refuses_only_empty_names(s in ".{0,20}") {
+            let ok = parse_key(&s).is_ok();
+            proptest::prop_assert_eq!(ok, s.split(',').all(|p| !p.is_empty()));
+        }
+    }
+
     #[test]
     fn composite_keys_are_not_null() {
         let cols = vec![col("a", ColType::Integer), col("b", ColType::Text)];
