@@ -658,3 +658,51 @@ fn resume_continues_across_files_storing_each_row_once() {
     assert_eq!(counts(&json(&o)), (0, 0, 0));
     assert_eq!(query(&d.db(), "SELECT count(*) FROM t"), vec![vec![i(6)]]);
 }
+
+#[test]
+fn several_files_share_one_rejects_file_each_reject_naming_its_file() {
+    let d = Dir::new();
+    let a = d.write("a.csv", "id,v\n1,a\n3,too,many\n");
+    let b = d.write("b.csv", "id,v\n4\n2,b\n");
+    let rj = d.path("rejects.ndjson");
+    // An old rejects file: replaced by this run's (as with one file).
+    std::fs::write(&rj, "old\n").unwrap();
+    let o = litelane(&[
+        &a,
+        &b,
+        "--db",
+        &d.db(),
+        "--table",
+        "t",
+        "--pk",
+        "id",
+        "--rejects",
+        rj.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(status(&o), 3, "{}", stderr(&o));
+    assert_eq!(counts(&json(&o)), (2, 0, 2));
+    let got: Vec<(String, u64, String)> = std::fs::read_to_string(&rj)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["source"].as_str().unwrap_or("?").to_string(),
+                v["line"].as_u64().unwrap(),
+                v["raw"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (a.clone(), 3, "3,too,many".to_string()),
+            (b.clone(), 2, "4".to_string())
+        ]
+    );
+    assert_eq!(
+        query(&d.db(), "SELECT id, v FROM t ORDER BY id"),
+        vec![vec![i(1), t("a")], vec![i(2), t("b")]]
+    );
+}

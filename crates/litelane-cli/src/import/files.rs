@@ -148,6 +148,7 @@ pub fn run_all(args: ImportArgs, files: Vec<String>) -> Result<i32, CliError> {
         a.more.clear();
         a.keep_other_progress = true;
         a.summaries = Some(summaries.clone());
+        a.rejects_append = i > 0;
         if args.resume {
             // A file with a progress record is resumed (or reported done);
             // one without, after the first, was not reached: started anew.

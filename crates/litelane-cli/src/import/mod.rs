@@ -173,6 +173,10 @@ pub struct ImportArgs {
     /// records of the other files (they say which are done).
     #[arg(skip)]
     pub keep_other_progress: bool,
+    /// Set for the files after the first of a run over several files: the
+    /// rejects file is appended to, not started anew.
+    #[arg(skip)]
+    pub rejects_append: bool,
     /// Set for each file of a run over several files: the JSON summary goes
     /// here instead of stdout.
     #[arg(skip)]
@@ -357,8 +361,11 @@ fn import(
         resume: point,
         mut setup,
         progress,
-        rejects,
+        mut rejects,
     } = prepared;
+    if args.keep_other_progress {
+        rejects.name_source();
+    }
     if !migrate.is_empty() {
         setup.splice(0..0, migrate);
     }
@@ -748,7 +755,14 @@ fn prepare_fresh(
         }
     }
     let rejects = match &args.rejects {
-        Some(p) => Rejects::file(&absolute(p)?, 0, &display)?,
+        Some(p) => {
+            let p = absolute(p)?;
+            let keep = match args.rejects_append {
+                true => std::fs::metadata(&p).map_or(0, |m| m.len()),
+                false => 0,
+            };
+            Rejects::file(&p, keep, &display)?
+        }
         None => Rejects::stderr(&display),
     };
     if args.commit_every.is_some() {
