@@ -313,6 +313,10 @@ fn composite_and_hostile_keys_and_clear_errors() {
             "empty column name",
         ),
         (
+            vec![&p, "--table", "plain", "--mode", "append", "--pk", "nope"],
+            "table \"plain\" has no such column",
+        ),
+        (
             vec![
                 &p,
                 "--table",

@@ -178,15 +178,9 @@ pub fn statement(
     (prefix, suffix)
 }
 
-/// Checks that an existing table has a PRIMARY KEY or a UNIQUE index (not
-/// partial) on exactly the columns of `key`, as `ON CONFLICT (key)` and a
-/// meaningful `--on-conflict` need. Returns the key as the table spells it.
-pub fn check_existing_key(
-    db: &Database,
-    table: &Existing,
-    key: &[String],
-    on: OnConflict,
-) -> Result<Vec<String>, CliError> {
+/// The key's columns as `table` spells them; an error naming a column the
+/// table lacks.
+pub fn spell_key(table: &Existing, key: &[String]) -> Result<Vec<String>, CliError> {
     let mut spelled = Vec::with_capacity(key.len());
     for k in key {
         match table
@@ -210,6 +204,19 @@ pub fn check_existing_key(
             }
         }
     }
+    Ok(spelled)
+}
+
+/// Checks that an existing table has a PRIMARY KEY or a UNIQUE index (not
+/// partial) on exactly the columns of `key`, as `ON CONFLICT (key)` and a
+/// meaningful `--on-conflict` need. Returns the key as the table spells it.
+pub fn check_existing_key(
+    db: &Database,
+    table: &Existing,
+    key: &[String],
+    on: OnConflict,
+) -> Result<Vec<String>, CliError> {
+    let spelled = spell_key(table, key)?;
     if spelled.len() == 1
         && table
             .columns

@@ -669,7 +669,7 @@ fn prepare_fresh(
             };
             if !key_names.is_empty() {
                 key = if on_conflict == OnConflict::Fail {
-                    key_names.clone()
+                    conflict::spell_key(t, &key_names)?
                 } else {
                     conflict::check_existing_key(db, t, &key_names, on_conflict)?
                 };
