@@ -11,6 +11,8 @@ and each variant's ratio to plain import's rows/s.
 
 Variants:
   plain                  litelane import FILE
+  pk id (fail)           --pk id (an INTEGER PRIMARY KEY: each row's key is
+                         checked), the default --on-conflict fail
   pk id, upsert          --pk id --on-conflict upsert, into an empty table
   pk id, ignore          --pk id --on-conflict ignore, into an empty table
   2 files                the same rows split in two files (same header),
@@ -21,6 +23,7 @@ Variants:
                          information, not a target
 """
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,11 +42,17 @@ def rm(db):
             pass
 
 
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(args):
-    t = time.perf_counter()
+    """Wall-clock and CPU (user + system) seconds of one import."""
+    t, c = time.perf_counter(), cpu()
     subprocess.run([LITELANE, "import", *args, "--quiet"], check=True,
                    stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, cpu() - c
 
 
 def main():
@@ -83,23 +92,32 @@ def main():
 
     variants = [
         ("plain", fresh([src])),
+        ("pk id (fail)", fresh([src, "--pk", "id"])),
         ("pk id, upsert", fresh([src, "--pk", "id", "--on-conflict", "upsert"])),
         ("pk id, ignore", fresh([src, "--pk", "id", "--on-conflict", "ignore"])),
         ("2 files", fresh(parts)),
         ("2 files + source col", fresh([*parts, "--source-column", "src"])),
         ("upsert, all present", all_present),
     ]
-    times = {name: [] for name, _ in variants}
+    wall = {name: [] for name, _ in variants}
+    cpus = {name: [] for name, _ in variants}
     for _ in range(runs):
         for name, go in variants:
-            times[name].append(go())
-    base = rows / statistics.median(times["plain"])
-    print(f"{rows} rows, median of {runs} runs (interleaved)")
-    print(f"{'variant':24} {'seconds':>8} {'rows/s':>10} {'vs plain':>9}")
+            w, c = go()
+            wall[name].append(w)
+            cpus[name].append(c)
+    base = rows / statistics.median(wall["plain"])
+    base_cpu = rows / statistics.median(cpus["plain"])
+    print(f"{rows} rows, median of {runs} runs (interleaved); 'vs plain' is the ratio of "
+          "rows/s to plain import's (wall clock, and per CPU second: user + system)")
+    print(f"{'variant':24} {'wall s':>8} {'rows/s':>10} {'vs plain':>9} {'cpu s':>8} "
+          f"{'vs plain':>9}")
     for name, _ in variants:
-        med = statistics.median(times[name])
+        med = statistics.median(wall[name])
+        cmed = statistics.median(cpus[name])
         rate = rows / med
-        print(f"{name:24} {med:8.3f} {rate:10.0f} {rate / base:9.3f}")
+        print(f"{name:24} {med:8.3f} {rate:10.0f} {rate / base:9.3f} {cmed:8.3f} "
+              f"{rows / cmed / base_cpu:9.3f}")
     shutil.rmtree(tmp)
 
 
