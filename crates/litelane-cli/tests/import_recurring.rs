@@ -710,3 +710,85 @@ fn several_files_share_one_rejects_file_each_reject_naming_its_file() {
         vec![vec![i(1), t("a")], vec![i(2), t("b")]]
     );
 }
+
+#[test]
+fn replace_is_sqlites_insert_or_replace_and_other_conflicts_are_rejects() {
+    // A second UNIQUE column and a NOT NULL column with a default: the
+    // input's row has key 3 (new), code A (already row 1's) and v NULL.
+    type Rows = Vec<Vec<Value>>;
+    let cases: Vec<(&str, i32, (u64, u64, u64), Rows, &str)> = vec![
+        (
+            // REPLACE deletes row 1 (its code conflicts, not its key) and
+            // puts the column's default in place of the NULL.
+            "replace",
+            0,
+            (1, 0, 0),
+            vec![vec![i(2), t("B"), t("y")], vec![i(3), t("A"), t("dflt")]],
+            "",
+        ),
+        (
+            "upsert",
+            3,
+            (0, 0, 1),
+            vec![vec![i(1), t("A"), t("x")], vec![i(2), t("B"), t("y")]],
+            "constraint failed",
+        ),
+        (
+            "ignore",
+            3,
+            (0, 0, 1),
+            vec![vec![i(1), t("A"), t("x")], vec![i(2), t("B"), t("y")]],
+            "constraint failed",
+        ),
+        (
+            // Not the key: the reason is SQLite's, not "key already present".
+            "fail",
+            3,
+            (0, 0, 1),
+            vec![vec![i(1), t("A"), t("x")], vec![i(2), t("B"), t("y")]],
+            "constraint failed",
+        ),
+    ];
+    for (mode, want_status, want_counts, want_rows, reason) in cases {
+        let d = Dir::new();
+        d.exec(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE, \
+             v TEXT NOT NULL DEFAULT 'dflt');
+             INSERT INTO t VALUES (1, 'A', 'x'), (2, 'B', 'y');",
+        );
+        let f = d.write("in.csv", "id,code,v\n3,A,\n");
+        let rj = d.path("r.ndjson");
+        let o = litelane(&[
+            &f,
+            "--db",
+            &d.db(),
+            "--table",
+            "t",
+            "--mode",
+            "append",
+            "--pk",
+            "id",
+            "--on-conflict",
+            mode,
+            "--rejects",
+            rj.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(status(&o), want_status, "{mode}: {}", stderr(&o));
+        assert_eq!(counts(&json(&o)), want_counts, "{mode}");
+        assert_eq!(
+            query(&d.db(), "SELECT id, code, v FROM t ORDER BY id"),
+            want_rows,
+            "{mode}"
+        );
+        let rejects = std::fs::read_to_string(&rj).unwrap_or_default();
+        if reason.is_empty() {
+            assert_eq!(rejects, "", "{mode}");
+        } else {
+            assert!(
+                rejects.contains(reason) && !rejects.contains("key already present"),
+                "{mode}: {rejects}"
+            );
+        }
+    }
+}

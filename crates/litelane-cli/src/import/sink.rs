@@ -368,7 +368,7 @@ impl Sink<'_> {
                                 rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
                                 other => other.to_string(),
                             };
-                            if !self.key.is_empty() && is_key_error(&e) {
+                            if !self.key.is_empty() && self.is_key_error(&e) {
                                 reason = format!(
                                     "key already present: {} ({reason})",
                                     describe_key(&row[0], &self.columns, &self.key)
@@ -392,6 +392,36 @@ impl Sink<'_> {
             }
             Err(e) => Err(self.row_error(e, rows)),
         }
+    }
+
+    /// A PRIMARY KEY or UNIQUE constraint failure on exactly the key's
+    /// columns (SQLite names them: `UNIQUE constraint failed: t.a, t.b`), not
+    /// on another unique index.
+    fn is_key_error(&self, e: &rusqlite::Error) -> bool {
+        let rusqlite::Error::SqliteFailure(f, Some(msg)) = e else {
+            return false;
+        };
+        if f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            && f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+        {
+            return false;
+        }
+        let Some((_, list)) = msg.split_once(": ") else {
+            return false;
+        };
+        let prefix = format!("{}.", self.table);
+        let mut failed: Vec<String> = list
+            .split(", ")
+            .map(|c| c.strip_prefix(&prefix).unwrap_or(c).to_ascii_lowercase())
+            .collect();
+        let mut key: Vec<String> = self
+            .key
+            .iter()
+            .map(|&i| self.columns[i].to_ascii_lowercase())
+            .collect();
+        failed.sort();
+        key.sort();
+        failed == key
     }
 
     /// The insert statement for `rows` rows, with the conflict clause.
@@ -490,16 +520,6 @@ impl Sink<'_> {
             _ => Ok(()),
         }
     }
-}
-
-/// A PRIMARY KEY or UNIQUE constraint failure.
-fn is_key_error(e: &rusqlite::Error) -> bool {
-    matches!(
-        e,
-        rusqlite::Error::SqliteFailure(f, _)
-            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-                || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-    )
 }
 
 /// A row's key as `"id"=5, "day"='x'`.
