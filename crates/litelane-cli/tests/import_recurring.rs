@@ -715,8 +715,8 @@ fn several_files_share_one_rejects_file_each_reject_naming_its_file() {
 fn replace_is_sqlites_insert_or_replace_and_other_conflicts_are_rejects() {
     // A second UNIQUE column and a NOT NULL column with a default: the
     // input's row has key 3 (new), code A (already row 1's) and v NULL.
-    type Rows = Vec<Vec<Value>>;
-    let cases: Vec<(&str, i32, (u64, u64, u64), Rows, &str)> = vec![
+    type Case<'a> = (&'a str, i32, (u64, u64, u64), Vec<Vec<Value>>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             // REPLACE deletes row 1 (its code conflicts, not its key) and
             // puts the column's default in place of the NULL.
