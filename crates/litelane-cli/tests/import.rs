@@ -351,7 +351,11 @@ fn append_matches_columns_by_name_and_replace_starts_over() {
         "append",
         "--quiet",
     ]);
-    assert!(failed(&o).contains("\"nope\" is not a column"));
+    let e = failed(&o);
+    assert!(
+        e.contains("input column \"nope\" is not in table") && e.contains("--alter"),
+        "{e}"
+    );
     ok(&litelane(&[
         &b,
         "--db",

@@ -50,6 +50,9 @@ pub struct Plan {
     /// `--rejects-table`, kept for `--resume`.
     #[serde(default)]
     pub rejects_table: Option<String>,
+    /// `--pk`, `--on-conflict`, `--source-column`, kept for `--resume`.
+    #[serde(default)]
+    pub recurring: super::conflict::Recurring,
 }
 
 /// Turns records into rows following a [`Plan`].
@@ -454,6 +457,7 @@ mod tests {
             ],
             commit_every: None,
             rejects_table: None,
+            recurring: Default::default(),
         }
     }
 
@@ -543,6 +547,7 @@ mod props {
             }],
             commit_every: None,
             rejects_table: None,
+            recurring: Default::default(),
         })
     }
 

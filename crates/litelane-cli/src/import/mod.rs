@@ -10,8 +10,11 @@
 //! Output paths, the per-table lock and reserved names are checked first
 //! ([`guard`]). See `docs/import.md`.
 
+mod alter;
 mod batch;
+mod conflict;
 mod convert;
+mod files;
 mod guard;
 mod parse;
 mod progress;
@@ -30,6 +33,7 @@ use std::time::Instant;
 
 use litelane::{quote_ident, Database, Options, Profile};
 
+use conflict::OnConflict;
 use convert::{ColumnPlan, Converter, Plan};
 use parse::{ParseJob, RawOwned, RawRef, Records, ResumePoint};
 use progress::{group, Bar};
@@ -75,11 +79,17 @@ fn parse_profile(s: &str) -> Result<Profile, String> {
 }
 
 /// Arguments of `litelane import`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ImportArgs {
     /// The file to import (`.csv`, `.tsv`, `.ndjson`/`.jsonl`, optionally
-    /// gzipped); `-` reads stdin.
+    /// gzipped); `-` reads stdin. May be a glob pattern (`'data/*.csv'`),
+    /// expanded by litelane itself, sorted by name.
     pub source: String,
+    /// More files or glob patterns, imported into the same table after
+    /// SOURCE, one after the other; columns are matched by name and a column
+    /// a file lacks is NULL for its rows (--table is required).
+    #[arg(value_name = "MORE")]
+    pub more: Vec<String>,
     /// The database file (created if missing).
     #[arg(long, value_name = "DB")]
     pub db: PathBuf,
@@ -103,9 +113,26 @@ pub struct ImportArgs {
     /// rejected instead of stored as they are.
     #[arg(long)]
     pub strict: bool,
-    /// Make column COL the primary key of the created table.
-    #[arg(long, value_name = "COL")]
+    /// The key: the primary key of a created table (COL, or COL1,COL2 for a
+    /// composite key), and what `--on-conflict` matches rows by (an existing
+    /// table needs a PRIMARY KEY or UNIQUE index on exactly these columns).
+    #[arg(long, value_name = "COL[,COL]")]
     pub pk: Option<String>,
+    /// What a row whose --pk is already in the table does: fail (rejected,
+    /// naming its key), upsert (its imported columns updated, the others
+    /// kept), ignore (skipped and counted), replace (the stored row deleted
+    /// and the new one inserted: delete triggers and cascades fire)
+    /// [default: fail].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub on_conflict: Option<OnConflict>,
+    /// Add input columns the existing table lacks (ALTER TABLE ... ADD
+    /// COLUMN, typed from the data like a new table) instead of failing.
+    #[arg(long)]
+    pub alter: bool,
+    /// Store each row's source file path (as given, after glob expansion) in
+    /// column NAME, added as TEXT when the table lacks it.
+    #[arg(long, value_name = "NAME")]
+    pub source_column: Option<String>,
     /// create (fail if the table exists), append, or replace [default:
     /// create].
     #[arg(long, value_enum)]
@@ -142,6 +169,18 @@ pub struct ImportArgs {
     /// Print one JSON summary object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Set for each file of a run over several files: keep the progress
+    /// records of the other files (they say which are done).
+    #[arg(skip)]
+    pub keep_other_progress: bool,
+    /// Set for the files after the first of a run over several files: the
+    /// rejects file is appended to, not started anew.
+    #[arg(skip)]
+    pub rejects_append: bool,
+    /// Set for each file of a run over several files: the JSON summary goes
+    /// here instead of stdout.
+    #[arg(skip)]
+    pub summaries: Option<files::Summaries>,
 }
 
 /// Exit status: every record stored.
@@ -170,6 +209,14 @@ struct Prepared {
 /// Runs `litelane import`; returns the exit status ([`EXIT_OK`],
 /// [`EXIT_REJECTS`] or [`EXIT_INTERRUPTED`]); an error is status 1.
 pub fn run(args: ImportArgs) -> Result<i32, CliError> {
+    if let Some(list) = files::several(&args)? {
+        return files::run_all(args, list);
+    }
+    run_one(args)
+}
+
+/// One file.
+fn run_one(args: ImportArgs) -> Result<i32, CliError> {
     let start = Instant::now();
     if args.commit_every == Some(0) {
         return Err(CliError::Input("--commit-every must be at least 1".into()));
@@ -314,8 +361,11 @@ fn import(
         resume: point,
         mut setup,
         progress,
-        rejects,
+        mut rejects,
     } = prepared;
+    if args.keep_other_progress {
+        rejects.name_source();
+    }
     if !migrate.is_empty() {
         setup.splice(0..0, migrate);
     }
@@ -343,10 +393,30 @@ fn import(
         .spawn(move || job.run(tx))
         .map_err(|e| CliError::io("starting the parser thread", e))?;
     let rejects_path = rejects.path().map(|p| p.display().to_string());
+    let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
+    let key: Vec<usize> = plan
+        .recurring
+        .key
+        .iter()
+        .filter_map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k)))
+        .collect();
+    let extra = plan.recurring.source_column.as_ref().map(|c| {
+        columns.push(c.clone());
+        args.source.clone()
+    });
+    let statement = conflict::statement(
+        &table,
+        &columns,
+        &plan.recurring.key,
+        plan.recurring.on_conflict,
+    );
     let sink = Sink {
         db,
         table: table.clone(),
-        columns: plan.columns.iter().map(|c| c.name.clone()).collect(),
+        columns,
+        statement,
+        key,
+        extra,
         commit_every: plan.commit_every,
         setup,
         progress,
@@ -385,6 +455,10 @@ fn import(
             0 => String::new(),
             n => format!("; {} blank lines skipped", group(n)),
         };
+        let blank = match counts.skipped {
+            0 => blank,
+            n => format!("{blank}; {} rows skipped: key already present", group(n)),
+        };
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
             group(counts.inserted),
@@ -392,7 +466,7 @@ fn import(
             group(rate as u64),
         );
     }
-    if args.json {
+    if args.json || args.summaries.is_some() {
         let columns: Vec<serde_json::Value> = plan
             .columns
             .iter()
@@ -407,8 +481,10 @@ fn import(
             "rows_per_sec": rate,
             "columns": columns,
             "profile": args.profile.name(),
+            "rows_skipped": counts.skipped,
+            "source": args.source,
         });
-        println!("{summary}");
+        files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
         EXIT_REJECTS
@@ -545,11 +621,34 @@ fn prepare_fresh(
     };
 
     let mut setup = Vec::new();
-    let (table, columns) = match (&existing, mode) {
+    let key_names = match &args.pk {
+        Some(pk) => conflict::parse_key(pk)?,
+        None => Vec::new(),
+    };
+    let on_conflict = args.on_conflict.unwrap_or_default();
+    if on_conflict != OnConflict::Fail && key_names.is_empty() {
+        return Err(CliError::Input(format!(
+            "--on-conflict {} needs --pk COL[,COL]: the key that tells a row already present",
+            on_conflict.name()
+        )));
+    }
+    let mut key = Vec::new();
+    let mut existing = existing;
+    let (table, columns) = match (existing.as_mut(), mode) {
         (Some(t), Mode::Append) => {
+            let text = types == Types::Text;
             let cols = if format == Format::Ndjson {
+                if args.alter {
+                    setup.extend(alter::add_missing(&keys, &inference, text, t, true)?);
+                }
                 t.columns
                     .iter()
+                    .filter(|c| {
+                        !args
+                            .source_column
+                            .as_ref()
+                            .is_some_and(|s| s.eq_ignore_ascii_case(&c.name))
+                    })
                     .enumerate()
                     .map(|(i, c)| {
                         let ty = ColType::from_declared(&c.declared);
@@ -564,8 +663,17 @@ fn prepare_fresh(
                     })
                     .collect()
             } else {
-                table::match_columns(&table::column_names(Some(keys), fields), t, args.strict)?
+                let names = table::column_names(Some(keys), fields);
+                setup.extend(alter::add_missing(&names, &inference, text, t, args.alter)?);
+                table::match_columns(&names, t, args.strict)?
             };
+            if !key_names.is_empty() {
+                key = if on_conflict == OnConflict::Fail {
+                    conflict::spell_key(t, &key_names)?
+                } else {
+                    conflict::check_existing_key(db, t, &key_names, on_conflict)?
+                };
+            }
             (t.name.clone(), cols)
         }
         _ => {
@@ -588,37 +696,35 @@ fn prepare_fresh(
                     }
                 })
                 .collect();
-            let pk = match &args.pk {
-                None => None,
-                Some(pk) => Some(
-                    cols.iter()
-                        .position(|c| c.name == *pk)
-                        .or_else(|| cols.iter().position(|c| c.name.eq_ignore_ascii_case(pk)))
-                        .ok_or_else(|| {
-                            CliError::Input(format!(
-                                "--pk {}: no such column in {display} (columns: {})",
-                                quote_ident(pk),
-                                cols.iter()
-                                    .map(|c| quote_ident(&c.name))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ))
-                        })?,
-                ),
-            };
-            if let Some(i) = pk {
-                // An INTEGER PRIMARY KEY takes integers only, STRICT or not.
-                if cols[i].ty == ColType::Integer {
-                    cols[i].strict = true;
-                }
-            }
+            let pk = conflict::key_positions(&cols, &key_names, &display)?;
+            conflict::mark_key_strict(&mut cols, &pk);
+            key = pk.iter().map(|&i| cols[i].name.clone()).collect();
             if mode == Mode::Replace && existing.is_some() {
                 setup.push(format!("DROP TABLE {}", quote_ident(table)));
             }
-            setup.push(table::create_sql(table, &cols, pk, args.strict));
+            setup.push(conflict::create_sql(table, &cols, &pk, args.strict));
             (table.to_string(), cols)
         }
     };
+    if on_conflict != OnConflict::Fail {
+        if let Some(k) = key
+            .iter()
+            .find(|k| !columns.iter().any(|c| c.name.eq_ignore_ascii_case(k)))
+        {
+            return Err(CliError::Input(format!(
+                "--pk {}: the input has no such column, so its rows cannot be matched to \
+                 the stored ones",
+                quote_ident(k)
+            )));
+        }
+    }
+    if let Some(sc) = &args.source_column {
+        let table_cols = match (&existing, mode) {
+            (Some(t), Mode::Append) => Some(t),
+            _ => None,
+        };
+        setup.extend(files::source_column_sql(&table, sc, &columns, table_cols)?);
+    }
     if columns.is_empty() {
         return Err(CliError::Input(format!("{display}: no columns to import")));
     }
@@ -631,6 +737,11 @@ fn prepare_fresh(
         columns,
         commit_every: args.commit_every,
         rejects_table: args.rejects_table.clone(),
+        recurring: conflict::Recurring {
+            key,
+            on_conflict,
+            source_column: args.source_column.clone(),
+        },
     };
     if let Some(rt) = &args.rejects_table {
         setup.push(rejects_table_sql(rt));
@@ -644,16 +755,29 @@ fn prepare_fresh(
         }
     }
     let rejects = match &args.rejects {
-        Some(p) => Rejects::file(&absolute(p)?, 0, &display)?,
+        Some(p) => {
+            let p = absolute(p)?;
+            let keep = match args.rejects_append {
+                true => std::fs::metadata(&p).map_or(0, |m| m.len()),
+                false => 0,
+            };
+            Rejects::file(&p, keep, &display)?
+        }
         None => Rejects::stderr(&display),
     };
     if args.commit_every.is_some() {
         setup.push(resume::create_sql());
     }
     if !recorded.is_empty() {
-        // Finished or replaced imports' records no longer apply.
+        // Finished or replaced imports' records no longer apply; in a run
+        // over several files, those of the other files still do.
+        let same_source = if args.keep_other_progress && mode != Mode::Replace {
+            format!(" AND source = {}", sql_string(&source_key(&args.source)))
+        } else {
+            String::new()
+        };
         setup.push(format!(
-            "DELETE FROM {} WHERE table_name = {}",
+            "DELETE FROM {} WHERE table_name = {}{same_source}",
             quote_ident(resume::TABLE),
             sql_string(&table)
         ));
@@ -747,18 +871,19 @@ fn prepare_resume(
                 group(rec.rows_inserted)
             );
         }
-        if args.json {
+        if args.json || args.summaries.is_some() {
             let summary = serde_json::json!({
                 "table": rec.table,
                 "already_finished": true,
                 "rows_inserted": 0,
+                "rows_skipped": 0,
                 "rows_rejected": 0,
                 "total_rows_inserted": rec.rows_inserted,
                 "total_rows_rejected": rec.rows_rejected,
                 "source": rec.source,
                 "profile": args.profile.name(),
             });
-            println!("{summary}");
+            files::emit(args, summary);
         }
         return Ok(None);
     }
@@ -894,7 +1019,29 @@ fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
         ));
     }
     if let Some(pk) = &args.pk {
-        bad.push(format!("--pk {pk} (the table already exists)"));
+        let same = conflict::parse_key(pk).is_ok_and(|k| {
+            k.len() == plan.recurring.key.len()
+                && k.iter()
+                    .zip(&plan.recurring.key)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        });
+        if !same {
+            bad.push(format!("--pk {pk} (the table already exists)"));
+        }
+    }
+    if let Some(on) = args.on_conflict {
+        if on != plan.recurring.on_conflict {
+            bad.push(format!(
+                "--on-conflict {} (the import's is {})",
+                on.name(),
+                plan.recurring.on_conflict.name()
+            ));
+        }
+    }
+    if let Some(sc) = &args.source_column {
+        if plan.recurring.source_column.as_deref() != Some(sc.as_str()) {
+            bad.push(format!("--source-column {sc} (not the import's)"));
+        }
     }
     if bad.is_empty() {
         return Ok(());

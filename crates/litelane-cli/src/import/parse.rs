@@ -575,6 +575,7 @@ mod tests {
             }],
             commit_every: None,
             rejects_table: None,
+            recurring: Default::default(),
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(16);
         ParseJob {

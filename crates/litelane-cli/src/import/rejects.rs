@@ -21,6 +21,9 @@ pub struct Rejects {
     bytes: u64,
     count: u64,
     input: String,
+    /// Each JSON object also names the input (`"source"`): set in a run
+    /// over several files, which share one rejects file.
+    source: bool,
 }
 
 impl Rejects {
@@ -32,6 +35,7 @@ impl Rejects {
             bytes: 0,
             count: 0,
             input: input.to_string(),
+            source: false,
         }
     }
 
@@ -63,6 +67,7 @@ impl Rejects {
             bytes: keep,
             count: 0,
             input: input.to_string(),
+            source: false,
         })
     }
 
@@ -87,6 +92,11 @@ impl Rejects {
         }
         self.writer = Some(BufWriter::with_capacity(64 << 10, f));
         Ok(())
+    }
+
+    /// Names the input in each JSON object (`"source"`).
+    pub fn name_source(&mut self) {
+        self.source = true;
     }
 
     /// The rejects file, if any.
@@ -115,6 +125,9 @@ impl Rejects {
                 obj.insert("record".into(), record.into());
                 obj.insert("reason".into(), reason.into());
                 obj.insert("raw".into(), String::from_utf8_lossy(raw).into());
+                if self.source {
+                    obj.insert("source".into(), self.input.clone().into());
+                }
                 if std::str::from_utf8(raw).is_err() {
                     obj.insert("raw_base64".into(), base64(raw).into());
                 }

@@ -44,6 +44,9 @@ pub struct Counts {
     pub hash: Option<u64>,
     /// Blank lines skipped in the input (known at its end).
     pub blank: u64,
+    /// Rows skipped because their key was already present
+    /// (`--on-conflict ignore`).
+    pub skipped: u64,
 }
 
 /// Where rows go and how.
@@ -76,6 +79,16 @@ pub struct Sink<'a> {
     pub rejects_table: Option<String>,
     /// The source as recorded in the rejects table.
     pub source: String,
+    /// The statement's start (`INSERT [OR REPLACE] INTO "t" (...) VALUES `)
+    /// and what follows its rows (an upsert clause), from
+    /// [`super::conflict::statement`].
+    pub statement: (String, String),
+    /// Positions in `columns` of the key (`--pk`), to name a row's key when
+    /// it is rejected as already present.
+    pub key: Vec<usize>,
+    /// `--source-column`: this text is bound as the value of the last of
+    /// `columns` in every row.
+    pub extra: Option<String>,
 }
 
 /// How often a waiting writer looks at [`Sink::interrupted`].
@@ -88,11 +101,19 @@ struct Cursor {
     pos: usize,
 }
 
-fn bind(stmt: &mut rusqlite::Statement<'_>, rows: &[RowRef]) -> rusqlite::Result<()> {
+fn bind(
+    stmt: &mut rusqlite::Statement<'_>,
+    rows: &[RowRef],
+    extra: Option<&str>,
+) -> rusqlite::Result<()> {
     let mut index = 1;
     for row in rows {
         for c in 0..row.len() {
             stmt.raw_bind_parameter(index, ToSqlOutput::Borrowed(row.value(c)))?;
+            index += 1;
+        }
+        if let Some(v) = extra {
+            stmt.raw_bind_parameter(index, v)?;
             index += 1;
         }
     }
@@ -120,12 +141,7 @@ impl Sink<'_> {
         }
         let per_stmt =
             (litelane::TARGET_PARAMS_PER_STATEMENT / ncols).clamp(1, (max_params / ncols).max(1));
-        let quoted: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
-        let prefix = format!(
-            "INSERT INTO {} ({}) VALUES ",
-            quote_ident(&self.table),
-            quoted.join(",")
-        );
+        let prefix = self.statement.0.clone();
         let label = format!("litelane import into {}", quote_ident(&self.table));
         let mut cursor = Cursor {
             rx,
@@ -160,6 +176,7 @@ impl Sink<'_> {
                     committed.end = counts.end;
                     committed.hash = counts.hash;
                     committed.blank = counts.blank;
+                    committed.skipped += counts.skipped;
                     commits += 1;
                     if ended {
                         return Ok(committed);
@@ -208,8 +225,7 @@ impl Sink<'_> {
                 ))
             })?;
         }
-        let ncols = self.columns.len();
-        let full_sql = litelane::insert_sql(prefix, ncols, per_stmt);
+        let full_sql = self.sql(prefix, per_stmt);
         let mut full = tx.prepare_cached(&full_sql).map_err(|e| {
             CliError::Engine(litelane::Error::from_sqlite(
                 e,
@@ -279,7 +295,7 @@ impl Sink<'_> {
             }
         };
         if !pending.is_empty() {
-            let sql = litelane::insert_sql(prefix, ncols, pending.len());
+            let sql = self.sql(prefix, pending.len());
             let mut part = tx.prepare_cached(&sql).map_err(|e| {
                 CliError::Engine(litelane::Error::from_sqlite(
                     e,
@@ -330,27 +346,34 @@ impl Sink<'_> {
         committed: &Counts,
         counts: &mut Counts,
     ) -> Result<(), CliError> {
-        bind(stmt, rows).map_err(|e| self.row_error(e, rows))?;
+        let extra = self.extra.clone();
+        bind(stmt, rows, extra.as_deref()).map_err(|e| self.row_error(e, rows))?;
         match stmt.raw_execute() {
-            Ok(_) => {
-                counts.inserted += rows.len() as u64;
+            Ok(changed) => {
+                self.count(counts, rows.len(), changed);
                 Ok(())
             }
             Err(e) if is_row_error(&e) => {
-                let one = litelane::insert_sql(prefix, self.columns.len(), 1);
+                let one = self.sql(prefix, 1);
                 let mut single = tx
                     .prepare_cached(&one)
                     .map_err(|e| self.row_error(e, rows))?;
                 for row in rows {
                     let row = std::slice::from_ref(row);
-                    bind(&mut single, row).map_err(|e| self.row_error(e, row))?;
+                    bind(&mut single, row, extra.as_deref()).map_err(|e| self.row_error(e, row))?;
                     match single.raw_execute() {
-                        Ok(_) => counts.inserted += 1,
+                        Ok(changed) => self.count(counts, 1, changed),
                         Err(e) if is_row_error(&e) => {
-                            let reason = match &e {
+                            let mut reason = match &e {
                                 rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
                                 other => other.to_string(),
                             };
+                            if !self.key.is_empty() && self.is_key_error(&e) {
+                                reason = format!(
+                                    "key already present: {} ({reason})",
+                                    describe_key(&row[0], &self.columns, &self.key)
+                                );
+                            }
                             let raw = describe_row(&row[0]);
                             self.reject(
                                 tx,
@@ -368,6 +391,56 @@ impl Sink<'_> {
                 Ok(())
             }
             Err(e) => Err(self.row_error(e, rows)),
+        }
+    }
+
+    /// A PRIMARY KEY or UNIQUE constraint failure on exactly the key's
+    /// columns (SQLite names them: `UNIQUE constraint failed: t.a, t.b`), not
+    /// on another unique index.
+    fn is_key_error(&self, e: &rusqlite::Error) -> bool {
+        let rusqlite::Error::SqliteFailure(f, Some(msg)) = e else {
+            return false;
+        };
+        if f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            && f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+        {
+            return false;
+        }
+        let Some((_, list)) = msg.split_once(": ") else {
+            return false;
+        };
+        let prefix = format!("{}.", self.table);
+        let mut failed: Vec<String> = list
+            .split(", ")
+            .map(|c| c.strip_prefix(&prefix).unwrap_or(c).to_ascii_lowercase())
+            .collect();
+        let mut key: Vec<String> = self
+            .key
+            .iter()
+            .map(|&i| self.columns[i].to_ascii_lowercase())
+            .collect();
+        failed.sort();
+        key.sort();
+        failed == key
+    }
+
+    /// The insert statement for `rows` rows, with the conflict clause.
+    fn sql(&self, prefix: &str, rows: usize) -> String {
+        let mut sql = litelane::insert_sql(prefix, self.columns.len(), rows);
+        sql.push_str(&self.statement.1);
+        sql
+    }
+
+    /// Counts `rows` rows a statement stored, of which SQLite reports
+    /// `changed` inserted or updated: with `DO NOTHING`, the others were
+    /// skipped because their key was already present.
+    fn count(&self, counts: &mut Counts, rows: usize, changed: usize) {
+        let changed = changed.min(rows);
+        if self.statement.1.ends_with("DO NOTHING") {
+            counts.inserted += changed as u64;
+            counts.skipped += (rows - changed) as u64;
+        } else {
+            counts.inserted += rows as u64;
         }
     }
 
@@ -447,6 +520,26 @@ impl Sink<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// A row's key as `"id"=5, "day"='x'`.
+fn describe_key(row: &RowRef, columns: &[String], key: &[usize]) -> String {
+    use litelane::ValueRef;
+    key.iter()
+        .filter(|&&i| i < row.len())
+        .map(|&i| {
+            let v = match row.value(i) {
+                ValueRef::Null => "NULL".to_string(),
+                ValueRef::Integer(v) => v.to_string(),
+                ValueRef::Real(v) => v.to_string(),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    format!("'{}'", String::from_utf8_lossy(t).replace('\'', "''"))
+                }
+            };
+            format!("{}={v}", quote_ident(&columns[i]))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A row that SQLite refused, as JSON of its values (the record as read is

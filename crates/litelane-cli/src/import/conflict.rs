@@ -1,0 +1,376 @@
+//! Recurring loads: the key (`--pk COL[,COL]`), what a row whose key is
+//! already in the table does (`--on-conflict`), and the statement that does
+//! it. Every name is quoted with [`litelane::quote_ident`].
+
+use litelane::{quote_ident, Database};
+use serde::{Deserialize, Serialize};
+
+use super::convert::ColumnPlan;
+use super::table::Existing;
+use super::values::ColType;
+use crate::error::CliError;
+
+/// What a row whose key is already in the table does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// The row is rejected, naming its key (the default).
+    #[default]
+    Fail,
+    /// The stored row's imported columns are updated from the row; its
+    /// other columns are kept (`ON CONFLICT (key) DO UPDATE`).
+    Upsert,
+    /// The row is skipped and counted (`ON CONFLICT (key) DO NOTHING`).
+    Ignore,
+    /// The stored row is deleted and the new one inserted (`INSERT OR
+    /// REPLACE`): delete triggers and foreign-key cascades fire, and the
+    /// columns the input lacks take their defaults.
+    Replace,
+}
+
+impl OnConflict {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnConflict::Fail => "fail",
+            OnConflict::Upsert => "upsert",
+            OnConflict::Ignore => "ignore",
+            OnConflict::Replace => "replace",
+        }
+    }
+}
+
+/// The recurring-load part of a plan, recorded with a resumable import so
+/// that `--resume` writes rows the way the first run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recurring {
+    /// The key columns (`--pk`), as named in the table; empty: none.
+    #[serde(default)]
+    pub key: Vec<String>,
+    /// `--on-conflict` (default: fail).
+    #[serde(default)]
+    pub on_conflict: OnConflict,
+    /// `--source-column`: the column that holds each row's source file.
+    #[serde(default)]
+    pub source_column: Option<String>,
+}
+
+/// Splits `--pk a,b` into its column names; an empty name is an error.
+pub fn parse_key(pk: &str) -> Result<Vec<String>, CliError> {
+    let names: Vec<String> = pk.split(',').map(str::to_string).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(CliError::Input(format!(
+            "--pk {pk:?}: an empty column name (give COL or COL1,COL2)"
+        )));
+    }
+    Ok(names)
+}
+
+/// Positions of the key columns among `cols` (exact name first, then
+/// ignoring ASCII case, as SQLite compares names).
+pub fn key_positions(
+    cols: &[ColumnPlan],
+    key: &[String],
+    display: &str,
+) -> Result<Vec<usize>, CliError> {
+    let mut out = Vec::with_capacity(key.len());
+    for k in key {
+        let i = cols
+            .iter()
+            .position(|c| c.name == *k)
+            .or_else(|| cols.iter().position(|c| c.name.eq_ignore_ascii_case(k)))
+            .ok_or_else(|| {
+                CliError::Input(format!(
+                    "--pk {}: no such column in {display} (columns: {})",
+                    quote_ident(k),
+                    cols.iter()
+                        .map(|c| quote_ident(&c.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        if out.contains(&i) {
+            return Err(CliError::Input(format!(
+                "--pk names column {} twice",
+                quote_ident(&cols[i].name)
+            )));
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+/// `CREATE TABLE` with `key` (positions in `cols`) as the primary key. One
+/// INTEGER column becomes the `INTEGER PRIMARY KEY` (the rowid); other keys
+/// are `NOT NULL` (SQLite would otherwise let NULLs into a primary key).
+pub fn create_sql(table: &str, cols: &[ColumnPlan], key: &[usize], strict: bool) -> String {
+    if key.len() <= 1 {
+        return super::table::create_sql(table, cols, key.first().copied(), strict);
+    }
+    let mut defs: Vec<String> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let nn = if key.contains(&i) { " NOT NULL" } else { "" };
+            format!("{} {}{nn}", quote_ident(&c.name), c.ty.sql())
+        })
+        .collect();
+    defs.push(format!(
+        "PRIMARY KEY ({})",
+        key.iter()
+            .map(|&i| quote_ident(&cols[i].name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    format!(
+        "CREATE TABLE {} ({}){}",
+        quote_ident(table),
+        defs.join(", "),
+        if strict { " STRICT" } else { "" }
+    )
+}
+
+/// The start of the insert statement (`INSERT INTO "t" ("a","b") VALUES `)
+/// and what follows the rows (the upsert clause), for `on` with `key`.
+/// `columns` are the columns the statement fills, in order.
+pub fn statement(
+    table: &str,
+    columns: &[String],
+    key: &[String],
+    on: OnConflict,
+) -> (String, String) {
+    let verb = if on == OnConflict::Replace {
+        "INSERT OR REPLACE"
+    } else {
+        "INSERT"
+    };
+    let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+    let prefix = format!(
+        "{verb} INTO {} ({}) VALUES ",
+        quote_ident(table),
+        quoted.join(",")
+    );
+    let target = key
+        .iter()
+        .map(|k| quote_ident(k))
+        .collect::<Vec<_>>()
+        .join(",");
+    let suffix = match on {
+        OnConflict::Fail | OnConflict::Replace => String::new(),
+        OnConflict::Ignore => format!(" ON CONFLICT ({target}) DO NOTHING"),
+        OnConflict::Upsert => {
+            let is_key = |c: &String| key.iter().any(|k| k.eq_ignore_ascii_case(c));
+            let mut set: Vec<String> = columns
+                .iter()
+                .filter(|c| !is_key(c))
+                .map(|c| format!("{0}=excluded.{0}", quote_ident(c)))
+                .collect();
+            if set.is_empty() {
+                // Only key columns: the stored row already holds the values.
+                set = key
+                    .iter()
+                    .map(|c| format!("{0}=excluded.{0}", quote_ident(c)))
+                    .collect();
+            }
+            format!(" ON CONFLICT ({target}) DO UPDATE SET {}", set.join(","))
+        }
+    };
+    (prefix, suffix)
+}
+
+/// The key's columns as `table` spells them; an error naming a column the
+/// table lacks.
+pub fn spell_key(table: &Existing, key: &[String]) -> Result<Vec<String>, CliError> {
+    let mut spelled = Vec::with_capacity(key.len());
+    for k in key {
+        match table
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(k))
+        {
+            Some(c) => spelled.push(c.name.clone()),
+            None => {
+                return Err(CliError::Input(format!(
+                    "--pk {}: table {} has no such column (its columns: {})",
+                    quote_ident(k),
+                    quote_ident(&table.name),
+                    table
+                        .columns
+                        .iter()
+                        .map(|c| quote_ident(&c.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        }
+    }
+    Ok(spelled)
+}
+
+/// Checks that an existing table has a PRIMARY KEY or a UNIQUE index (not
+/// partial) on exactly the columns of `key`, as `ON CONFLICT (key)` and a
+/// meaningful `--on-conflict` need. Returns the key as the table spells it.
+pub fn check_existing_key(
+    db: &Database,
+    table: &Existing,
+    key: &[String],
+    on: OnConflict,
+) -> Result<Vec<String>, CliError> {
+    let spelled = spell_key(table, key)?;
+    if spelled.len() == 1
+        && table
+            .columns
+            .iter()
+            .any(|c| c.rowid_alias && c.name == spelled[0])
+    {
+        return Ok(spelled);
+    }
+    let mut want: Vec<String> = spelled.iter().map(|s| s.to_ascii_lowercase()).collect();
+    want.sort();
+    let name = table.name.clone();
+    let indexes: Vec<Vec<Option<String>>> = db.read(move |c| {
+        let mut list = c.prepare(
+            "SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0",
+        )?;
+        let names = list
+            .query_map([&name], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut info = c.prepare("SELECT name FROM pragma_index_info(?1)")?;
+        let mut out = Vec::new();
+        for n in names {
+            out.push(
+                info.query_map([&n], |r| r.get::<_, Option<String>>(0))?
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
+        }
+        Ok(out)
+    })?;
+    let found = indexes.iter().any(|cols| {
+        let mut have: Vec<String> = cols
+            .iter()
+            .map(|c| c.as_deref().unwrap_or("").to_ascii_lowercase())
+            .collect();
+        have.sort();
+        have == want
+    });
+    if found {
+        return Ok(spelled);
+    }
+    let list = spelled
+        .iter()
+        .map(|c| quote_ident(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(CliError::Input(format!(
+        "--on-conflict {} needs a PRIMARY KEY or UNIQUE index on ({list}) of table {}, and \
+         it has none; create one first, e.g. CREATE UNIQUE INDEX {} ON {} ({list})",
+        on.name(),
+        quote_ident(&table.name),
+        quote_ident(&format!("{}_key", table.name)),
+        quote_ident(&table.name),
+    )))
+}
+
+/// A `ColType` for a key column is the column's own: nothing to change.
+/// An INTEGER PRIMARY KEY takes integers only, STRICT or not.
+pub fn mark_key_strict(cols: &mut [ColumnPlan], key: &[usize]) {
+    if let [i] = key {
+        if cols[*i].ty == ColType::Integer {
+            cols[*i].strict = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, ty: ColType) -> ColumnPlan {
+        ColumnPlan {
+            name: name.into(),
+            ty,
+            strict: false,
+            src: 0,
+            key: name.into(),
+        }
+    }
+
+    #[test]
+    fn statements_for_each_mode_quote_every_name() {
+        let cols = vec!["id".to_string(), "a\"b".to_string(), "c".to_string()];
+        let key = vec!["id".to_string()];
+        let cases = [
+            (OnConflict::Fail, "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ", ""),
+            (
+                OnConflict::Ignore,
+                "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
+                " ON CONFLICT (\"id\") DO NOTHING",
+            ),
+            (
+                OnConflict::Upsert,
+                "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
+                " ON CONFLICT (\"id\") DO UPDATE SET \"a\"\"b\"=excluded.\"a\"\"b\",\"c\"=excluded.\"c\"",
+            ),
+            (
+                OnConflict::Replace,
+                "INSERT OR REPLACE INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
+                "",
+            ),
+        ];
+        for (on, prefix, suffix) in cases {
+            let (p, s) = statement("t x", &cols, &key, on);
+            assert_eq!((p.as_str(), s.as_str()), (prefix, suffix), "{on:?}");
+        }
+        // Only key columns imported: the update sets the key to itself.
+        let (_, s) = statement("t", &key, &key, OnConflict::Upsert);
+        assert_eq!(
+            s,
+            " ON CONFLICT (\"id\") DO UPDATE SET \"id\"=excluded.\"id\""
+        );
+    }
+
+    #[test]
+    fn keys_are_parsed_and_found_or_refused() {
+        assert_eq!(parse_key("a,b").unwrap(), vec!["a", "b"]);
+        for bad in ["", "a,", ",a", "a,,b"] {
+            assert!(parse_key(bad).is_err(), "{bad:?}");
+        }
+        let cols = vec![col("id", ColType::Integer), col("Day", ColType::Text)];
+        assert_eq!(
+            key_positions(&cols, &["day".into(), "id".into()], "f").unwrap(),
+            vec![1, 0]
+        );
+        let e = key_positions(&cols, &["nope".into()], "f.csv").unwrap_err();
+        assert!(
+            e.to_string().contains("\"nope\": no such column in f.csv"),
+            "{e}"
+        );
+        assert!(key_positions(&cols, &["id".into(), "ID".into()], "f").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_key_list_round_trips(names in proptest::collection::vec("[^,]{1,8}", 1..5)) {
+            proptest::prop_assert_eq!(parse_key(&names.join(",")).unwrap(), names);
+        }
+
+        #[test]
+        fn parse_key_never_panics_and_refuses_only_empty_names(s in ".{0,20}") {
+            let ok = parse_key(&s).is_ok();
+            proptest::prop_assert_eq!(ok, s.split(',').all(|p| !p.is_empty()));
+        }
+    }
+
+    #[test]
+    fn composite_keys_are_not_null() {
+        let cols = vec![col("a", ColType::Integer), col("b", ColType::Text)];
+        assert_eq!(
+            create_sql("t", &cols, &[0, 1], false),
+            "CREATE TABLE \"t\" (\"a\" INTEGER NOT NULL, \"b\" TEXT NOT NULL, PRIMARY KEY (\"a\", \"b\"))"
+        );
+        assert_eq!(
+            create_sql("t", &cols, &[0], true),
+            "CREATE TABLE \"t\" (\"a\" INTEGER PRIMARY KEY, \"b\" TEXT) STRICT"
+        );
+    }
+}
