@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::batch::Batch;
+use super::dialect::Sniffed;
 use super::parse::Place;
 use super::source::Format;
 use super::values::{
-    is_big_integer, looks_numeric_to_sqlite, parse_int, parse_real, Cell, ColType,
+    is_big_integer, is_iso_date, is_iso_timestamp, looks_numeric_to_sqlite, parse_bool, parse_int,
+    parse_real, Cell, ColType,
 };
 
 /// One column of the target table that the input fills.
@@ -50,12 +52,19 @@ pub struct Plan {
     /// `--rejects-table`, kept for `--resume`.
     #[serde(default)]
     pub rejects_table: Option<String>,
+    /// The sniffed (or planned) CSV dialect, preamble, index column and
+    /// per-column null tokens; `None`: the format's defaults.
+    #[serde(default)]
+    pub sniffed: Option<Sniffed>,
 }
 
 /// Turns records into rows following a [`Plan`].
 pub struct Converter {
     plan: Plan,
-    nulls: Vec<Vec<u8>>,
+    /// Null tokens of each column (the plan's, or the column's own).
+    nulls: Vec<Vec<Vec<u8>>>,
+    /// Space-padded numeric columns: surrounding spaces are dropped.
+    trim: Vec<bool>,
     /// NDJSON: key → column, exact names.
     by_name: HashMap<String, usize>,
     /// NDJSON: key → column, ASCII-lowercased names (SQLite's rule).
@@ -65,7 +74,22 @@ pub struct Converter {
 impl Converter {
     /// A converter for `plan`.
     pub fn new(plan: Plan) -> Converter {
-        let nulls = plan.nulls.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let sniffed = plan.sniffed.as_ref();
+        let nulls = (0..plan.columns.len())
+            .map(|i| {
+                sniffed
+                    .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
+                    .unwrap_or_else(|| plan.nulls.clone())
+                    .iter()
+                    .map(|s| s.as_bytes().to_vec())
+                    .collect()
+            })
+            .collect();
+        let trim = (0..plan.columns.len())
+            .map(|i| {
+                sniffed.is_some_and(|s| s.trim.get(plan.columns[i].src).copied().unwrap_or(false))
+            })
+            .collect();
         let by_name = plan
             .columns
             .iter()
@@ -81,6 +105,7 @@ impl Converter {
         Converter {
             plan,
             nulls,
+            trim,
             by_name,
             by_lower,
         }
@@ -99,9 +124,9 @@ impl Converter {
             return;
         }
         let mark = b.mark();
-        for col in &self.plan.columns {
+        for (i, col) in self.plan.columns.iter().enumerate() {
             let field = &rec[col.src];
-            match self.cell_from_bytes(col, field, b) {
+            match self.cell_from_bytes(i, col, field, b) {
                 Ok(cell) => b.cells.push(cell),
                 Err(reason) => {
                     b.undo_to(mark);
@@ -113,11 +138,37 @@ impl Converter {
         b.finish_row(at, record);
     }
 
-    fn cell_from_bytes(&self, col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
-        if self.nulls.iter().any(|n| n.as_slice() == f) {
+    fn cell_from_bytes(
+        &self,
+        i: usize,
+        col: &ColumnPlan,
+        f: &[u8],
+        b: &mut Batch,
+    ) -> Result<Cell, String> {
+        if self.nulls[i].iter().any(|n| n.as_slice() == f) {
             return Ok(Cell::Null);
         }
+        // A space-padded numeric column (planned): the spaces are layout.
+        let f = if self.trim[i] { f.trim_ascii() } else { f };
         match col.ty {
+            ColType::Boolean => {
+                if let Some(v) = parse_bool(f).or_else(|| parse_int(f)) {
+                    return Ok(Cell::Int(v));
+                }
+            }
+            ColType::Date | ColType::Timestamp => {
+                if is_iso_date(f) || is_iso_timestamp(f) {
+                    return text_cell(col, f, b);
+                }
+                if !col.strict {
+                    if let Some(v) = parse_int(f) {
+                        return Ok(Cell::Int(v));
+                    }
+                    if let Some(v) = parse_real(f) {
+                        return Ok(Cell::Real(v));
+                    }
+                }
+            }
             ColType::Integer => {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
@@ -151,8 +202,9 @@ impl Converter {
 
     /// The record written back as one CSV/TSV line, for the rejects file.
     fn raw_csv(&self, rec: &csv::ByteRecord) -> Vec<u8> {
-        let (delim, quoting) = match self.plan.format {
-            Format::Tsv => (b'\t', false),
+        let (delim, quoting) = match (&self.plan.sniffed, self.plan.format) {
+            (Some(s), _) => (s.delimiter_byte(), s.quote.is_some()),
+            (None, Format::Tsv) => (b'\t', false),
             _ => (b',', true),
         };
         let mut out = Vec::new();
@@ -258,6 +310,9 @@ fn not_a(col: &ColumnPlan, f: &[u8]) -> String {
         shown,
         match col.ty {
             ColType::Integer => "an INTEGER",
+            ColType::Boolean => "a BOOLEAN (true/false)",
+            ColType::Date => "an ISO-8601 DATE",
+            ColType::Timestamp => "an ISO-8601 TIMESTAMP",
             _ => "a REAL",
         }
     )
@@ -454,6 +509,7 @@ mod tests {
             ],
             commit_every: None,
             rejects_table: None,
+            sniffed: None,
         }
     }
 
@@ -543,6 +599,7 @@ mod props {
             }],
             commit_every: None,
             rejects_table: None,
+            sniffed: None,
         })
     }
 
@@ -586,6 +643,7 @@ mod props {
             ColType::Text => "TEXT",
             ColType::Any => "",
             ColType::Numeric => "NUMERIC",
+            t => t.sql(),
         }
     }
 
