@@ -403,6 +403,13 @@ fn import(
             0 => String::new(),
             n => format!("; {} blank lines skipped", group(n)),
         };
+        if let Some(line) = plan
+            .sniffed
+            .as_ref()
+            .and_then(|s| sniff::summary_line(s, plan.header))
+        {
+            eprintln!("litelane: {line}");
+        }
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
             group(counts.inserted),
@@ -416,7 +423,7 @@ fn import(
             .iter()
             .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
             .collect();
-        let summary = serde_json::json!({
+        let mut summary = serde_json::json!({
             "table": table,
             "rows_inserted": counts.inserted,
             "rows_rejected": counts.rejected,
@@ -426,6 +433,9 @@ fn import(
             "columns": columns,
             "profile": args.profile.name(),
         });
+        if let Some(s) = &plan.sniffed {
+            summary["sniffed"] = sniff::summary_json(s, plan.header);
+        }
         println!("{summary}");
     }
     Ok(if counts.rejected > 0 {
@@ -544,7 +554,7 @@ fn prepare_fresh(
                 }
             };
             let mut inf = vec![Inference::default(); fields];
-            for raw in &sample {
+            for raw in sample.iter().filter(|_| sniffed.is_none()) {
                 if let RawOwned::Csv(r, _) = raw {
                     if r.len() == fields {
                         for (i, f) in r.iter().enumerate() {
@@ -969,6 +979,28 @@ fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
     }
     if let Some(pk) = &args.pk {
         bad.push(format!("--pk {pk} (the table already exists)"));
+    }
+    if args.plan.is_some() {
+        bad.push("--plan (the import's plan is recorded)".to_string());
+    }
+    if !args.types_for.is_empty() {
+        bad.push("--type (the table already exists)".to_string());
+    }
+    let recorded_delim = plan.sniffed.as_ref().map_or(
+        if plan.format == Format::Tsv {
+            '\t'
+        } else {
+            ','
+        },
+        |s| s.delimiter,
+    );
+    if let Some(d) = args.delimiter.filter(|d| *d != recorded_delim) {
+        bad.push(format!(
+            "--delimiter {d:?} (the import splits on {recorded_delim:?})"
+        ));
+    }
+    if args.header && !plan.header {
+        bad.push("--header (the import read no header line)".to_string());
     }
     if bad.is_empty() {
         return Ok(());

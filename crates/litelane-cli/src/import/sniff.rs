@@ -316,7 +316,8 @@ impl ColumnStats {
         }
     }
 
-    /// The value `f` fits type `ty` as this column would store it.
+    /// The value `f` could be data of a column of type `ty` (for telling a
+    /// header from data).
     fn fits(ty: ColType, f: &[u8], nulls: Option<&[String]>) -> bool {
         let null = match nulls {
             Some(ns) => ns.iter().any(|n| n.as_bytes() == f),
@@ -325,8 +326,10 @@ impl ColumnStats {
         let t = trim_spaces(f);
         null || match ty {
             ColType::Boolean => parse_bool(f).is_some(),
-            ColType::Integer => parse_int(t).is_some(),
-            ColType::Real => parse_real(t).is_some(),
+            // Any number fits a numeric column here: `-0.55` above a
+            // column of integers is data, not a header (names are not
+            // numbers).
+            ColType::Integer | ColType::Real => parse_real(t).is_some() || parse_int(t).is_some(),
             ColType::Date => is_iso_date(f),
             ColType::Timestamp => is_iso_date(f) || is_iso_timestamp(f),
             _ => true,
@@ -890,6 +893,68 @@ pub fn plan_for_import(
     sniff_input(input, path, &opts).map(Some)
 }
 
+/// What the sniffer decided, for the import's JSON summary: `delimiter`,
+/// `quote`, `header`, `skipped_rows` (records before the header that were
+/// not imported), `index_column`.
+pub fn summary_json(s: &Sniffed, header: bool) -> serde_json::Value {
+    serde_json::json!({
+        "delimiter": s.delimiter.to_string(),
+        "quote": s.quote.map(|q| q.to_string()),
+        "header": header,
+        "skipped_rows": s.skip_rows,
+        "index_column": s.index_column,
+    })
+}
+
+/// The sniffer's decisions that differ from a plain comma-separated file
+/// with a header, in words for the stderr summary; `None` when none do.
+pub fn summary_line(s: &Sniffed, header: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    if s.delimiter != ',' {
+        parts.push(format!(
+            "fields split on {}",
+            if s.delimiter == '\t' {
+                "tab".to_string()
+            } else {
+                format!("{:?}", s.delimiter)
+            }
+        ));
+    }
+    if s.skip_rows > 0 {
+        parts.push(format!(
+            "{} record(s) before the {} skipped",
+            s.skip_rows,
+            if header { "header" } else { "data" }
+        ));
+    }
+    if !header {
+        parts.push("no header line (columns c1, c2, ...)".into());
+    }
+    if s.index_column {
+        parts.push(format!(
+            "first field of each record imported as {INDEX_COLUMN:?}"
+        ));
+    }
+    let nulls: usize = s.column_nulls.iter().filter(|n| n.is_some()).count();
+    if nulls > 0 {
+        parts.push(format!(
+            "null tokens such as NA applied in {nulls} numeric column(s)"
+        ));
+    }
+    let trimmed = s.trim.iter().filter(|t| **t).count();
+    if trimmed > 0 {
+        parts.push(format!(
+            "spaces around numbers dropped in {trimmed} column(s)"
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "sniffed: {} (see `litelane sniff`; override with flags or --plan)",
+            parts.join("; ")
+        )
+    })
+}
+
 /// Parses `--type COL=TYPE` flags.
 pub fn type_overrides(flags: &[String]) -> Result<Vec<(String, ColType)>, CliError> {
     flags
@@ -990,6 +1055,7 @@ mod tests {
             Case { name: "quoted semicolons in a semicolon file", input: "n;t\n1;\"a;b\"\n2;\"c;d;e\"\n3;f\n", delimiter: ';', names: "n t", types: "INTEGER TEXT", ..BASE },
             Case { name: "header-less reals (no column named 0.00)", input: "0.00,-0.55\n1.5,2.5\n3,4\n", has_header: false, names: "c1 c2", types: "REAL REAL", ..BASE },
             Case { name: "header-less integers", input: "1,2\n3,4\n5,6\n", has_header: false, names: "c1 c2", types: "INTEGER INTEGER", ..BASE },
+            Case { name: "a real above integers is data, and makes the column REAL", input: "0.00,-0.55\n1.5,2\n", has_header: false, names: "c1 c2", types: "REAL REAL", ..BASE },
             Case { name: "all text: a header is assumed", input: "a,b\nx,y\nz,w\n", names: "a b", types: "TEXT TEXT", ..BASE },
             Case { name: "preamble lines before the header", input: "Table 1: Population by region\nSource: the agency\nregion,pop,share\nnorth,10,0.5\nsouth,20,0.25\n", skip: 2, names: "region pop share", types: "TEXT INTEGER REAL", ..BASE },
             Case { name: "a count line in place of a header", input: "3\n1,2.5\n2,3.5\n3,4.5\n", skip: 1, has_header: false, names: "c1 c2", types: "INTEGER REAL", ..BASE },
