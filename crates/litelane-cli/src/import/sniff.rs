@@ -850,7 +850,8 @@ pub fn describe(plan: &SniffPlan, display: &str) -> String {
         if !c.tokens_seen.is_empty() {
             let _ = write!(extra, "  seen {:?}", c.tokens_seen);
         }
-        let _ = writeln!(s, "  {:width$}  {:9}{extra}", c.name, c.ty.sql());
+        let line = format!("  {:width$}  {:9}{extra}", c.name, c.ty.sql());
+        let _ = writeln!(s, "{}", line.trim_end());
     }
     if !plan.notes.is_empty() {
         let _ = writeln!(s, "notes:");
