@@ -408,3 +408,35 @@ fn a_sniffed_import_resumes_with_its_recorded_dialect() {
     assert_eq!(got.1[97][1].1, N);
     assert_eq!(got.1[98][1].1, r(99.5));
 }
+
+#[test]
+fn sniff_reads_stdin_and_refuses_ndjson_and_empty_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["sniff", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"a|b\n1|2\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["delimiter"], "|");
+    assert_eq!(plan["sampled"]["places"], serde_json::json!(["start"]));
+    let d = Dir::new();
+    let nd = d.write("x.ndjson", b"{\"a\":1}\n");
+    let o = run(&["sniff", &nd]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("NDJSON"), "{}", stderr(&o));
+    let empty = d.write("e.csv", b"");
+    let o = run(&["sniff", &empty]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("e.csv is empty"), "{}", stderr(&o));
+}
