@@ -28,8 +28,8 @@ pub const QUOTES: [u8; 1] = [b'"'];
 pub const NULL_CANDIDATES: [&str; 5] = ["NA", "N/A", "NULL", "null", "#N/A"];
 /// Bytes read from the start of the input (decoded) to sniff: 4 MiB.
 pub const HEAD_BYTES: usize = 4 << 20;
-/// Bytes of the head used to choose the dialect: 256 KiB.
-pub const DIALECT_BYTES: usize = 256 << 10;
+/// Bytes of the head used to choose the dialect: 64 KiB.
+pub const DIALECT_BYTES: usize = 64 << 10;
 /// Bytes read at each further place of a seekable file (middle, end):
 /// 256 KiB.
 pub const REGION_BYTES: usize = 256 << 10;
@@ -39,8 +39,8 @@ pub const TYPE_RECORDS: usize = super::SAMPLE_RECORDS;
 /// Preamble records the sniffer looks past, at most.
 pub const MAX_SKIP: usize = 64;
 
-/// One record's fields.
-pub type Rec = Vec<Vec<u8>>;
+/// One record's fields (one buffer per record: cheap to keep thousands).
+pub type Rec = csv::ByteRecord;
 
 /// A sample of bytes from inside the file.
 #[derive(Debug, Clone)]
@@ -193,7 +193,7 @@ pub fn records(
     let mut ended = false;
     while out.len() < limit {
         match rdr.read_byte_record(&mut rec) {
-            Ok(true) => out.push(rec.iter().map(<[u8]>::to_vec).collect()),
+            Ok(true) => out.push(rec.clone()),
             Ok(false) => {
                 ended = true;
                 break;
@@ -347,7 +347,7 @@ fn infer<'a>(
     let mut n = 0;
     for r in rows.filter(|r| r.len() == fields) {
         n += 1;
-        for (s, f) in stats.iter_mut().zip(r) {
+        for (s, f) in stats.iter_mut().zip(r.iter()) {
             s.observe(f, nulls);
         }
     }
@@ -379,7 +379,7 @@ fn shifted(rows: &[Rec]) -> Vec<Rec> {
     rows.iter()
         .take(2000)
         .filter(|r| !r.is_empty())
-        .map(|r| r[1..].to_vec())
+        .map(|r| r.iter().skip(1).collect())
         .collect()
 }
 
