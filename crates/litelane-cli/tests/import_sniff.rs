@@ -440,3 +440,55 @@ fn sniff_reads_stdin_and_refuses_ndjson_and_empty_input() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("e.csv is empty"), "{}", stderr(&o));
 }
+
+#[test]
+fn strict_dates_and_booleans_reject_what_does_not_fit() {
+    let d = Dir::new();
+    let src = d.write(
+        "s.csv",
+        b"d,ok\n2024-01-05,true\n2024-13-01,false\n2024-01-07,yes\n2024-01-08,0\n",
+    );
+    let db = d.s("t.db");
+    let rej = d.s("rej.ndjson");
+    let o = run(&[
+        "import",
+        &src,
+        "--db",
+        &db,
+        "--table",
+        "t",
+        "--quiet",
+        "--strict",
+        "--type",
+        "d=DATE",
+        "--type",
+        "ok=BOOLEAN",
+        "--rejects",
+        &rej,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    // STRICT allows only INTEGER, REAL, TEXT, BLOB, ANY.
+    check(
+        "strict",
+        &table(&db, "t"),
+        &["d TEXT", "ok INTEGER"],
+        &[vec![t("2024-01-05"), i(1)], vec![t("2024-01-08"), i(0)]],
+    );
+    let rejects = std::fs::read_to_string(&rej).unwrap();
+    let lines: Vec<serde_json::Value> = rejects
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["line"], 3);
+    assert!(lines[0]["reason"].as_str().unwrap().contains("DATE"));
+    assert_eq!(lines[1]["line"], 4);
+    assert!(lines[1]["reason"].as_str().unwrap().contains("BOOLEAN"));
+    let c = Connection::open(&db).unwrap();
+    let sql: String = c
+        .query_row("SELECT sql FROM sqlite_master WHERE name = 't'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(sql.ends_with("STRICT"), "{sql}");
+}

@@ -647,12 +647,15 @@ mod props {
         }
     }
 
-    const TYPES: [ColType; 5] = [
+    const TYPES: [ColType; 8] = [
         ColType::Integer,
         ColType::Real,
         ColType::Text,
         ColType::Any,
         ColType::Numeric,
+        ColType::Boolean,
+        ColType::Date,
+        ColType::Timestamp,
     ];
 
     /// A value is stored exactly as written, or as the number it spells, or
@@ -668,11 +671,22 @@ mod props {
             return Ok(());
         };
         let text = String::from_utf8(text).unwrap();
+        if ty == ColType::Boolean {
+            if let Some(v) = crate::import::values::parse_bool(field.as_bytes()) {
+                // The one planned conversion: true/false become 1/0.
+                prop_assert_eq!((stored.as_str(), text), ("integer", v.to_string()));
+                return Ok(());
+            }
+        }
+        let numeric_affinity = matches!(
+            ty,
+            ColType::Numeric | ColType::Boolean | ColType::Date | ColType::Timestamp
+        );
         match stored.as_str() {
             "text" => prop_assert_eq!(&text, field, "{:?}", ty),
             // The integer's digits are the field's; in a NUMERIC column an
             // integral real (`3.0`) is kept by SQLite as the integer 3.
-            "integer" if ty == ColType::Numeric && text != field => {
+            "integer" if numeric_affinity && text != field => {
                 let v: f64 = field.parse().unwrap();
                 prop_assert_eq!(v, text.parse::<f64>().unwrap(), "{:?} {:?}", ty, field);
             }
@@ -711,6 +725,11 @@ mod props {
             "-",
             "1-2",
             "2024-01-05",
+            "2024-01-05 10:30:00",
+            "2024-02-30",
+            "true",
+            "FALSE",
+            "yes",
             "1.",
             ".5",
             "NaN",
