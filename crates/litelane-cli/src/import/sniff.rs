@@ -1193,6 +1193,16 @@ mod tests {
     }
 
     #[test]
+    fn zst_names_give_the_format_and_the_table() {
+        assert_eq!(
+            source::table_stem("data/trips.csv.zst").as_deref(),
+            Some("trips")
+        );
+        assert_eq!(Format::from_name("x.tsv.zst"), Some(Format::Tsv));
+        assert_eq!(Format::from_name("x.csv.gz"), Some(Format::Csv));
+    }
+
+    #[test]
     fn iso_dates_and_timestamps() {
         for ok in ["2024-01-05", "2000-02-29", "1999-12-31"] {
             assert!(is_iso_date(ok.as_bytes()), "{ok}");
