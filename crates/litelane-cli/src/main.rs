@@ -31,6 +31,10 @@ enum Command {
     /// record stored, 3 finished with rejected records, 1 failed, 2 usage
     /// error, 130 interrupted (Ctrl-C; what is committed stays).
     Import(import::ImportArgs),
+    /// Print the plan an import of a CSV/TSV file would use: delimiter,
+    /// quote, header, skipped lines, index column, column types and null
+    /// tokens (`--json`: the form `import --plan` reads).
+    Sniff(import::sniff::SniffArgs),
     /// Run a benchmark scenario beside its peers.
     Bench(bench::BenchArgs),
     /// Show file, WAL, page and table statistics of a database.
@@ -56,6 +60,7 @@ fn main() {
                 std::process::exit(code)
             }
         }),
+        Command::Sniff(a) => import::sniff::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),

@@ -49,6 +49,10 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+fn zstd(data: &[u8]) -> Vec<u8> {
+    zstd::encode_all(data, 1).unwrap()
+}
+
 fn utf16(s: &str, big_endian: bool, bom: bool) -> Vec<u8> {
     let mut out = Vec::new();
     if bom {
@@ -718,10 +722,32 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
-            name: "zstd data is refused by name",
+            name: "a broken zstd stream fails naming the file",
             input: vec![0x28, 0xb5, 0x2f, 0xfd, 0, 0, 1, 2],
             code: 1,
-            stderr: &["zstd-compressed"],
+            stderr: &["in.csv"],
+            ..Case::default()
+        },
+        Case {
+            name: "zstd input is read, whatever its name",
+            input: zstd(b"a,b\n1,x\n2,y\n"),
+            code: 0,
+            stored: Some(("SELECT a, b FROM t", vec![vec![i(1), t("x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "zstd inside zstd is refused, not read as a binary header",
+            file: "in.csv.zst",
+            input: zstd(&zstd(b"a,b\n1,2\n")),
+            code: 1,
+            stderr: &["still zstd-compressed inside its zstd layer"],
+            ..Case::default()
+        },
+        Case {
+            name: "gzip inside zstd is refused",
+            input: zstd(&gzip(b"a,b\n1,2\n")),
+            code: 1,
+            stderr: &["still gzip-compressed inside its zstd layer"],
             ..Case::default()
         },
         Case {

@@ -5,7 +5,7 @@
 use litelane::quote_ident;
 
 use super::table::{Existing, ExistingColumn};
-use super::values::{ColType, Inference};
+use super::values::ColType;
 use crate::error::CliError;
 
 /// The input columns (`names`, with what the sample says of each in
@@ -16,8 +16,7 @@ use crate::error::CliError;
 /// `--alter`. `text` types every added column TEXT (`--types text`).
 pub fn add_missing(
     names: &[String],
-    inference: &[Inference],
-    text: bool,
+    types: &[ColType],
     table: &mut Existing,
     alter: bool,
 ) -> Result<Vec<String>, CliError> {
@@ -54,11 +53,7 @@ pub fn add_missing(
     }
     let mut sql = Vec::with_capacity(missing.len());
     for i in missing {
-        let ty = if text {
-            ColType::Text
-        } else {
-            inference.get(i).map_or(ColType::Text, Inference::decide)
-        };
+        let ty = types.get(i).copied().unwrap_or(ColType::Text);
         sql.push(add_column_sql(&table.name, &names[i], ty));
         table.columns.push(ExistingColumn {
             name: names[i].clone(),
@@ -82,6 +77,7 @@ pub fn add_column_sql(table: &str, column: &str, ty: ColType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::values::Inference;
 
     fn table() -> Existing {
         Existing {
@@ -106,14 +102,15 @@ mod tests {
     #[test]
     fn missing_columns_are_added_typed_or_named_in_the_error() {
         let names: Vec<String> = ["id", "n", "x\"y", "zip"].map(String::from).to_vec();
-        let inf = vec![
+        let inf = [
             inferred(&["1"]),
             inferred(&["1", "2"]),
             inferred(&["1.5"]),
             inferred(&["02134"]),
         ];
+        let types: Vec<ColType> = inf.iter().map(Inference::decide).collect();
         let mut t = table();
-        let sql = add_missing(&names, &inf, false, &mut t, true).unwrap();
+        let sql = add_missing(&names, &types, &mut t, true).unwrap();
         assert_eq!(
             sql,
             vec![
@@ -124,16 +121,17 @@ mod tests {
         );
         assert_eq!(t.columns.len(), 4);
         // Again: nothing left to add.
-        assert!(add_missing(&names, &inf, false, &mut t, true)
+        assert!(add_missing(&names, &types, &mut t, true)
             .unwrap()
             .is_empty());
         // --types text.
         let mut t = table();
-        let sql = add_missing(&names, &inf, true, &mut t, true).unwrap();
+        let text = vec![ColType::Text; names.len()];
+        let sql = add_missing(&names, &text, &mut t, true).unwrap();
         assert!(sql.iter().all(|s| s.ends_with(" TEXT")), "{sql:?}");
         // Without --alter: every missing column named, and the flag.
         let mut t = table();
-        let e = add_missing(&names, &inf, false, &mut t, false)
+        let e = add_missing(&names, &types, &mut t, false)
             .unwrap_err()
             .to_string();
         assert!(

@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::batch::Batch;
+use super::dialect::Sniffed;
 use super::parse::Place;
 use super::source::Format;
 use super::values::{
-    is_big_integer, looks_numeric_to_sqlite, parse_int, parse_real, Cell, ColType,
+    is_big_integer, is_iso_date, is_iso_timestamp, looks_numeric_to_sqlite, parse_bool, parse_int,
+    parse_real, Cell, ColType,
 };
 
 /// One column of the target table that the input fills.
@@ -53,12 +55,19 @@ pub struct Plan {
     /// `--pk`, `--on-conflict`, `--source-column`, kept for `--resume`.
     #[serde(default)]
     pub recurring: super::conflict::Recurring,
+    /// The sniffed (or planned) CSV dialect, preamble, index column and
+    /// per-column null tokens; `None`: the format's defaults.
+    #[serde(default)]
+    pub sniffed: Option<Sniffed>,
 }
 
 /// Turns records into rows following a [`Plan`].
 pub struct Converter {
     plan: Plan,
-    nulls: Vec<Vec<u8>>,
+    /// Null tokens of each column (the plan's, or the column's own).
+    nulls: Vec<Vec<Vec<u8>>>,
+    /// Space-padded numeric columns: surrounding spaces are dropped.
+    trim: Vec<bool>,
     /// NDJSON: key → column, exact names.
     by_name: HashMap<String, usize>,
     /// NDJSON: key → column, ASCII-lowercased names (SQLite's rule).
@@ -68,7 +77,22 @@ pub struct Converter {
 impl Converter {
     /// A converter for `plan`.
     pub fn new(plan: Plan) -> Converter {
-        let nulls = plan.nulls.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let sniffed = plan.sniffed.as_ref();
+        let nulls = (0..plan.columns.len())
+            .map(|i| {
+                sniffed
+                    .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
+                    .unwrap_or_else(|| plan.nulls.clone())
+                    .iter()
+                    .map(|s| s.as_bytes().to_vec())
+                    .collect()
+            })
+            .collect();
+        let trim = (0..plan.columns.len())
+            .map(|i| {
+                sniffed.is_some_and(|s| s.trim.get(plan.columns[i].src).copied().unwrap_or(false))
+            })
+            .collect();
         let by_name = plan
             .columns
             .iter()
@@ -84,6 +108,7 @@ impl Converter {
         Converter {
             plan,
             nulls,
+            trim,
             by_name,
             by_lower,
         }
@@ -102,9 +127,9 @@ impl Converter {
             return;
         }
         let mark = b.mark();
-        for col in &self.plan.columns {
+        for (i, col) in self.plan.columns.iter().enumerate() {
             let field = &rec[col.src];
-            match self.cell_from_bytes(col, field, b) {
+            match self.cell_from_bytes(i, col, field, b) {
                 Ok(cell) => b.cells.push(cell),
                 Err(reason) => {
                     b.undo_to(mark);
@@ -116,11 +141,37 @@ impl Converter {
         b.finish_row(at, record);
     }
 
-    fn cell_from_bytes(&self, col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
-        if self.nulls.iter().any(|n| n.as_slice() == f) {
+    fn cell_from_bytes(
+        &self,
+        i: usize,
+        col: &ColumnPlan,
+        f: &[u8],
+        b: &mut Batch,
+    ) -> Result<Cell, String> {
+        if self.nulls[i].iter().any(|n| n.as_slice() == f) {
             return Ok(Cell::Null);
         }
+        // A space-padded numeric column (planned): the spaces are layout.
+        let f = if self.trim[i] { f.trim_ascii() } else { f };
         match col.ty {
+            ColType::Boolean => {
+                if let Some(v) = parse_bool(f).or_else(|| parse_int(f)) {
+                    return Ok(Cell::Int(v));
+                }
+            }
+            ColType::Date | ColType::Timestamp => {
+                if is_iso_date(f) || is_iso_timestamp(f) {
+                    return text_cell(col, f, b);
+                }
+                if !col.strict {
+                    if let Some(v) = parse_int(f) {
+                        return Ok(Cell::Int(v));
+                    }
+                    if let Some(v) = parse_real(f) {
+                        return Ok(Cell::Real(v));
+                    }
+                }
+            }
             ColType::Integer => {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
@@ -154,8 +205,9 @@ impl Converter {
 
     /// The record written back as one CSV/TSV line, for the rejects file.
     fn raw_csv(&self, rec: &csv::ByteRecord) -> Vec<u8> {
-        let (delim, quoting) = match self.plan.format {
-            Format::Tsv => (b'\t', false),
+        let (delim, quoting) = match (&self.plan.sniffed, self.plan.format) {
+            (Some(s), _) => (s.delimiter_byte(), s.quote.is_some()),
+            (None, Format::Tsv) => (b'\t', false),
             _ => (b',', true),
         };
         let mut out = Vec::new();
@@ -261,6 +313,9 @@ fn not_a(col: &ColumnPlan, f: &[u8]) -> String {
         shown,
         match col.ty {
             ColType::Integer => "an INTEGER",
+            ColType::Boolean => "a BOOLEAN (true/false)",
+            ColType::Date => "an ISO-8601 DATE",
+            ColType::Timestamp => "an ISO-8601 TIMESTAMP",
             _ => "a REAL",
         }
     )
@@ -458,6 +513,7 @@ mod tests {
             commit_every: None,
             rejects_table: None,
             recurring: Default::default(),
+            sniffed: None,
         }
     }
 
@@ -548,6 +604,7 @@ mod props {
             commit_every: None,
             rejects_table: None,
             recurring: Default::default(),
+            sniffed: None,
         })
     }
 
@@ -591,15 +648,19 @@ mod props {
             ColType::Text => "TEXT",
             ColType::Any => "",
             ColType::Numeric => "NUMERIC",
+            t => t.sql(),
         }
     }
 
-    const TYPES: [ColType; 5] = [
+    const TYPES: [ColType; 8] = [
         ColType::Integer,
         ColType::Real,
         ColType::Text,
         ColType::Any,
         ColType::Numeric,
+        ColType::Boolean,
+        ColType::Date,
+        ColType::Timestamp,
     ];
 
     /// A value is stored exactly as written, or as the number it spells, or
@@ -615,11 +676,22 @@ mod props {
             return Ok(());
         };
         let text = String::from_utf8(text).unwrap();
+        if ty == ColType::Boolean {
+            if let Some(v) = crate::import::values::parse_bool(field.as_bytes()) {
+                // The one planned conversion: true/false become 1/0.
+                prop_assert_eq!((stored.as_str(), text), ("integer", v.to_string()));
+                return Ok(());
+            }
+        }
+        let numeric_affinity = matches!(
+            ty,
+            ColType::Numeric | ColType::Boolean | ColType::Date | ColType::Timestamp
+        );
         match stored.as_str() {
             "text" => prop_assert_eq!(&text, field, "{:?}", ty),
             // The integer's digits are the field's; in a NUMERIC column an
             // integral real (`3.0`) is kept by SQLite as the integer 3.
-            "integer" if ty == ColType::Numeric && text != field => {
+            "integer" if numeric_affinity && text != field => {
                 let v: f64 = field.parse().unwrap();
                 prop_assert_eq!(v, text.parse::<f64>().unwrap(), "{:?} {:?}", ty, field);
             }
@@ -658,6 +730,11 @@ mod props {
             "-",
             "1-2",
             "2024-01-05",
+            "2024-01-05 10:30:00",
+            "2024-02-30",
+            "true",
+            "FALSE",
+            "yes",
             "1.",
             ".5",
             "NaN",

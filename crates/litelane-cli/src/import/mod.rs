@@ -14,6 +14,7 @@ mod alter;
 mod batch;
 mod conflict;
 mod convert;
+mod dialect;
 mod files;
 mod guard;
 mod parse;
@@ -21,6 +22,7 @@ mod progress;
 mod rejects;
 mod resume;
 mod sink;
+pub mod sniff;
 mod source;
 mod table;
 mod values;
@@ -100,8 +102,24 @@ pub struct ImportArgs {
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// The first CSV/TSV line is data; columns are named c1, c2, ...
-    #[arg(long)]
+    /// (default: sniffed).
+    #[arg(long, conflicts_with = "header")]
     pub no_header: bool,
+    /// The first CSV/TSV record (after skipped ones) is a header (default:
+    /// sniffed).
+    #[arg(long)]
+    pub header: bool,
+    /// The CSV field delimiter (default: sniffed among , ; | and tab).
+    #[arg(long, value_name = "CHAR")]
+    pub delimiter: Option<char>,
+    /// Import with this plan (from `litelane sniff --json`, maybe edited)
+    /// instead of sniffing the file.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Give column COL type TYPE (TEXT, INTEGER, REAL, BOOLEAN, DATE,
+    /// TIMESTAMP, NUMERIC) in the new table (repeatable).
+    #[arg(long = "type", value_name = "COL=TYPE")]
+    pub types_for: Vec<String>,
     /// A field equal to TOKEN is stored as NULL (repeatable; default: the
     /// empty field). `--null ''` adds the empty field to other tokens.
     #[arg(long = "null", value_name = "TOKEN")]
@@ -459,6 +477,13 @@ fn import(
             0 => blank,
             n => format!("{blank}; {} rows skipped: key already present", group(n)),
         };
+        if let Some(line) = plan
+            .sniffed
+            .as_ref()
+            .and_then(|s| sniff::summary_line(s, plan.header))
+        {
+            eprintln!("litelane: {line}");
+        }
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
             group(counts.inserted),
@@ -472,7 +497,7 @@ fn import(
             .iter()
             .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
             .collect();
-        let summary = serde_json::json!({
+        let mut summary = serde_json::json!({
             "table": table,
             "rows_inserted": counts.inserted,
             "rows_rejected": counts.rejected,
@@ -484,6 +509,9 @@ fn import(
             "rows_skipped": counts.skipped,
             "source": args.source,
         });
+        if let Some(s) = &plan.sniffed {
+            summary["sniffed"] = sniff::summary_json(s, plan.header);
+        }
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
@@ -502,10 +530,11 @@ fn prepare_fresh(
     args: &ImportArgs,
     db: &Database,
     table: &str,
-    input: source::Input,
+    mut input: source::Input,
     recorded: Vec<Progress>,
 ) -> Result<Prepared, CliError> {
     let mode = args.mode.unwrap_or(Mode::Create);
+    let overrides = sniff::type_overrides(&args.types_for)?;
     let types = args.types.unwrap_or(Types::Infer);
     if let Some(rec) = recorded.iter().find(|r| r.state == resume::RUNNING) {
         if mode != Mode::Replace {
@@ -533,18 +562,45 @@ fn prepare_fresh(
         .or_else(|| Format::from_name(&args.source))
         .unwrap_or(Format::Csv);
     let display = input.display.clone();
-    let mut records = Records::new(format, input.reader);
-    let nulls = if args.nulls.is_empty() {
-        vec![String::new()]
-    } else {
-        args.nulls.clone()
+    // CSV/TSV: the sniffed (or given) plan: dialect, skipped lines, header,
+    // index column, types, null tokens.
+    let sniffed = sniff::plan_for_import(
+        args.plan.as_ref(),
+        format,
+        args.delimiter,
+        args.header,
+        args.no_header,
+        &args.nulls,
+        args.types == Some(Types::Text),
+        &mut input,
+        &args.source,
+    )?;
+    let format = sniffed.as_ref().map_or(format, |p| p.format);
+    let mut records = match &sniffed {
+        Some(p) => p.sniffed().records(format, input.reader),
+        None => Records::new(format, input.reader),
     };
+    let nulls = match (&sniffed, args.nulls.is_empty()) {
+        (_, false) => args.nulls.clone(),
+        (Some(p), true) => p.nulls.clone(),
+        (None, true) => vec![String::new()],
+    };
+    let has_header = sniffed.as_ref().map_or(!args.no_header, |p| p.header);
+    for _ in 0..sniffed.as_ref().map_or(0, |p| p.skip_rows) {
+        records.next_record(&display)?;
+    }
 
     // The header, and a sample of records to infer from.
     let mut header: Option<Vec<String>> = None;
-    if format != Format::Ndjson && !args.no_header {
+    if format != Format::Ndjson && has_header {
         match records.next_record(&display)? {
-            Some(RawRef::Csv(r, at)) => header = Some(header_names(r, at.line, &display)?),
+            Some(RawRef::Csv(r, at)) => {
+                let names = header_names(r, at.line, &display)?;
+                header = Some(match &sniffed {
+                    Some(p) => sniffed_names(p, names.len(), at.line, &display)?,
+                    None => names,
+                })
+            }
             _ => {
                 return Err(CliError::Input(format!(
                     "{display} is empty: there is no header line to name the columns"
@@ -563,9 +619,10 @@ fn prepare_fresh(
     // Input columns (keys) and what the sample says about them.
     let (keys, fields, inference) = match format {
         Format::Csv | Format::Tsv => {
-            let fields = match (&header, sample.first()) {
-                (Some(h), _) => h.len(),
-                (None, Some(RawOwned::Csv(r, _))) => r.len(),
+            let fields = match (&header, sample.first(), &sniffed) {
+                (Some(h), _, _) => h.len(),
+                (None, _, Some(p)) => p.columns.len(),
+                (None, Some(RawOwned::Csv(r, _)), _) => r.len(),
                 _ => {
                     return Err(CliError::Input(format!(
                         "{display} is empty: no record to count the columns of"
@@ -573,7 +630,7 @@ fn prepare_fresh(
                 }
             };
             let mut inf = vec![Inference::default(); fields];
-            for raw in &sample {
+            for raw in sample.iter().filter(|_| sniffed.is_none()) {
                 if let RawOwned::Csv(r, _) = raw {
                     if r.len() == fields {
                         for (i, f) in r.iter().enumerate() {
@@ -584,7 +641,10 @@ fn prepare_fresh(
                     }
                 }
             }
-            let keys = header.unwrap_or_else(|| (1..=fields).map(|i| format!("c{i}")).collect());
+            let keys = header.unwrap_or_else(|| match &sniffed {
+                Some(p) => p.columns.iter().map(|c| c.name.clone()).collect(),
+                None => (1..=fields).map(|i| format!("c{i}")).collect(),
+            });
             (keys, fields, inf)
         }
         Format::Ndjson => {
@@ -634,12 +694,19 @@ fn prepare_fresh(
     }
     let mut key = Vec::new();
     let mut existing = existing;
+    // The type each input column would get in a new table (for --alter).
+    let decided: Vec<ColType> = (0..keys.len())
+        .map(|i| match (types, &sniffed) {
+            (Types::Text, _) => ColType::Text,
+            (Types::Infer, Some(p)) => p.columns.get(i).map_or(ColType::Text, |c| c.ty),
+            (Types::Infer, None) => inference.get(i).map_or(ColType::Text, Inference::decide),
+        })
+        .collect();
     let (table, columns) = match (existing.as_mut(), mode) {
         (Some(t), Mode::Append) => {
-            let text = types == Types::Text;
             let cols = if format == Format::Ndjson {
                 if args.alter {
-                    setup.extend(alter::add_missing(&keys, &inference, text, t, true)?);
+                    setup.extend(alter::add_missing(&keys, &decided, t, true)?);
                 }
                 t.columns
                     .iter()
@@ -664,9 +731,15 @@ fn prepare_fresh(
                     .collect()
             } else {
                 let names = table::column_names(Some(keys), fields);
-                setup.extend(alter::add_missing(&names, &inference, text, t, args.alter)?);
+                setup.extend(alter::add_missing(&names, &decided, t, args.alter)?);
                 table::match_columns(&names, t, args.strict)?
             };
+            if !overrides.is_empty() {
+                return Err(CliError::Input(format!(
+                    "--type applies to a new table; {} exists and its columns keep their types",
+                    quote_ident(&t.name)
+                )));
+            }
             if !key_names.is_empty() {
                 key = if on_conflict == OnConflict::Fail {
                     conflict::spell_key(t, &key_names)?
@@ -683,9 +756,10 @@ fn prepare_fresh(
                 .zip(keys)
                 .enumerate()
                 .map(|(i, (name, key))| {
-                    let ty = match types {
-                        Types::Infer => inference[i].decide(),
-                        Types::Text => ColType::Text,
+                    let ty = match (types, &sniffed) {
+                        (Types::Infer, Some(p)) => p.columns[i].ty,
+                        (Types::Infer, None) => inference[i].decide(),
+                        (Types::Text, _) => ColType::Text,
                     };
                     ColumnPlan {
                         name,
@@ -696,6 +770,10 @@ fn prepare_fresh(
                     }
                 })
                 .collect();
+            sniff::apply_overrides(&mut cols, &overrides)?;
+            for c in cols.iter_mut() {
+                c.strict = args.strict && c.ty != ColType::Text;
+            }
             let pk = conflict::key_positions(&cols, &key_names, &display)?;
             conflict::mark_key_strict(&mut cols, &pk);
             key = pk.iter().map(|&i| cols[i].name.clone()).collect();
@@ -731,7 +809,7 @@ fn prepare_fresh(
 
     let plan = Plan {
         format,
-        header: format != Format::Ndjson && !args.no_header,
+        header: format != Format::Ndjson && has_header,
         fields,
         nulls,
         columns,
@@ -742,6 +820,13 @@ fn prepare_fresh(
             on_conflict,
             source_column: args.source_column.clone(),
         },
+        sniffed: sniffed.as_ref().map(|p| {
+            let mut s = p.sniffed();
+            if !args.nulls.is_empty() {
+                s.column_nulls.clear();
+            }
+            s
+        }),
     };
     if let Some(rt) = &args.rejects_table {
         setup.push(rejects_table_sql(rt));
@@ -925,7 +1010,13 @@ fn prepare_resume(
         }
     }
     let display = input.display.clone();
-    let mut records = Records::new(plan.format, input.reader);
+    let mut records = match &plan.sniffed {
+        Some(s) => s.records(plan.format, input.reader),
+        None => Records::new(plan.format, input.reader),
+    };
+    for _ in 0..plan.sniffed.as_ref().map_or(0, |s| s.skip_rows) {
+        records.next_record(&display)?;
+    }
     if plan.header {
         records.next_record(&display)?;
     }
@@ -1043,6 +1134,28 @@ fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
             bad.push(format!("--source-column {sc} (not the import's)"));
         }
     }
+    if args.plan.is_some() {
+        bad.push("--plan (the import's plan is recorded)".to_string());
+    }
+    if !args.types_for.is_empty() {
+        bad.push("--type (the table already exists)".to_string());
+    }
+    let recorded_delim = plan.sniffed.as_ref().map_or(
+        if plan.format == Format::Tsv {
+            '\t'
+        } else {
+            ','
+        },
+        |s| s.delimiter,
+    );
+    if let Some(d) = args.delimiter.filter(|d| *d != recorded_delim) {
+        bad.push(format!(
+            "--delimiter {d:?} (the import splits on {recorded_delim:?})"
+        ));
+    }
+    if args.header && !plan.header {
+        bad.push("--header (the import read no header line)".to_string());
+    }
     if bad.is_empty() {
         return Ok(());
     }
@@ -1060,6 +1173,29 @@ fn format_name(f: Format) -> &'static str {
         Format::Tsv => "tsv",
         Format::Ndjson => "ndjson",
     }
+}
+
+/// The column names of a sniffed or given plan, once the header read has
+/// the number of fields the plan expects (one fewer with an index column).
+fn sniffed_names(
+    p: &sniff::SniffPlan,
+    found: usize,
+    line: u64,
+    display: &str,
+) -> Result<Vec<String>, CliError> {
+    let expected = p.columns.len() - usize::from(p.index_column);
+    if found != expected {
+        return Err(CliError::Input(format!(
+            "{display}:{line}: the header has {found} fields, but the plan expects {expected}              (columns {}{})",
+            p.columns.len(),
+            if p.index_column {
+                ", the first a row name"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(p.columns.iter().map(|c| c.name.clone()).collect())
 }
 
 /// The header's fields as column names: refused, naming the line and the

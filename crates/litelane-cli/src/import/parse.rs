@@ -225,13 +225,27 @@ pub enum Records {
 impl Records {
     /// Reads `input` as `format`.
     pub fn new(format: Format, input: Box<dyn BufRead + Send>) -> Records {
+        let delimiter = if format == Format::Tsv { b'\t' } else { b',' };
+        let quote = (format == Format::Csv).then_some(b'"');
+        Records::with_dialect(format, input, delimiter, quote)
+    }
+
+    /// Reads `input` as `format`, CSV/TSV fields split on `delimiter` and
+    /// quoted with `quote` (`None`: no quoting).
+    pub fn with_dialect(
+        format: Format,
+        input: Box<dyn BufRead + Send>,
+        delimiter: u8,
+        quote: Option<u8>,
+    ) -> Records {
         match format {
             Format::Csv | Format::Tsv => {
                 let rdr = csv::ReaderBuilder::new()
                     .has_headers(false)
                     .flexible(true)
-                    .delimiter(if format == Format::Tsv { b'\t' } else { b',' })
-                    .quoting(format == Format::Csv)
+                    .delimiter(delimiter)
+                    .quoting(quote.is_some())
+                    .quote(quote.unwrap_or(b'"'))
                     // LF, CRLF and a lone CR end a record; a CR inside
                     // quotes is data. Line numbers come from [`Lines`].
                     .terminator(csv::Terminator::CRLF)
@@ -576,6 +590,7 @@ mod tests {
             commit_every: None,
             rejects_table: None,
             recurring: Default::default(),
+            sniffed: None,
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(16);
         ParseJob {

@@ -28,7 +28,10 @@ impl Format {
     /// `None` for an unknown one.
     pub fn from_name(name: &str) -> Option<Format> {
         let name = name.to_ascii_lowercase();
-        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        let name = name
+            .strip_suffix(".gz")
+            .or_else(|| name.strip_suffix(".zst"))
+            .unwrap_or(&name);
         let ext = Path::new(name).extension()?.to_str()?;
         match ext {
             "csv" => Some(Format::Csv),
@@ -46,6 +49,8 @@ pub fn table_stem(source: &str) -> Option<String> {
     let file = file
         .strip_suffix(".gz")
         .or_else(|| file.strip_suffix(".GZ"))
+        .or_else(|| file.strip_suffix(".zst"))
+        .or_else(|| file.strip_suffix(".ZST"))
         .unwrap_or(file);
     let stem = Path::new(file).file_stem()?.to_str()?;
     (!stem.is_empty()).then(|| stem.to_string())
@@ -126,11 +131,16 @@ pub fn open(source: &str) -> Result<Input, CliError> {
         .fill_buf()
         .map_err(|e| CliError::io(format!("reading {display}"), e))?;
     let gzip = head.starts_with(&[0x1f, 0x8b]);
+    let zstd = head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
     let mut reader: Box<dyn BufRead + Send> = if gzip {
         Box::new(BufReader::with_capacity(
             READ_BUFFER,
             flate2::bufread::MultiGzDecoder::new(buffered),
         ))
+    } else if zstd {
+        let dec = zstd::stream::read::Decoder::with_buffer(buffered)
+            .map_err(|e| CliError::io(format!("reading {display} (zstd)"), e))?;
+        Box::new(BufReader::with_capacity(READ_BUFFER, dec))
     } else {
         Box::new(buffered)
     };
@@ -138,10 +148,16 @@ pub fn open(source: &str) -> Result<Input, CliError> {
         .fill_buf()
         .map_err(|e| CliError::io(format!("reading {display}"), e))?;
     if let Some(what) = compressed(head) {
-        let inside = if gzip { "inside its gzip layer " } else { "" };
+        let inside = if gzip {
+            "inside its gzip layer "
+        } else if zstd {
+            "inside its zstd layer "
+        } else {
+            ""
+        };
         return Err(CliError::Input(format!(
             "{display} is still {what} {inside}(its first bytes are that format's \
-             signature): litelane reads plain text or one layer of gzip; decompress it first"
+             signature): litelane reads plain text or one layer of gzip or zstd; decompress it first"
         )));
     }
     if head.starts_with(&[0xff, 0xfe, 0, 0]) || head.starts_with(&[0, 0, 0xfe, 0xff]) {

@@ -161,7 +161,7 @@ pub fn create_sql(table: &str, cols: &[ColumnPlan], pk: Option<usize>, strict: b
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let mut d = format!("{} {}", quote_ident(&c.name), c.ty.sql());
+            let mut d = format!("{} {}", quote_ident(&c.name), c.ty.declared(strict));
             if pk == Some(i) {
                 d.push_str(if c.ty == ColType::Integer {
                     " PRIMARY KEY"

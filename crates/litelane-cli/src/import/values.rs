@@ -25,6 +25,17 @@ pub enum ColType {
     /// DECIMAL, BOOLEAN, DATE...): numbers are stored as numbers; text that
     /// SQLite would turn into a number is rejected.
     Numeric,
+    /// `true`/`false` (any case) stored as 1/0, declared `BOOLEAN`
+    /// (NUMERIC affinity; `INTEGER` in a STRICT table).
+    Boolean,
+    /// An ISO-8601 date (`2024-01-05`), stored as written (TEXT), declared
+    /// `DATE` (NUMERIC affinity, which keeps such text as text; `TEXT` in a
+    /// STRICT table).
+    Date,
+    /// An ISO-8601 date and time (`2024-01-05 10:30:00`, `T`, fractions and
+    /// a zone allowed), stored as written, declared `TIMESTAMP` (`TEXT` in a
+    /// STRICT table).
+    Timestamp,
 }
 
 impl ColType {
@@ -36,7 +47,35 @@ impl ColType {
             ColType::Text => "TEXT",
             ColType::Any => "ANY",
             ColType::Numeric => "NUMERIC",
+            ColType::Boolean => "BOOLEAN",
+            ColType::Date => "DATE",
+            ColType::Timestamp => "TIMESTAMP",
         }
+    }
+
+    /// The declared type in `CREATE TABLE`: [`sql`](ColType::sql), except
+    /// that a STRICT table allows only INTEGER, REAL, TEXT, BLOB and ANY.
+    pub fn declared(self, strict: bool) -> &'static str {
+        match (self, strict) {
+            (ColType::Boolean, true) => "INTEGER",
+            (ColType::Date | ColType::Timestamp, true) => "TEXT",
+            (t, _) => t.sql(),
+        }
+    }
+
+    /// Parses a type name as `--type` and plans take it (any case).
+    pub fn parse_name(s: &str) -> Option<ColType> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "INTEGER" | "INT" => ColType::Integer,
+            "REAL" | "DOUBLE" | "FLOAT" => ColType::Real,
+            "TEXT" => ColType::Text,
+            "BOOLEAN" | "BOOL" => ColType::Boolean,
+            "DATE" => ColType::Date,
+            "TIMESTAMP" | "DATETIME" => ColType::Timestamp,
+            "NUMERIC" => ColType::Numeric,
+            "ANY" => ColType::Any,
+            _ => return None,
+        })
     }
 
     /// The type of an existing column from its declared type, following
@@ -59,7 +98,7 @@ impl ColType {
     /// SQLite converts text bound to a column of this type when the text
     /// looks like a number ([`looks_numeric_to_sqlite`]).
     pub fn converts_text(self) -> bool {
-        matches!(self, ColType::Integer | ColType::Real | ColType::Numeric)
+        !matches!(self, ColType::Text | ColType::Any)
     }
 }
 
@@ -134,6 +173,98 @@ pub fn parse_real(b: &[u8]) -> Option<f64> {
     // Only ASCII got here.
     let s = std::str::from_utf8(b).ok()?;
     s.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// `true`/`false` in any case: `Some(1)`/`Some(0)`.
+pub fn parse_bool(b: &[u8]) -> Option<i64> {
+    if b.eq_ignore_ascii_case(b"true") {
+        Some(1)
+    } else if b.eq_ignore_ascii_case(b"false") {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+fn digits(b: &[u8], n: usize) -> Option<u32> {
+    if b.len() < n || !b[..n].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b[..n].iter().fold(0, |v, &c| v * 10 + (c - b'0') as u32))
+}
+
+/// An ISO-8601 calendar date `YYYY-MM-DD` that exists (leap years checked).
+pub fn is_iso_date(b: &[u8]) -> bool {
+    b.len() == 10 && iso_date_prefix(b)
+}
+
+fn iso_date_prefix(b: &[u8]) -> bool {
+    let (Some(y), Some(m), Some(d)) = (
+        digits(b, 4),
+        b.get(5..).and_then(|r| digits(r, 2)),
+        b.get(8..).and_then(|r| digits(r, 2)),
+    ) else {
+        return false;
+    };
+    if b[4] != b'-' || b[7] != b'-' || !(1..=12).contains(&m) || d == 0 {
+        return false;
+    }
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    d <= days[m as usize - 1]
+}
+
+/// An ISO-8601 date and time as SQLite's date functions read it:
+/// `YYYY-MM-DD`, `T` or a space, `HH:MM`, optionally `:SS` and a fraction,
+/// optionally `Z` or `±HH:MM`.
+pub fn is_iso_timestamp(b: &[u8]) -> bool {
+    if b.len() < 16 || !iso_date_prefix(b) || !matches!(b[10], b'T' | b' ') {
+        return false;
+    }
+    let t = &b[11..];
+    let (Some(h), Some(mi)) = (digits(t, 2), t.get(3..).and_then(|r| digits(r, 2))) else {
+        return false;
+    };
+    if t[2] != b':' || h > 23 || mi > 59 {
+        return false;
+    }
+    let mut r = &t[5..];
+    if r.first() == Some(&b':') {
+        match digits(&r[1..], 2) {
+            Some(s) if s <= 59 => r = &r[3..],
+            _ => return false,
+        }
+        if r.first() == Some(&b'.') {
+            let n = r[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return false;
+            }
+            r = &r[1 + n..];
+        }
+    }
+    match r {
+        [] | [b'Z'] => true,
+        [b'+' | b'-', rest @ ..] => {
+            rest.len() == 5
+                && rest[2] == b':'
+                && digits(rest, 2).is_some_and(|v| v <= 14)
+                && digits(&rest[3..], 2).is_some_and(|v| v <= 59)
+        }
+        _ => false,
+    }
 }
 
 /// An integer as written: an optional sign and one or more ASCII digits,
