@@ -1,5 +1,5 @@
-//! The `litelane` command: import, bench, stats, doctor, checkpoint, backup,
-//! recover.
+//! The `litelane` command: import, sniff, bench, stats, doctor, checkpoint,
+//! backup, recover.
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
