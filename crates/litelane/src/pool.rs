@@ -85,6 +85,12 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// Runs `BEGIN` or `COMMIT` through the statement cache (once per read:
+/// parsing them each time is measurable on short reads).
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -136,10 +142,9 @@ impl Pool {
         };
         let reader = lease.reader.as_ref().expect("leased reader");
         let conn = &reader.conn;
-        conn.execute_batch("BEGIN")
-            .context(|| "BEGIN (read)".to_string())?;
+        control(conn, "BEGIN").context(|| "BEGIN (read)".to_string())?;
         let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
-        let end = conn.execute_batch("COMMIT");
+        let end = control(conn, "COMMIT");
         match out {
             Err(panic) => {
                 drop(lease);
