@@ -289,27 +289,7 @@ fn per_thread_connections(
                     };
                     barrier.wait();
                     for a in Accounts::new(seed, t as u64).take(per_thread as usize) {
-                        let t0 = Instant::now();
-                        loop {
-                            let r = conn
-                                .prepare_cached(ACCOUNT_INSERT)
-                                .and_then(|mut st| st.execute((&a.id, &a.created_at, &a.username)));
-                            match r {
-                                Ok(_) => {
-                                    w.latencies.push(t0.elapsed());
-                                    break;
-                                }
-                                Err(e) if is_busy(&e) => {
-                                    w.busy += 1;
-                                    std::thread::yield_now();
-                                }
-                                Err(e) => {
-                                    w.failed += 1;
-                                    w.first_error.get_or_insert(e.to_string());
-                                    break;
-                                }
-                            }
-                        }
+                        insert_retrying_busy(&conn, &a, Instant::now(), &mut w);
                     }
                     w
                 })
@@ -605,26 +585,7 @@ fn connection_inserts(
                 continue;
             }
         };
-        loop {
-            let r = conn
-                .prepare_cached(ACCOUNT_INSERT)
-                .and_then(|mut st| st.execute((&a.id, &a.created_at, &a.username)));
-            match r {
-                Ok(_) => {
-                    w.latencies.push(t0.elapsed());
-                    break;
-                }
-                Err(e) if is_busy(&e) => {
-                    w.busy += 1;
-                    std::thread::yield_now();
-                }
-                Err(e) => {
-                    w.failed += 1;
-                    w.first_error.get_or_insert(e.to_string());
-                    break;
-                }
-            }
-        }
+        insert_retrying_busy(conn, &a, t0, &mut w);
         drop(turn);
     }
     w
@@ -738,4 +699,35 @@ fn processes(
         row.set("first_error", e);
     }
     Ok(row)
+}
+
+/// Inserts one account on a plain connection, retrying (and counting) every
+/// `SQLITE_BUSY` that gets through the busy timeout; records the latency
+/// from `t0` or the first error.
+fn insert_retrying_busy(
+    conn: &rusqlite::Connection,
+    a: &super::data::Account,
+    t0: Instant,
+    w: &mut Work,
+) {
+    loop {
+        let r = conn
+            .prepare_cached(ACCOUNT_INSERT)
+            .and_then(|mut st| st.execute((&a.id, &a.created_at, &a.username)));
+        match r {
+            Ok(_) => {
+                w.latencies.push(t0.elapsed());
+                return;
+            }
+            Err(e) if is_busy(&e) => {
+                w.busy += 1;
+                std::thread::yield_now();
+            }
+            Err(e) => {
+                w.failed += 1;
+                w.first_error.get_or_insert(e.to_string());
+                return;
+            }
+        }
+    }
 }
