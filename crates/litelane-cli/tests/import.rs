@@ -8,18 +8,9 @@ use std::time::{Duration, Instant};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
-/// Runs `litelane import ARGS...`.
-fn litelane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .arg("import")
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
+mod common;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{litelane, stderr};
 
 /// A finished import: exit 0 when every record was stored, 3 when some were
 /// rejected (from the JSON summary, or the stderr summary without one).

@@ -4,22 +4,14 @@
 //! case asserts the exact rows stored and the counts reported.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
-fn litelane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .arg("import")
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
+mod common;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{litelane, stderr};
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap_or_default()

@@ -4,22 +4,14 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
-fn litelane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .arg("import")
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
+mod common;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{litelane, stderr};
 
 fn count(db: &str, sql: &str) -> i64 {
     let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
