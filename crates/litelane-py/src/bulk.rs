@@ -8,7 +8,7 @@
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 
-use litelane::{Error, InsertReport, Value};
+use litelane::{Error, InsertReport, RowSource, Tx, Value};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -19,27 +19,40 @@ use crate::errors::{exc, IntoPy};
 /// A batch of rows, or `None`: the caller failed, roll back.
 type Batch = Option<Vec<Vec<Value>>>;
 
-/// The rows the inserter pulls: batches from the channel, flattened. An
-/// abort message becomes a row of zero values, which the inserter rejects
-/// (wrong width), rolling its transaction back.
+/// The rows the inserter pulls: batches from the channel, flattened. The
+/// abort message ends the insert with an error, rolling its transaction
+/// back.
 struct Feed {
     rx: Receiver<Batch>,
-    current: std::vec::IntoIter<Vec<Value>>,
+    current: std::iter::Peekable<std::vec::IntoIter<Vec<Value>>>,
+    aborted: bool,
 }
 
-impl Iterator for Feed {
-    type Item = Vec<Value>;
-    fn next(&mut self) -> Option<Vec<Value>> {
-        loop {
-            if let Some(r) = self.current.next() {
-                return Some(r);
-            }
+impl Feed {
+    /// Receives until a row is at hand, the caller aborts or the channel ends.
+    fn fill(&mut self) {
+        while !self.aborted && self.current.peek().is_none() {
             match self.rx.recv() {
-                Ok(Some(b)) => self.current = b.into_iter(),
-                Ok(None) => return Some(Vec::new()),
-                Err(_) => return None,
+                Ok(Some(b)) => self.current = b.into_iter().peekable(),
+                Ok(None) => self.aborted = true,
+                Err(_) => return,
             }
         }
+    }
+}
+
+impl RowSource for Feed {
+    type Row = Vec<Value>;
+    fn next_row(&mut self, _tx: &Tx<'_>) -> litelane::Result<Option<Vec<Value>>> {
+        self.fill();
+        if self.aborted {
+            return Err(Error::user("insert_many stopped by its caller"));
+        }
+        Ok(self.current.next())
+    }
+    fn is_done(&mut self) -> bool {
+        self.fill();
+        !self.aborted && self.current.peek().is_none()
     }
 }
 
@@ -227,6 +240,8 @@ pub fn insert_many<'py>(
             &InsertReport {
                 rows: 0,
                 statements: 0,
+                skipped: 0,
+                refused: 0,
                 commits: 0,
                 rows_per_statement: 0,
                 elapsed: Default::default(),
@@ -245,9 +260,10 @@ pub fn insert_many<'py>(
             if let Some(n) = commit_every {
                 ins = ins.commit_every(n.max(1));
             }
-            ins.insert(Feed {
+            ins.insert_from(Feed {
                 rx,
-                current: Vec::new().into_iter(),
+                current: Vec::new().into_iter().peekable(),
+                aborted: false,
             })
         })
         .map_err(|e| {

@@ -56,7 +56,7 @@ pub use backup::{
     backup_connection, same_file, BackupOptions, BackupProgress, BackupReport, BackupSource,
 };
 pub use bulk::{
-    insert_sql, quote_ident, AsValueRef, BulkRow, InsertReport, Inserter,
+    insert_sql, quote_ident, AsValueRef, BulkRow, InsertReport, Inserter, OnConflict, RowSource,
     TARGET_PARAMS_PER_STATEMENT,
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};

@@ -130,52 +130,15 @@ pub fn create_sql(table: &str, cols: &[ColumnPlan], key: &[usize], strict: bool)
     )
 }
 
-/// The start of the insert statement (`INSERT INTO "t" ("a","b") VALUES `)
-/// and what follows the rows (the upsert clause), for `on` with `key`.
-/// `columns` are the columns the statement fills, in order.
-pub fn statement(
-    table: &str,
-    columns: &[String],
-    key: &[String],
-    on: OnConflict,
-) -> (String, String) {
-    let verb = if on == OnConflict::Replace {
-        "INSERT OR REPLACE"
-    } else {
-        "INSERT"
-    };
-    let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-    let prefix = format!(
-        "{verb} INTO {} ({}) VALUES ",
-        quote_ident(table),
-        quoted.join(",")
-    );
-    let target = key
-        .iter()
-        .map(|k| quote_ident(k))
-        .collect::<Vec<_>>()
-        .join(",");
-    let suffix = match on {
-        OnConflict::Fail | OnConflict::Replace => String::new(),
-        OnConflict::Ignore => format!(" ON CONFLICT ({target}) DO NOTHING"),
-        OnConflict::Upsert => {
-            let is_key = |c: &String| key.iter().any(|k| k.eq_ignore_ascii_case(c));
-            let mut set: Vec<String> = columns
-                .iter()
-                .filter(|c| !is_key(c))
-                .map(|c| format!("{0}=excluded.{0}", quote_ident(c)))
-                .collect();
-            if set.is_empty() {
-                // Only key columns: the stored row already holds the values.
-                set = key
-                    .iter()
-                    .map(|c| format!("{0}=excluded.{0}", quote_ident(c)))
-                    .collect();
-            }
-            format!(" ON CONFLICT ({target}) DO UPDATE SET {}", set.join(","))
-        }
-    };
-    (prefix, suffix)
+/// The engine's conflict handling for `on` with the key `key` (names as the
+/// table spells them); the inserter builds and quotes the statement.
+pub fn engine(on: OnConflict, key: &[String]) -> litelane::OnConflict {
+    match on {
+        OnConflict::Fail => litelane::OnConflict::Fail,
+        OnConflict::Ignore => litelane::OnConflict::Ignore(key.to_vec()),
+        OnConflict::Replace => litelane::OnConflict::Replace,
+        OnConflict::Upsert => litelane::OnConflict::Update(key.to_vec()),
+    }
 }
 
 /// The key's columns as `table` spells them; an error naming a column the
@@ -296,37 +259,23 @@ mod tests {
     }
 
     #[test]
-    fn statements_for_each_mode_quote_every_name() {
-        let cols = vec!["id".to_string(), "a\"b".to_string(), "c".to_string()];
+    fn each_mode_maps_to_the_engine_with_its_key() {
         let key = vec!["id".to_string()];
         let cases = [
-            (OnConflict::Fail, "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ", ""),
+            (OnConflict::Fail, litelane::OnConflict::Fail),
             (
                 OnConflict::Ignore,
-                "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
-                " ON CONFLICT (\"id\") DO NOTHING",
+                litelane::OnConflict::Ignore(key.clone()),
             ),
+            (OnConflict::Replace, litelane::OnConflict::Replace),
             (
                 OnConflict::Upsert,
-                "INSERT INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
-                " ON CONFLICT (\"id\") DO UPDATE SET \"a\"\"b\"=excluded.\"a\"\"b\",\"c\"=excluded.\"c\"",
-            ),
-            (
-                OnConflict::Replace,
-                "INSERT OR REPLACE INTO \"t x\" (\"id\",\"a\"\"b\",\"c\") VALUES ",
-                "",
+                litelane::OnConflict::Update(key.clone()),
             ),
         ];
-        for (on, prefix, suffix) in cases {
-            let (p, s) = statement("t x", &cols, &key, on);
-            assert_eq!((p.as_str(), s.as_str()), (prefix, suffix), "{on:?}");
+        for (on, want) in cases {
+            assert_eq!(engine(on, &key), want, "{on:?}");
         }
-        // Only key columns imported: the update sets the key to itself.
-        let (_, s) = statement("t", &key, &key, OnConflict::Upsert);
-        assert_eq!(
-            s,
-            " ON CONFLICT (\"id\") DO UPDATE SET \"id\"=excluded.\"id\""
-        );
     }
 
     #[test]

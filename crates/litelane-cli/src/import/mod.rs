@@ -15,13 +15,13 @@ mod batch;
 mod conflict;
 mod convert;
 mod dialect;
+mod feed;
 mod files;
 mod guard;
 mod parse;
 mod progress;
 mod rejects;
 mod resume;
-mod sink;
 pub mod sniff;
 mod source;
 mod table;
@@ -37,11 +37,11 @@ use litelane::{quote_ident, Database, Options, Profile};
 
 use conflict::OnConflict;
 use convert::{ColumnPlan, Converter, Plan};
+use feed::Sink;
 use parse::{ParseJob, RawOwned, RawRef, Records, ResumePoint};
 use progress::{group, Bar};
 use rejects::Rejects;
 use resume::Progress;
-use sink::Sink;
 use source::Format;
 use values::{ColType, Inference};
 
@@ -420,19 +420,14 @@ fn import(
         .collect();
     let extra = plan.recurring.source_column.as_ref().map(|c| {
         columns.push(c.clone());
-        args.source.clone()
+        args.source.as_str()
     });
-    let statement = conflict::statement(
-        &table,
-        &columns,
-        &plan.recurring.key,
-        plan.recurring.on_conflict,
-    );
+    let on_conflict = conflict::engine(plan.recurring.on_conflict, &plan.recurring.key);
     let sink = Sink {
         db,
         table: table.clone(),
         columns,
-        statement,
+        on_conflict,
         key,
         extra,
         commit_every: plan.commit_every,
