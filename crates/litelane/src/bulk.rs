@@ -2,9 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::types::{Value, ValueRef};
 
 use crate::error::{Context, Error, Result};
+use crate::ffi::BulkStatement;
 use crate::{Database, Tx};
 
 /// Bound parameters per multi-row statement that litelane aims for, unless
@@ -505,10 +506,8 @@ impl<'a> Inserter<'a> {
         batch.commits = 1;
         source.begin(tx)?;
         let limit = self.commit_every.unwrap_or(u64::MAX);
-        let full_sql = self.sql(self.rows_per_statement);
-        let mut full = tx
-            .prepare_cached(&full_sql)
-            .context(|| format!("preparing the insert into {}", quote_ident(&self.table)))?;
+        let mut full = self.prepare(tx, self.rows_per_statement)?;
+        let mut part: Option<(usize, BulkStatement<'_>)> = None;
         let mut pulled = 0u64;
         let mut end = false;
         while pulled < limit && !end {
@@ -528,22 +527,28 @@ impl<'a> Inserter<'a> {
             }
             let first = before + pulled + 1;
             pulled += buffer.len() as u64;
-            if buffer.len() == self.rows_per_statement {
-                self.execute(tx, &mut full, buffer, first, source, &mut batch)?;
+            let stmt = if buffer.len() == self.rows_per_statement {
+                &mut full
             } else {
-                let sql = self.sql(buffer.len());
-                let mut part = tx
-                    .prepare_cached(&sql)
-                    .context(|| row_context(&self.table, first, buffer.len()))?;
-                self.execute(tx, &mut part, buffer, first, source, &mut batch)?;
-            }
+                if part.as_ref().is_none_or(|(n, _)| *n != buffer.len()) {
+                    part = Some((buffer.len(), self.prepare(tx, buffer.len())?));
+                }
+                &mut part.as_mut().expect("prepared above").1
+            };
+            self.execute(tx, stmt, buffer, first, source, &mut batch)?;
             if let Some(p) = self.progress.as_mut() {
                 p(before + pulled);
             }
         }
-        drop(full);
+        drop((full, part));
         source.before_commit(tx, &batch, end)?;
         Ok((batch, end))
+    }
+
+    /// Compiles the statement for `rows` rows.
+    fn prepare<'c>(&self, tx: &'c Tx<'_>, rows: usize) -> Result<BulkStatement<'c>> {
+        BulkStatement::prepare(tx, &self.sql(rows))
+            .context(|| format!("preparing the insert into {}", quote_ident(&self.table)))
     }
 
     /// Runs one statement over `rows` (numbered from `first`); when SQLite
@@ -552,28 +557,24 @@ impl<'a> Inserter<'a> {
     fn execute<S: RowSource>(
         &self,
         tx: &Tx<'_>,
-        stmt: &mut rusqlite::Statement<'_>,
+        stmt: &mut BulkStatement<'_>,
         rows: &[S::Row],
         first: u64,
         source: &mut S,
         batch: &mut InsertReport,
     ) -> Result<()> {
         batch.statements += 1;
-        bind(stmt, rows, first, self.columns.len(), &self.table)?;
-        match stmt.raw_execute() {
+        check_widths(rows, first, self.columns.len(), &self.table)?;
+        match stmt.execute(values(rows)) {
             Ok(changed) => {
                 batch.count(rows.len(), changed);
                 Ok(())
             }
             Err(e) if is_row_error(&e) => {
-                let mut single = tx
-                    .prepare_cached(&self.sql(1))
-                    .context(|| row_context(&self.table, first, rows.len()))?;
+                let mut single = self.prepare(tx, 1)?;
                 for (i, row) in rows.iter().enumerate() {
                     let number = first + i as u64;
-                    let one = std::slice::from_ref(row);
-                    bind(&mut single, one, number, self.columns.len(), &self.table)?;
-                    match single.raw_execute() {
+                    match single.execute(values(std::slice::from_ref(row))) {
                         Ok(changed) => batch.count(1, changed),
                         Err(e) if is_row_error(&e) => {
                             let e = Error::from_sqlite(e, row_context(&self.table, number, 1));
@@ -632,32 +633,24 @@ fn row_context(table: &str, first_row: u64, n: usize) -> String {
     )
 }
 
-/// Binds `rows` to consecutive parameters of `stmt`; `first_row` (1-based)
-/// numbers them in errors.
-fn bind<R: BulkRow>(
-    stmt: &mut rusqlite::Statement<'_>,
-    rows: &[R],
-    first_row: u64,
-    columns: usize,
-    table: &str,
-) -> Result<()> {
-    let mut index = 1;
-    for (r, row) in rows.iter().enumerate() {
-        let row_no = first_row + r as u64;
-        if row.len() != columns {
-            return Err(Error::invalid(format!(
-                "row {row_no} has {} values; the insert into {} has {columns} columns",
-                row.len(),
-                quote_ident(table),
-            )));
-        }
-        for c in 0..columns {
-            stmt.raw_bind_parameter(index, ToSqlOutput::Borrowed(row.value(c)))
-                .context(|| format!("binding row {row_no} column {}", c + 1))?;
-            index += 1;
-        }
+/// Every value of `rows`, row after row.
+fn values<R: BulkRow>(rows: &[R]) -> impl Iterator<Item = ValueRef<'_>> {
+    rows.iter()
+        .flat_map(|r| (0..r.len()).map(move |c| r.value(c)))
+}
+
+/// An error naming the first of `rows` (numbered from `first_row`) whose
+/// width is not `columns`.
+fn check_widths<R: BulkRow>(rows: &[R], first_row: u64, columns: usize, table: &str) -> Result<()> {
+    match rows.iter().position(|r| r.len() != columns) {
+        None => Ok(()),
+        Some(r) => Err(Error::invalid(format!(
+            "row {} has {} values; the insert into {} has {columns} columns",
+            first_row + r as u64,
+            rows[r].len(),
+            quote_ident(table),
+        ))),
     }
-    Ok(())
 }
 
 #[cfg(test)]
