@@ -168,7 +168,7 @@ impl<'c> BulkStatement<'c> {
                 conn.handle(),
                 sql.as_ptr().cast(),
                 len,
-                ffi::SQLITE_PREPARE_PERSISTENT as u32,
+                ffi::SQLITE_PREPARE_PERSISTENT,
                 &mut stmt,
                 ptr::null_mut(),
             )
