@@ -164,10 +164,10 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     // 2. litelane import, as a child process.
     ctx.progress("import: litelane-import");
-    let (row, note, create) = litelane_import(ctx, &csv, rows, profile)?;
-    o.rows.push(row);
-    o.notes.extend(note);
-    if let Some((table, create)) = &create {
+    let imported = litelane_import(ctx, &csv, rows, profile)?;
+    o.rows.push(imported.row);
+    o.notes.extend(imported.note);
+    if let Some((table, create)) = &imported.table {
         ctx.progress("import: insert-select-text");
         o.rows
             .push(text_copy_floor(ctx, &csv, table, create, rows, profile)?);
@@ -329,6 +329,16 @@ fn shell_import(ctx: &Ctx, shell: &Path, csv: &Path, rows: u64) -> Result<Row, C
     Ok(row)
 }
 
+/// What [`litelane_import`] measured.
+struct Imported {
+    /// The variant's row.
+    row: Row,
+    /// Why it failed, if it did.
+    note: Option<String>,
+    /// The table it made: its name and `CREATE TABLE` statement.
+    table: Option<(String, String)>,
+}
+
 /// `litelane import CSV --db DB --json --quiet` as a child process. An
 /// import that fails (or is not built) becomes a row with errors and a note,
 /// not a failed benchmark.
@@ -337,7 +347,7 @@ fn litelane_import(
     csv: &Path,
     rows: u64,
     profile: Profile,
-) -> Result<(Row, Option<String>, Option<(String, String)>), CliError> {
+) -> Result<Imported, CliError> {
     let dir = ctx.fresh_dir()?;
     let db = dir.path().join("import.db");
     let exe =
@@ -359,7 +369,11 @@ fn litelane_import(
             .errors(rows)
             .with("kind", "insert")
             .with("error", why.clone());
-        (row, Some(format!("litelane-import failed: {why}")), None)
+        Imported {
+            row,
+            note: Some(format!("litelane-import failed: {why}")),
+            table: None,
+        }
     };
     let out = match out {
         Ok(o) => o,
@@ -406,7 +420,11 @@ fn litelane_import(
         })
         .ok()
         .map(|sql| (raw_table, sql));
-    Ok((row, None, create))
+    Ok(Imported {
+        row,
+        note: None,
+        table: create,
+    })
 }
 
 /// The floor of a typed import: SQLite copying the CSV's text, already in a
