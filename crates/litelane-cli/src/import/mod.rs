@@ -571,7 +571,8 @@ fn prepare_fresh(
         Some(p) => p.sniffed().records(layout.format, input.reader),
         None => Records::new(layout.format, input.reader),
     };
-    let sample = plan::read_head(&mut records, &layout, sniffed.as_ref(), &display)?;
+    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
+    let sample = plan::read_sample(&mut records, &display)?;
 
     // Decide: the input's columns, the key, the table's columns and DDL.
     let inputs = match &sniffed {

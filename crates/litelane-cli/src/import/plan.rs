@@ -7,8 +7,8 @@
 //! come out. `prepare_fresh` and `prepare_resume` (in the parent module) do
 //! the reading and call these in order, the way ripgrep's `HiArgs` is
 //! assembled from its low-level arguments by one small constructor per
-//! concern. Only [`read_head`] reads (from an already open [`Records`]);
-//! nothing here opens a file or touches the database.
+//! concern. Only [`read_header`] and [`read_sample`] read (from an already
+//! open [`Records`]); nothing here opens a file or touches the database.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -105,25 +105,32 @@ pub fn layout(
     }
 }
 
-/// Reads the start of the input: skips the layout's preamble records,
-/// checks the header record against the plan ([`header`]) and keeps up to
-/// [`SAMPLE_RECORDS`] records for inference. Returns the sample.
-pub fn read_head(
+/// Reads the start of the input: skips the layout's preamble records and
+/// checks the header record, if any, against the plan ([`header`]).
+/// Returns the header's fields (`None`: no header line).
+pub fn read_header(
     records: &mut Records,
     layout: &Layout,
     sniffed: Option<&SniffPlan>,
     display: &str,
-) -> Result<Vec<RawOwned>, CliError> {
+) -> Result<Option<Vec<String>>, CliError> {
     for _ in 0..layout.skip_rows {
         records.next_record(display)?;
     }
-    if let (true, Some(p)) = (layout.header, sniffed) {
-        let first = match records.next_record(display)? {
-            Some(RawRef::Csv(r, at)) => Some((r, at.line)),
-            _ => None,
-        };
-        header(first, p, display)?;
+    match (layout.header, sniffed) {
+        (true, Some(p)) => {
+            let first = match records.next_record(display)? {
+                Some(RawRef::Csv(r, at)) => Some((r, at.line)),
+                _ => None,
+            };
+            header(first, p, display).map(Some)
+        }
+        _ => Ok(None),
     }
+}
+
+/// Reads up to [`SAMPLE_RECORDS`] records (after the header) for inference.
+pub fn read_sample(records: &mut Records, display: &str) -> Result<Vec<RawOwned>, CliError> {
     let mut sample = Vec::new();
     while sample.len() < SAMPLE_RECORDS {
         match records.next_record(display)? {
@@ -618,3 +625,5 @@ pub fn sql_string(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+#[cfg(test)]
+mod tests;
