@@ -43,7 +43,6 @@ use rejects::Rejects;
 use resume::Progress;
 use sink::Sink;
 use source::Format;
-use values::ColType;
 
 use crate::error::CliError;
 
@@ -665,135 +664,52 @@ fn prepare_resume(
     input: source::Input,
     recorded: Vec<Progress>,
 ) -> Result<Option<Prepared>, CliError> {
-    let key = source_key(&args.source);
-    let rec = match recorded
-        .iter()
-        .rev()
-        .find(|r| r.source == key || r.source == args.source)
-    {
-        Some(r) => r.clone(),
-        None => {
-            if let Some(r) = recorded.iter().find(|r| r.state == resume::RUNNING) {
-                return Err(CliError::Input(format!(
-                    "refusing to resume: {} is not the file the interrupted import into {} was \
-                     reading ({})",
-                    input.display,
-                    quote_ident(&r.table),
-                    r.source
-                )));
-            }
-            return Err(CliError::Input(format!(
-                "nothing to resume: {} records no resumable import of {} into {} (only imports \
-                 run with --commit-every can be resumed)",
-                args.db.display(),
-                input.display,
-                quote_ident(table)
-            )));
-        }
-    };
+    use plan::resumed;
+    let display = input.display.clone();
+    let rec = resumed::pick_record(
+        &recorded,
+        &source_key(&args.source),
+        &args.source,
+        &display,
+        &args.db,
+        table,
+    )?;
     if rec.state == resume::DONE {
-        if !args.quiet {
-            eprintln!(
-                "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
-                rec.source,
-                quote_ident(&rec.table),
-                group(rec.rows_inserted)
-            );
-        }
-        if args.json || args.summaries.is_some() {
-            let summary = serde_json::json!({
-                "table": rec.table,
-                "already_finished": true,
-                "rows_inserted": 0,
-                "rows_skipped": 0,
-                "rows_rejected": 0,
-                "total_rows_inserted": rec.rows_inserted,
-                "total_rows_rejected": rec.rows_rejected,
-                "source": rec.source,
-                "profile": args.profile.name(),
-            });
-            files::emit(args, summary);
-        }
+        already_finished(args, &rec);
         return Ok(None);
     }
-    check_resume_flags(args, &rec.plan)?;
-    match (&rec.fingerprint, &input.fingerprint) {
-        (Some(a), Some(b)) if a == b => {}
-        (None, _) => {
-            return Err(CliError::Input(format!(
-                "the interrupted import into {} read from stdin: it cannot be resumed; \
-                 start over with --mode replace",
-                quote_ident(&rec.table)
-            )))
-        }
-        _ => {
-            return Err(CliError::Input(format!(
-                "refusing to resume: {} is not the file the interrupted import into {} was \
-                 reading ({}: its size or content differs)",
-                input.display,
-                quote_ident(&rec.table),
-                rec.source
-            )))
-        }
-    }
+    resumed::check_resume_flags(args, &rec.plan)?;
+    resumed::check_fingerprint(&rec, input.fingerprint.as_deref(), &display)?;
     if table::existing(db, &rec.table)?.is_none() {
         return Err(CliError::Input(format!(
             "table {} of the interrupted import no longer exists; start over without --resume",
             quote_ident(&rec.table)
         )));
     }
-    let mut plan = rec.plan.clone();
-    if args.commit_every.is_some() {
-        plan.commit_every = args.commit_every;
-    }
-    let mut setup = Vec::new();
-    if let Some(rt) = &args.rejects_table {
-        if plan.rejects_table.as_deref() != Some(rt.as_str()) {
-            setup.push(plan::rejects_table_sql(rt));
-            plan.rejects_table = Some(rt.clone());
-        }
-    }
-    let display = input.display.clone();
+    let (plan, setup) = resumed::resumed_plan(&rec.plan, args);
     let mut records = match &plan.sniffed {
         Some(s) => s.records(plan.format, input.reader),
         None => Records::new(plan.format, input.reader),
     };
-    for _ in 0..plan.sniffed.as_ref().map_or(0, |s| s.skip_rows) {
+    for _ in 0..resumed::records_before_data(&plan) {
         records.next_record(&display)?;
     }
-    if plan.header {
-        records.next_record(&display)?;
-    }
-    let rejects_path = match &args.rejects {
+    let given = match &args.rejects {
         Some(p) => Some(absolute(p)?.display().to_string()),
-        None => rec.rejects_file.clone(),
+        None => None,
     };
-    let rejects = match &rejects_path {
+    let target = resumed::rejects_target(given, &rec);
+    let rejects = match &target.path {
         Some(p) => {
             let path = Path::new(p);
-            if args.rejects.is_none() {
-                // The recorded rejects file: still check it is not the input
-                // or the database (either may have moved since).
+            if target.recheck {
                 let mut protected = guard::database_files(&args.db);
                 protected.push(("the input".to_string(), PathBuf::from(&args.source)));
                 guard::check_output("the recorded rejects file", path, &protected)?;
             }
-            let keep = if rec.rejects_file.as_deref() == Some(p.as_str()) {
-                rec.rejects_bytes
-            } else {
-                0
-            };
-            Rejects::file(path, keep, &display)?
+            Rejects::file(path, target.keep, &display)?
         }
         None => Rejects::stderr(&display),
-    };
-    let point = match (rec.resume_end, rec.resume_hash) {
-        (Some(end), Some(hash)) if rec.records_read > 0 => Some(ResumePoint {
-            record: rec.records_read,
-            end,
-            hash,
-        }),
-        _ => None,
     };
     let mut progress = rec.clone();
     progress.plan = plan.clone();
@@ -803,118 +719,36 @@ fn prepare_resume(
         records,
         sample: Vec::new(),
         skip: rec.records_read,
-        resume: point,
+        resume: resumed::resume_point(&rec),
         setup,
         progress: Some(progress),
         rejects,
     }))
 }
 
-/// Refuses flags given with `--resume` that contradict the recorded plan
-/// (`--resume` always converts as the first run did).
-fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
-    let mut bad = Vec::new();
-    if let Some(f) = args.format {
-        if f != plan.format {
-            bad.push(format!(
-                "--format {} (the import is reading {})",
-                format_name(f),
-                format_name(plan.format)
-            ));
-        }
+/// Says that the recorded import already finished (stderr, and the JSON
+/// summary when asked).
+fn already_finished(args: &ImportArgs, rec: &Progress) {
+    if !args.quiet {
+        eprintln!(
+            "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
+            rec.source,
+            quote_ident(&rec.table),
+            group(rec.rows_inserted)
+        );
     }
-    if args.no_header && plan.header {
-        bad.push("--no-header (the import read a header line)".to_string());
-    }
-    if !args.nulls.is_empty() && args.nulls != plan.nulls {
-        bad.push(format!(
-            "--null {:?} (the import's null tokens are {:?})",
-            args.nulls, plan.nulls
-        ));
-    }
-    if args.types == Some(Types::Text) && plan.columns.iter().any(|c| c.ty != ColType::Text) {
-        bad.push("--types text (the import's columns are typed)".to_string());
-    }
-    if args.strict
-        && plan
-            .columns
-            .iter()
-            .any(|c| !c.strict && matches!(c.ty, ColType::Integer | ColType::Real))
-    {
-        bad.push("--strict (the import was not strict)".to_string());
-    }
-    if let Some(m) = args.mode {
-        bad.push(format!(
-            "--mode {} (a resumed import appends to its table)",
-            match m {
-                Mode::Create => "create",
-                Mode::Append => "append",
-                Mode::Replace => "replace",
-            }
-        ));
-    }
-    if let Some(pk) = &args.pk {
-        let same = conflict::parse_key(pk).is_ok_and(|k| {
-            k.len() == plan.recurring.key.len()
-                && k.iter()
-                    .zip(&plan.recurring.key)
-                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+    if args.json || args.summaries.is_some() {
+        let summary = serde_json::json!({
+            "table": rec.table,
+            "already_finished": true,
+            "rows_inserted": 0,
+            "rows_skipped": 0,
+            "rows_rejected": 0,
+            "total_rows_inserted": rec.rows_inserted,
+            "total_rows_rejected": rec.rows_rejected,
+            "source": rec.source,
+            "profile": args.profile.name(),
         });
-        if !same {
-            bad.push(format!("--pk {pk} (the table already exists)"));
-        }
-    }
-    if let Some(on) = args.on_conflict {
-        if on != plan.recurring.on_conflict {
-            bad.push(format!(
-                "--on-conflict {} (the import's is {})",
-                on.name(),
-                plan.recurring.on_conflict.name()
-            ));
-        }
-    }
-    if let Some(sc) = &args.source_column {
-        if plan.recurring.source_column.as_deref() != Some(sc.as_str()) {
-            bad.push(format!("--source-column {sc} (not the import's)"));
-        }
-    }
-    if args.plan.is_some() {
-        bad.push("--plan (the import's plan is recorded)".to_string());
-    }
-    if !args.types_for.is_empty() {
-        bad.push("--type (the table already exists)".to_string());
-    }
-    let recorded_delim = plan.sniffed.as_ref().map_or(
-        if plan.format == Format::Tsv {
-            '\t'
-        } else {
-            ','
-        },
-        |s| s.delimiter,
-    );
-    if let Some(d) = args.delimiter.filter(|d| *d != recorded_delim) {
-        bad.push(format!(
-            "--delimiter {d:?} (the import splits on {recorded_delim:?})"
-        ));
-    }
-    if args.header && !plan.header {
-        bad.push("--header (the import read no header line)".to_string());
-    }
-    if bad.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::Input(format!(
-        "refusing to resume: these flags contradict the interrupted import's recorded plan, \
-         which --resume follows: {}; run again without them (or start over with --mode \
-         replace)",
-        bad.join(", ")
-    )))
-}
-
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Csv => "csv",
-        Format::Tsv => "tsv",
-        Format::Ndjson => "ndjson",
+        files::emit(args, summary);
     }
 }

@@ -625,5 +625,7 @@ pub fn sql_string(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+pub mod resumed;
+
 #[cfg(test)]
 mod tests;
