@@ -1051,6 +1051,24 @@ fn appending_matches_columns_by_name_or_says_which_are_missing() {
             ..base()
         },
         Case {
+            name: "NDJSON keys differing only in case, with --alter: one column added",
+            format: Format::Ndjson,
+            inputs: &[("extra", I), ("EXTRA", T), ("Src", T)],
+            flags: alter.clone(),
+            want: Ok((
+                vec![
+                    ("id", I, true, 0, "id"),
+                    ("name", T, false, 1, "name"),
+                    ("score", R, false, 2, "score"),
+                    ("src", T, false, 3, "src"),
+                    ("extra", I, false, 4, "extra"),
+                ],
+                vec![],
+                vec!["ALTER TABLE \"T\" ADD COLUMN \"extra\" INTEGER"],
+            )),
+            ..base()
+        },
+        Case {
             name: "--pk in another case: the table's spelling",
             inputs: &[("name", T)],
             key: key(&["NAME"], OnConflict::Fail),
