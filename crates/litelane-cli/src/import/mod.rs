@@ -549,9 +549,10 @@ fn prepare_fresh(
 
     // Read: the sniffed (or given) plan of a CSV/TSV file, then the
     // preamble, the header and the sample.
+    let format = plan::given_format(args.format, &args.source);
     let sniffed = sniff::plan_for_import(
         args.plan.as_ref(),
-        plan::given_format(args.format, &args.source),
+        format,
         args.delimiter,
         args.header,
         args.no_header,
@@ -560,12 +561,7 @@ fn prepare_fresh(
         &mut input,
         &args.source,
     )?;
-    let layout = plan::layout(
-        plan::given_format(args.format, &args.source),
-        sniffed.as_ref(),
-        args.no_header,
-        &args.nulls,
-    );
+    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
     let mut records = match &sniffed {
         Some(p) => p.sniffed().records(layout.format, input.reader),
         None => Records::new(layout.format, input.reader),
@@ -581,21 +577,17 @@ fn prepare_fresh(
     let fields = inputs.fields;
     let key = plan::key_flags(args.pk.as_deref(), args.on_conflict)?;
     let drop_first = mode == Mode::Replace && existing.is_some();
-    let appended = match (existing.as_mut(), mode) {
-        (Some(t), Mode::Append) => Some(t),
-        _ => None,
-    };
-    let (target, appended) = match appended {
-        Some(t) => {
-            let needs_index = !key.names.is_empty() && key.on_conflict != OnConflict::Fail;
-            let indexes = match needs_index {
+    let (target, appended) = match (existing.as_mut(), mode) {
+        (Some(t), Mode::Append) => {
+            // Read only when --on-conflict needs the key to be unique.
+            let indexes = match !key.names.is_empty() && key.on_conflict != OnConflict::Fail {
                 true => conflict::unique_indexes(db, &t.name)?,
                 false => Vec::new(),
             };
             let target = plan::append_table(t, layout.format, inputs, &flags, &key, &indexes)?;
             (target, Some(&*t))
         }
-        None => {
+        _ => {
             let target = plan::new_table(table, inputs, &flags, &key, drop_first, &display)?;
             (target, None)
         }
@@ -613,17 +605,7 @@ fn prepare_fresh(
     );
 
     // Write: the rejects output, the statements, the progress record.
-    let rejects = match &args.rejects {
-        Some(p) => {
-            let p = absolute(p)?;
-            let keep = match args.rejects_append {
-                true => std::fs::metadata(&p).map_or(0, |m| m.len()),
-                false => 0,
-            };
-            Rejects::file(&p, keep, &display)?
-        }
-        None => Rejects::stderr(&display),
-    };
+    let rejects = fresh_rejects(args, &display)?;
     let source = source_key(&args.source);
     let mut setup = target.setup;
     setup.extend(source_column);
@@ -653,6 +635,21 @@ fn prepare_fresh(
         progress,
         rejects,
     })
+}
+
+/// The rejects output of a fresh import: `--rejects` FILE (started anew,
+/// or appended to for the files after the first of a run over several), or
+/// stderr.
+fn fresh_rejects(args: &ImportArgs, display: &str) -> Result<Rejects, CliError> {
+    let Some(p) = &args.rejects else {
+        return Ok(Rejects::stderr(display));
+    };
+    let p = absolute(p)?;
+    let keep = match args.rejects_append {
+        true => std::fs::metadata(&p).map_or(0, |m| m.len()),
+        false => 0,
+    };
+    Rejects::file(&p, keep, display)
 }
 
 /// `--resume`: the recorded plan, the same file, and where to continue.
