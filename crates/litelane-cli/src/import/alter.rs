@@ -8,26 +8,31 @@ use super::table::{Existing, ExistingColumn};
 use super::values::ColType;
 use crate::error::CliError;
 
-/// The input columns (`names`, with what the sample says of each in
-/// `inference`) that `table` lacks (compared ignoring ASCII case, as SQLite
-/// does). With `alter`, returns one `ALTER TABLE ... ADD COLUMN` per missing
-/// column and adds them to `table`, so that matching by name then finds
-/// them; without, an error naming every missing column and suggesting
-/// `--alter`. `text` types every added column TEXT (`--types text`).
+/// The input columns (`names`, each with the type it would get in a new
+/// table in `types`) that `table` lacks (compared ignoring ASCII case, as
+/// SQLite does). With `alter`, returns one `ALTER TABLE ... ADD COLUMN` per
+/// missing column (a name repeated in another case, once) and adds them to
+/// `table`, so that matching by name then finds them; without, an error
+/// naming every missing column and suggesting `--alter`.
 pub fn add_missing(
     names: &[String],
     types: &[ColType],
     table: &mut Existing,
     alter: bool,
 ) -> Result<Vec<String>, CliError> {
-    let missing: Vec<usize> = (0..names.len())
-        .filter(|&i| {
-            !table
-                .columns
-                .iter()
-                .any(|c| c.name.eq_ignore_ascii_case(&names[i]))
-        })
-        .collect();
+    // A name repeated in another case (NDJSON keys `a` and `A`) is added
+    // once: its values go to that one column, as they would to an existing
+    // one (names are matched ignoring ASCII case).
+    let mut missing: Vec<usize> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let present = table
+            .columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name));
+        if !present && !missing.iter().any(|&j| names[j].eq_ignore_ascii_case(name)) {
+            missing.push(i);
+        }
+    }
     if missing.is_empty() {
         return Ok(Vec::new());
     }

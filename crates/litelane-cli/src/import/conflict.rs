@@ -170,28 +170,13 @@ pub fn spell_key(table: &Existing, key: &[String]) -> Result<Vec<String>, CliErr
     Ok(spelled)
 }
 
-/// Checks that an existing table has a PRIMARY KEY or a UNIQUE index (not
-/// partial) on exactly the columns of `key`, as `ON CONFLICT (key)` and a
-/// meaningful `--on-conflict` need. Returns the key as the table spells it.
-pub fn check_existing_key(
-    db: &Database,
-    table: &Existing,
-    key: &[String],
-    on: OnConflict,
-) -> Result<Vec<String>, CliError> {
-    let spelled = spell_key(table, key)?;
-    if spelled.len() == 1
-        && table
-            .columns
-            .iter()
-            .any(|c| c.rowid_alias && c.name == spelled[0])
-    {
-        return Ok(spelled);
-    }
-    let mut want: Vec<String> = spelled.iter().map(|s| s.to_ascii_lowercase()).collect();
-    want.sort();
-    let name = table.name.clone();
-    let indexes: Vec<Vec<Option<String>>> = db.read(move |c| {
+/// The unique indexes (not partial, the primary key's included) of the
+/// table named `table`: for each, its columns as `pragma_index_info` names
+/// them (`None` for an expression). Read before planning, for
+/// [`existing_key`].
+pub fn unique_indexes(db: &Database, table: &str) -> Result<Vec<Vec<Option<String>>>, CliError> {
+    let name = table.to_string();
+    Ok(db.read(move |c| {
         let mut list = c.prepare(
             "SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0",
         )?;
@@ -207,7 +192,32 @@ pub fn check_existing_key(
             );
         }
         Ok(out)
-    })?;
+    })?)
+}
+
+/// Checks that an existing table has a PRIMARY KEY or a UNIQUE index (not
+/// partial) on exactly the columns of `key` (compared ignoring ASCII case and
+/// order), as `ON CONFLICT (key)` and a meaningful `--on-conflict` need;
+/// `indexes` are the table's [`unique_indexes`]. An `INTEGER PRIMARY KEY`
+/// (the rowid) has no index and is accepted as it is. Returns the key as the
+/// table spells it.
+pub fn existing_key(
+    table: &Existing,
+    key: &[String],
+    on: OnConflict,
+    indexes: &[Vec<Option<String>>],
+) -> Result<Vec<String>, CliError> {
+    let spelled = spell_key(table, key)?;
+    if spelled.len() == 1
+        && table
+            .columns
+            .iter()
+            .any(|c| c.rowid_alias && c.name == spelled[0])
+    {
+        return Ok(spelled);
+    }
+    let mut want: Vec<String> = spelled.iter().map(|s| s.to_ascii_lowercase()).collect();
+    want.sort();
     let found = indexes.iter().any(|cols| {
         let mut have: Vec<String> = cols
             .iter()

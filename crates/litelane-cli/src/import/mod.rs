@@ -19,6 +19,7 @@ mod feed;
 mod files;
 mod guard;
 mod parse;
+mod plan;
 mod progress;
 mod rejects;
 mod resume;
@@ -27,7 +28,6 @@ mod source;
 mod table;
 mod values;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,14 +36,13 @@ use std::time::Instant;
 use litelane::{quote_ident, Database, Options, Profile};
 
 use conflict::OnConflict;
-use convert::{ColumnPlan, Converter, Plan};
+use convert::{Converter, Plan};
 use feed::Sink;
-use parse::{ParseJob, RawOwned, RawRef, Records, ResumePoint};
+use parse::{ParseJob, RawOwned, Records, ResumePoint};
 use progress::{group, Bar};
 use rejects::Rejects;
 use resume::Progress;
 use source::Format;
-use values::{ColType, Inference};
 
 use crate::error::CliError;
 
@@ -520,7 +519,9 @@ fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {
     std::path::absolute(p).map_err(|e| CliError::io(format!("resolving {}", p.display()), e))
 }
 
-/// A new import: header, sample, types, table statements.
+/// A new import: read the sniffed layout, the header and a sample (and the
+/// existing table), decide the plan in the pure steps of [`plan`], then
+/// open the rejects output and collect the statements to run first.
 fn prepare_fresh(
     args: &ImportArgs,
     db: &Database,
@@ -529,36 +530,21 @@ fn prepare_fresh(
     recorded: Vec<Progress>,
 ) -> Result<Prepared, CliError> {
     let mode = args.mode.unwrap_or(Mode::Create);
-    let overrides = sniff::type_overrides(&args.types_for)?;
     let types = args.types.unwrap_or(Types::Infer);
-    if let Some(rec) = recorded.iter().find(|r| r.state == resume::RUNNING) {
-        if mode != Mode::Replace {
-            return Err(CliError::Input(format!(
-                "an import of {} into {} was interrupted after line {} ({} rows committed); \
-                 continue it with --resume, or start over with --mode replace",
-                rec.source,
-                quote_ident(&rec.table),
-                rec.last_line,
-                rec.rows_inserted
-            )));
-        }
-    }
-    let existing = table::existing(db, table)?;
-    if mode == Mode::Create && existing.is_some() {
-        return Err(CliError::Input(format!(
-            "table {} already exists in {}; use --mode append to add rows or --mode replace \
-             to recreate it",
-            quote_ident(table),
-            args.db.display()
-        )));
-    }
-    let format = args
-        .format
-        .or_else(|| Format::from_name(&args.source))
-        .unwrap_or(Format::Csv);
+    let flags = plan::ColumnFlags {
+        overrides: sniff::type_overrides(&args.types_for)?,
+        strict: args.strict,
+        alter: args.alter,
+        source_column: args.source_column.clone(),
+    };
+    plan::check_interrupted(mode, &recorded)?;
+    let mut existing = table::existing(db, table)?;
+    plan::check_create(mode, existing.as_ref(), table, &args.db)?;
     let display = input.display.clone();
-    // CSV/TSV: the sniffed (or given) plan: dialect, skipped lines, header,
-    // index column, types, null tokens.
+
+    // Read: the sniffed (or given) plan of a CSV/TSV file, then the
+    // preamble, the header and the sample.
+    let format = plan::given_format(args.format, &args.source);
     let sniffed = sniff::plan_for_import(
         args.plan.as_ref(),
         format,
@@ -566,322 +552,75 @@ fn prepare_fresh(
         args.header,
         args.no_header,
         &args.nulls,
-        args.types == Some(Types::Text),
+        types == Types::Text,
         &mut input,
         &args.source,
     )?;
-    let format = sniffed.as_ref().map_or(format, |p| p.format);
+    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
     let mut records = match &sniffed {
-        Some(p) => p.sniffed().records(format, input.reader),
-        None => Records::new(format, input.reader),
+        Some(p) => p.sniffed().records(layout.format, input.reader),
+        None => Records::new(layout.format, input.reader),
     };
-    let nulls = match (&sniffed, args.nulls.is_empty()) {
-        (_, false) => args.nulls.clone(),
-        (Some(p), true) => p.nulls.clone(),
-        (None, true) => vec![String::new()],
-    };
-    let has_header = sniffed.as_ref().map_or(!args.no_header, |p| p.header);
-    for _ in 0..sniffed.as_ref().map_or(0, |p| p.skip_rows) {
-        records.next_record(&display)?;
-    }
+    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
+    let sample = plan::read_sample(&mut records, &display)?;
 
-    // The header, and a sample of records to infer from.
-    let mut header: Option<Vec<String>> = None;
-    if format != Format::Ndjson && has_header {
-        match records.next_record(&display)? {
-            Some(RawRef::Csv(r, at)) => {
-                let names = header_names(r, at.line, &display)?;
-                header = Some(match &sniffed {
-                    Some(p) => sniffed_names(p, names.len(), at.line, &display)?,
-                    None => names,
-                })
-            }
-            _ => {
-                return Err(CliError::Input(format!(
-                    "{display} is empty: there is no header line to name the columns"
-                )))
-            }
-        }
-    }
-    let mut sample = Vec::new();
-    while sample.len() < SAMPLE_RECORDS {
-        match records.next_record(&display)? {
-            Some(r) => sample.push(r.to_owned()),
-            None => break,
-        }
-    }
-
-    // Input columns (keys) and what the sample says about them.
-    let (keys, fields, inference) = match format {
-        Format::Csv | Format::Tsv => {
-            let fields = match (&header, sample.first(), &sniffed) {
-                (Some(h), _, _) => h.len(),
-                (None, _, Some(p)) => p.columns.len(),
-                (None, Some(RawOwned::Csv(r, _)), _) => r.len(),
-                _ => {
-                    return Err(CliError::Input(format!(
-                        "{display} is empty: no record to count the columns of"
-                    )))
-                }
-            };
-            let mut inf = vec![Inference::default(); fields];
-            for raw in sample.iter().filter(|_| sniffed.is_none()) {
-                if let RawOwned::Csv(r, _) = raw {
-                    if r.len() == fields {
-                        for (i, f) in r.iter().enumerate() {
-                            if !nulls.iter().any(|n| n.as_bytes() == f) {
-                                inf[i].observe_bytes(f);
-                            }
-                        }
-                    }
-                }
-            }
-            let keys = header.unwrap_or_else(|| match &sniffed {
-                Some(p) => p.columns.iter().map(|c| c.name.clone()).collect(),
-                None => (1..=fields).map(|i| format!("c{i}")).collect(),
-            });
-            (keys, fields, inf)
-        }
-        Format::Ndjson => {
-            let mut keys: Vec<String> = Vec::new();
-            let mut seen: HashSet<String> = HashSet::new();
-            let mut by_key: HashMap<String, Inference> = HashMap::new();
-            for raw in &sample {
-                if let RawOwned::Json(b, _) = raw {
-                    if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(b) {
-                        let raws = if convert::has_long_number(b) {
-                            convert::raw_values(b)
-                        } else {
-                            None
-                        };
-                        for (k, v) in &o {
-                            if seen.insert(k.clone()) {
-                                keys.push(k.clone());
-                            }
-                            let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get());
-                            by_key.entry(k.clone()).or_default().observe_json(v, text);
-                        }
-                    }
-                }
-            }
-            if keys.is_empty() && existing.is_none() {
-                return Err(CliError::Input(format!(
-                    "{display}: no JSON object among the first {} records to take the columns from",
-                    sample.len()
-                )));
-            }
-            let inf = keys.iter().map(|k| by_key[k]).collect();
-            (keys, 0, inf)
-        }
+    // Decide: the input's columns, the key, the table's columns and DDL.
+    let inputs = match &sniffed {
+        Some(p) => plan::csv_inputs(p, types),
+        None => plan::ndjson_inputs(&sample, types, existing.is_some(), &display)?,
     };
-
-    let mut setup = Vec::new();
-    let key_names = match &args.pk {
-        Some(pk) => conflict::parse_key(pk)?,
-        None => Vec::new(),
-    };
-    let on_conflict = args.on_conflict.unwrap_or_default();
-    if on_conflict != OnConflict::Fail && key_names.is_empty() {
-        return Err(CliError::Input(format!(
-            "--on-conflict {} needs --pk COL[,COL]: the key that tells a row already present",
-            on_conflict.name()
-        )));
-    }
-    let mut key = Vec::new();
-    let mut existing = existing;
-    // The type each input column would get in a new table (for --alter).
-    let decided: Vec<ColType> = (0..keys.len())
-        .map(|i| match (types, &sniffed) {
-            (Types::Text, _) => ColType::Text,
-            (Types::Infer, Some(p)) => p.columns.get(i).map_or(ColType::Text, |c| c.ty),
-            (Types::Infer, None) => inference.get(i).map_or(ColType::Text, Inference::decide),
-        })
-        .collect();
-    let (table, columns) = match (existing.as_mut(), mode) {
+    let fields = inputs.fields;
+    let key = plan::key_flags(args.pk.as_deref(), args.on_conflict)?;
+    let drop_first = mode == Mode::Replace && existing.is_some();
+    let (target, appended) = match (existing.as_mut(), mode) {
         (Some(t), Mode::Append) => {
-            let cols = if format == Format::Ndjson {
-                if args.alter {
-                    setup.extend(alter::add_missing(&keys, &decided, t, true)?);
-                }
-                t.columns
-                    .iter()
-                    .filter(|c| {
-                        !args
-                            .source_column
-                            .as_ref()
-                            .is_some_and(|s| s.eq_ignore_ascii_case(&c.name))
-                    })
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let ty = ColType::from_declared(&c.declared);
-                        ColumnPlan {
-                            name: c.name.clone(),
-                            ty,
-                            strict: (args.strict || t.strict || c.rowid_alias)
-                                && matches!(ty, ColType::Integer | ColType::Real),
-                            src: i,
-                            key: c.name.clone(),
-                        }
-                    })
-                    .collect()
-            } else {
-                let names = table::column_names(Some(keys), fields);
-                setup.extend(alter::add_missing(&names, &decided, t, args.alter)?);
-                table::match_columns(&names, t, args.strict)?
+            // Read only when --on-conflict needs the key to be unique.
+            let indexes = match !key.names.is_empty() && key.on_conflict != OnConflict::Fail {
+                true => conflict::unique_indexes(db, &t.name)?,
+                false => Vec::new(),
             };
-            if !overrides.is_empty() {
-                return Err(CliError::Input(format!(
-                    "--type applies to a new table; {} exists and its columns keep their types",
-                    quote_ident(&t.name)
-                )));
-            }
-            if !key_names.is_empty() {
-                key = if on_conflict == OnConflict::Fail {
-                    conflict::spell_key(t, &key_names)?
-                } else {
-                    conflict::check_existing_key(db, t, &key_names, on_conflict)?
-                };
-            }
-            (t.name.clone(), cols)
+            let target = plan::append_table(t, layout.format, inputs, &flags, &key, &indexes)?;
+            (target, Some(&*t))
         }
         _ => {
-            let names = table::column_names(Some(keys.clone()), keys.len());
-            let mut cols: Vec<ColumnPlan> = names
-                .into_iter()
-                .zip(keys)
-                .enumerate()
-                .map(|(i, (name, key))| {
-                    let ty = match (types, &sniffed) {
-                        (Types::Infer, Some(p)) => p.columns[i].ty,
-                        (Types::Infer, None) => inference[i].decide(),
-                        (Types::Text, _) => ColType::Text,
-                    };
-                    ColumnPlan {
-                        name,
-                        ty,
-                        strict: args.strict && ty != ColType::Text,
-                        src: i,
-                        key,
-                    }
-                })
-                .collect();
-            sniff::apply_overrides(&mut cols, &overrides)?;
-            for c in cols.iter_mut() {
-                c.strict = args.strict && c.ty != ColType::Text;
-            }
-            let pk = conflict::key_positions(&cols, &key_names, &display)?;
-            conflict::mark_key_strict(&mut cols, &pk);
-            key = pk.iter().map(|&i| cols[i].name.clone()).collect();
-            if mode == Mode::Replace && existing.is_some() {
-                setup.push(format!("DROP TABLE {}", quote_ident(table)));
-            }
-            setup.push(conflict::create_sql(table, &cols, &pk, args.strict));
-            (table.to_string(), cols)
+            let target = plan::new_table(table, inputs, &flags, &key, drop_first, &display)?;
+            (target, None)
         }
     };
-    if on_conflict != OnConflict::Fail {
-        if let Some(k) = key
-            .iter()
-            .find(|k| !columns.iter().any(|c| c.name.eq_ignore_ascii_case(k)))
-        {
-            return Err(CliError::Input(format!(
-                "--pk {}: the input has no such column, so its rows cannot be matched to \
-                 the stored ones",
-                quote_ident(k)
-            )));
-        }
-    }
-    if let Some(sc) = &args.source_column {
-        let table_cols = match (&existing, mode) {
-            (Some(t), Mode::Append) => Some(t),
-            _ => None,
-        };
-        setup.extend(files::source_column_sql(&table, sc, &columns, table_cols)?);
-    }
-    if columns.is_empty() {
-        return Err(CliError::Input(format!("{display}: no columns to import")));
-    }
-
-    let plan = Plan {
-        format,
-        header: format != Format::Ndjson && has_header,
+    plan::check_key_imported(key.on_conflict, &target.key, &target.columns)?;
+    let source_column =
+        plan::finish_columns(&target, args.source_column.as_deref(), appended, &display)?;
+    let plan = plan::import_plan(
+        layout,
         fields,
-        nulls,
-        columns,
-        commit_every: args.commit_every,
-        rejects_table: args.rejects_table.clone(),
-        recurring: conflict::Recurring {
-            key,
-            on_conflict,
-            source_column: args.source_column.clone(),
-        },
-        sniffed: sniffed.as_ref().map(|p| {
-            let mut s = p.sniffed();
-            if !args.nulls.is_empty() {
-                s.column_nulls.clear();
-            }
-            s
-        }),
-    };
-    if let Some(rt) = &args.rejects_table {
-        setup.push(rejects_table_sql(rt));
-        if mode == Mode::Replace {
-            // The replaced table's rejects go with it.
-            setup.push(format!(
-                "DELETE FROM {} WHERE target_table = {}",
-                quote_ident(rt),
-                sql_string(&table)
-            ));
-        }
-    }
-    let rejects = match &args.rejects {
-        Some(p) => {
-            let p = absolute(p)?;
-            let keep = match args.rejects_append {
-                true => std::fs::metadata(&p).map_or(0, |m| m.len()),
-                false => 0,
-            };
-            Rejects::file(&p, keep, &display)?
-        }
-        None => Rejects::stderr(&display),
-    };
-    if args.commit_every.is_some() {
-        setup.push(resume::create_sql());
-    }
-    if !recorded.is_empty() {
-        // Finished or replaced imports' records no longer apply; in a run
-        // over several files, those of the other files still do.
-        let same_source = if args.keep_other_progress && mode != Mode::Replace {
-            format!(" AND source = {}", sql_string(&source_key(&args.source)))
-        } else {
-            String::new()
-        };
-        setup.push(format!(
-            "DELETE FROM {} WHERE table_name = {}{same_source}",
-            quote_ident(resume::TABLE),
-            sql_string(&table)
-        ));
-    }
-    let progress = match args.commit_every {
-        None => None,
-        Some(_) => Some(Progress {
-            table: table.clone(),
-            source: source_key(&args.source),
-            fingerprint: input.fingerprint.clone(),
-            plan: plan.clone(),
-            records_read: 0,
-            rows_inserted: 0,
-            rows_rejected: 0,
-            last_line: 0,
-            rejects_file: rejects.path().map(|p| p.display().to_string()),
-            rejects_bytes: 0,
-            state: resume::RUNNING.into(),
-            resume_end: None,
-            resume_hash: None,
-        }),
-    };
+        &target,
+        key.on_conflict,
+        sniffed.as_ref(),
+        args,
+    );
+
+    // Write: the rejects output, the statements, the progress record.
+    let rejects = fresh_rejects(args, &display)?;
+    let source = source_key(&args.source);
+    let mut setup = target.setup;
+    setup.extend(source_column);
+    setup.extend(plan::bookkeeping_sql(
+        args,
+        mode,
+        &target.table,
+        !recorded.is_empty(),
+        &source,
+    ));
+    let progress = plan::progress_record(
+        &target.table,
+        &source,
+        input.fingerprint.clone(),
+        &plan,
+        rejects.path().map(|p| p.display().to_string()),
+        args.commit_every,
+    );
     Ok(Prepared {
-        table,
+        table: target.table,
         plan,
         records,
         sample,
@@ -893,18 +632,19 @@ fn prepare_fresh(
     })
 }
 
-/// `CREATE TABLE IF NOT EXISTS` of a `--rejects-table`.
-fn rejects_table_sql(name: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} (target_table TEXT NOT NULL, source TEXT NOT NULL, \
-         line INTEGER NOT NULL, record INTEGER NOT NULL, reason TEXT NOT NULL, raw)",
-        quote_ident(name)
-    )
-}
-
-/// An SQL string literal.
-fn sql_string(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// The rejects output of a fresh import: `--rejects` FILE (started anew,
+/// or appended to for the files after the first of a run over several), or
+/// stderr.
+fn fresh_rejects(args: &ImportArgs, display: &str) -> Result<Rejects, CliError> {
+    let Some(p) = &args.rejects else {
+        return Ok(Rejects::stderr(display));
+    };
+    let p = absolute(p)?;
+    let keep = match args.rejects_append {
+        true => std::fs::metadata(&p).map_or(0, |m| m.len()),
+        false => 0,
+    };
+    Rejects::file(&p, keep, display)
 }
 
 /// `--resume`: the recorded plan, the same file, and where to continue.
@@ -916,135 +656,52 @@ fn prepare_resume(
     input: source::Input,
     recorded: Vec<Progress>,
 ) -> Result<Option<Prepared>, CliError> {
-    let key = source_key(&args.source);
-    let rec = match recorded
-        .iter()
-        .rev()
-        .find(|r| r.source == key || r.source == args.source)
-    {
-        Some(r) => r.clone(),
-        None => {
-            if let Some(r) = recorded.iter().find(|r| r.state == resume::RUNNING) {
-                return Err(CliError::Input(format!(
-                    "refusing to resume: {} is not the file the interrupted import into {} was \
-                     reading ({})",
-                    input.display,
-                    quote_ident(&r.table),
-                    r.source
-                )));
-            }
-            return Err(CliError::Input(format!(
-                "nothing to resume: {} records no resumable import of {} into {} (only imports \
-                 run with --commit-every can be resumed)",
-                args.db.display(),
-                input.display,
-                quote_ident(table)
-            )));
-        }
-    };
+    use plan::resumed;
+    let display = input.display.clone();
+    let rec = resumed::pick_record(
+        &recorded,
+        &source_key(&args.source),
+        &args.source,
+        &display,
+        &args.db,
+        table,
+    )?;
     if rec.state == resume::DONE {
-        if !args.quiet {
-            eprintln!(
-                "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
-                rec.source,
-                quote_ident(&rec.table),
-                group(rec.rows_inserted)
-            );
-        }
-        if args.json || args.summaries.is_some() {
-            let summary = serde_json::json!({
-                "table": rec.table,
-                "already_finished": true,
-                "rows_inserted": 0,
-                "rows_skipped": 0,
-                "rows_rejected": 0,
-                "total_rows_inserted": rec.rows_inserted,
-                "total_rows_rejected": rec.rows_rejected,
-                "source": rec.source,
-                "profile": args.profile.name(),
-            });
-            files::emit(args, summary);
-        }
+        already_finished(args, &rec);
         return Ok(None);
     }
-    check_resume_flags(args, &rec.plan)?;
-    match (&rec.fingerprint, &input.fingerprint) {
-        (Some(a), Some(b)) if a == b => {}
-        (None, _) => {
-            return Err(CliError::Input(format!(
-                "the interrupted import into {} read from stdin: it cannot be resumed; \
-                 start over with --mode replace",
-                quote_ident(&rec.table)
-            )))
-        }
-        _ => {
-            return Err(CliError::Input(format!(
-                "refusing to resume: {} is not the file the interrupted import into {} was \
-                 reading ({}: its size or content differs)",
-                input.display,
-                quote_ident(&rec.table),
-                rec.source
-            )))
-        }
-    }
+    resumed::check_resume_flags(args, &rec.plan)?;
+    resumed::check_fingerprint(&rec, input.fingerprint.as_deref(), &display)?;
     if table::existing(db, &rec.table)?.is_none() {
         return Err(CliError::Input(format!(
             "table {} of the interrupted import no longer exists; start over without --resume",
             quote_ident(&rec.table)
         )));
     }
-    let mut plan = rec.plan.clone();
-    if args.commit_every.is_some() {
-        plan.commit_every = args.commit_every;
-    }
-    let mut setup = Vec::new();
-    if let Some(rt) = &args.rejects_table {
-        if plan.rejects_table.as_deref() != Some(rt.as_str()) {
-            setup.push(rejects_table_sql(rt));
-            plan.rejects_table = Some(rt.clone());
-        }
-    }
-    let display = input.display.clone();
+    let (plan, setup) = resumed::resumed_plan(&rec.plan, args);
     let mut records = match &plan.sniffed {
         Some(s) => s.records(plan.format, input.reader),
         None => Records::new(plan.format, input.reader),
     };
-    for _ in 0..plan.sniffed.as_ref().map_or(0, |s| s.skip_rows) {
+    for _ in 0..resumed::records_before_data(&plan) {
         records.next_record(&display)?;
     }
-    if plan.header {
-        records.next_record(&display)?;
-    }
-    let rejects_path = match &args.rejects {
+    let given = match &args.rejects {
         Some(p) => Some(absolute(p)?.display().to_string()),
-        None => rec.rejects_file.clone(),
+        None => None,
     };
-    let rejects = match &rejects_path {
+    let target = resumed::rejects_target(given, &rec);
+    let rejects = match &target.path {
         Some(p) => {
             let path = Path::new(p);
-            if args.rejects.is_none() {
-                // The recorded rejects file: still check it is not the input
-                // or the database (either may have moved since).
+            if target.recheck {
                 let mut protected = guard::database_files(&args.db);
                 protected.push(("the input".to_string(), PathBuf::from(&args.source)));
                 guard::check_output("the recorded rejects file", path, &protected)?;
             }
-            let keep = if rec.rejects_file.as_deref() == Some(p.as_str()) {
-                rec.rejects_bytes
-            } else {
-                0
-            };
-            Rejects::file(path, keep, &display)?
+            Rejects::file(path, target.keep, &display)?
         }
         None => Rejects::stderr(&display),
-    };
-    let point = match (rec.resume_end, rec.resume_hash) {
-        (Some(end), Some(hash)) if rec.records_read > 0 => Some(ResumePoint {
-            record: rec.records_read,
-            end,
-            hash,
-        }),
-        _ => None,
     };
     let mut progress = rec.clone();
     progress.plan = plan.clone();
@@ -1054,170 +711,36 @@ fn prepare_resume(
         records,
         sample: Vec::new(),
         skip: rec.records_read,
-        resume: point,
+        resume: resumed::resume_point(&rec),
         setup,
         progress: Some(progress),
         rejects,
     }))
 }
 
-/// Refuses flags given with `--resume` that contradict the recorded plan
-/// (`--resume` always converts as the first run did).
-fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), CliError> {
-    let mut bad = Vec::new();
-    if let Some(f) = args.format {
-        if f != plan.format {
-            bad.push(format!(
-                "--format {} (the import is reading {})",
-                format_name(f),
-                format_name(plan.format)
-            ));
-        }
+/// Says that the recorded import already finished (stderr, and the JSON
+/// summary when asked).
+fn already_finished(args: &ImportArgs, rec: &Progress) {
+    if !args.quiet {
+        eprintln!(
+            "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
+            rec.source,
+            quote_ident(&rec.table),
+            group(rec.rows_inserted)
+        );
     }
-    if args.no_header && plan.header {
-        bad.push("--no-header (the import read a header line)".to_string());
-    }
-    if !args.nulls.is_empty() && args.nulls != plan.nulls {
-        bad.push(format!(
-            "--null {:?} (the import's null tokens are {:?})",
-            args.nulls, plan.nulls
-        ));
-    }
-    if args.types == Some(Types::Text) && plan.columns.iter().any(|c| c.ty != ColType::Text) {
-        bad.push("--types text (the import's columns are typed)".to_string());
-    }
-    if args.strict
-        && plan
-            .columns
-            .iter()
-            .any(|c| !c.strict && matches!(c.ty, ColType::Integer | ColType::Real))
-    {
-        bad.push("--strict (the import was not strict)".to_string());
-    }
-    if let Some(m) = args.mode {
-        bad.push(format!(
-            "--mode {} (a resumed import appends to its table)",
-            match m {
-                Mode::Create => "create",
-                Mode::Append => "append",
-                Mode::Replace => "replace",
-            }
-        ));
-    }
-    if let Some(pk) = &args.pk {
-        let same = conflict::parse_key(pk).is_ok_and(|k| {
-            k.len() == plan.recurring.key.len()
-                && k.iter()
-                    .zip(&plan.recurring.key)
-                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+    if args.json || args.summaries.is_some() {
+        let summary = serde_json::json!({
+            "table": rec.table,
+            "already_finished": true,
+            "rows_inserted": 0,
+            "rows_skipped": 0,
+            "rows_rejected": 0,
+            "total_rows_inserted": rec.rows_inserted,
+            "total_rows_rejected": rec.rows_rejected,
+            "source": rec.source,
+            "profile": args.profile.name(),
         });
-        if !same {
-            bad.push(format!("--pk {pk} (the table already exists)"));
-        }
+        files::emit(args, summary);
     }
-    if let Some(on) = args.on_conflict {
-        if on != plan.recurring.on_conflict {
-            bad.push(format!(
-                "--on-conflict {} (the import's is {})",
-                on.name(),
-                plan.recurring.on_conflict.name()
-            ));
-        }
-    }
-    if let Some(sc) = &args.source_column {
-        if plan.recurring.source_column.as_deref() != Some(sc.as_str()) {
-            bad.push(format!("--source-column {sc} (not the import's)"));
-        }
-    }
-    if args.plan.is_some() {
-        bad.push("--plan (the import's plan is recorded)".to_string());
-    }
-    if !args.types_for.is_empty() {
-        bad.push("--type (the table already exists)".to_string());
-    }
-    let recorded_delim = plan.sniffed.as_ref().map_or(
-        if plan.format == Format::Tsv {
-            '\t'
-        } else {
-            ','
-        },
-        |s| s.delimiter,
-    );
-    if let Some(d) = args.delimiter.filter(|d| *d != recorded_delim) {
-        bad.push(format!(
-            "--delimiter {d:?} (the import splits on {recorded_delim:?})"
-        ));
-    }
-    if args.header && !plan.header {
-        bad.push("--header (the import read no header line)".to_string());
-    }
-    if bad.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::Input(format!(
-        "refusing to resume: these flags contradict the interrupted import's recorded plan, \
-         which --resume follows: {}; run again without them (or start over with --mode \
-         replace)",
-        bad.join(", ")
-    )))
-}
-
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Csv => "csv",
-        Format::Tsv => "tsv",
-        Format::Ndjson => "ndjson",
-    }
-}
-
-/// The column names of a sniffed or given plan, once the header read has
-/// the number of fields the plan expects (one fewer with an index column).
-fn sniffed_names(
-    p: &sniff::SniffPlan,
-    found: usize,
-    line: u64,
-    display: &str,
-) -> Result<Vec<String>, CliError> {
-    let expected = p.columns.len() - usize::from(p.index_column);
-    if found != expected {
-        return Err(CliError::Input(format!(
-            "{display}:{line}: the header has {found} fields, but the plan expects {expected}              (columns {}{})",
-            p.columns.len(),
-            if p.index_column {
-                ", the first a row name"
-            } else {
-                ""
-            }
-        )));
-    }
-    Ok(p.columns.iter().map(|c| c.name.clone()).collect())
-}
-
-/// The header's fields as column names: refused, naming the line and the
-/// column, when one holds a NUL byte (binary data, or UTF-16 without its
-/// byte-order mark) or is not valid UTF-8 (as data fields are).
-fn header_names(r: &csv::ByteRecord, line: u64, display: &str) -> Result<Vec<String>, CliError> {
-    let mut out = Vec::with_capacity(r.len());
-    for (i, f) in r.iter().enumerate() {
-        if let Some(at) = f.iter().position(|&c| c == 0) {
-            return Err(CliError::Input(format!(
-                "{display}:{line}: the header is not text: column {} holds a NUL byte at byte {at} \
-                 of its name (is the file binary, still compressed, or UTF-16 without a \
-                 byte-order mark?)",
-                i + 1
-            )));
-        }
-        match std::str::from_utf8(f) {
-            Ok(s) => out.push(s.to_string()),
-            Err(e) => {
-                return Err(CliError::Input(format!(
-                    "{display}:{line}: the header is not valid UTF-8: column {} has an invalid \
-                     byte at byte {} of its name (convert the file to UTF-8, e.g. with iconv)",
-                    i + 1,
-                    e.valid_up_to()
-                )))
-            }
-        }
-    }
-    Ok(out)
 }
