@@ -400,15 +400,27 @@ const LONG_DIGITS: usize = 19;
 /// number in it may be an integer beyond 64 bits, which the JSON parser
 /// reads as a double.
 pub fn has_long_number(raw: &[u8]) -> bool {
-    let mut run = 0;
-    for &c in raw {
-        if c.is_ascii_digit() {
-            run += 1;
-            if run >= LONG_DIGITS {
+    // Looks at every LONG_DIGITS-th byte only: a long run holds one of
+    // them. Invariant: every long run starts at `p + 1 - LONG_DIGITS` or
+    // later. A byte at `p` that is not a digit moves that bound past `p`;
+    // a digit's run, measured, is long or moves the bound past its end.
+    let mut p = LONG_DIGITS - 1;
+    while p < raw.len() {
+        if raw[p].is_ascii_digit() {
+            let start = raw[..p]
+                .iter()
+                .rposition(|c| !c.is_ascii_digit())
+                .map_or(0, |q| q + 1);
+            let end = raw[p..]
+                .iter()
+                .position(|c| !c.is_ascii_digit())
+                .map_or(raw.len(), |q| p + q);
+            if end - start >= LONG_DIGITS {
                 return true;
             }
+            p = end + LONG_DIGITS;
         } else {
-            run = 0;
+            p += LONG_DIGITS;
         }
     }
     false
@@ -791,8 +803,44 @@ mod props {
         }
     }
 
+    /// The plain scan [`has_long_number`] must agree with.
+    fn long_run_plain(raw: &[u8]) -> bool {
+        let mut run = 0;
+        raw.iter().any(|c| {
+            run = if c.is_ascii_digit() { run + 1 } else { 0 };
+            run >= LONG_DIGITS
+        })
+    }
+
+    #[test]
+    fn long_digit_runs_are_found_wherever_they_are() {
+        let d19 = "1234567890123456789";
+        for (raw, want) in [
+            ("", false),
+            (d19, true),
+            (&d19[1..], false),
+            (&format!("x{d19}"), true),
+            (&format!("{d19}x"), true),
+            (&format!("{{\"a\":{}}}", &d19[1..]), false),
+            (&format!("{{\"a\":\"{d19}\"}}"), true),
+            (&format!("1.{}", &d19[1..]), false),
+            (&format!("0.{d19}"), true),
+            (&format!("{}x{}", &d19[1..], &d19[1..]), false),
+        ] {
+            assert_eq!(has_long_number(raw.as_bytes()), want, "{raw:?}");
+            assert_eq!(long_run_plain(raw.as_bytes()), want, "{raw:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn long_digit_runs_are_found_as_by_a_plain_scan(
+            raw in "([0-9]{0,25}[^0-9]?){0,6}"
+        ) {
+            prop_assert_eq!(has_long_number(raw.as_bytes()), long_run_plain(raw.as_bytes()));
+        }
 
         #[test]
         fn a_field_is_stored_as_written_as_its_number_or_rejected(

@@ -12,7 +12,8 @@
 //!
 //! Lines the fast path does not settle are left to the reference path, which
 //! then decides alone, so that every outcome and message stays the
-//! reference's: a line that is not valid JSON (for its message), not an
+//! reference's: a line that is not valid JSON or not UTF-8 (for its
+//! message), not an
 //! object, has a run of 19+ digits (a possible integer beyond 64 bits, kept
 //! as written), or gives one column twice (which value wins depends on the
 //! map's order of keys).
@@ -248,6 +249,10 @@ impl Converter {
         if raw.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'{') || has_long_number(raw) {
             return false;
         }
+        // One UTF-8 check of the whole line, instead of one per string.
+        let Ok(line) = std::str::from_utf8(raw) else {
+            return false;
+        };
         let mark = b.mark();
         let ncols = self.plan.columns.len();
         // A key the line lacks is NULL.
@@ -262,7 +267,7 @@ impl Converter {
             twice: false,
             error: None,
         };
-        let mut de = serde_json::Deserializer::from_slice(raw);
+        let mut de = serde_json::Deserializer::from_str(line);
         let parsed = (&mut row).deserialize(&mut de).and_then(|()| de.end());
         let Row {
             b,
