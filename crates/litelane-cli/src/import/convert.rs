@@ -10,12 +10,12 @@ use super::batch::Batch;
 use super::dialect::Sniffed;
 use super::parse::Place;
 use super::source::Format;
-mod ndjson;
-
 use super::values::{
     is_big_integer, is_iso_date, is_iso_timestamp, looks_numeric_to_sqlite, parse_bool, parse_int,
     parse_real, Cell, ColType,
 };
+
+mod ndjson;
 
 /// One column of the target table that the input fills.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
