@@ -8,6 +8,12 @@ from an attached database). Wall-clock time of each whole process, median of
     python3 examples/make_wide_csv.py --rows 300000 > /tmp/wide.csv
     python3 examples/bench_import.py /tmp/wide.csv
 
+NDJSON mode: the same rows as NDJSON (examples/csv_to_ndjson.py) beside the
+CSV and the copy floor, the floor copied from the table the NDJSON import made:
+
+    python3 examples/csv_to_ndjson.py /tmp/wide.csv > /tmp/wide.ndjson
+    python3 examples/bench_import.py /tmp/wide.csv 5 --ndjson /tmp/wide.ndjson
+
 Peers:
   shell .import            sqlite3 defaults; every column TEXT, '' not NULL
   shell .import typed+null typed table (same as litelane's), .import into it,
@@ -27,6 +33,8 @@ import tempfile
 import time
 
 LITELANE = os.environ.get("LITELANE", "target/release/litelane")
+# NDJSON mode: another build (say, before a change) timed in the same run.
+LITELANE_BASE = os.environ.get("LITELANE_BASE")
 SQLITE3 = os.environ.get("SQLITE3", "sqlite3")
 
 
@@ -45,12 +53,20 @@ def rm(db):
 
 
 def main():
-    src = sys.argv[1]
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    args = sys.argv[1:]
+    ndjson = None
+    if "--ndjson" in args:
+        i = args.index("--ndjson")
+        ndjson = args[i + 1]
+        del args[i:i + 2]
+    src = args[0]
+    runs = int(args[1]) if len(args) > 1 else 3
     tmp = tempfile.mkdtemp(prefix="litelane-bench-")
     rows = sum(1 for _ in open(src, "rb")) - 1
     ref = os.path.join(tmp, "ref.db")
-    subprocess.run([LITELANE, "import", src, "--db", ref, "--table", "t", "--quiet"], check=True)
+    # The floor copies the rows litelane made from the input timed against it.
+    subprocess.run([LITELANE, "import", ndjson or src, "--db", ref, "--table", "t", "--quiet"],
+                   check=True)
     schema = subprocess.run([SQLITE3, ref, ".schema t"], check=True, capture_output=True,
                             text=True).stdout.replace("IF NOT EXISTS ", "")
     cols = subprocess.run([SQLITE3, ref, "SELECT name FROM pragma_table_info('t')"],
@@ -58,10 +74,10 @@ def main():
     nullify = "UPDATE t SET " + ", ".join(f'"{c}" = NULLIF("{c}", \'\')' for c in cols) + ";"
     db = os.path.join(tmp, "out.db")
 
-    def litelane(profile):
+    def litelane(profile, path=src, exe=LITELANE):
         def run():
             rm(db)
-            return timed([LITELANE, "import", src, "--db", db, "--table", "t", "--quiet",
+            return timed([exe, "import", path, "--db", db, "--table", "t", "--quiet",
                           "--profile", profile])
         return run
 
@@ -95,6 +111,16 @@ def main():
         ("INSERT...SELECT, memory journal, OFF", copy("memory", "OFF")),
         ("INSERT...SELECT WHERE 1, memory journal, OFF", copy("memory", "OFF", "WHERE 1")),
     ]
+    if ndjson:
+        variants = [
+            ("litelane import NDJSON (balanced)", litelane("balanced", ndjson)),
+            ("litelane import CSV (balanced)", litelane("balanced")),
+            ("INSERT...SELECT, WAL, NORMAL", copy("wal", "NORMAL")),
+            ("INSERT...SELECT WHERE 1, WAL, NORMAL", copy("wal", "NORMAL", "WHERE 1")),
+        ]
+        if LITELANE_BASE:
+            variants.insert(1, ("LITELANE_BASE import NDJSON (balanced)",
+                                litelane("balanced", ndjson, LITELANE_BASE)))
     times = {name: [] for name, _ in variants}
     for _ in range(runs):
         for name, run in variants:
@@ -105,6 +131,14 @@ def main():
     print(f"{'variant':46} {'seconds':>8} {'rows/s':>10}")
     for name, _ in variants:
         print(f"{name:46} {med[name]:8.3f} {rows / med[name]:10,.0f}")
+    if ndjson:
+        print(f"NDJSON: {ndjson} ({os.path.getsize(ndjson) / 1e6:.1f} MB), the floor copies "
+              "the table its import made")
+        print()
+        for mine in [n for n, _ in variants if n.startswith(("litelane", "LITELANE_BASE"))]:
+            for peer in ("INSERT...SELECT, WAL, NORMAL", "INSERT...SELECT WHERE 1, WAL, NORMAL"):
+                print(f"{mine} / {peer}: {med[mine] / med[peer]:.2f}x the time")
+        return
     bal = med["litelane import (balanced: WAL, NORMAL)"]
     fast = med["litelane import (fast: memory journal, OFF)"]
     print()

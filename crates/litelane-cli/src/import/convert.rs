@@ -15,6 +15,8 @@ use super::values::{
     parse_real, Cell, ColType,
 };
 
+mod ndjson;
+
 /// One column of the target table that the input fills.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColumnPlan {
@@ -72,6 +74,9 @@ pub struct Converter {
     by_name: HashMap<String, usize>,
     /// NDJSON: key → column, ASCII-lowercased names (SQLite's rule).
     by_lower: HashMap<String, usize>,
+    /// No two columns have the same key (so a key equal to the expected
+    /// column's is that column).
+    unique_keys: bool,
 }
 
 impl Converter {
@@ -93,7 +98,7 @@ impl Converter {
                 sniffed.is_some_and(|s| s.trim.get(plan.columns[i].src).copied().unwrap_or(false))
             })
             .collect();
-        let by_name = plan
+        let by_name: HashMap<String, usize> = plan
             .columns
             .iter()
             .enumerate()
@@ -105,12 +110,14 @@ impl Converter {
             .enumerate()
             .map(|(i, c)| (c.key.to_ascii_lowercase(), i))
             .collect();
+        let unique_keys = by_name.len() == plan.columns.len();
         Converter {
             plan,
             nulls,
             trim,
             by_name,
             by_lower,
+            unique_keys,
         }
     }
 
@@ -236,6 +243,16 @@ impl Converter {
 
     /// Adds one NDJSON line to `b` as a row, or as a reject.
     pub fn push_json(&self, b: &mut Batch, raw: &[u8], at: Place, record: u64) {
+        if !self.push_json_fast(b, raw, at, record) {
+            self.push_json_reference(b, raw, at, record);
+        }
+    }
+
+    /// [`push_json`](Converter::push_json) through a `serde_json::Value`:
+    /// the reference the fast path is tested against, and the path for the
+    /// lines it leaves (invalid JSON, non-objects, long digit runs, a
+    /// column given twice).
+    fn push_json_reference(&self, b: &mut Batch, raw: &[u8], at: Place, record: u64) {
         let obj = match serde_json::from_slice::<Json>(raw) {
             Ok(Json::Object(o)) => o,
             Ok(other) => {
@@ -279,12 +296,7 @@ impl Converter {
                     slots[i] = Some((v, text));
                 }
                 None => {
-                    let reason = format!(
-                        "key {} is not a column of the table (the columns come from the \
-                         first records, or from the table when appending)",
-                        serde_json::Value::String(k.clone())
-                    );
-                    b.reject(at, record, reason, raw.to_vec());
+                    b.reject(at, record, unknown_key(k), raw.to_vec());
                     return;
                 }
             }
@@ -292,7 +304,7 @@ impl Converter {
         let mark = b.mark();
         for (col, v) in self.plan.columns.iter().zip(slots) {
             let (v, text) = v.unwrap_or((&Json::Null, None));
-            match json_cell(col, v, text, b) {
+            match json_cell(col, JsonRef::from(v), text, b) {
                 Ok(c) => b.cells.push(c),
                 Err(reason) => {
                     b.undo_to(mark);
@@ -303,6 +315,15 @@ impl Converter {
         }
         b.finish_row(at, record);
     }
+}
+
+/// The reason for rejecting a line with key `k`, which names no column.
+fn unknown_key(k: &str) -> String {
+    format!(
+        "key {} is not a column of the table (the columns come from the first records, or \
+         from the table when appending)",
+        serde_json::Value::String(k.to_string())
+    )
 }
 
 fn not_a(col: &ColumnPlan, f: &[u8]) -> String {
@@ -379,15 +400,27 @@ const LONG_DIGITS: usize = 19;
 /// number in it may be an integer beyond 64 bits, which the JSON parser
 /// reads as a double.
 pub fn has_long_number(raw: &[u8]) -> bool {
-    let mut run = 0;
-    for &c in raw {
-        if c.is_ascii_digit() {
-            run += 1;
-            if run >= LONG_DIGITS {
+    // Looks at every LONG_DIGITS-th byte only: a long run holds one of
+    // them. Invariant: every long run starts at `p + 1 - LONG_DIGITS` or
+    // later. A byte at `p` that is not a digit moves that bound past `p`;
+    // a digit's run, measured, is long or moves the bound past its end.
+    let mut p = LONG_DIGITS - 1;
+    while p < raw.len() {
+        if raw[p].is_ascii_digit() {
+            let start = raw[..p]
+                .iter()
+                .rposition(|c| !c.is_ascii_digit())
+                .map_or(0, |q| q + 1);
+            let end = raw[p..]
+                .iter()
+                .position(|c| !c.is_ascii_digit())
+                .map_or(raw.len(), |q| p + q);
+            if end - start >= LONG_DIGITS {
                 return true;
             }
+            p = end + LONG_DIGITS;
         } else {
-            run = 0;
+            p += LONG_DIGITS;
         }
     }
     false
@@ -399,11 +432,34 @@ pub fn raw_values(raw: &[u8]) -> Option<HashMap<String, &serde_json::value::RawV
     serde_json::from_slice(raw).ok()
 }
 
+/// One top-level JSON value of a line, borrowed.
+#[derive(Debug, Clone, Copy)]
+enum JsonRef<'a> {
+    Null,
+    Bool(bool),
+    Number(&'a serde_json::Number),
+    String(&'a str),
+    /// An array or an object.
+    Nested(&'a Json),
+}
+
+impl<'a> From<&'a Json> for JsonRef<'a> {
+    fn from(v: &'a Json) -> JsonRef<'a> {
+        match v {
+            Json::Null => JsonRef::Null,
+            Json::Bool(x) => JsonRef::Bool(*x),
+            Json::Number(n) => JsonRef::Number(n),
+            Json::String(s) => JsonRef::String(s),
+            nested => JsonRef::Nested(nested),
+        }
+    }
+}
+
 /// One JSON value as a cell of `col`. `text` is the value as written, when
 /// the line was read for it ([`has_long_number`]).
 fn json_cell(
     col: &ColumnPlan,
-    v: &Json,
+    v: JsonRef<'_>,
     text: Option<&str>,
     b: &mut Batch,
 ) -> Result<Cell, String> {
@@ -420,15 +476,15 @@ fn json_cell(
     };
     let numeric_col = matches!(col.ty, ColType::Integer | ColType::Real);
     match v {
-        Json::Null => Ok(Cell::Null),
-        Json::Bool(x) => {
+        JsonRef::Null => Ok(Cell::Null),
+        JsonRef::Bool(x) => {
             if col.ty == ColType::Text {
-                Ok(b.push_text(if *x { b"true" } else { b"false" }))
+                Ok(b.push_text(if x { b"true" } else { b"false" }))
             } else {
-                Ok(Cell::Int(*x as i64))
+                Ok(Cell::Int(x as i64))
             }
         }
-        Json::Number(n) => {
+        JsonRef::Number(n) => {
             if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
                 // Beyond 64 bits: only text keeps every digit.
                 if matches!(col.ty, ColType::Text | ColType::Any) {
@@ -451,7 +507,7 @@ fn json_cell(
                 _ => Ok(b.push_text(n.to_string().as_bytes())),
             }
         }
-        Json::String(s) => {
+        JsonRef::String(s) => {
             if numeric_col && col.strict {
                 let shown: String = s.chars().take(60).collect();
                 return Err(strict_fail(&format!("{shown:?}")));
@@ -463,7 +519,7 @@ fn json_cell(
             }
             Ok(b.push_text(s.as_bytes()))
         }
-        nested => {
+        JsonRef::Nested(nested) => {
             if numeric_col && col.strict {
                 return Err(strict_fail("a nested value"));
             }
@@ -747,8 +803,44 @@ mod props {
         }
     }
 
+    /// The plain scan [`has_long_number`] must agree with.
+    fn long_run_plain(raw: &[u8]) -> bool {
+        let mut run = 0;
+        raw.iter().any(|c| {
+            run = if c.is_ascii_digit() { run + 1 } else { 0 };
+            run >= LONG_DIGITS
+        })
+    }
+
+    #[test]
+    fn long_digit_runs_are_found_wherever_they_are() {
+        let d19 = "1234567890123456789";
+        for (raw, want) in [
+            ("", false),
+            (d19, true),
+            (&d19[1..], false),
+            (&format!("x{d19}"), true),
+            (&format!("{d19}x"), true),
+            (&format!("{{\"a\":{}}}", &d19[1..]), false),
+            (&format!("{{\"a\":\"{d19}\"}}"), true),
+            (&format!("1.{}", &d19[1..]), false),
+            (&format!("0.{d19}"), true),
+            (&format!("{}x{}", &d19[1..], &d19[1..]), false),
+        ] {
+            assert_eq!(has_long_number(raw.as_bytes()), want, "{raw:?}");
+            assert_eq!(long_run_plain(raw.as_bytes()), want, "{raw:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn long_digit_runs_are_found_as_by_a_plain_scan(
+            raw in "([0-9]{0,25}[^0-9]?){0,6}"
+        ) {
+            prop_assert_eq!(has_long_number(raw.as_bytes()), long_run_plain(raw.as_bytes()));
+        }
 
         #[test]
         fn a_field_is_stored_as_written_as_its_number_or_rejected(
