@@ -227,24 +227,37 @@ fn escalated_checkpoints_between_grouped_writers_never_deadlock() {
         })
     };
     snap_rx.recv().unwrap();
+    // The writers run while the reader holds its snapshot and go on for 300
+    // writes each after it ends, whatever the machine's speed, so that
+    // escalations also happen with the reader gone.
+    let reader_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel();
     for w in 0..4i64 {
         let db = db.clone();
         let done_tx = done_tx.clone();
+        let reader_done = reader_done.clone();
         thread::spawn(move || {
-            for i in 0..300 {
-                write_page(&db, w * 1000 + i);
+            let mut i = 0;
+            let mut after = 0;
+            while after < 300 {
+                if reader_done.load(std::sync::atomic::Ordering::SeqCst) {
+                    after += 1;
+                }
+                write_page(&db, w * 1_000_000 + i);
+                i += 1;
             }
-            done_tx.send(()).unwrap();
+            done_tx.send(i).unwrap();
         });
     }
+    reader.join().unwrap();
+    reader_done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut written = 0;
     for _ in 0..4 {
-        done_rx
+        written += done_rx
             .recv_timeout(Duration::from_secs(120))
             .expect("writers stuck: deadlock between group commit and an escalated checkpoint");
     }
-    reader.join().unwrap();
-    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1200);
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), written);
     let m = db.metrics();
     assert!(m.checkpoints_escalated > 0, "{m:?}");
     assert!(m.mean_group_size() > 1.0, "groups formed: {m:?}");

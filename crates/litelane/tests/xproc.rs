@@ -172,7 +172,12 @@ fn xproc_child() {
             conn.busy_timeout(Duration::ZERO).unwrap();
             // The file is already in WAL mode (set by the parent, it
             // persists); asking again would read the file outside a turn.
+            // Even this pragma is run in a turn: outside one it can meet the
+            // WAL recovery that the next turn holder runs after a kill -9
+            // (SQLITE_BUSY_RECOVERY, with no busy timeout).
+            let setup = q.acquire("sqlwriter setup").unwrap();
             conn.execute_batch("PRAGMA synchronous = FULL").unwrap();
+            drop(setup);
             let mut out = std::io::stdout();
             for i in 0u64.. {
                 let turn = q.acquire("sqlwriter").unwrap();
