@@ -1025,6 +1025,31 @@ fn cases() -> Vec<Case> {
             stored: Some((T_ROWS, vec![vec![r(1.5)]])),
             ..Case::default()
         },
+        Case {
+            name: "an NDJSON record giving one key twice is rejected, not halved",
+            file: "in.ndjson",
+            input: b"{\"id\":1,\"v\":\"a\"}\n{\"id\":2,\"id\":3}\n{\"id\":4,\"ID\":5}\n"
+                .to_vec(),
+            code: 3,
+            // A new table gets a column per spelling: nothing collides.
+            stored: Some((
+                "SELECT id, v, \"ID_2\" FROM t ORDER BY rowid",
+                vec![vec![i(1), t("a"), Value::Null], vec![i(4), Value::Null, i(5)]],
+            )),
+            rejects: &[(2, "column \"id\" is given twice, by keys \"id\" and \"id\"")],
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON record naming one existing column twice by case is rejected",
+            file: "in.ndjson",
+            input: b"{\"n\":1}\n{\"n\":2,\"N\":3}\n{\"N\":4}\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Typed,
+            code: 3,
+            stored: Some(("SELECT n FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(4)]])),
+            rejects: &[(2, "column \"n\" is given twice, by keys \"n\" and \"N\"")],
+            ..Case::default()
+        },
         // ---- 5. Bookkeeping -------------------------------------------
         Case {
             name: "the progress table's name is refused as a target",

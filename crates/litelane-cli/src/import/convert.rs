@@ -286,12 +286,8 @@ impl Converter {
         };
         let mut slots: Vec<Option<(&Json, Option<&str>)>> = vec![None; ncols];
         for (k, v) in &obj {
-            let idx = self
-                .by_name
-                .get(k)
-                .or_else(|| self.by_lower.get(&k.to_ascii_lowercase()));
-            match idx {
-                Some(&i) => {
+            match self.column_of(k) {
+                Some(i) => {
                     let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get().trim());
                     slots[i] = Some((v, text));
                 }
@@ -300,6 +296,12 @@ impl Converter {
                     return;
                 }
             }
+        }
+        // The map above keeps one value per key: a key given twice, or two
+        // spellings of one column, are found on the line itself.
+        if let Some(reason) = self.repeated_column(raw) {
+            b.reject(at, record, reason, raw.to_vec());
+            return;
         }
         let mark = b.mark();
         for (col, v) in self.plan.columns.iter().zip(slots) {
@@ -314,6 +316,58 @@ impl Converter {
             }
         }
         b.finish_row(at, record);
+    }
+}
+
+impl Converter {
+    /// The column key `k` names: its exact name, else the same name ignoring
+    /// ASCII case.
+    fn column_of(&self, k: &str) -> Option<usize> {
+        self.by_name
+            .get(k)
+            .or_else(|| self.by_lower.get(&k.to_ascii_lowercase()))
+            .copied()
+    }
+
+    /// Why an NDJSON object that gives one column two values (the same key
+    /// twice, or two spellings of it such as `id` and `ID`) is rejected:
+    /// storing either value would silently drop the other. `None` when each
+    /// column has at most one key, or the line is not an object.
+    fn repeated_column(&self, raw: &[u8]) -> Option<String> {
+        use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = Vec<String>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    map.next_value::<IgnoredAny>()?;
+                    keys.push(k);
+                }
+                Ok(keys)
+            }
+        }
+        let keys = serde_json::Deserializer::from_slice(raw)
+            .deserialize_map(Keys)
+            .ok()?;
+        let mut first: Vec<Option<&str>> = vec![None; self.plan.columns.len()];
+        for k in &keys {
+            let i = self.column_of(k)?;
+            if let Some(prev) = first[i] {
+                return Some(format!(
+                    "column {} is given twice, by keys {} and {}: storing either value would \
+                     drop the other",
+                    litelane::quote_ident(&self.plan.columns[i].name),
+                    serde_json::Value::String(prev.to_string()),
+                    serde_json::Value::String(k.clone()),
+                ));
+            }
+            first[i] = Some(k);
+        }
+        None
     }
 }
 

@@ -13,10 +13,10 @@
 //! Lines the fast path does not settle are left to the reference path, which
 //! then decides alone, so that every outcome and message stays the
 //! reference's: a line that is not valid JSON or not UTF-8 (for its
-//! message), not an
-//! object, has a run of 19+ digits (a possible integer beyond 64 bits, kept
-//! as written), or gives one column twice (which value wins depends on the
-//! map's order of keys).
+//! message), not an object, or has a run of 19+ digits (a possible integer
+//! beyond 64 bits, kept as written). A line that gives one column twice (a
+//! key repeated, or two spellings of it) is rejected by both paths alike:
+//! storing either value would drop the other.
 
 use std::fmt;
 
@@ -276,13 +276,21 @@ impl Converter {
             error,
             ..
         } = row;
-        if parsed.is_err() || twice {
+        if parsed.is_err() {
             b.undo_to(mark);
             return false;
         }
         if let Some(k) = unknown {
             b.undo_to(mark);
             b.reject(at, record, super::unknown_key(&k), raw.to_vec());
+            return true;
+        }
+        if twice {
+            b.undo_to(mark);
+            let reason = self
+                .repeated_column(raw)
+                .unwrap_or_else(|| "a column is given twice".to_string());
+            b.reject(at, record, reason, raw.to_vec());
             return true;
         }
         if let Some((_, reason)) = error {
@@ -441,19 +449,25 @@ mod tests {
                 Row(vec![Int(7), Null, text("b")]),
                 true,
             ),
-            // A key given twice: the last value wins.
+            // A key given twice: rejected, not a silent choice.
             (
                 &lax,
                 br#"{"id":1,"id":2}"#,
-                Row(vec![Int(2), Null, Null]),
-                false,
+                Reject(r#"column "id" is given twice, by keys "id" and "id""#),
+                true,
             ),
-            // Two spellings of one column: the map keeps keys in the order
-            // they first appear, so "ID" (the later first appearance) wins.
+            // Two spellings of one column: rejected too, naming both keys.
             (
                 &lax,
                 br#"{"id":1,"ID":2,"id":3}"#,
-                Row(vec![Int(2), Null, Null]),
+                Reject(r#"column "id" is given twice, by keys "id" and "ID""#),
+                true,
+            ),
+            // A long number does not hide a repeated key (reference path).
+            (
+                &lax,
+                br#"{"id":1,"ID":123456789012345678901}"#,
+                Reject(r#"column "id" is given twice, by keys "id" and "ID""#),
                 false,
             ),
             (
@@ -779,9 +793,10 @@ mod tests {
         let want: Vec<V> = (0..130).map(V::Int).collect();
         assert_eq!(through(&c, line.as_bytes()), (Ok(want.clone()), true));
         let twice = format!("{{{},\"C129\":-1}}", all.join(","));
-        let mut last = want;
-        last[129] = V::Int(-1);
-        assert_eq!(through(&c, twice.as_bytes()), (Ok(last), false));
+        let (got, fast) = through(&c, twice.as_bytes());
+        assert!(fast);
+        let reason = got.expect_err("a repeated column is rejected");
+        assert!(reason.contains(r#"by keys "c129" and "C129""#), "{reason}");
         assert_eq!(
             reference(&c, twice.as_bytes()),
             through(&c, twice.as_bytes()).0
