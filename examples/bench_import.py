@@ -24,6 +24,12 @@ Peers:
                            profile; SQLite copies records as they are (the
                            "xfer" optimisation)
   INSERT...SELECT WHERE 1  the same, but decoding and re-encoding every row
+  floor: text -> typed     the floor of a typed import (issue 12): the CSV's
+                           text, in a table of TEXT columns of another
+                           database (made once by the shell's .import, not
+                           timed), copied by INSERT ... SELECT NULLIF(c, '')
+                           into the typed table litelane made, same journal
+                           and synchronous as the profile
 """
 import os
 import statistics
@@ -36,6 +42,8 @@ LITELANE = os.environ.get("LITELANE", "target/release/litelane")
 # NDJSON mode: another build (say, before a change) timed in the same run.
 LITELANE_BASE = os.environ.get("LITELANE_BASE")
 SQLITE3 = os.environ.get("SQLITE3", "sqlite3")
+TEXT_FLOOR = "floor: text -> typed copy, WAL, NORMAL"
+TEXT_FLOOR_FAST = "floor: text -> typed copy, memory, OFF"
 
 
 def timed(cmd, **kw):
@@ -73,6 +81,15 @@ def main():
                           check=True, capture_output=True, text=True).stdout.split()
     nullify = "UPDATE t SET " + ", ".join(f'"{c}" = NULLIF("{c}", \'\')' for c in cols) + ";"
     db = os.path.join(tmp, "out.db")
+    # The CSV's text in a table of TEXT columns (what the shell's .import
+    # makes), in a database of its own, made once: the source of the floor.
+    text = os.path.join(tmp, "text.db")
+    subprocess.run([SQLITE3, text, ".import --csv " + src + " t"], check=True)
+    text_cols = subprocess.run([SQLITE3, text, "SELECT name FROM pragma_table_info('t')"],
+                               check=True, capture_output=True, text=True).stdout.split("\n")
+    text_cols = [c for c in text_cols if c]
+    names = ", ".join(f'"{c}"' for c in text_cols)
+    nullifs = ", ".join(f'NULLIF("{c}", \'\')' for c in text_cols)
 
     def litelane(profile, path=src, exe=LITELANE):
         def run():
@@ -101,6 +118,18 @@ def main():
                           " COMMIT;"])
         return run
 
+    def text_copy(journal, sync):
+        """The floor of a typed import: the CSV's text copied into the typed
+        table litelane made, '' turned into NULL as litelane does."""
+        def run():
+            rm(db)
+            subprocess.run([SQLITE3, db, f"PRAGMA journal_mode={journal};", schema], check=True,
+                           stdout=subprocess.DEVNULL)
+            return timed([SQLITE3, db, f"PRAGMA journal_mode={journal}; PRAGMA synchronous={sync};"
+                          f" ATTACH '{text}' AS s; BEGIN; INSERT INTO t({names})"
+                          f" SELECT {nullifs} FROM s.t; COMMIT;"])
+        return run
+
     variants = [
         ("litelane import (balanced: WAL, NORMAL)", litelane("balanced")),
         ("litelane import (fast: memory journal, OFF)", litelane("fast")),
@@ -110,6 +139,8 @@ def main():
         ("INSERT...SELECT WHERE 1, WAL, NORMAL", copy("wal", "NORMAL", "WHERE 1")),
         ("INSERT...SELECT, memory journal, OFF", copy("memory", "OFF")),
         ("INSERT...SELECT WHERE 1, memory journal, OFF", copy("memory", "OFF", "WHERE 1")),
+        (TEXT_FLOOR, text_copy("wal", "NORMAL")),
+        (TEXT_FLOOR_FAST, text_copy("memory", "OFF")),
     ]
     if ndjson:
         variants = [
@@ -117,6 +148,7 @@ def main():
             ("litelane import CSV (balanced)", litelane("balanced")),
             ("INSERT...SELECT, WAL, NORMAL", copy("wal", "NORMAL")),
             ("INSERT...SELECT WHERE 1, WAL, NORMAL", copy("wal", "NORMAL", "WHERE 1")),
+            (TEXT_FLOOR, text_copy("wal", "NORMAL")),
         ]
         if LITELANE_BASE:
             variants.insert(1, ("LITELANE_BASE import NDJSON (balanced)",
@@ -136,7 +168,8 @@ def main():
               "the table its import made")
         print()
         for mine in [n for n, _ in variants if n.startswith(("litelane", "LITELANE_BASE"))]:
-            for peer in ("INSERT...SELECT, WAL, NORMAL", "INSERT...SELECT WHERE 1, WAL, NORMAL"):
+            for peer in (TEXT_FLOOR, "INSERT...SELECT, WAL, NORMAL",
+                         "INSERT...SELECT WHERE 1, WAL, NORMAL"):
                 print(f"{mine} / {peer}: {med[mine] / med[peer]:.2f}x the time")
         return
     bal = med["litelane import (balanced: WAL, NORMAL)"]
@@ -145,7 +178,9 @@ def main():
     for peer in ("sqlite3 .import (all TEXT, '' kept)", "sqlite3 .import typed + NULL update"):
         print(f"{peer}: litelane balanced {med[peer] / bal:.2f}x faster, "
               f"fast {med[peer] / fast:.2f}x faster")
-    for peer, mine in (("INSERT...SELECT, WAL, NORMAL", bal),
+    for peer, mine in ((TEXT_FLOOR, bal),
+                       (TEXT_FLOOR_FAST, fast),
+                       ("INSERT...SELECT, WAL, NORMAL", bal),
                        ("INSERT...SELECT WHERE 1, WAL, NORMAL", bal),
                        ("INSERT...SELECT, memory journal, OFF", fast),
                        ("INSERT...SELECT WHERE 1, memory journal, OFF", fast)):
