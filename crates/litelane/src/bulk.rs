@@ -93,8 +93,8 @@ pub struct InsertReport {
     /// Rows stored: inserted, or updated by [`OnConflict::Update`] (all
     /// committed).
     pub rows: u64,
-    /// Rows the conflict clause left unchanged: their key was already
-    /// stored ([`OnConflict::Ignore`], or an update that changed nothing).
+    /// Rows [`OnConflict::Ignore`] skipped because their key was already
+    /// stored.
     pub skipped: u64,
     /// Rows SQLite refused (a constraint or a type) that the source took back
     /// through [`RowSource::refused`] instead of ending the insert.
@@ -380,6 +380,8 @@ pub struct Inserter<'a> {
     columns: Vec<String>,
     prefix: String,
     suffix: String,
+    /// The conflict clause can skip rows ([`OnConflict::Ignore`]).
+    skips: bool,
     rows_per_statement: usize,
     commit_every: Option<u64>,
     progress: Option<ProgressFn<'a>>,
@@ -411,6 +413,7 @@ impl<'a> Inserter<'a> {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             prefix,
             suffix,
+            skips: false,
             rows_per_statement,
             commit_every: None,
             progress: None,
@@ -437,6 +440,7 @@ impl<'a> Inserter<'a> {
     pub fn on_conflict(mut self, on: OnConflict) -> Result<Self> {
         let columns: Vec<&str> = self.columns.iter().map(String::as_str).collect();
         (self.prefix, self.suffix) = on.statement(&self.table, &columns)?;
+        self.skips = matches!(on, OnConflict::Ignore(_));
         Ok(self)
     }
 
@@ -567,7 +571,7 @@ impl<'a> Inserter<'a> {
         check_widths(rows, first, self.columns.len(), &self.table)?;
         match stmt.execute(values(rows)) {
             Ok(changed) => {
-                batch.count(rows.len(), changed);
+                batch.count(rows.len(), changed, self.skips);
                 Ok(())
             }
             Err(e) if is_row_error(&e) => {
@@ -575,7 +579,7 @@ impl<'a> Inserter<'a> {
                 for (i, row) in rows.iter().enumerate() {
                     let number = first + i as u64;
                     match single.execute(values(std::slice::from_ref(row))) {
-                        Ok(changed) => batch.count(1, changed),
+                        Ok(changed) => batch.count(1, changed, self.skips),
                         Err(e) if is_row_error(&e) => {
                             let e = Error::from_sqlite(e, row_context(&self.table, number, 1));
                             source.refused(tx, row, number, e)?;
@@ -604,13 +608,15 @@ impl<'a> Inserter<'a> {
 }
 
 impl InsertReport {
-    /// Counts a statement over `rows` rows of which SQLite reports `changed`
-    /// inserted or updated: the others were left unchanged by the conflict
-    /// clause.
-    fn count(&mut self, rows: usize, changed: usize) {
-        let changed = changed.min(rows);
-        self.rows += changed as u64;
-        self.skipped += (rows - changed) as u64;
+    /// Counts a statement that stored `rows` rows, of which SQLite reports
+    /// `changed` inserted; with `skips` (only [`OnConflict::Ignore`] can
+    /// leave a row out without an error) the others were skipped. Otherwise
+    /// every row is stored: `changed` is not used, since SQLite does not
+    /// count rows that an `INSTEAD OF` trigger takes (a view).
+    fn count(&mut self, rows: usize, changed: usize, skips: bool) {
+        let stored = if skips { changed.min(rows) } else { rows };
+        self.rows += stored as u64;
+        self.skipped += (rows - stored) as u64;
     }
 }
 

@@ -384,3 +384,31 @@ fn conflict_modes_store_skip_or_update_and_count_it() {
         .expect("an update needs a key");
     assert!(err.to_string().contains("needs the key"), "{err}");
 }
+
+#[test]
+fn rows_taken_by_an_instead_of_trigger_are_counted_as_stored() {
+    // SQLite does not count them in sqlite3_changes(): the report must not
+    // call them skipped.
+    let (_dir, db) = temp_db(Options::default());
+    setup(&db);
+    exec(&db, "CREATE VIEW vt AS SELECT id, v FROM t");
+    exec(
+        &db,
+        "CREATE TRIGGER vt_ins INSTEAD OF INSERT ON vt BEGIN \
+         INSERT INTO t VALUES (NEW.id, NEW.v || '!'); END",
+    );
+    let report = db
+        .inserter("vt", &["id", "v"])
+        .unwrap()
+        .insert(
+            ints(1..=100)
+                .into_iter()
+                .map(|(i, v)| vec![Value::Integer(i), v]),
+        )
+        .unwrap();
+    assert_eq!((report.rows, report.skipped), (100, 0));
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t WHERE v LIKE '%!'"),
+        100
+    );
+}
