@@ -809,7 +809,9 @@ fn bars(area: &Area, o: &Outcome) -> Drawn {
     let x0 = label_w as i32;
     area.draw(&Text::new(caption.as_str(), (x0, 6), text(11.0, GREY)))?;
     if o.series.len() > 1 {
-        let mut lx = x0 + text_width(&caption, 11.0) as i32 + 24;
+        // Prose is narrower than the label estimate: place the keys after
+        // the caption at an average character width.
+        let mut lx = x0 + (caption.chars().count() as f64 * 11.0 * 0.55) as i32 + 24;
         for (i, s) in o.series.iter().enumerate() {
             area.draw(&Rectangle::new(
                 [(lx, 7), (lx + 10, 17)],
@@ -956,6 +958,7 @@ fn cdf(area: &Area, rows: &[(&Row, &Latency)]) -> Drawn {
     let mut chart = ChartBuilder::on(&plot)
         .margin_left(20)
         .margin_right(16)
+        .margin_top(16)
         .margin_bottom(6)
         .x_label_area_size(26)
         .y_label_area_size(44)
@@ -977,7 +980,11 @@ fn cdf(area: &Area, rows: &[(&Row, &Latency)]) -> Drawn {
     ))?;
     chart.plotting_area().draw(
         &(EmptyElement::at((FRAME_MS, 1.0))
-            + Text::new("16 ms (one frame)", (4, 8), text(10.0, ALERT))),
+            + Text::new(
+                "16 ms (one frame)",
+                (0, -8),
+                anchored(10.0, ALERT, HPos::Center),
+            )),
     )?;
     for (i, (r, l)) in rows.iter().enumerate() {
         let colour = CURVES[i % CURVES.len()];
