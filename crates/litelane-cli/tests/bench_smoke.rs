@@ -339,17 +339,44 @@ fn all_writes_a_report_with_one_svg_per_scenario() {
         assert!(md.contains(&format!("## `{s}`")), "{md}");
         assert!(md.contains(&format!("({s}.svg)")), "{md}");
         let svg = std::fs::read_to_string(out.join(format!("{s}.svg"))).unwrap();
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-        assert!(svg.trim_end().ends_with("</svg>"));
-        assert_eq!(
-            svg.matches("<text").count(),
-            svg.matches("</text>").count(),
-            "unbalanced <text> in {s}.svg"
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{s}.svg is not well-formed ({e})"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg", "{s}.svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        assert!(
+            texts.contains(&format!("litelane bench {s}").as_str()),
+            "{s}.svg has no title: {texts:?}"
         );
-        assert!(svg.contains("litelane"), "{s}.svg names no litelane bar");
+        // Every variant of the scenario is named on its chart.
+        let scenario = v["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["scenario"] == *s)
+            .unwrap();
+        for r in scenario["results"].as_array().unwrap() {
+            let name = r["name"].as_str().unwrap();
+            assert!(
+                texts.iter().any(|t| t.starts_with(name)),
+                "{s}.svg does not name {name}: {texts:?}"
+            );
+        }
     }
-    // The contention chart has latency curves.
+    // The contention chart has a latency curve per variant.
     let svg = std::fs::read_to_string(out.join("contention.svg")).unwrap();
-    assert!(svg.contains("<path d=\"M"));
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let curves = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .filter(|n| n.attribute("points").unwrap_or("").split(' ').count() > 10)
+        .count();
+    let variants = v["scenarios"][3]["results"].as_array().unwrap().len();
+    assert_eq!(v["scenarios"][3]["scenario"], "contention");
+    assert_eq!(curves, variants, "{svg}");
     assert_eq!(std::fs::read_dir(&dbs).unwrap().count(), 0);
 }

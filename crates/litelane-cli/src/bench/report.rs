@@ -1,11 +1,18 @@
 //! What a scenario produces ([`Outcome`], [`Row`]) and the three ways it is
-//! shown: a plain table on stdout, one JSON object, and a Markdown report with
-//! one hand-written SVG chart per scenario.
+//! shown: a plain table on stdout (comfy-table), one JSON object, and a
+//! Markdown report with one SVG chart per scenario (plotters).
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use comfy_table::{CellAlignment, Table};
+use indicatif::HumanCount;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::{json, Map, Value};
 
 use crate::error::CliError;
@@ -356,30 +363,26 @@ pub fn all_json(outcomes: &[Outcome], machine: &Machine, seconds: f64) -> Value 
     })
 }
 
-/// Formats `x` with thousands separators and `decimals` decimals.
+/// Formats `x` with thousands separators and `decimals` decimals; `-` when
+/// `x` is not finite.
 pub fn group_digits(x: f64, decimals: usize) -> String {
     if !x.is_finite() {
         return "-".into();
     }
-    let s = format!("{:.*}", decimals, x.abs());
-    let (int, frac) = s
-        .split_once('.')
-        .map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+    // indicatif groups the integer part; the decimals stay fixed (its
+    // `HumanFloatCount` trims trailing zeros, which misaligns a column).
+    let fixed = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = fixed.split_once('.').unwrap_or((fixed.as_str(), ""));
+    let sign = if x < 0.0 && fixed.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        "-"
+    } else {
+        ""
+    };
+    match int.parse::<u64>() {
+        Ok(n) if frac.is_empty() => format!("{sign}{}", HumanCount(n)),
+        Ok(n) => format!("{sign}{}.{frac}", HumanCount(n)),
+        Err(_) => format!("{sign}{fixed}"),
     }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    if x < 0.0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 /// A number for a table cell: large ones grouped, small ones with a few
@@ -448,33 +451,30 @@ fn table_cells(o: &Outcome) -> (Vec<String>, Vec<Vec<String>>) {
     (header, body)
 }
 
+/// The table's frame: only a rule under the header (comfy-table's preset
+/// characters, in its documented order; a space draws nothing).
+const TABLE_STYLE: &str = "     --            ";
+
 /// The plain-text table printed on stdout.
 pub fn text_table(o: &Outcome) -> String {
     let (header, body) = table_cells(o);
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &body {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
+    let mut table = Table::new();
+    table
+        .load_preset(TABLE_STYLE)
+        .set_header(header)
+        .add_rows(body);
+    let last = table.column_count().saturating_sub(1);
+    for (i, column) in table.column_iter_mut().enumerate() {
+        // With the blank column separator: two spaces between columns.
+        column.set_padding((0, if i == last { 0 } else { 1 }));
+        if i > 0 {
+            column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i == 0 {
-                let _ = write!(s, "{c:<w$}");
-            } else {
-                let _ = write!(s, "  {c:>w$}");
-            }
-        }
-        s.trim_end().to_string()
-    };
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", o.scenario, o.title);
-    let _ = writeln!(out, "{}", line(&header));
-    let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
-    let _ = writeln!(out, "{}", "-".repeat(total));
-    for row in &body {
-        let _ = writeln!(out, "{}", line(row));
+    for line in table.lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for n in &o.notes {
         let _ = writeln!(out, "note: {n}");
@@ -536,7 +536,7 @@ pub fn write_report(
     let _ = writeln!(md, "- total wall time {seconds:.1} s\n");
     for o in outcomes {
         md.push_str(&markdown_section(o));
-        let svg = svg_chart(o, machine);
+        let svg = svg_chart(o, machine)?;
         let path = dir.join(format!("{}.svg", o.scenario));
         std::fs::write(&path, svg)
             .map_err(|e| CliError::io(format!("writing {}", path.display()), e))?;
@@ -546,24 +546,81 @@ pub fn write_report(
 }
 
 // ---------------------------------------------------------------- SVG ----
+//
+// The charts are drawn with `plotters` and its SVG backend. Without the
+// `ttf` feature plotters estimates text widths itself (no system fonts, no
+// fontconfig) and writes `<text>` elements the viewer lays out, so the label
+// columns below are sized from the longest label with some slack.
 
-const WIDTH: f64 = 860.0;
-const LABEL_W: f64 = 230.0;
-const VALUE_W: f64 = 150.0;
-const FONT: &str = "font-family=\"-apple-system, 'Segoe UI', Helvetica, Arial, sans-serif\"";
+/// Chart width in pixels.
+const WIDTH: u32 = 900;
+/// Estimated width of one character, as a share of the font size (a
+/// generous figure for sans-serif text, so labels do not collide).
+const CHAR_W: f64 = 0.62;
+/// Longest variant label on a chart, in characters.
+const LABEL_CHARS: usize = 48;
 /// Bar colours per series, for plain variants and for litelane's own.
-const PLAIN: [&str; 3] = ["#8aa4c8", "#c8a98a", "#a9c88a"];
-const OURS: [&str; 3] = ["#0f7b6c", "#b5651d", "#4c8a1e"];
-const CURVES: [&str; 8] = [
-    "#0f7b6c", "#d1495b", "#3066be", "#edae49", "#7b2cbf", "#5c946e", "#8d6a9f", "#444444",
+const PLAIN: [RGBColor; 3] = [
+    RGBColor(0x8a, 0xa4, 0xc8),
+    RGBColor(0xc8, 0xa9, 0x8a),
+    RGBColor(0xa9, 0xc8, 0x8a),
 ];
+const OURS: [RGBColor; 3] = [
+    RGBColor(0x0f, 0x7b, 0x6c),
+    RGBColor(0xb5, 0x65, 0x1d),
+    RGBColor(0x4c, 0x8a, 0x1e),
+];
+/// Latency curve colours, one per variant.
+const CURVES: [RGBColor; 12] = [
+    RGBColor(0x0f, 0x7b, 0x6c),
+    RGBColor(0xd1, 0x49, 0x5b),
+    RGBColor(0x30, 0x66, 0xbe),
+    RGBColor(0xed, 0xae, 0x49),
+    RGBColor(0x7b, 0x2c, 0xbf),
+    RGBColor(0x5c, 0x94, 0x6e),
+    RGBColor(0x8d, 0x6a, 0x9f),
+    RGBColor(0x44, 0x44, 0x44),
+    RGBColor(0xe0, 0x7a, 0x1f),
+    RGBColor(0x00, 0x9e, 0xd8),
+    RGBColor(0x9c, 0x64, 0x1c),
+    RGBColor(0xd6, 0x5d, 0xb1),
+];
+const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+const LIGHT: RGBColor = RGBColor(0x88, 0x88, 0x88);
+const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
+const ALERT: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
+/// The frame budget marked on the latency chart (report 001's stall
+/// threshold), in milliseconds.
+const FRAME_MS: f64 = 16.0;
 
-/// Escapes text for SVG.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// A text style of `px` CSS pixels. plotters' SVG backend writes
+/// `font-size = size / 1.24`, hence the factor.
+fn text(px: f64, colour: RGBColor) -> TextStyle<'static> {
+    ("sans-serif", px * 1.24).into_font().color(&colour)
+}
+
+/// Like [`text`], anchored at (`h`, vertical centre).
+fn anchored(px: f64, colour: RGBColor, h: HPos) -> TextStyle<'static> {
+    text(px, colour).pos(Pos::new(h, VPos::Center))
+}
+
+/// Estimated width in pixels of `s` at `px`.
+fn text_width(s: &str, px: f64) -> f64 {
+    s.chars().count() as f64 * px * CHAR_W
+}
+
+/// `s` wrapped to the chart's width at `px` (at an average character
+/// width: running prose is narrower than the labels [`CHAR_W`] sizes).
+fn wrapped(s: &str, px: f64) -> Vec<String> {
+    let chars = ((f64::from(WIDTH) - 40.0) / (px * 0.55)) as usize;
+    textwrap::wrap(s, chars.max(20))
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect()
 }
 
 /// A short human number: 1.23M, 45.6k, 789.
@@ -579,6 +636,8 @@ pub fn short_num(x: f64) -> String {
         format!("{x:.0}")
     } else if a >= 1.0 {
         format!("{x:.1}")
+    } else if a == 0.0 {
+        "0".to_string()
     } else {
         format!("{x:.3}")
     }
@@ -588,60 +647,124 @@ fn is_ours(name: &str) -> bool {
     name.starts_with("litelane")
 }
 
-/// One SVG per scenario: grouped horizontal bars (one group per variant, one
-/// bar per series) on a linear or, when values span more than 30×, a log
-/// axis; then, when the variants have latencies, their distributions as
-/// cumulative curves on a log time axis with the 16 ms frame budget marked.
-pub fn svg_chart(o: &Outcome, machine: &Machine) -> String {
-    let mut body = String::new();
-    let mut y = 20.0;
-    let _ = writeln!(
-        body,
-        "<text x=\"20\" y=\"{}\" font-size=\"18\" font-weight=\"600\" fill=\"#222\">{}</text>",
-        y + 10.0,
-        esc(&format!("litelane bench {}", o.scenario))
-    );
-    y += 30.0;
-    let _ = writeln!(
-        body,
-        "<text x=\"20\" y=\"{y}\" font-size=\"12\" fill=\"#555\">{}</text>",
-        esc(&o.title)
-    );
-    y += 16.0;
-    let _ = writeln!(
-        body,
-        "<text x=\"20\" y=\"{y}\" font-size=\"11\" fill=\"#888\">{}</text>",
-        esc(&format!(
-            "{} · reproduces {}",
-            machine.one_line(),
-            o.reproduces
-        ))
-    );
-    y += 22.0;
-    y = bars(&mut body, o, y);
-    if o.rows.iter().any(|r| r.latency.is_some()) {
-        y = cdf(&mut body, o, y + 16.0);
-    }
-    let height = y + 16.0;
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
-         viewBox=\"0 0 {WIDTH} {height}\" {FONT}>\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n{body}</svg>\n"
-    )
-}
-
-/// Draws the bar groups from `y`; returns the y below them.
-fn bars(out: &mut String, o: &Outcome, mut y: f64) -> f64 {
-    let values: Vec<Vec<f64>> = o
-        .rows
+/// The bars' values: one per row and series, 0 where missing or not finite.
+fn bar_values(o: &Outcome) -> Vec<Vec<f64>> {
+    o.rows
         .iter()
         .map(|r| {
             o.series
                 .iter()
-                .map(|s| r.num(s.key).unwrap_or(0.0))
+                .map(|s| r.num(s.key).filter(|v| v.is_finite()).unwrap_or(0.0))
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// The label of each row's bar group: its name, followed by its `profile`
+/// when several rows share a name (the insert scenario runs every variant
+/// under each profile).
+/// Labels longer than [`LABEL_CHARS`] are cut with an ellipsis (the tables
+/// keep the whole name).
+fn bar_labels(o: &Outcome) -> Vec<String> {
+    o.rows
+        .iter()
+        .map(|r| {
+            let shared = o.rows.iter().filter(|x| x.name == r.name).count() > 1;
+            let label = match r.extra.get("profile").and_then(Value::as_str) {
+                Some(p) if shared => format!("{} ({p})", r.name),
+                _ => r.name.clone(),
+            };
+            if label.chars().count() > LABEL_CHARS {
+                let cut: String = label.chars().take(LABEL_CHARS - 1).collect();
+                format!("{cut}…")
+            } else {
+                label
+            }
+        })
+        .collect()
+}
+
+/// Height in pixels of one variant's group of bars.
+fn group_height(o: &Outcome) -> f64 {
+    let bar = if o.series.len() > 1 { 15.0 } else { 22.0 };
+    bar * o.series.len() as f64 + 12.0
+}
+
+/// Rows that have a latency distribution to draw.
+fn latency_rows(o: &Outcome) -> Vec<(&Row, &Latency)> {
+    o.rows
+        .iter()
+        .filter_map(|r| r.latency.as_ref().map(|l| (r, l)))
+        .filter(|(_, l)| l.curve.iter().any(|p| p.1 > 0.0 && p.1.is_finite()))
+        .collect()
+}
+
+/// One SVG per scenario: a header (scenario, what ran, machine), grouped
+/// horizontal bars (one group per variant, one bar per series) on a linear
+/// or, when values span more than 30×, a log axis; then, when the variants
+/// have latencies, their distributions as cumulative curves on a log time
+/// axis with the 16 ms frame budget marked.
+pub fn svg_chart(o: &Outcome, machine: &Machine) -> Result<String, CliError> {
+    let title = wrapped(&o.title, 12.0);
+    let about = wrapped(
+        &format!("{} · reproduces {}", machine.one_line(), o.reproduces),
+        11.0,
+    );
+    let header_h = 40.0 + 17.0 * title.len() as f64 + 15.0 * about.len() as f64 + 10.0;
+    let bars_h = 30.0 + group_height(o) * o.rows.len().max(1) as f64 + 30.0;
+    let curves = latency_rows(o);
+    let cdf_h = if curves.is_empty() {
+        0.0
+    } else {
+        30.0 + (34.0 * curves.len() as f64 + 20.0).max(240.0) + 34.0
+    };
+    let height = (header_h + bars_h + cdf_h + 10.0).ceil() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        let drawn = (|| -> Drawn {
+            root.fill(&WHITE)?;
+            let (head, rest) = root.split_vertically(header_h as u32);
+            header(&head, o, &title, &about)?;
+            let (bar_area, cdf_area) = rest.split_vertically(bars_h as u32);
+            bars(&bar_area, o)?;
+            if !curves.is_empty() {
+                cdf(&cdf_area, &curves)?;
+            }
+            root.present()?;
+            Ok(())
+        })();
+        drawn.map_err(|e| CliError::Input(format!("drawing the {} chart: {e}", o.scenario)))?;
+    }
+    Ok(svg)
+}
+
+/// Scenario name, what ran, and the machine.
+fn header(area: &Area, o: &Outcome, title: &[String], about: &[String]) -> Drawn {
+    let bold = ("sans-serif", 18.0 * 1.24)
+        .into_font()
+        .style(FontStyle::Bold)
+        .color(&INK);
+    area.draw(&Text::new(
+        format!("litelane bench {}", o.scenario),
+        (20, 14),
+        bold,
+    ))?;
+    let mut y = 46;
+    for l in title {
+        area.draw(&Text::new(l.as_str(), (20, y), text(12.0, GREY)))?;
+        y += 17;
+    }
+    for l in about {
+        area.draw(&Text::new(l.as_str(), (20, y), text(11.0, LIGHT)))?;
+        y += 15;
+    }
+    Ok(())
+}
+
+/// The bar groups, one per variant.
+fn bars(area: &Area, o: &Outcome) -> Drawn {
+    let values = bar_values(o);
     let positive: Vec<f64> = values
         .iter()
         .flatten()
@@ -649,140 +772,150 @@ fn bars(out: &mut String, o: &Outcome, mut y: f64) -> f64 {
         .filter(|v| *v > 0.0)
         .collect();
     if positive.is_empty() {
-        let _ = writeln!(
-            out,
-            "<text x=\"20\" y=\"{}\" font-size=\"12\" fill=\"#a00\">no figures to chart</text>",
-            y + 12.0
-        );
-        return y + 24.0;
+        area.draw(&Text::new(
+            "no figures to chart",
+            (20, 12),
+            text(12.0, ALERT),
+        ))?;
+        return Ok(());
     }
     let max = positive.iter().copied().fold(f64::MIN, f64::max);
     let min = positive.iter().copied().fold(f64::MAX, f64::min);
     let log = max / min > 30.0;
-    let x0 = LABEL_W;
-    let span = WIDTH - LABEL_W - VALUE_W;
-    let (lo, hi) = if log {
-        (
-            10f64.powf(min.log10().floor()),
-            10f64.powf(max.log10().ceil()),
-        )
-    } else {
-        (0.0, nice_ceiling(max))
-    };
-    let scale = |v: f64| -> f64 {
-        if v <= 0.0 {
-            0.0
-        } else if log {
-            ((v.max(lo).log10() - lo.log10()) / (hi.log10() - lo.log10())) * span
-        } else {
-            v / hi * span
-        }
-    };
-    // Legend / axis caption.
+    let labels = bar_labels(o);
+    let label_w = labels
+        .iter()
+        .map(|l| text_width(l, 12.0))
+        .fold(0.0, f64::max)
+        .max(80.0)
+        + 24.0;
+    let value_w = o
+        .series
+        .iter()
+        .map(|s| text_width(&format!("8.88M {}", s.label), 11.0))
+        .fold(0.0, f64::max)
+        + 20.0;
+    // Caption and, for several series, their legend.
     let caption = o
         .series
         .iter()
         .map(|s| s.label)
         .collect::<Vec<_>>()
         .join(" and ");
-    let _ = writeln!(
-        out,
-        "<text x=\"{x0}\" y=\"{y}\" font-size=\"11\" fill=\"#555\">{} {}(longer is better)</text>",
-        esc(&caption),
+    let caption = format!(
+        "{caption} {}(longer is better)",
         if log { "— log scale " } else { "" }
     );
+    let x0 = label_w as i32;
+    area.draw(&Text::new(caption.as_str(), (x0, 6), text(11.0, GREY)))?;
     if o.series.len() > 1 {
-        let mut lx = x0 + 330.0;
+        // Prose is narrower than the label estimate: place the keys after
+        // the caption at an average character width.
+        let mut lx = x0 + (caption.chars().count() as f64 * 11.0 * 0.55) as i32 + 24;
         for (i, s) in o.series.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>\
-                 <text x=\"{}\" y=\"{y}\" font-size=\"11\" fill=\"#555\">{}</text>",
-                y - 9.0,
-                OURS[i % OURS.len()],
-                lx + 14.0,
-                esc(s.label)
-            );
-            lx += 110.0;
+            area.draw(&Rectangle::new(
+                [(lx, 7), (lx + 10, 17)],
+                OURS[i % OURS.len()].filled(),
+            ))?;
+            area.draw(&Text::new(s.label, (lx + 14, 6), text(11.0, GREY)))?;
+            lx += text_width(s.label, 11.0) as i32 + 34;
         }
     }
-    y += 10.0;
-    let bar_h = if o.series.len() > 1 { 14.0 } else { 20.0 };
-    let group_h = bar_h * o.series.len() as f64 + 12.0;
-    let top = y;
-    let bottom = y + group_h * o.rows.len() as f64;
-    // Grid lines with tick labels.
-    let ticks: Vec<f64> = if log {
-        let mut t = Vec::new();
-        let mut v = lo;
-        while v <= hi * 1.0001 {
-            t.push(v);
-            v *= 10.0;
-        }
-        t
+    let (_, plot) = area.split_vertically(26);
+    let mut builder = ChartBuilder::on(&plot);
+    builder
+        .margin_left(label_w as u32)
+        .margin_right(value_w as u32)
+        .x_label_area_size(24);
+    let n = o.rows.len() as f64;
+    if log {
+        let lo = 10f64.powf(min.log10().floor());
+        let hi = 10f64.powf(max.log10().ceil());
+        let mut chart = builder.build_cartesian_2d((lo..hi).log_scale(), 0.0..n)?;
+        draw_bars(&mut chart, o, &labels, &values, lo)
     } else {
-        (0..=4).map(|i| hi * f64::from(i) / 4.0).collect()
-    };
-    for t in ticks {
-        let x = x0 + scale(t).max(0.0);
-        let _ = writeln!(
-            out,
-            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#e4e4e4\"/>\
-             <text x=\"{x:.1}\" y=\"{}\" font-size=\"10\" fill=\"#999\" text-anchor=\"middle\">{}</text>",
-            bottom + 13.0,
-            short_num(t)
-        );
+        let mut chart = builder.build_cartesian_2d(0.0..nice_ceiling(max), 0.0..n)?;
+        draw_bars(&mut chart, o, &labels, &values, 0.0)
     }
-    for (r, vals) in o.rows.iter().zip(&values) {
+}
+
+/// Draws the grid, the bars, their values and the variants' names on a
+/// chart whose y axis counts variants from the bottom.
+fn draw_bars<X>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, RangedCoordf64>>,
+    o: &Outcome,
+    labels: &[String],
+    values: &[Vec<f64>],
+    floor: f64,
+) -> Drawn
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_labels(6)
+        .x_label_formatter(&|v| short_num(*v))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(GRID)
+        .label_style(text(10.0, LIGHT))
+        .draw()?;
+    let n = o.rows.len();
+    let series = o.series.len().max(1) as f64;
+    let band = 0.8 / series;
+    for (i, ((r, label), vals)) in o.rows.iter().zip(labels).zip(values).enumerate() {
         let ours = is_ours(&r.name);
-        let label_y = y + group_h / 2.0 - 2.0;
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{label_y}\" font-size=\"12\" text-anchor=\"end\" fill=\"#222\"{}>{}</text>",
-            x0 - 8.0,
-            if ours { " font-weight=\"600\"" } else { "" },
-            esc(&r.name)
-        );
+        let top = (n - i) as f64;
+        let name_style = if ours {
+            ("sans-serif", 12.0 * 1.24)
+                .into_font()
+                .style(FontStyle::Bold)
+                .color(&INK)
+                .pos(Pos::new(HPos::Right, VPos::Center))
+        } else {
+            anchored(12.0, INK, HPos::Right)
+        };
+        let name_dy = if r.errors > 0 { -6 } else { 0 };
+        chart.plotting_area().draw(
+            &(EmptyElement::at((floor, top - 0.5))
+                + Text::new(label.clone(), (-10, name_dy), name_style)),
+        )?;
         if r.errors > 0 {
-            let _ = writeln!(
-                out,
-                "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\" fill=\"#c0392b\">{} errors</text>",
-                x0 - 8.0,
-                label_y + 12.0,
-                group_digits(r.errors as f64, 0)
-            );
+            chart.plotting_area().draw(
+                &(EmptyElement::at((floor, top - 0.5))
+                    + Text::new(
+                        format!("{} errors", group_digits(r.errors as f64, 0)),
+                        (-10, 8),
+                        anchored(10.0, ALERT, HPos::Right),
+                    )),
+            )?;
         }
-        for (i, v) in vals.iter().enumerate() {
-            let by = y + 4.0 + bar_h * i as f64;
-            let w = scale(*v).max(if *v > 0.0 { 1.0 } else { 0.0 });
-            let colour = if ours { OURS[i % 3] } else { PLAIN[i % 3] };
-            let _ = writeln!(
-                out,
-                "<rect x=\"{x0}\" y=\"{by}\" width=\"{w:.1}\" height=\"{:.1}\" rx=\"2\" fill=\"{colour}\">\
-                 <title>{}: {}</title></rect>",
-                bar_h - 3.0,
-                esc(&r.name),
-                group_digits(*v, 0)
-            );
-            let text = if *v > 0.0 {
-                format!("{} {}", short_num(*v), o.series[i].label)
+        for (k, v) in vals.iter().enumerate() {
+            let y1 = top - 0.1 - band * k as f64;
+            let y2 = y1 - band * 0.85;
+            let colour = if ours { OURS[k % 3] } else { PLAIN[k % 3] };
+            if *v > 0.0 {
+                chart
+                    .plotting_area()
+                    .draw(&Rectangle::new([(floor, y1), (*v, y2)], colour.filled()))?;
+            }
+            let label = if *v > 0.0 {
+                format!("{} {}", short_num(*v), o.series[k].label)
             } else {
                 "—".to_string()
             };
-            let _ = writeln!(
-                out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">{}</text>",
-                x0 + w + 6.0,
-                by + bar_h - 5.0,
-                esc(&text)
-            );
+            chart.plotting_area().draw(
+                &(EmptyElement::at((v.max(floor), (y1 + y2) / 2.0))
+                    + Text::new(label, (6, 0), anchored(11.0, GREY, HPos::Left))),
+            )?;
         }
-        y += group_h;
     }
-    bottom + 24.0
+    Ok(())
 }
 
-/// Rounds `x` up to 1, 2 or 5 times a power of ten.
+/// Rounds `x` up to 1, 2, 2.5 or 5 times a power of ten.
 fn nice_ceiling(x: f64) -> f64 {
     if x <= 0.0 {
         return 1.0;
@@ -796,114 +929,95 @@ fn nice_ceiling(x: f64) -> f64 {
     10.0 * p
 }
 
-/// Draws latency CDFs from `y`; returns the y below them.
-fn cdf(out: &mut String, o: &Outcome, y: f64) -> f64 {
-    let rows: Vec<&Row> = o.rows.iter().filter(|r| r.latency.is_some()).collect();
-    let points: Vec<f64> = rows
+/// Latency CDFs with a legend on the right.
+fn cdf(area: &Area, rows: &[(&Row, &Latency)]) -> Drawn {
+    area.draw(&Text::new(
+        "Latency per operation: share of operations done within t (higher and further left is better)",
+        (20, 6),
+        ("sans-serif", 13.0 * 1.24)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&INK),
+    ))?;
+    let (_, rest) = area.split_vertically(30);
+    let legend_w = rows
         .iter()
-        .flat_map(|r| {
-            r.latency
-                .as_ref()
-                .map(|l| l.curve.iter().map(|p| p.1))
-                .into_iter()
-                .flatten()
-        })
-        .filter(|v| *v > 0.0)
-        .collect();
-    if points.is_empty() {
-        return y;
-    }
-    let min = points.iter().copied().fold(f64::MAX, f64::min).max(1e-3);
-    let max = points.iter().copied().fold(f64::MIN, f64::max).max(20.0);
+        .map(|(r, _)| text_width(&r.name, 11.0))
+        .fold(200.0, f64::max)
+        .min(420.0)
+        + 40.0;
+    let (plot, legend) = rest.split_horizontally(WIDTH - legend_w as u32);
+    let points = rows
+        .iter()
+        .flat_map(|(_, l)| l.curve.iter().map(|p| p.1))
+        .filter(|v| *v > 0.0 && v.is_finite());
+    let min = points.clone().fold(f64::MAX, f64::min).max(1e-3);
+    let max = points.fold(f64::MIN, f64::max).max(FRAME_MS * 1.25);
     let lo = 10f64.powf(min.log10().floor());
     let hi = 10f64.powf(max.log10().ceil());
-    let (x0, w, h) = (70.0, WIDTH - 70.0 - 250.0, 220.0);
-    let top = y + 22.0;
-    let xs = |ms: f64| x0 + (ms.max(lo).log10() - lo.log10()) / (hi.log10() - lo.log10()) * w;
-    let ys = |q: f64| top + h - q * h;
-    let _ = writeln!(
-        out,
-        "<text x=\"20\" y=\"{}\" font-size=\"13\" font-weight=\"600\" fill=\"#222\">\
-         Latency per operation: share of operations done within t (higher and further left is better)</text>",
-        y + 6.0
-    );
-    let _ = writeln!(
-        out,
-        "<rect x=\"{x0}\" y=\"{top}\" width=\"{w}\" height=\"{h}\" fill=\"#fafafa\" stroke=\"#ddd\"/>"
-    );
-    let mut t = lo;
-    while t <= hi * 1.0001 {
-        let x = xs(t);
-        let _ = writeln!(
-            out,
-            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#e4e4e4\"/>\
-             <text x=\"{x:.1}\" y=\"{}\" font-size=\"10\" fill=\"#999\" text-anchor=\"middle\">{} ms</text>",
-            top + h,
-            top + h + 13.0,
-            short_num(t)
-        );
-        t *= 10.0;
-    }
-    for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
-        let yy = ys(q);
-        let _ = writeln!(
-            out,
-            "<line x1=\"{x0}\" y1=\"{yy:.1}\" x2=\"{}\" y2=\"{yy:.1}\" stroke=\"#eee\"/>\
-             <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" fill=\"#999\" text-anchor=\"end\">{}%</text>",
-            x0 + w,
-            x0 - 6.0,
-            yy + 3.0,
-            q * 100.0
-        );
-    }
-    // The 16 ms frame budget (report 001's stall threshold).
-    let fx = xs(16.0);
-    let _ = writeln!(
-        out,
-        "<line x1=\"{fx:.1}\" y1=\"{top}\" x2=\"{fx:.1}\" y2=\"{}\" stroke=\"#c0392b\" stroke-dasharray=\"4 3\"/>\
-         <text x=\"{:.1}\" y=\"{}\" font-size=\"10\" fill=\"#c0392b\">16 ms (one frame)</text>",
-        top + h,
-        fx + 4.0,
-        top + 12.0
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let Some(l) = &r.latency else { continue };
+    let mut chart = ChartBuilder::on(&plot)
+        .margin_left(20)
+        .margin_right(16)
+        .margin_top(16)
+        .margin_bottom(6)
+        .x_label_area_size(26)
+        .y_label_area_size(44)
+        .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .x_label_formatter(&|v| format!("{} ms", short_num(*v)))
+        .y_label_formatter(&|q| format!("{:.0}%", q * 100.0))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(LIGHT)
+        .label_style(text(10.0, LIGHT))
+        .draw()?;
+    chart.draw_series(DashedLineSeries::new(
+        [(FRAME_MS, 0.0), (FRAME_MS, 1.0)],
+        4,
+        3,
+        ALERT.stroke_width(1),
+    ))?;
+    chart.plotting_area().draw(
+        &(EmptyElement::at((FRAME_MS, 1.0))
+            + Text::new(
+                "16 ms (one frame)",
+                (0, -8),
+                anchored(10.0, ALERT, HPos::Center),
+            )),
+    )?;
+    for (i, (r, l)) in rows.iter().enumerate() {
         let colour = CURVES[i % CURVES.len()];
-        let mut d = String::new();
-        for (j, (q, ms)) in l.curve.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1},{:.1} ",
-                if j == 0 { "M" } else { "L" },
-                xs(*ms),
-                ys(*q)
-            );
-        }
-        let width = if is_ours(&r.name) { 2.6 } else { 1.6 };
-        let _ = writeln!(
-            out,
-            "<path d=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"{width}\"/>",
-            d.trim_end()
-        );
-        let ly = top + 8.0 + 30.0 * i as f64;
-        let lx = x0 + w + 14.0;
-        let _ = writeln!(
-            out,
-            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"3\"/>\
-             <text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#222\">{}</text>\
-             <text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#666\">p50 {} · p99 {} · max {} ms</text>",
-            lx + 18.0,
-            lx + 24.0,
-            ly + 4.0,
-            esc(&r.name),
-            lx + 24.0,
-            ly + 17.0,
-            ms_cell(l.p50_ms),
-            ms_cell(l.p99_ms),
-            ms_cell(l.max_ms)
-        );
+        let width = if is_ours(&r.name) { 3 } else { 2 };
+        chart.draw_series(LineSeries::new(
+            l.curve
+                .iter()
+                .filter(|p| p.1.is_finite())
+                .map(|&(q, ms)| (ms.max(lo), q)),
+            colour.stroke_width(width),
+        ))?;
+        let y = 14 + 34 * i as i32;
+        legend.draw(&PathElement::new(
+            vec![(4, y), (22, y)],
+            colour.stroke_width(3),
+        ))?;
+        legend.draw(&Text::new(
+            r.name.clone(),
+            (28, y),
+            anchored(11.0, INK, HPos::Left),
+        ))?;
+        legend.draw(&Text::new(
+            format!(
+                "p50 {} · p99 {} · max {} ms",
+                ms_cell(l.p50_ms),
+                ms_cell(l.p99_ms),
+                ms_cell(l.max_ms)
+            ),
+            (28, y + 14),
+            anchored(10.0, GREY, HPos::Left),
+        ))?;
     }
-    top + h + 24.0
+    Ok(())
 }
 
 #[cfg(test)]
@@ -930,6 +1044,13 @@ mod tests {
         assert_eq!(group_digits(999.0, 0), "999");
         assert_eq!(group_digits(1234.5, 1), "1,234.5");
         assert_eq!(group_digits(-1000.0, 0), "-1,000");
+        assert_eq!(group_digits(-1234.567, 2), "-1,234.57");
+        assert_eq!(group_digits(1.0, 3), "1.000");
+        assert_eq!(group_digits(999.96, 1), "1,000.0");
+        assert_eq!(group_digits(0.0, 0), "0");
+        assert_eq!(group_digits(-0.4, 0), "0");
+        assert_eq!(group_digits(f64::NAN, 0), "-");
+        assert_eq!(group_digits(f64::INFINITY, 2), "-");
     }
 
     #[test]
@@ -961,6 +1082,38 @@ mod tests {
         assert_eq!(v["rows_per_sec"], 10.0);
     }
 
+    /// The SVG parsed (it must be well-formed XML) and checked for a root
+    /// `<svg>`.
+    fn parse(svg: &str) -> roxmltree::Document<'_> {
+        let doc = roxmltree::Document::parse(svg)
+            .unwrap_or_else(|e| panic!("SVG is not well-formed XML ({e}):\n{svg}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        doc
+    }
+
+    /// The trimmed contents of every `<text>`.
+    fn texts(doc: &roxmltree::Document<'_>) -> Vec<String> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| n.text().unwrap_or("").trim().to_string())
+            .collect()
+    }
+
+    /// Fill colours of the bars (every rect in a bar colour).
+    fn bar_fills(doc: &roxmltree::Document<'_>) -> Vec<String> {
+        let colours: Vec<String> = OURS
+            .iter()
+            .chain(&PLAIN)
+            .map(|c| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2))
+            .collect();
+        doc.descendants()
+            .filter(|n| n.has_tag_name("rect"))
+            .filter_map(|n| n.attribute("fill"))
+            .filter(|f| colours.iter().any(|c| c == f))
+            .map(str::to_string)
+            .collect()
+    }
+
     #[test]
     fn tables_and_svg_escape_and_show_every_variant() {
         let o = outcome();
@@ -969,9 +1122,156 @@ mod tests {
         let md = markdown_section(&o);
         assert!(md.contains("| litelane |"), "{md}");
         let m = Machine::detect(Path::new("/tmp"));
-        let svg = svg_chart(&o, &m);
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert!(svg.contains("raw-ffi &lt;&amp;&gt;"));
+        let svg = svg_chart(&o, &m).unwrap();
+        let doc = parse(&svg);
+        assert!(svg.contains("raw-ffi &lt;&amp;&gt;"), "{svg}");
         assert!(!svg.contains("<&>"));
+        let t = texts(&doc);
+        for name in ["litelane", "raw-ffi <&>"] {
+            assert!(t.iter().any(|x| x == name), "{name} not in {t:?}");
+        }
+        assert!(t.iter().any(|x| x == "3 errors"), "{t:?}");
+        assert!(
+            t.iter().any(|x| x.contains(&m.cpu)),
+            "no machine line in {t:?}"
+        );
+        assert!(t.iter().any(|x| x == "litelane bench insert"), "{t:?}");
+        // One bar per variant (one series), litelane's in its own colour.
+        assert_eq!(bar_fills(&doc), ["#0F7B6C", "#8AA4C8"]);
+        // The latency curve of the one variant that has latencies.
+        let curves = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .filter(|n| n.attribute("points").unwrap_or("").split(' ').count() > 10)
+            .count();
+        assert_eq!(curves, 1, "{svg}");
+    }
+
+    #[test]
+    fn svg_has_a_bar_per_variant_per_series_for_hostile_names() {
+        // (variant name, writes/s, reads/s): a bar for every positive value.
+        let cases: &[(&str, f64, f64)] = &[
+            ("litelane", 5_000.0, 50_000.0),
+            ("a\"quoted\" 'name'", 10.0, 0.0),
+            ("]]><script>x</script>", 1.0, 1e7),
+            ("日本語 & ünïcödé", 0.0, 0.0),
+            ("", 3.0, 4.0),
+            (&"very-long-variant-name-".repeat(6), 123.0, 456.0),
+        ];
+        let mut o = Outcome::new("wal", "report 002", "hostile".into());
+        o.series = vec![
+            Series {
+                key: "writes_per_sec",
+                label: "writes/s",
+            },
+            Series {
+                key: "reads_per_sec",
+                label: "reads/s",
+            },
+        ];
+        for (name, w, r) in cases {
+            o.rows.push(
+                Row::new(*name, Unit::Ops, 1, Duration::from_secs(1))
+                    .with("writes_per_sec", *w)
+                    .with("reads_per_sec", *r),
+            );
+        }
+        let m = Machine::detect(Path::new("/tmp"));
+        let svg = svg_chart(&o, &m).unwrap();
+        let doc = parse(&svg);
+        let t = texts(&doc);
+        for (name, _, _) in cases.iter().filter(|c| !c.0.is_empty()) {
+            let shown = if name.chars().count() > LABEL_CHARS {
+                format!("{}…", &name[..LABEL_CHARS - 1])
+            } else {
+                name.to_string()
+            };
+            assert!(t.contains(&shown), "{shown:?} not in {t:?}");
+        }
+        assert!(!svg.contains("<script>") && !svg.contains("]]>"));
+        let positive = cases
+            .iter()
+            .map(|c| usize::from(c.1 > 0.0) + usize::from(c.2 > 0.0))
+            .sum::<usize>();
+        // A bar per positive value, and a legend key per series.
+        assert_eq!(bar_fills(&doc).len(), positive + 2, "{svg}");
+        assert!(t.iter().any(|x| x == "5000 writes/s"), "{t:?}");
+        assert!(t.iter().any(|x| x == "50.0k reads/s"), "{t:?}");
+        // Values spanning 1 to 10M: a log axis, said in the caption.
+        assert!(t.iter().any(|x| x.contains("log scale")), "{t:?}");
+    }
+
+    #[test]
+    fn svg_without_figures_says_so() {
+        let m = Machine::detect(Path::new("/tmp"));
+        let empty = Outcome::new("insert", "report 000", "nothing".into());
+        let mut zero = empty.clone();
+        zero.rows
+            .push(Row::new("litelane", Unit::Rows, 0, Duration::from_secs(1)));
+        for o in [empty, zero] {
+            let svg = svg_chart(&o, &m).unwrap();
+            let doc = parse(&svg);
+            assert!(bar_fills(&doc).is_empty(), "{svg}");
+            assert!(texts(&doc).iter().any(|x| x == "no figures to chart"));
+        }
+    }
+
+    #[test]
+    fn repeated_names_are_told_apart_by_profile() {
+        let mut o = Outcome::new("insert", "report 000", "x".into());
+        for p in ["safe", "fast"] {
+            o.rows.push(
+                Row::new("litelane", Unit::Rows, 10, Duration::from_secs(1)).with("profile", p),
+            );
+        }
+        o.rows.push(
+            Row::new("raw-ffi", Unit::Rows, 10, Duration::from_secs(1)).with("profile", "safe"),
+        );
+        assert_eq!(
+            bar_labels(&o),
+            ["litelane (safe)", "litelane (fast)", "raw-ffi"]
+        );
+    }
+
+    #[test]
+    fn text_and_markdown_tables_hold_every_value() {
+        let mut o = outcome();
+        o.rows[1].set("ratio_vs_raw_ffi", 1.0);
+        o.notes.push("a note".into());
+        let text = text_table(&o);
+        let md = markdown_section(&o);
+        let lat = o.rows[0].latency.clone().unwrap();
+        for cell in [
+            "litelane",
+            "raw-ffi <&>",
+            "1.000",
+            "2.000",
+            "10",
+            "5",
+            "3",
+            "0.95",
+            "1.00",
+            &ms_cell(lat.p50_ms),
+            &ms_cell(lat.p99_ms),
+            &ms_cell(lat.max_ms),
+            "× raw-ffi",
+            "p50 ms",
+        ] {
+            let in_text = text
+                .lines()
+                .any(|l| l.split("  ").any(|c| c.trim() == cell));
+            assert!(in_text, "{cell:?} not a cell of\n{text}");
+            assert!(
+                md.contains(&format!("| {cell} |")),
+                "{cell:?} not a cell of\n{md}"
+            );
+        }
+        assert!(text.contains("note: a note") && md.contains("- a note"));
+        // Header rule as wide as the table; columns right-aligned after the first.
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].chars().all(|c| c == '-'), "{text}");
+        let width = lines[3..5].iter().map(|l| l.chars().count()).max().unwrap();
+        assert_eq!(lines[2].chars().count(), width, "{text}");
+        assert!(md.contains("|---|---:|"), "{md}");
     }
 }
