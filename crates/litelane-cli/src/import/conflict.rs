@@ -112,7 +112,7 @@ pub fn create_sql(table: &str, cols: &[ColumnPlan], key: &[usize], strict: bool)
         .enumerate()
         .map(|(i, c)| {
             let nn = if key.contains(&i) { " NOT NULL" } else { "" };
-            format!("{} {}{nn}", quote_ident(&c.name), c.ty.sql())
+            format!("{} {}{nn}", quote_ident(&c.name), c.ty.declared(strict))
         })
         .collect();
     defs.push(format!(

@@ -419,6 +419,12 @@ fn json_cell(
         )
     };
     let numeric_col = matches!(col.ty, ColType::Integer | ColType::Real);
+    if col.strict && !json_fits_strict(col.ty, v) {
+        // As for CSV: a strict BOOLEAN, DATE or TIMESTAMP column takes only
+        // its own forms (a STRICT table would refuse the rest anyway).
+        let shown: String = v.to_string().chars().take(60).collect();
+        return Err(not_a(col, shown.as_bytes()));
+    }
     match v {
         Json::Null => Ok(Cell::Null),
         Json::Bool(x) => {
@@ -473,6 +479,22 @@ fn json_cell(
                 None => Ok(b.push_text(nested.to_string().as_bytes())),
             }
         }
+    }
+}
+
+/// A JSON value fits a strict column of type `ty`: `true`/`false` or a
+/// 64-bit integer for BOOLEAN, an ISO-8601 string for DATE and TIMESTAMP;
+/// other types decide in [`json_cell`].
+fn json_fits_strict(ty: ColType, v: &Json) -> bool {
+    match (ty, v) {
+        (_, Json::Null) => true,
+        (ColType::Boolean, Json::Bool(_)) => true,
+        (ColType::Boolean, Json::Number(n)) => n.as_i64().is_some(),
+        (ColType::Date | ColType::Timestamp, Json::String(s)) => {
+            is_iso_date(s.as_bytes()) || is_iso_timestamp(s.as_bytes())
+        }
+        (ColType::Boolean | ColType::Date | ColType::Timestamp, _) => false,
+        _ => true,
     }
 }
 

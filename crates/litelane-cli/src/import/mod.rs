@@ -16,6 +16,8 @@ mod conflict;
 mod convert;
 mod dialect;
 mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod parse;
 mod progress;
