@@ -793,3 +793,7 @@ mod props {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "convert_props.rs"]
+mod type_props;

@@ -728,7 +728,9 @@ impl Spec {
         match rec {
             RawRef::Json(line, _) => assert_eq!(raw, *line, "{cfg:?}: {reason}"),
             RawRef::Csv(r, _) => {
-                let back = sniff::records(raw, dialect.0, dialect.1, true, 3);
+                // After a blank line: the csv crate drops a byte-order mark
+                // at the very start of its input.
+                let back = sniff::records(&[b"\n", raw].concat(), dialect.0, dialect.1, true, 3);
                 let want: Vec<&[u8]> = r.iter().collect();
                 let got: Vec<Vec<&[u8]>> = back.iter().map(|r| r.iter().collect()).collect();
                 assert!(
