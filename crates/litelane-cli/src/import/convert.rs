@@ -151,7 +151,10 @@ impl Converter {
         if self.nulls[i].iter().any(|n| n.as_slice() == f) {
             return Ok(Cell::Null);
         }
-        // A space-padded numeric column (planned): the spaces are layout.
+        // A space-padded numeric column (planned): the spaces are layout of
+        // a number; text (a later value that is not one, or the column made
+        // TEXT by `--type`) keeps them: `raw` is the field as written.
+        let raw = f;
         let f = if self.trim[i] { f.trim_ascii() } else { f };
         match col.ty {
             ColType::Boolean => {
@@ -160,8 +163,8 @@ impl Converter {
                 }
             }
             ColType::Date | ColType::Timestamp => {
-                if is_iso_date(f) || is_iso_timestamp(f) {
-                    return text_cell(col, f, b);
+                if is_iso_date(raw) || is_iso_timestamp(raw) {
+                    return text_cell(col, raw, b);
                 }
                 if !col.strict {
                     if let Some(v) = parse_int(f) {
@@ -182,7 +185,7 @@ impl Converter {
                     return Ok(Cell::Real(v));
                 }
             }
-            ColType::Text => return text_cell(col, f, b),
+            ColType::Text => return text_cell(col, raw, b),
             ColType::Any | ColType::Numeric => {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
@@ -193,14 +196,14 @@ impl Converter {
             }
         }
         if col.strict && col.ty != ColType::Any && col.ty != ColType::Numeric {
-            return Err(not_a(col, f));
+            return Err(not_a(col, raw));
         }
         if col.ty.converts_text() {
-            if let Some(reason) = rewritten(col, f) {
+            if let Some(reason) = rewritten(col, raw) {
                 return Err(reason);
             }
         }
-        text_cell(col, f, b)
+        text_cell(col, raw, b)
     }
 
     /// The record written back as one CSV/TSV line, for the rejects file.

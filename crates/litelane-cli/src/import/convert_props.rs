@@ -252,3 +252,41 @@ fn negative_zero_keeps_its_sign_in_the_cell_and_sqlite_stores_zero() {
         Got::Rejected(_)
     ));
 }
+
+#[test]
+fn padding_is_dropped_from_numbers_only() {
+    // A sniffed space-padded INTEGER column: `  12` is the number 12, but
+    // text (a later value, or the column made TEXT by --type) keeps its
+    // spaces; it used to be stored trimmed.
+    for (ty, field, want) in [
+        (ColType::Integer, &b"  12"[..], Got::Int(12)),
+        (ColType::Real, b" 2.5 ", Got::Real(2.5)),
+        (ColType::Integer, b" abc ", Got::Text(b" abc ".to_vec())),
+        (ColType::Text, b"  12", Got::Text(b"  12".to_vec())),
+        (
+            ColType::Date,
+            b" 2024-01-05",
+            Got::Text(b" 2024-01-05".to_vec()),
+        ),
+    ] {
+        let mut plan = converter(ty, false, &[]).plan().clone();
+        plan.sniffed = Some(Sniffed {
+            delimiter: ',',
+            quote: Some('"'),
+            trim: vec![true],
+            ..Sniffed::default()
+        });
+        let c = Converter::new(plan);
+        let mut b = Batch::new(1, 1);
+        let mut rec = csv::ByteRecord::new();
+        rec.push_field(field);
+        c.push_csv(&mut b, &rec, Place { line: 2, end: 9 }, 1);
+        let got = match b.cells.first() {
+            Some(Cell::Int(v)) => Got::Int(*v),
+            Some(Cell::Real(v)) => Got::Real(*v),
+            Some(Cell::Text(s, n)) => Got::Text(b.text[*s as usize..(s + n) as usize].to_vec()),
+            other => panic!("{other:?}: {:?}", b.rejects),
+        };
+        assert_eq!(got, want, "{ty:?} {:?}", String::from_utf8_lossy(field));
+    }
+}

@@ -1001,6 +1001,36 @@ mod tests {
         }
     }
 
+    /// Inputs that failed an invariant once (each is also in the corpus).
+    #[test]
+    fn regressions() {
+        let seed = |name: &str| {
+            std::fs::read(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../fuzz/corpus/import")
+                    .join(name),
+            )
+            .unwrap()
+        };
+        // `--type a=ANY` in a new table declared the column `ANY`: NUMERIC
+        // affinity outside a STRICT table, so `00123` became 123 and a big
+        // integer a REAL. Now declared BLOB: every value as written.
+        let o = check(&seed("regress-any-column-numeric-affinity"));
+        assert_eq!((o.rows, o.rejects, o.error), (3, 0, None));
+        // NDJSON into a strict BOOLEAN column took 2.5 and "x" (a STRICT
+        // table then refused the row); now rejected like CSV.
+        let o = check(&seed("regress-ndjson-strict-boolean"));
+        assert_eq!((o.rows, o.rejects, o.error), (2, 2, None));
+        // A sniffed space-padded number column made TEXT (`--type`): its
+        // values were stored without their spaces.
+        let o = check(&seed("regress-trimmed-text-column"));
+        assert_eq!((o.rows, o.rejects, o.error), (2, 0, None));
+        // A byte-order mark at the start of a rejected record (the checker
+        // must not read it as the rejects file's own).
+        let o = check(&seed("regress-bom-at-line-start"));
+        assert!(o.rejects > 0, "{o:?}");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
