@@ -208,30 +208,36 @@ impl Converter {
 
     /// The record written back as one CSV/TSV line, for the rejects file.
     fn raw_csv(&self, rec: &csv::ByteRecord) -> Vec<u8> {
-        let (delim, quoting) = match (&self.plan.sniffed, self.plan.format) {
-            (Some(s), _) => (s.delimiter_byte(), s.quote.is_some()),
-            (None, Format::Tsv) => (b'\t', false),
-            _ => (b',', true),
+        let (delim, quote) = match (&self.plan.sniffed, self.plan.format) {
+            (Some(s), _) => (s.delimiter_byte(), s.quote_byte()),
+            (None, Format::Tsv) => (b'\t', None),
+            _ => (b',', Some(b'"')),
         };
         let mut out = Vec::new();
         for (i, f) in rec.iter().enumerate() {
             if i > 0 {
                 out.push(delim);
             }
-            let needs = quoting
-                && f.iter()
-                    .any(|&c| c == delim || c == b'"' || c == b'\n' || c == b'\r');
-            if needs {
-                out.push(b'"');
-                for &c in f {
-                    if c == b'"' {
-                        out.push(b'"');
+            // Quoted when it holds the delimiter, the quote or a line break,
+            // and a record of one empty field (`""`: unquoted it would be a
+            // blank line, which is no record).
+            let q = quote.filter(|&q| {
+                f.iter()
+                    .any(|&c| c == delim || c == q || c == b'\n' || c == b'\r')
+                    || (rec.len() == 1 && f.is_empty())
+            });
+            match q {
+                Some(q) => {
+                    out.push(q);
+                    for &c in f {
+                        if c == q {
+                            out.push(q);
+                        }
+                        out.push(c);
                     }
-                    out.push(c);
+                    out.push(q);
                 }
-                out.push(b'"');
-            } else {
-                out.extend_from_slice(f);
+                None => out.extend_from_slice(f),
             }
         }
         out

@@ -290,3 +290,25 @@ fn padding_is_dropped_from_numbers_only() {
         assert_eq!(got, want, "{ty:?} {:?}", String::from_utf8_lossy(field));
     }
 }
+
+#[test]
+fn a_rejected_record_is_written_back_with_the_plans_quote() {
+    // A plan (`--plan`) may quote with `'`: the rejects file quotes with it
+    // too, so the record reads back as the same fields.
+    let mut plan = converter(ColType::Text, false, &[]).plan().clone();
+    plan.fields = 3;
+    plan.sniffed = Some(Sniffed {
+        delimiter: ';',
+        quote: Some('\''),
+        ..Sniffed::default()
+    });
+    let c = Converter::new(plan);
+    let mut b = Batch::new(1, 1);
+    let mut rec = csv::ByteRecord::new();
+    rec.push_field(b"it's");
+    rec.push_field(b"a;b");
+    c.push_csv(&mut b, &rec, Place { line: 2, end: 9 }, 1);
+    assert_eq!(b.rejects[0].raw, b"'it''s';'a;b'");
+    let back = crate::import::sniff::records(&b.rejects[0].raw, b';', Some(b'\''), true, 2);
+    assert_eq!(back, vec![rec]);
+}

@@ -1025,6 +1025,10 @@ mod tests {
         // values were stored without their spaces.
         let o = check(&seed("regress-trimmed-text-column"));
         assert_eq!((o.rows, o.rejects, o.error), (2, 0, None));
+        // A rejected record of one empty quoted field (`""`) was written to
+        // the rejects as an empty line, which reads back as no record.
+        let o = check(&seed("regress-reject-of-one-empty-field"));
+        assert!(o.rejects > 0, "{o:?}");
         // A byte-order mark at the start of a rejected record (the checker
         // must not read it as the rejects file's own).
         let o = check(&seed("regress-bom-at-line-start"));
