@@ -583,7 +583,6 @@ impl Run<'_> {
 /// What each column of the plan accepts, to check cells against fields.
 struct Spec {
     columns: Vec<ColumnPlan>,
-    format: Format,
     fields: usize,
     strict_table: bool,
     /// Null tokens per column.
@@ -600,7 +599,6 @@ impl Spec {
         let s = plan.sniffed.as_ref();
         Spec {
             columns: plan.columns.clone(),
-            format: plan.format,
             fields: plan.fields,
             strict_table: plan.columns.iter().any(|c| c.strict),
             nulls: plan
@@ -816,7 +814,6 @@ impl Spec {
             r += 1;
         }
         assert_eq!(r, rows, "{cfg:?}: rows read back");
-        let _ = self.format;
     }
 }
 
