@@ -59,23 +59,24 @@ pub fn add_missing(
     let mut sql = Vec::with_capacity(missing.len());
     for i in missing {
         let ty = types.get(i).copied().unwrap_or(ColType::Text);
-        sql.push(add_column_sql(&table.name, &names[i], ty));
+        sql.push(add_column_sql(&table.name, &names[i], ty, table.strict));
         table.columns.push(ExistingColumn {
             name: names[i].clone(),
-            declared: ty.sql().to_string(),
+            declared: ty.declared(table.strict).to_string(),
             rowid_alias: false,
         });
     }
     Ok(sql)
 }
 
-/// `ALTER TABLE "t" ADD COLUMN "c" TYPE`.
-pub fn add_column_sql(table: &str, column: &str, ty: ColType) -> String {
+/// `ALTER TABLE "t" ADD COLUMN "c" TYPE`, TYPE as declared in a table that
+/// is `strict` or not ([`ColType::declared`]).
+pub fn add_column_sql(table: &str, column: &str, ty: ColType, strict: bool) -> String {
     format!(
         "ALTER TABLE {} ADD COLUMN {} {}",
         quote_ident(table),
         quote_ident(column),
-        ty.sql()
+        ty.declared(strict)
     )
 }
 

@@ -112,7 +112,7 @@ pub fn create_sql(table: &str, cols: &[ColumnPlan], key: &[usize], strict: bool)
         .enumerate()
         .map(|(i, c)| {
             let nn = if key.contains(&i) { " NOT NULL" } else { "" };
-            format!("{} {}{nn}", quote_ident(&c.name), c.ty.sql())
+            format!("{} {}{nn}", quote_ident(&c.name), c.ty.declared(strict))
         })
         .collect();
     defs.push(format!(
@@ -331,5 +331,29 @@ mod tests {
             create_sql("t", &cols, &[0], true),
             "CREATE TABLE \"t\" (\"a\" INTEGER PRIMARY KEY, \"b\" TEXT) STRICT"
         );
+    }
+
+    #[test]
+    fn a_strict_table_with_a_composite_key_declares_strict_types() {
+        // BOOLEAN, DATE and ANY are not types of a STRICT table: they were
+        // declared as such with a composite key, and CREATE TABLE failed.
+        let cols = vec![
+            col("a", ColType::Boolean),
+            col("b", ColType::Date),
+            col("c", ColType::Any),
+        ];
+        for strict in [true, false] {
+            let sql = create_sql("t", &cols, &[0, 1], strict);
+            let c = rusqlite::Connection::open_in_memory().unwrap();
+            c.execute_batch(&sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            c.execute("INSERT INTO t VALUES (1, '2024-01-05', '00123')", [])
+                .unwrap();
+            // ANY keeps text as written (declared BLOB outside STRICT).
+            let t: String = c
+                .query_row("SELECT typeof(c) FROM t", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(t, "text", "{sql}");
+        }
     }
 }

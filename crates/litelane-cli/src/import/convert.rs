@@ -158,7 +158,10 @@ impl Converter {
         if self.nulls[i].iter().any(|n| n.as_slice() == f) {
             return Ok(Cell::Null);
         }
-        // A space-padded numeric column (planned): the spaces are layout.
+        // A space-padded numeric column (planned): the spaces are layout of
+        // a number; text (a later value that is not one, or the column made
+        // TEXT by `--type`) keeps them: `raw` is the field as written.
+        let raw = f;
         let f = if self.trim[i] { f.trim_ascii() } else { f };
         match col.ty {
             ColType::Boolean => {
@@ -167,8 +170,8 @@ impl Converter {
                 }
             }
             ColType::Date | ColType::Timestamp => {
-                if is_iso_date(f) || is_iso_timestamp(f) {
-                    return text_cell(col, f, b);
+                if is_iso_date(raw) || is_iso_timestamp(raw) {
+                    return text_cell(col, raw, b);
                 }
                 if !col.strict {
                     if let Some(v) = parse_int(f) {
@@ -189,7 +192,7 @@ impl Converter {
                     return Ok(Cell::Real(v));
                 }
             }
-            ColType::Text => return text_cell(col, f, b),
+            ColType::Text => return text_cell(col, raw, b),
             ColType::Any | ColType::Numeric => {
                 if let Some(v) = parse_int(f) {
                     return Ok(Cell::Int(v));
@@ -200,42 +203,48 @@ impl Converter {
             }
         }
         if col.strict && col.ty != ColType::Any && col.ty != ColType::Numeric {
-            return Err(not_a(col, f));
+            return Err(not_a(col, raw));
         }
         if col.ty.converts_text() {
-            if let Some(reason) = rewritten(col, f) {
+            if let Some(reason) = rewritten(col, raw) {
                 return Err(reason);
             }
         }
-        text_cell(col, f, b)
+        text_cell(col, raw, b)
     }
 
     /// The record written back as one CSV/TSV line, for the rejects file.
     fn raw_csv(&self, rec: &csv::ByteRecord) -> Vec<u8> {
-        let (delim, quoting) = match (&self.plan.sniffed, self.plan.format) {
-            (Some(s), _) => (s.delimiter_byte(), s.quote.is_some()),
-            (None, Format::Tsv) => (b'\t', false),
-            _ => (b',', true),
+        let (delim, quote) = match (&self.plan.sniffed, self.plan.format) {
+            (Some(s), _) => (s.delimiter_byte(), s.quote_byte()),
+            (None, Format::Tsv) => (b'\t', None),
+            _ => (b',', Some(b'"')),
         };
         let mut out = Vec::new();
         for (i, f) in rec.iter().enumerate() {
             if i > 0 {
                 out.push(delim);
             }
-            let needs = quoting
-                && f.iter()
-                    .any(|&c| c == delim || c == b'"' || c == b'\n' || c == b'\r');
-            if needs {
-                out.push(b'"');
-                for &c in f {
-                    if c == b'"' {
-                        out.push(b'"');
+            // Quoted when it holds the delimiter, the quote or a line break,
+            // and a record of one empty field (`""`: unquoted it would be a
+            // blank line, which is no record).
+            let q = quote.filter(|&q| {
+                f.iter()
+                    .any(|&c| c == delim || c == q || c == b'\n' || c == b'\r')
+                    || (rec.len() == 1 && f.is_empty())
+            });
+            match q {
+                Some(q) => {
+                    out.push(q);
+                    for &c in f {
+                        if c == q {
+                            out.push(q);
+                        }
+                        out.push(c);
                     }
-                    out.push(c);
+                    out.push(q);
                 }
-                out.push(b'"');
-            } else {
-                out.extend_from_slice(f);
+                None => out.extend_from_slice(f),
             }
         }
         out
@@ -529,6 +538,12 @@ fn json_cell(
         )
     };
     let numeric_col = matches!(col.ty, ColType::Integer | ColType::Real);
+    if col.strict && !json_fits_strict(col.ty, v) {
+        // As for CSV: a strict BOOLEAN, DATE or TIMESTAMP column takes only
+        // its own forms (a STRICT table would refuse the rest anyway).
+        let shown: String = v.to_string().chars().take(60).collect();
+        return Err(not_a(col, shown.as_bytes()));
+    }
     match v {
         JsonRef::Null => Ok(Cell::Null),
         JsonRef::Bool(x) => {
@@ -583,6 +598,22 @@ fn json_cell(
                 None => Ok(b.push_text(nested.to_string().as_bytes())),
             }
         }
+    }
+}
+
+/// A JSON value fits a strict column of type `ty`: `true`/`false` or a
+/// 64-bit integer for BOOLEAN, an ISO-8601 string for DATE and TIMESTAMP;
+/// other types decide in [`json_cell`].
+fn json_fits_strict(ty: ColType, v: &Json) -> bool {
+    match (ty, v) {
+        (_, Json::Null) => true,
+        (ColType::Boolean, Json::Bool(_)) => true,
+        (ColType::Boolean, Json::Number(n)) => n.as_i64().is_some(),
+        (ColType::Date | ColType::Timestamp, Json::String(s)) => {
+            is_iso_date(s.as_bytes()) || is_iso_timestamp(s.as_bytes())
+        }
+        (ColType::Boolean | ColType::Date | ColType::Timestamp, _) => false,
+        _ => true,
     }
 }
 
@@ -917,3 +948,7 @@ mod props {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "convert_props.rs"]
+mod type_props;

@@ -236,7 +236,7 @@ pub fn source_column_sql(
     }
     let present =
         table.is_some_and(|t| t.columns.iter().any(|c| c.name.eq_ignore_ascii_case(name)));
-    Ok((!present).then(|| super::alter::add_column_sql(table_name, name, ColType::Text)))
+    Ok((!present).then(|| super::alter::add_column_sql(table_name, name, ColType::Text, false)))
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ mod convert;
 mod dialect;
 mod feed;
 mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod parse;
 mod plan;

@@ -126,7 +126,27 @@ pub fn open(source: &str) -> Result<Input, CliError> {
         inner: raw,
         count: Arc::clone(&count),
     };
-    let mut buffered = BufReader::with_capacity(READ_BUFFER, counted);
+    let buffered = BufReader::with_capacity(READ_BUFFER, counted);
+    let reader = decode(Box::new(buffered), &display)?;
+    Ok(Input {
+        reader,
+        size,
+        bytes_read: count,
+        fingerprint,
+        display,
+        id,
+    })
+}
+
+/// The decoded text of `buffered` (the file's bytes as read): gzip or zstd
+/// undone, a UTF-8 byte-order mark skipped, UTF-16 with a byte-order mark
+/// decoded to UTF-8; nested or other compression and UTF-32 refused naming
+/// `display`. Errors inside the stream (a broken gzip stream, an unpaired
+/// surrogate) surface when the returned reader is read.
+pub fn decode(
+    mut buffered: Box<dyn BufRead + Send>,
+    display: &str,
+) -> Result<Box<dyn BufRead + Send>, CliError> {
     let head = buffered
         .fill_buf()
         .map_err(|e| CliError::io(format!("reading {display}"), e))?;
@@ -176,14 +196,7 @@ pub fn open(source: &str) -> Result<Input, CliError> {
             Utf16::new(reader, big_endian),
         ));
     }
-    Ok(Input {
-        reader,
-        size,
-        bytes_read: count,
-        fingerprint,
-        display,
-        id,
-    })
+    Ok(reader)
 }
 
 /// The compression format whose signature `head` starts with, if any.

@@ -54,11 +54,15 @@ impl ColType {
     }
 
     /// The declared type in `CREATE TABLE`: [`sql`](ColType::sql), except
-    /// that a STRICT table allows only INTEGER, REAL, TEXT, BLOB and ANY.
+    /// that a STRICT table allows only INTEGER, REAL, TEXT, BLOB and ANY,
+    /// and that ANY outside a STRICT table is declared BLOB: there `ANY`
+    /// has NUMERIC affinity, which would turn `00123` into 123
+    /// (<https://sqlite.org/stricttables.html>, section 3).
     pub fn declared(self, strict: bool) -> &'static str {
         match (self, strict) {
             (ColType::Boolean, true) => "INTEGER",
             (ColType::Date | ColType::Timestamp, true) => "TEXT",
+            (ColType::Any, false) => "BLOB",
             (t, _) => t.sql(),
         }
     }

@@ -1,0 +1,87 @@
+//! The `litelane` command: import, sniff, bench, stats, doctor, checkpoint,
+//! backup, recover.
+//!
+//! Each subcommand lives in its own module; this file only parses the
+//! command line and turns an error into a message and an exit code
+//! (0 success, 1 failure, 2 usage error; `import` also exits 3 when it
+//! finished but rejected records, and 130 when interrupted by Ctrl-C).
+//! The binary (`src/main.rs`) only calls [`main`].
+//!
+//! The library exists for the fuzz target (`fuzz/`): everything but
+//! [`main`] and the hidden `fuzzing` module stays private to the crate.
+
+#![deny(unsafe_code)]
+
+mod bench;
+mod error;
+mod import;
+mod inspect;
+
+/// The input → records → rows path with its invariants checked, for the
+/// fuzz target and the tests (not a stable interface).
+#[doc(hidden)]
+pub use import::fuzzing;
+
+use clap::{Parser, Subcommand};
+
+use error::CliError;
+
+/// The fast lane for SQLite.
+#[derive(Parser)]
+#[command(name = "litelane", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
+    /// record stored, 3 finished with rejected records, 1 failed, 2 usage
+    /// error, 130 interrupted (Ctrl-C; what is committed stays).
+    Import(import::ImportArgs),
+    /// Print the plan an import of a CSV/TSV file would use: delimiter,
+    /// quote, header, skipped lines, index column, column types and null
+    /// tokens (`--json`: the form `import --plan` reads).
+    Sniff(import::sniff::SniffArgs),
+    /// Run a benchmark scenario beside its peers.
+    Bench(bench::BenchArgs),
+    /// Show file, WAL, page and table statistics of a database.
+    Stats(inspect::StatsArgs),
+    /// Check a database's settings against best practice.
+    Doctor(inspect::DoctorArgs),
+    /// Run one checkpoint.
+    Checkpoint(inspect::CheckpointArgs),
+    /// Copy a database that may be in use, consistently, to a new file.
+    Backup(inspect::BackupArgs),
+    /// Salvage what can be read from a damaged database into a new file.
+    Recover(inspect::RecoverArgs),
+    /// One worker process of `bench threads --processes` (internal).
+    #[command(hide = true, name = "bench-worker")]
+    BenchWorker(bench::WorkerArgs),
+}
+
+/// Runs the `litelane` command with the process's arguments, and exits the
+/// process with the command's status.
+pub fn main() {
+    let cli = Cli::parse();
+    let result: Result<(), CliError> = match cli.command {
+        Command::Import(a) => import::run(a).map(|code| {
+            if code != 0 {
+                std::process::exit(code)
+            }
+        }),
+        Command::Sniff(a) => import::sniff::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Stats(a) => inspect::stats(a),
+        Command::Doctor(a) => inspect::doctor(a),
+        Command::Checkpoint(a) => inspect::checkpoint(a),
+        Command::Backup(a) => inspect::backup(a),
+        Command::Recover(a) => inspect::recover(a),
+        Command::BenchWorker(a) => bench::worker_main(a),
+    };
+    if let Err(e) = result {
+        eprintln!("litelane: error: {e}");
+        std::process::exit(1);
+    }
+}
