@@ -541,7 +541,7 @@ fn json_cell(
     if col.strict && !json_fits_strict(col.ty, v) {
         // As for CSV: a strict BOOLEAN, DATE or TIMESTAMP column takes only
         // its own forms (a STRICT table would refuse the rest anyway).
-        let shown: String = v.to_string().chars().take(60).collect();
+        let shown: String = v.shown().chars().take(60).collect();
         return Err(not_a(col, shown.as_bytes()));
     }
     match v {
@@ -604,16 +604,29 @@ fn json_cell(
 /// A JSON value fits a strict column of type `ty`: `true`/`false` or a
 /// 64-bit integer for BOOLEAN, an ISO-8601 string for DATE and TIMESTAMP;
 /// other types decide in [`json_cell`].
-fn json_fits_strict(ty: ColType, v: &Json) -> bool {
+fn json_fits_strict(ty: ColType, v: JsonRef<'_>) -> bool {
     match (ty, v) {
-        (_, Json::Null) => true,
-        (ColType::Boolean, Json::Bool(_)) => true,
-        (ColType::Boolean, Json::Number(n)) => n.as_i64().is_some(),
-        (ColType::Date | ColType::Timestamp, Json::String(s)) => {
+        (_, JsonRef::Null) => true,
+        (ColType::Boolean, JsonRef::Bool(_)) => true,
+        (ColType::Boolean, JsonRef::Number(n)) => n.as_i64().is_some(),
+        (ColType::Date | ColType::Timestamp, JsonRef::String(s)) => {
             is_iso_date(s.as_bytes()) || is_iso_timestamp(s.as_bytes())
         }
         (ColType::Boolean | ColType::Date | ColType::Timestamp, _) => false,
         _ => true,
+    }
+}
+
+impl JsonRef<'_> {
+    /// The value as JSON text, for messages.
+    fn shown(self) -> String {
+        match self {
+            JsonRef::Null => "null".to_string(),
+            JsonRef::Bool(x) => x.to_string(),
+            JsonRef::Number(n) => n.to_string(),
+            JsonRef::String(s) => Json::String(s.to_string()).to_string(),
+            JsonRef::Nested(v) => v.to_string(),
+        }
     }
 }
 

@@ -372,10 +372,10 @@ impl Default for Inference {
 }
 
 impl Inference {
-    /// Notes one non-null text field. Only tests use it: the import types
-    /// CSV/TSV columns with the sniffer's own statistics
-    /// (`sniff::ColumnStats`), and NDJSON ones with [`observe_json`](Self::observe_json).
-    #[cfg(test)]
+    /// Notes one non-null text field. Only tests and the fuzzing checker
+    /// use it: the import types CSV/TSV columns with the sniffer's own
+    /// statistics (`sniff::ColumnStats`), and NDJSON ones with
+    /// [`observe_json`](Self::observe_json).
     pub fn observe_bytes(&mut self, b: &[u8]) {
         self.non_null += 1;
         if self.all_int && parse_int(b).is_none() {
