@@ -1050,6 +1050,17 @@ fn cases() -> Vec<Case> {
             rejects: &[(2, "column \"n\" is given twice, by keys \"n\" and \"N\"")],
             ..Case::default()
         },
+        Case {
+            name: "an integer a REAL column cannot hold exactly is rejected, not rounded",
+            input: b"x\n1.5\n9007199254740993\n9007199254740992\n".to_vec(),
+            code: 3,
+            stored: Some((
+                "SELECT x FROM t ORDER BY rowid",
+                vec![vec![Value::Real(1.5)], vec![Value::Real(9007199254740992.0)]],
+            )),
+            rejects: &[(3, "9007199254740993 has no exact REAL value")],
+            ..Case::default()
+        },
         // ---- 5. Bookkeeping -------------------------------------------
         Case {
             name: "the progress table's name is refused as a target",

@@ -188,6 +188,9 @@ impl Converter {
                 }
             }
             ColType::Real => {
+                if let Some(v) = parse_int(f) {
+                    inexact_in_real(col, v)?;
+                }
                 if let Some(v) = parse_real(f) {
                     return Ok(Cell::Real(v));
                 }
@@ -564,6 +567,9 @@ fn json_cell(
             if col.ty == ColType::Text {
                 return Ok(b.push_text(n.to_string().as_bytes()));
             }
+            if let (ColType::Real, Some(i)) = (col.ty, n.as_i64()) {
+                inexact_in_real(col, i)?;
+            }
             match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
                 (_, Some(f)) if f.is_finite() => {
@@ -599,6 +605,22 @@ fn json_cell(
             }
         }
     }
+}
+
+/// An error when the integer `v` has no exact REAL (a double holds every
+/// integer only up to 2^53): storing it in the REAL column `col` would change
+/// its digits.
+fn inexact_in_real(col: &ColumnPlan, v: i64) -> Result<(), String> {
+    if (v as f64) as i128 == i128::from(v) {
+        return Ok(());
+    }
+    Err(format!(
+        "column {}: {v} has no exact REAL value (a REAL holds integers exactly only up to \
+         2^53 = 9007199254740992; it would be stored as {:?}); import the column as INTEGER or \
+         TEXT with --type",
+        litelane::quote_ident(&col.name),
+        v as f64
+    ))
 }
 
 /// A JSON value fits a strict column of type `ty`: `true`/`false` or a
@@ -733,6 +755,56 @@ mod tests {
             .contains("not a JSON object but an array"));
         assert!(b.rejects[1].reason.contains("\"zzz\" is not a column"));
         assert!(b.rejects[2].reason.contains("invalid JSON"));
+    }
+    #[test]
+    fn integers_a_real_column_cannot_hold_exactly_are_rejected_not_rounded() {
+        // 2^53 + 1 and i64::MAX have no exact double; 2^53 and -2^53 do.
+        let exact: &[&[u8]] = &[
+            b"9007199254740992",
+            b"-9007199254740992",
+            b"4611686018427387904",
+        ];
+        let inexact: &[&[u8]] = &[
+            b"9007199254740993",
+            b"9223372036854775807",
+            b"-9007199254740993",
+        ];
+        for strict in [false, true] {
+            for format in [Format::Csv, Format::Ndjson] {
+                let c = Converter::new(plan(format, strict));
+                let mut b = Batch::new(3, 8);
+                for (n, v) in exact.iter().chain(inexact).enumerate() {
+                    let v = std::str::from_utf8(v).unwrap();
+                    match format {
+                        Format::Ndjson => {
+                            let line = format!("{{\"id\":1,\"x\":{v},\"s\":\"a\"}}");
+                            c.push_json(&mut b, line.as_bytes(), at(n as u64 + 2), n as u64 + 1);
+                        }
+                        _ => c.push_csv(&mut b, &rec(&[b"1", v.as_bytes(), b"a"]), at(2), 1),
+                    }
+                }
+                let case = format!("{format:?} strict={strict}");
+                assert_eq!(b.rows as usize, exact.len(), "{case}");
+                for (r, v) in exact.iter().enumerate() {
+                    let want: f64 = std::str::from_utf8(v).unwrap().parse().unwrap();
+                    assert_eq!(b.cells[r * 3 + 1], Cell::Real(want), "{case}");
+                    assert_eq!(
+                        want as i128,
+                        std::str::from_utf8(v).unwrap().parse::<i128>().unwrap()
+                    );
+                }
+                assert_eq!(b.rejects.len(), inexact.len(), "{case}");
+                for (rej, v) in b.rejects.iter().zip(inexact) {
+                    let v = std::str::from_utf8(v).unwrap();
+                    assert!(
+                        rej.reason
+                            .contains(&format!("column \"x\": {v} has no exact REAL value")),
+                        "{case}: {}",
+                        rej.reason
+                    );
+                }
+            }
+        }
     }
 }
 
