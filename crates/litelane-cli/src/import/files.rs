@@ -135,8 +135,39 @@ pub fn run_all(args: ImportArgs, files: Vec<String>) -> Result<i32, CliError> {
         )));
     };
     let summaries = Summaries::default();
+    // One database open for all the files: one close (and its checkpoint)
+    // instead of one per file. With `fast`, the journal mode is restored
+    // once, after the last file.
+    super::guard::check_directory(&args.db)?;
+    let journal_before = if args.profile == litelane::Profile::Fast {
+        super::journal_mode(&args.db)
+    } else {
+        None
+    };
+    let db = super::open_db(&args)?;
+    let result = each_file(&args, &files, &table, &db, &summaries);
+    drop(db);
+    if let Some(mode) = journal_before {
+        if let Err(e) = super::restore_journal_mode(&args.db, &mode) {
+            return Err(match result {
+                Ok(_) => e,
+                Err(first) => CliError::Input(format!("{first}; and then: {e}")),
+            });
+        }
+    }
+    result
+}
+
+/// The files of [`run_all`], one after the other, into `db`.
+fn each_file(
+    args: &ImportArgs,
+    files: &[String],
+    table: &str,
+    db: &litelane::Database,
+    summaries: &Summaries,
+) -> Result<i32, CliError> {
     let recorded = if args.resume {
-        recorded_sources(&args.db, &table)
+        recorded_sources(&args.db, table)
     } else {
         HashSet::new()
     };
@@ -162,7 +193,7 @@ pub fn run_all(args: ImportArgs, files: Vec<String>) -> Result<i32, CliError> {
             a.mode = Some(Mode::Append);
             a.alter = true;
         }
-        match super::run_one(a) {
+        match super::run_in(a, Some(db)) {
             Ok(s) => {
                 status = status.max(s);
                 if s == EXIT_INTERRUPTED {

@@ -236,6 +236,24 @@ pub fn run(args: ImportArgs) -> Result<i32, CliError> {
 
 /// One file.
 fn run_one(args: ImportArgs) -> Result<i32, CliError> {
+    run_in(args, None)
+}
+
+/// The engine options of an import's database.
+fn open_db(args: &ImportArgs) -> Result<Database, CliError> {
+    let opts = Options {
+        profile: args.profile,
+        readers: 1,
+        async_threads: 1,
+        ..Options::default()
+    };
+    Ok(Database::open(&args.db, opts)?)
+}
+
+/// One file into the database `shared` holds open (several files in one
+/// command: opened, and with `fast` its journal mode restored, once by the
+/// caller), or into the database opened here.
+fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> {
     let start = Instant::now();
     if args.commit_every == Some(0) {
         return Err(CliError::Input("--commit-every must be at least 1".into()));
@@ -281,7 +299,7 @@ fn run_one(args: ImportArgs) -> Result<i32, CliError> {
     }
     guard::check_directory(&args.db)?;
     let _lock = guard::lock(&args.db, &table)?;
-    let journal_before = if args.profile == Profile::Fast {
+    let journal_before = if args.profile == Profile::Fast && shared.is_none() {
         journal_mode(&args.db)
     } else {
         None
@@ -289,15 +307,13 @@ fn run_one(args: ImportArgs) -> Result<i32, CliError> {
     // Ctrl-C stops the import at the next record, keeping what is committed.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
 
-    let opts = Options {
-        profile: args.profile,
-        readers: 1,
-        async_threads: 1,
-        ..Options::default()
+    let owned = match shared {
+        Some(_) => None,
+        None => Some(open_db(&args)?),
     };
-    let db = Database::open(&args.db, opts)?;
-    let result = import(&args, &db, &table, input, start);
-    drop(db);
+    let db = shared.or(owned.as_ref()).expect("opened above");
+    let result = import(&args, db, &table, input, start);
+    drop(owned);
     if let Some(mode) = journal_before {
         if let Err(e) = restore_journal_mode(&args.db, &mode) {
             return Err(match result {
