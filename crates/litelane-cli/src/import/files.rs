@@ -227,7 +227,7 @@ fn each_file(
         eprintln!(
             "litelane: {} files into {}: {} rows imported, {} skipped, {} rejected",
             files.len(),
-            quote_ident(&table),
+            quote_ident(table),
             sum("rows_inserted"),
             sum("rows_skipped"),
             sum("rows_rejected")
