@@ -451,8 +451,9 @@ impl<'a> Inserter<'a> {
         self
     }
 
-    /// Calls `f` with the number of rows inserted so far after every
-    /// statement (every `rows_per_statement` rows) and at the end.
+    /// Calls `f` after every statement (every `rows_per_statement` rows)
+    /// with the number of rows taken from the input so far (stored, skipped
+    /// or refused).
     pub fn on_progress(mut self, f: impl FnMut(u64) + Send + 'a) -> Self {
         self.progress = Some(Box::new(f));
         self

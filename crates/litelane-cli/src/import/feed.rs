@@ -12,8 +12,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use litelane::rusqlite;
 use litelane::rusqlite::types::ToSqlOutput;
-use litelane::rusqlite::{self};
 use litelane::{quote_ident, BulkRow, Database, InsertReport, RowSource, Tx, ValueRef};
 
 use super::batch::{Batch, Kind, RowRef};
