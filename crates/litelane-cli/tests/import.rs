@@ -1,7 +1,7 @@
 //! `litelane import`, run as a child process on files made by each test.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 mod common;
 
-use common::{litelane, stderr};
+use common::{litelane, query, stderr, Dir};
 
 /// A finished import: exit 0 when every record was stored, 3 when some were
 /// rejected (from the JSON summary, or the stderr summary without one).
@@ -29,39 +29,6 @@ fn ok(o: &Output) -> serde_json::Value {
 fn failed(o: &Output) -> String {
     assert_eq!(o.status.code(), Some(1), "expected exit 1: {}", stderr(o));
     stderr(o)
-}
-
-struct Dir {
-    dir: tempfile::TempDir,
-}
-
-impl Dir {
-    fn new() -> Dir {
-        Dir {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn write(&self, name: &str, data: &[u8]) -> String {
-        let p = self.path(name);
-        std::fs::write(&p, data).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-    fn db(&self) -> String {
-        self.path("t.db").to_str().unwrap().to_string()
-    }
-}
-
-fn query(db: &str, sql: &str) -> Vec<Vec<Value>> {
-    let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = c.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    stmt.query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 fn one(db: &str, sql: &str) -> Value {
@@ -585,7 +552,7 @@ fn clear_errors_for_bad_invocations() {
     let src = d.write("ok.csv", b"a\n1\n");
     let o = litelane(&[&src, "--db", &d.db(), "--resume"]);
     assert!(failed(&o).contains("nothing to resume"));
-    let notdb = d.write("not.db", &[b'x'; 8192]);
+    let notdb = d.write("not.db", [b'x'; 8192]);
     let o = litelane(&[&src, "--db", &notdb]);
     assert!(failed(&o).contains("not a database"), "{}", stderr(&o));
 }

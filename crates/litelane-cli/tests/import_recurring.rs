@@ -3,15 +3,13 @@
 //! `--resume` across them. `litelane import` runs as a child process; every
 //! case asserts the exact rows stored and the counts reported.
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OpenFlags};
 
 mod common;
 
-use common::{litelane, stderr};
+use common::{litelane, query, stderr, Dir};
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap_or_default()
@@ -19,46 +17,6 @@ fn json(o: &Output) -> serde_json::Value {
 
 fn status(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
-}
-
-struct Dir {
-    dir: tempfile::TempDir,
-}
-
-impl Dir {
-    fn new() -> Dir {
-        Dir {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn write(&self, name: &str, data: &str) -> String {
-        let p = self.path(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&p, data).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-    fn db(&self) -> String {
-        self.path("t.db").to_str().unwrap().to_string()
-    }
-    fn exec(&self, sql: &str) {
-        let c = Connection::open(self.db()).unwrap();
-        c.execute_batch(sql).unwrap();
-    }
-}
-
-fn query(db: &str, sql: &str) -> Vec<Vec<Value>> {
-    let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = c.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    stmt.query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 fn i(v: i64) -> Value {

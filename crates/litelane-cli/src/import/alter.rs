@@ -25,10 +25,7 @@ pub fn add_missing(
     // one (names are matched ignoring ASCII case).
     let mut missing: Vec<usize> = Vec::new();
     for (i, name) in names.iter().enumerate() {
-        let present = table
-            .columns
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(name));
+        let present = table.column(name).is_some();
         if !present && !missing.iter().any(|&j| names[j].eq_ignore_ascii_case(name)) {
             missing.push(i);
         }
@@ -47,12 +44,7 @@ pub fn add_missing(
             if missing.len() == 1 { "" } else { "s" },
             if missing.len() == 1 { "is" } else { "are" },
             quote_ident(&table.name),
-            table
-                .columns
-                .iter()
-                .map(|c| quote_ident(&c.name))
-                .collect::<Vec<_>>()
-                .join(", "),
+            table.listed(),
             if missing.len() == 1 { "it" } else { "them" },
         )));
     }

@@ -146,23 +146,14 @@ pub fn engine(on: OnConflict, key: &[String]) -> litelane::OnConflict {
 pub fn spell_key(table: &Existing, key: &[String]) -> Result<Vec<String>, CliError> {
     let mut spelled = Vec::with_capacity(key.len());
     for k in key {
-        match table
-            .columns
-            .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(k))
-        {
+        match table.column(k) {
             Some(c) => spelled.push(c.name.clone()),
             None => {
                 return Err(CliError::Input(format!(
                     "--pk {}: table {} has no such column (its columns: {})",
                     quote_ident(k),
                     quote_ident(&table.name),
-                    table
-                        .columns
-                        .iter()
-                        .map(|c| quote_ident(&c.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    table.listed()
                 )))
             }
         }

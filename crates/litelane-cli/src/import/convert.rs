@@ -878,16 +878,7 @@ mod props {
         }
     }
 
-    const TYPES: [ColType; 8] = [
-        ColType::Integer,
-        ColType::Real,
-        ColType::Text,
-        ColType::Any,
-        ColType::Numeric,
-        ColType::Boolean,
-        ColType::Date,
-        ColType::Timestamp,
-    ];
+    const TYPES: [ColType; 8] = ColType::ALL;
 
     /// A value is stored exactly as written, or as the number it spells, or
     /// rejected: never silently changed by SQLite.

@@ -265,8 +265,7 @@ pub fn source_column_sql(
             quote_ident(name)
         )));
     }
-    let present =
-        table.is_some_and(|t| t.columns.iter().any(|c| c.name.eq_ignore_ascii_case(name)));
+    let present = table.is_some_and(|t| t.column(name).is_some());
     Ok((!present).then(|| super::alter::add_column_sql(table_name, name, ColType::Text, false)))
 }
 

@@ -64,16 +64,7 @@ const MAX_STORED_ROWS: usize = 256;
 const DISPLAY: &str = "fuzz";
 
 /// Column types the second byte of the input picks from.
-const TYPES: [ColType; 8] = [
-    ColType::Integer,
-    ColType::Real,
-    ColType::Text,
-    ColType::Any,
-    ColType::Numeric,
-    ColType::Boolean,
-    ColType::Date,
-    ColType::Timestamp,
-];
+const TYPES: [ColType; 8] = ColType::ALL;
 
 /// What one input came to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

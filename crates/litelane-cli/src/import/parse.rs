@@ -194,6 +194,21 @@ fn read_line_any<R: BufRead + ?Sized>(rdr: &mut R, buf: &mut Vec<u8>) -> std::io
     }
 }
 
+/// The `csv` reader settings of every record read: records as they are (no
+/// header, any width), the dialect's delimiter and quote (`None`: no
+/// quoting), and LF, CRLF or a lone CR ending a record (a CR inside quotes
+/// is data; line numbers come from [`Lines`]).
+pub fn csv_reader(delimiter: u8, quote: Option<u8>) -> csv::ReaderBuilder {
+    let mut b = csv::ReaderBuilder::new();
+    b.has_headers(false)
+        .flexible(true)
+        .delimiter(delimiter)
+        .quoting(quote.is_some())
+        .quote(quote.unwrap_or(b'"'))
+        .terminator(csv::Terminator::CRLF);
+    b
+}
+
 /// Reads records one after another.
 pub enum Records {
     /// CSV or TSV.
@@ -240,15 +255,7 @@ impl Records {
     ) -> Records {
         match format {
             Format::Csv | Format::Tsv => {
-                let rdr = csv::ReaderBuilder::new()
-                    .has_headers(false)
-                    .flexible(true)
-                    .delimiter(delimiter)
-                    .quoting(quote.is_some())
-                    .quote(quote.unwrap_or(b'"'))
-                    // LF, CRLF and a lone CR end a record; a CR inside
-                    // quotes is data. Line numbers come from [`Lines`].
-                    .terminator(csv::Terminator::CRLF)
+                let rdr = csv_reader(delimiter, quote)
                     .buffer_capacity(1 << 16)
                     .from_reader(Lines::new(input));
                 Records::Csv {

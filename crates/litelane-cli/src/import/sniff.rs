@@ -180,14 +180,7 @@ pub fn records(
     complete: bool,
     limit: usize,
 ) -> Vec<Rec> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .delimiter(delimiter)
-        .quoting(quote.is_some())
-        .quote(quote.unwrap_or(b'"'))
-        .terminator(csv::Terminator::CRLF)
-        .from_reader(bytes);
+    let mut rdr = super::parse::csv_reader(delimiter, quote).from_reader(bytes);
     let mut out = Vec::new();
     let mut rec = csv::ByteRecord::new();
     let mut ended = false;

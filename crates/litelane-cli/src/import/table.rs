@@ -56,6 +56,22 @@ pub struct Existing {
     pub strict: bool,
 }
 
+impl Existing {
+    /// The column named `name`, ignoring ASCII case (as SQLite compares
+    /// names).
+    pub fn column(&self, name: &str) -> Option<&ExistingColumn> {
+        self.columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Its columns, quoted, for messages: `"a", "b"`.
+    pub fn listed(&self) -> String {
+        let names: Vec<String> = self.columns.iter().map(|c| quote_ident(&c.name)).collect();
+        names.join(", ")
+    }
+}
+
 /// Looks `table` up in the main schema; an error when it is a view or a
 /// virtual table (litelane imports only into ordinary tables).
 pub fn existing(db: &Database, table: &str) -> Result<Option<Existing>, CliError> {
@@ -124,23 +140,14 @@ pub fn match_columns(
 ) -> Result<Vec<ColumnPlan>, CliError> {
     let mut plan = Vec::with_capacity(names.len());
     for (src, name) in names.iter().enumerate() {
-        let col = table
-            .columns
-            .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                CliError::Input(format!(
-                    "input column {} is not a column of table {} (its columns: {})",
-                    quote_ident(name),
-                    quote_ident(&table.name),
-                    table
-                        .columns
-                        .iter()
-                        .map(|c| quote_ident(&c.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
+        let col = table.column(name).ok_or_else(|| {
+            CliError::Input(format!(
+                "input column {} is not a column of table {} (its columns: {})",
+                quote_ident(name),
+                quote_ident(&table.name),
+                table.listed()
+            ))
+        })?;
         let ty = ColType::from_declared(&col.declared);
         plan.push(ColumnPlan {
             name: col.name.clone(),

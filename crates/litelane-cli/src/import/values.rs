@@ -39,6 +39,20 @@ pub enum ColType {
 }
 
 impl ColType {
+    /// Every type, in declaration order.
+    pub const ALL: [ColType; 8] = [
+        ColType::Integer,
+        ColType::Real,
+        ColType::Text,
+        ColType::Any,
+        ColType::Numeric,
+        ColType::Boolean,
+        ColType::Date,
+        ColType::Timestamp,
+    ];
+}
+
+impl ColType {
     /// The type name used in `CREATE TABLE` and in the summary.
     pub fn sql(self) -> &'static str {
         match self {

@@ -899,16 +899,7 @@ mod tests {
     }
 
     fn plans() -> Vec<Converter> {
-        let tys = [
-            ColType::Integer,
-            ColType::Real,
-            ColType::Text,
-            ColType::Any,
-            ColType::Numeric,
-            ColType::Boolean,
-            ColType::Date,
-            ColType::Timestamp,
-        ];
+        let tys = ColType::ALL;
         let names = ["id", "x", "s", "n", "any", "b"];
         let mut out = Vec::new();
         for shift in 0..tys.len() {
