@@ -742,3 +742,52 @@ fn replace_is_sqlites_insert_or_replace_and_other_conflicts_are_rejects() {
         }
     }
 }
+
+#[test]
+fn several_files_share_one_database_open_and_fast_restores_the_journal_mode_once() {
+    // The files go through one open database; with `fast` the WAL database
+    // is back in WAL mode after the last file, and a failing later file
+    // leaves the earlier ones committed and the mode restored too.
+    let d = Dir::new();
+    d.exec("PRAGMA journal_mode = WAL; CREATE TABLE keep(x); INSERT INTO keep VALUES (42);");
+    let a = d.write("a.csv", "id,v\n1,a\n2,b\n");
+    let b = d.write("b.csv", "id,v,w\n3,c,9.5\n");
+    let o = litelane(&[
+        &a,
+        &b,
+        "--db",
+        &d.db(),
+        "--table",
+        "t",
+        "--profile",
+        "fast",
+        "--json",
+    ]);
+    assert_eq!(status(&o), 0, "{}", stderr(&o));
+    let mode = || query(&d.db(), "PRAGMA journal_mode")[0][0].clone();
+    assert_eq!(mode(), t("wal"));
+    assert_eq!(
+        query(&d.db(), "SELECT id, v, w FROM t ORDER BY id"),
+        vec![
+            vec![i(1), t("a"), N],
+            vec![i(2), t("b"), N],
+            vec![i(3), t("c"), r(9.5)]
+        ]
+    );
+    let bad = d.write("bad.csv", "id,v\n4,\"open\n");
+    let o = litelane(&[
+        &a,
+        &bad,
+        "--db",
+        &d.db(),
+        "--table",
+        "u",
+        "--profile",
+        "fast",
+    ]);
+    assert_eq!(status(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("file 2 of 2"), "{}", stderr(&o));
+    assert_eq!(mode(), t("wal"));
+    assert_eq!(query(&d.db(), "SELECT count(*) FROM u"), vec![vec![i(2)]]);
+    assert_eq!(query(&d.db(), "SELECT x FROM keep"), vec![vec![i(42)]]);
+}
