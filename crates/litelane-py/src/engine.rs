@@ -623,6 +623,10 @@ impl RowIter {
     }
 }
 
+fn names_of(stmt: &litelane::rusqlite::Statement<'_>) -> Vec<String> {
+    stmt.column_names().into_iter().map(str::to_owned).collect()
+}
+
 fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSender<Msg>) {
     let res = sh.db.read(|conn| {
         let mut stmt = conn.prepare(&sql).map_err(|e| Error::from_sqlite(e, ""))?;
@@ -631,15 +635,20 @@ fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSe
                 message: "iterate() streams read-only statements; run writes with execute()".into(),
             });
         }
-        let n = stmt.column_count();
-        let names = stmt.column_names().map(str::to_owned).collect();
-        if tx.send(Msg::Columns(names)).is_err() {
-            return Ok(());
-        }
         exec::bind_params(&mut stmt, &params)?;
         let mut rows = stmt.raw_query();
         let mut chunk = Vec::with_capacity(batch);
+        // The names are sent after the first step, when a statement whose
+        // schema changed since it was prepared has been re-prepared.
+        let mut named = false;
         while let Some(r) = rows.next()? {
+            if !named {
+                named = true;
+                if tx.send(Msg::Columns(names_of(r.as_ref()))).is_err() {
+                    return Ok(());
+                }
+            }
+            let n = r.as_ref().column_count();
             let mut row = Vec::with_capacity(n);
             for i in 0..n {
                 row.push(r.get::<_, Value>(i)?);
@@ -648,6 +657,10 @@ fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSe
             if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {
                 return Ok(()); // the iterator was dropped
             }
+        }
+        drop(rows);
+        if !named && tx.send(Msg::Columns(names_of(&stmt))).is_err() {
+            return Ok(());
         }
         if !chunk.is_empty() {
             let _ = tx.send(Msg::Rows(chunk));

@@ -116,11 +116,14 @@ fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<litelane::rusqlite::Ca
     })
 }
 
-/// Steps a bound statement to the end, collecting its rows.
+/// Steps a bound statement to the end, collecting its rows. The width is
+/// read from each stepped row, never before the first step: `sqlite3_step`
+/// re-prepares a statement whose schema changed (an `ALTER TABLE` since it
+/// was cached), and only then does it have its new shape.
 fn step_all(stmt: &mut Statement<'_>, rows: &mut Vec<Vec<Value>>) -> Result<()> {
-    let n = stmt.column_count();
     let mut q = stmt.raw_query();
     while let Some(r) = q.next()? {
+        let n = r.as_ref().column_count();
         let mut row = Vec::with_capacity(n);
         for i in 0..n {
             row.push(r.get::<_, Value>(i)?);
@@ -147,15 +150,14 @@ fn run_prepared(
     params: &Params,
 ) -> Result<Outcome> {
     bind_params(stmt, params)?;
-    let mut out = Outcome {
-        columns: columns_of(stmt),
-        decltypes: stmt
-            .columns()
-            .map(|c| c.decl_type().map(str::to_owned))
-            .collect(),
-        ..Outcome::default()
-    };
+    let mut out = Outcome::default();
     step_all(stmt, &mut out.rows)?;
+    // The shape after stepping: the one the rows have (see `step_all`).
+    out.columns = columns_of(stmt);
+    out.decltypes = stmt
+        .columns()
+        .map(|c| c.decl_type().map(str::to_owned))
+        .collect();
     out.rowcount = if is_dml(sql) {
         conn.changes() as i64
     } else {
