@@ -339,14 +339,19 @@ class Database:
         return AsyncTransaction(self, timeout)
 
 
-def open(path: Any, profile: str = "balanced", readers: Optional[int] = None, **options: Any) -> Database:  # noqa: A001
+def open(  # noqa: A001
+    path: Any, profile: Optional[str] = None, readers: Optional[int] = None, **options: Any
+) -> Database:
     """Opens (creating if needed) the database file at ``path``
     (``":memory:"``: a private in-memory database).
 
     ``profile``: ``"safe"`` (every acknowledged commit survives power loss),
-    ``"balanced"`` (default; survives a process crash) or ``"fast"``.
+    ``"balanced"`` (survives a process crash; the default) or ``"fast"``.
     ``readers``: reader connections (default: cores, at least 2). Other
     ``options``: see docs/python.md (``busy_timeout``, ``group_commit``...).
+    Every handle to one file in a process shares one engine: given no
+    profile and no options, ``open`` joins the engine already open (from
+    ``litelane.dbapi`` too) as it is.
     """
     timeout = float(options.pop("timeout", 30.0))
     engine = _litelane.open(os.fspath(path), profile, readers, options or None)

@@ -3,9 +3,22 @@
 Errors that come from SQLite carry ``sqlite_errorcode`` (the extended result
 code) and ``sqlite_errorname`` (e.g. ``"SQLITE_CONSTRAINT_UNIQUE"``), as the
 standard library's ``sqlite3.Error`` does since Python 3.11.
+
+Each class also derives from the standard library's class of the same name
+(``litelane.IntegrityError`` is a ``sqlite3.IntegrityError``), so code that
+catches ``sqlite3`` exceptions keeps working when ``litelane.dbapi`` stands in
+for ``sqlite3``. Where Python was built without ``sqlite3``, they derive from
+``Exception`` alone.
 """
 
 from __future__ import annotations
+
+from typing import Any, Tuple
+
+try:
+    import _sqlite3 as _std  # the C module: never an alias of litelane.dbapi
+except ImportError:  # pragma: no cover - Python built without sqlite3
+    _std = None
 
 __all__ = [
     "Warning",
@@ -21,46 +34,52 @@ __all__ = [
 ]
 
 
-class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
+def _std_base(name: str) -> Tuple[Any, ...]:
+    """The standard library's class ``name`` as an extra base, if there is one."""
+    cls = getattr(_std, name, None)
+    return (cls,) if isinstance(cls, type) else ()
+
+
+class Warning(*_std_base("Warning"), Exception):  # noqa: A001 - the name PEP 249 requires
     """Important warnings (PEP 249)."""
 
 
-class Error(Exception):
+class Error(*_std_base("Error"), Exception):
     """Base class of every litelane error (PEP 249)."""
 
     sqlite_errorcode: int | None = None
     sqlite_errorname: str | None = None
 
 
-class InterfaceError(Error):
+class InterfaceError(Error, *_std_base("InterfaceError")):
     """An error of the interface rather than the database."""
 
 
-class DatabaseError(Error):
+class DatabaseError(Error, *_std_base("DatabaseError")):
     """An error of the database."""
 
 
-class DataError(DatabaseError):
+class DataError(DatabaseError, *_std_base("DataError")):
     """A value out of range or too big (``SQLITE_TOOBIG``)."""
 
 
-class OperationalError(DatabaseError):
+class OperationalError(DatabaseError, *_std_base("OperationalError")):
     """An error in the database's operation: syntax, missing table, I/O,
     a transaction wait that timed out."""
 
 
-class IntegrityError(DatabaseError):
+class IntegrityError(DatabaseError, *_std_base("IntegrityError")):
     """A constraint failed (unique, foreign key, not null, check)."""
 
 
-class InternalError(DatabaseError):
+class InternalError(DatabaseError, *_std_base("InternalError")):
     """An internal error of SQLite."""
 
 
-class ProgrammingError(DatabaseError):
+class ProgrammingError(DatabaseError, *_std_base("ProgrammingError")):
     """A misuse of the API: wrong number of parameters, unsupported
     parameter type, closed connection, several statements in execute()."""
 
 
-class NotSupportedError(DatabaseError):
+class NotSupportedError(DatabaseError, *_std_base("NotSupportedError")):
     """A method or feature litelane does not support."""

@@ -66,13 +66,80 @@ PARSE_DECLTYPES = 1
 PARSE_COLNAMES = 2
 LEGACY_TRANSACTION_CONTROL = -1
 
-converters: Dict[str, Callable[[bytes], Any]] = {}
+# Every SQLITE_* constant the standard library exports (result codes,
+# authorizer actions, limits, db_config verbs), with the bundled SQLite's values.
+_SQLITE_CONSTANTS: Dict[str, int] = dict(_litelane.constants())
+globals().update(_SQLITE_CONSTANTS)
+__all__ += sorted(_SQLITE_CONSTANTS)
+
+def _convert_date(value: bytes) -> datetime.date:
+    """``date`` columns under ``PARSE_DECLTYPES`` (as ``sqlite3``'s default): ``b"2024-01-05"``."""
+    year, month, day = value.split(b"-")
+    return datetime.date(int(year), int(month), int(day))
 
 
-def register_converter(typename: str, converter: Callable[[bytes], Any]) -> None:
-    """Accepted for compatibility; converters are not applied (``detect_types``
-    is not supported, see docs/python.md)."""
+def _convert_timestamp(value: bytes) -> datetime.datetime:
+    """``timestamp`` columns under ``PARSE_DECLTYPES`` (as ``sqlite3``'s
+    default): ``b"2024-01-05 10:20:30[.fraction]"``, the fraction padded or
+    cut to microseconds."""
+    day, _, clock = value.partition(b" ")
+    hms, _, fraction = clock.partition(b".")
+    hour, minute, second = (int(x) for x in hms.split(b":"))
+    micro = int(fraction.decode()[:6].ljust(6, "0")) if fraction else 0
+    return datetime.datetime.combine(
+        _convert_date(day), datetime.time(hour, minute, second, micro)
+    )
+
+
+#: Converters by upper-case type name (``register_converter``); ``DATE`` and
+#: ``TIMESTAMP`` are there by default, as in ``sqlite3``.
+converters: Dict[str, Callable[[bytes], Any]] = {
+    "DATE": _convert_date,
+    "TIMESTAMP": _convert_timestamp,
+}
+
+
+def register_converter(typename: str, converter: Callable[[bytes], Any], /) -> None:
+    """Registers ``converter`` for columns of type ``typename`` (matched
+    case-insensitively): with ``detect_types``, a value of such a column is
+    passed to it as ``bytes`` (a number as SQLite writes it as text) and the
+    result is returned instead; NULL stays ``None``."""
     converters[typename.upper()] = converter
+
+
+def _as_bytes(value: Any) -> bytes:
+    """A value as ``sqlite3_column_blob`` gives it to a converter."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return repr(value).encode()  # int, or float (the shortest exact text)
+
+
+def _converter_for(name: str, decltype: Optional[str], detect: int) -> Optional[Callable[[bytes], Any]]:
+    """The converter a column gets under ``detect_types``, found as
+    ``sqlite3`` finds it: ``[type]`` in the column name first
+    (``PARSE_COLNAMES``), then the declared type's first word (``PARSE_DECLTYPES``)."""
+    if detect & PARSE_COLNAMES:
+        end = name.find("]")
+        start = name.rfind("[", 0, end) if end >= 0 else -1
+        if start >= 0:
+            conv = converters.get(name[start + 1:end].upper())
+            if conv is not None:
+                return conv
+    if detect & PARSE_DECLTYPES and decltype:
+        return converters.get(re.split(r"[ (]", decltype, maxsplit=1)[0].upper())
+    return None
+
+
+def _column_name(name: str, detect: int) -> str:
+    """A column's name in ``cursor.description``: under ``PARSE_COLNAMES``,
+    cut before ``[`` (and the one space before it), as ``sqlite3`` does."""
+    if detect & PARSE_COLNAMES:
+        i = name.find("[")
+        if i >= 0:
+            return name[:i - 1] if i > 0 and name[i - 1] == " " else name[:i]
+    return name
 
 
 def enable_callback_tracebacks(flag: bool, /) -> None:
@@ -330,15 +397,13 @@ class Connection:
         uri: bool = False,
         *,
         autocommit: Any = LEGACY_TRANSACTION_CONTROL,
-        profile: str = "balanced",
+        profile: Optional[str] = None,
         readers: Optional[int] = None,
         **options: Any,
     ) -> None:
-        if detect_types:
-            raise NotSupportedError(
-                "detect_types is not supported by litelane.dbapi (converters are not applied); "
-                "convert values after fetching them"
-            )
+        if not isinstance(detect_types, int):
+            raise TypeError(f"detect_types must be int, not {type(detect_types).__name__}")
+        self._detect_types = detect_types
         if isinstance(database, bytes):
             database = os.fsdecode(database)
         path = os.fspath(database)
@@ -349,7 +414,9 @@ class Connection:
         self._timeout = float(timeout)
         self._check_same_thread = bool(check_same_thread)
         self._thread = threading.get_ident()
-        self._engine: Optional[Any] = _litelane.open(path, profile, readers, options or None)
+        self._engine: Optional[Any] = _litelane.open(
+            path, profile, readers, options or None, default_profile="safe"
+        )
         self._txn: Optional[Any] = None
         self._savepoint_opened: Optional[str] = None
         self._lastrowid = 0
@@ -616,6 +683,13 @@ class Connection:
         raise NotSupportedError("backup is not supported by litelane.dbapi; use VACUUM INTO")
 
 
+def _text(value: Any, text_factory: Any) -> Any:
+    """A TEXT value as ``text_factory`` makes it (``str`` is the default)."""
+    if not isinstance(value, str) or text_factory is str:
+        return value
+    return value.encode() if text_factory is bytes else text_factory(value.encode())
+
+
 class Cursor:
     """A cursor: results are fetched from memory (a statement's rows are
     read in full when it runs)."""
@@ -630,6 +704,7 @@ class Cursor:
         self.lastrowid: Optional[int] = None
         self.row_factory = connection.row_factory
         self._rows: List[Tuple[Any, ...]] = []
+        self._converters: Optional[List[Optional[Callable[[bytes], Any]]]] = None
         self._pos = 0
         self._closed = False
 
@@ -640,7 +715,16 @@ class Cursor:
 
     def _set(self, result: Any) -> None:
         columns, rows, rowcount, lastrowid, wrote, decltypes = result
-        self.description = _description(columns, decltypes) if columns else None
+        self._converters = None
+        if columns:
+            detect = self.connection._detect_types
+            if detect:
+                convs = [_converter_for(c, t, detect) for c, t in zip(columns, decltypes)]
+                self._converters = convs if any(convs) else None
+                columns = tuple(_column_name(c, detect) for c in columns)
+            self.description = _description(columns, decltypes)
+        else:
+            self.description = None
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
@@ -681,10 +765,15 @@ class Cursor:
 
     def _convert(self, row: Tuple[Any, ...]) -> Any:
         tf = self.connection.text_factory
-        if tf is not str:
+        convs = self._converters
+        if convs is not None:
             row = tuple(
-                (v.encode() if tf is bytes else tf(v.encode())) if isinstance(v, str) else v for v in row
+                v if v is None else conv(_as_bytes(v)) if conv is not None
+                else _text(v, tf)
+                for v, conv in zip(row, convs)
             )
+        elif tf is not str:
+            row = tuple(_text(v, tf) for v in row)
         rf = self.row_factory
         return rf(self, row) if rf is not None else row
 
@@ -743,44 +832,26 @@ class Cursor:
         """Accepted and ignored (PEP 249)."""
 
 
-def connect(
-    database: Any,
-    timeout: float = 5.0,
-    detect_types: int = 0,
-    isolation_level: Optional[str] = "",
-    check_same_thread: bool = True,
-    factory: Optional[Callable[..., Connection]] = None,
-    cached_statements: int = 128,
-    uri: bool = False,
-    *,
-    autocommit: Any = LEGACY_TRANSACTION_CONTROL,
-    profile: str = "balanced",
-    readers: Optional[int] = None,
-    **options: Any,
-) -> Connection:
-    """Opens a connection to the SQLite database file ``database``
-    (``":memory:"`` for a private in-memory database).
+def connect(*args: Any, **kwargs: Any) -> Connection:
+    """connect(database, timeout=5.0, detect_types=0, isolation_level="",
+    check_same_thread=True, factory=Connection, cached_statements=128,
+    uri=False, *, autocommit=LEGACY_TRANSACTION_CONTROL, profile="safe",
+    readers=None, **options)
+
+    Opens a connection to the SQLite database file ``database``
+    (``":memory:"`` for a private in-memory database). As in ``sqlite3``,
+    every argument is passed on unchanged to ``factory`` (a ``Connection``
+    subclass may take more).
 
     ``timeout`` (seconds, default 5.0) bounds how long a transaction waits in
     the writer's queue behind transactions of this process before it fails
     with ``OperationalError("database is locked ...")``; ``profile`` is the
-    litelane durability profile (``"safe"``, ``"balanced"``, ``"fast"``);
-    ``readers`` and ``**options`` are engine options (see docs/python.md).
-    The first connection to a file opens its engine; later ones share it and
-    must not ask for other options.
+    litelane durability profile: ``"safe"`` by default (a commit that returned
+    survives power loss, as with ``sqlite3``'s default), ``"balanced"`` or
+    ``"fast"`` by choice; ``readers`` and ``**options`` are engine options
+    (see docs/python.md). The first connection to a file opens its engine;
+    later ones share it: given no profile and no options they take it as it
+    is, and they may not ask for other options than it has.
     """
-    cls = factory or Connection
-    return cls(
-        database,
-        timeout,
-        detect_types,
-        isolation_level,
-        check_same_thread,
-        None,
-        cached_statements,
-        uri,
-        autocommit=autocommit,
-        profile=profile,
-        readers=readers,
-        **options,
-    )
+    factory = args[5] if len(args) > 5 else kwargs.get("factory")
+    return (factory or Connection)(*args, **kwargs)

@@ -252,7 +252,7 @@ def test_connections_to_one_file_share_one_engine(db_path, tmp_path):
     m2 = dbapi.connect(":memory:")
     assert not m1.engine.same_engine(m2.engine)
     with pytest.raises(dbapi.ProgrammingError, match="other options"):
-        dbapi.connect(db_path, profile="safe")
+        dbapi.connect(db_path, profile="balanced")
 
 
 def test_check_same_thread(db_path):
@@ -392,8 +392,8 @@ def test_closed_objects_and_bad_arguments(db_path):
         dbapi.connect(db_path, no_such_option=1)
     with pytest.raises(dbapi.ProgrammingError, match="unknown profile|expected safe"):
         dbapi.connect(db_path + "2", profile="durable")
-    with pytest.raises(dbapi.NotSupportedError):
-        dbapi.connect(db_path, detect_types=dbapi.PARSE_DECLTYPES)
+    with pytest.raises(TypeError, match="detect_types"):
+        dbapi.connect(db_path, detect_types="yes")
     with pytest.raises(dbapi.DatabaseError):
         dbapi.connect("/nonexistent-dir/x/y.db")
 

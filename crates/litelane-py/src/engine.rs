@@ -83,7 +83,8 @@ fn registry_key(path: &str) -> Option<String> {
     Some(canonical.to_string_lossy().into_owned())
 }
 
-fn open_shared(path: &str, opts: Options) -> litelane::Result<Arc<Shared>> {
+/// `join_any`: share an open engine whatever its options.
+fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Arc<Shared>> {
     let Some(key) = registry_key(path) else {
         let db = if path.is_empty() || path == ":memory:" {
             Database::open_in_memory(opts)?
@@ -99,7 +100,7 @@ fn open_shared(path: &str, opts: Options) -> litelane::Result<Arc<Shared>> {
     let mut reg = lock(&REGISTRY);
     reg.retain(|_, w| w.strong_count() > 0);
     if let Some(existing) = reg.get(&key).and_then(Weak::upgrade) {
-        if existing.db.options() != &opts {
+        if !join_any && existing.db.options() != &opts {
             return Err(Error::InvalidInput {
                 message: format!(
                     "{path} is already open in this process with other options (profile {}); \
@@ -287,17 +288,26 @@ impl Engine {
 }
 
 /// Opens (or joins, if this process already has it open) the engine of `path`.
+///
+/// With no `profile`, `readers` or `options`, the caller takes the engine
+/// as it is if the file is already open in this process (whatever its
+/// options), and otherwise opens it with `default_profile`. Asking for
+/// options that differ from an open engine's is an error.
 #[pyfunction]
-#[pyo3(signature = (path, profile = "balanced", readers = None, options = None))]
+#[pyo3(signature = (path, profile = None, readers = None, options = None, default_profile = "balanced"))]
 pub fn open(
     py: Python<'_>,
     path: String,
-    profile: &str,
+    profile: Option<&str>,
     readers: Option<usize>,
     options: Option<&Bound<'_, PyDict>>,
+    default_profile: &str,
 ) -> PyResult<Engine> {
-    let opts = build_options(py, profile, readers, options)?;
-    let shared = py.detach(|| open_shared(&path, opts)).py_err(py)?;
+    let join_any = profile.is_none() && readers.is_none() && options.is_none_or(|o| o.is_empty());
+    let opts = build_options(py, profile.unwrap_or(default_profile), readers, options)?;
+    let shared = py
+        .detach(|| open_shared(&path, opts, join_any))
+        .py_err(py)?;
     Ok(Engine {
         shared: Mutex::new(Some(shared)),
     })
@@ -624,7 +634,7 @@ impl RowIter {
 }
 
 fn names_of(stmt: &litelane::rusqlite::Statement<'_>) -> Vec<String> {
-    stmt.column_names().into_iter().map(str::to_owned).collect()
+    stmt.column_names().map(str::to_owned).collect()
 }
 
 fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSender<Msg>) {

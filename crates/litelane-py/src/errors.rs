@@ -15,13 +15,13 @@ fn build(
     py: Python<'_>,
     class: &str,
     message: String,
-    codes: Option<(i32, i32)>,
+    extended_code: Option<i32>,
 ) -> PyResult<PyErr> {
     let module = ERRORS.get_or_try_init(py, || py.import("litelane._errors").map(Bound::unbind))?;
     let value = module.bind(py).getattr(class)?.call1((message,))?;
-    if let Some((code, extended)) = codes {
+    if let Some(extended) = extended_code {
         value.setattr("sqlite_errorcode", extended)?;
-        value.setattr("sqlite_errorname", error_name(extended, code))?;
+        value.setattr("sqlite_errorname", crate::codes::error_name(extended))?;
     }
     Ok(PyErr::from_value(value))
 }
@@ -38,61 +38,6 @@ fn class_for(code: i32) -> &'static str {
     }
 }
 
-/// SQLite's name for a result code (`SQLITE_CONSTRAINT_UNIQUE`...), as
-/// `sqlite3.Error.sqlite_errorname` gives it.
-fn error_name(extended: i32, code: i32) -> String {
-    let ext = match extended {
-        275 => Some("SQLITE_CONSTRAINT_CHECK"),
-        531 => Some("SQLITE_CONSTRAINT_COMMITHOOK"),
-        787 => Some("SQLITE_CONSTRAINT_FOREIGNKEY"),
-        1043 => Some("SQLITE_CONSTRAINT_FUNCTION"),
-        1299 => Some("SQLITE_CONSTRAINT_NOTNULL"),
-        1555 => Some("SQLITE_CONSTRAINT_PRIMARYKEY"),
-        1811 => Some("SQLITE_CONSTRAINT_TRIGGER"),
-        2067 => Some("SQLITE_CONSTRAINT_UNIQUE"),
-        2323 => Some("SQLITE_CONSTRAINT_VTAB"),
-        2579 => Some("SQLITE_CONSTRAINT_ROWID"),
-        3091 => Some("SQLITE_CONSTRAINT_DATATYPE"),
-        517 => Some("SQLITE_BUSY_SNAPSHOT"),
-        261 => Some("SQLITE_BUSY_RECOVERY"),
-        1032 => Some("SQLITE_READONLY_DBMOVED"),
-        _ => None,
-    };
-    if let Some(name) = ext {
-        return name.to_string();
-    }
-    let primary = match code {
-        1 => "SQLITE_ERROR",
-        2 => "SQLITE_INTERNAL",
-        3 => "SQLITE_PERM",
-        4 => "SQLITE_ABORT",
-        5 => "SQLITE_BUSY",
-        6 => "SQLITE_LOCKED",
-        7 => "SQLITE_NOMEM",
-        8 => "SQLITE_READONLY",
-        9 => "SQLITE_INTERRUPT",
-        10 => "SQLITE_IOERR",
-        11 => "SQLITE_CORRUPT",
-        12 => "SQLITE_NOTFOUND",
-        13 => "SQLITE_FULL",
-        14 => "SQLITE_CANTOPEN",
-        15 => "SQLITE_PROTOCOL",
-        16 => "SQLITE_EMPTY",
-        17 => "SQLITE_SCHEMA",
-        18 => "SQLITE_TOOBIG",
-        19 => "SQLITE_CONSTRAINT",
-        20 => "SQLITE_MISMATCH",
-        21 => "SQLITE_MISUSE",
-        22 => "SQLITE_NOLFS",
-        23 => "SQLITE_AUTH",
-        24 => "SQLITE_FORMAT",
-        25 => "SQLITE_RANGE",
-        26 => "SQLITE_NOTADB",
-        _ => "SQLITE_UNKNOWN",
-    };
-    primary.to_string()
-}
-
 /// Converts an engine error. SQLite errors keep SQLite's own message (the
 /// text `sqlite3` shows, which programs sometimes match on) plus, in
 /// `sqlite_errorcode` / `sqlite_errorname`, the extended result code.
@@ -103,7 +48,7 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             extended_code,
             message,
             context: _,
-        } => build(py, class_for(code), message, Some((code, extended_code))),
+        } => build(py, class_for(code), message, Some(extended_code)),
         litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
         other => build(py, "OperationalError", other.to_string(), None),
     };

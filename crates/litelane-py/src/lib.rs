@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 mod bulk;
+mod codes;
 mod convert;
 mod engine;
 mod errors;
@@ -25,10 +26,29 @@ fn sqlite_version() -> &'static str {
     litelane::sqlite_version()
 }
 
+/// Every `SQLITE_*` constant the standard library's `sqlite3` exports, by
+/// name, with the bundled SQLite's values.
+#[pyfunction]
+fn constants() -> Vec<(&'static str, i32)> {
+    codes::RESULT_CODES
+        .iter()
+        .chain(codes::OTHER)
+        .copied()
+        .collect()
+}
+
+/// SQLite's name for a result code (`2067` → `"SQLITE_CONSTRAINT_UNIQUE"`).
+#[pyfunction]
+fn error_name(code: i32) -> &'static str {
+    codes::error_name(code)
+}
+
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
+    m.add_function(wrap_pyfunction!(constants, m)?)?;
+    m.add_function(wrap_pyfunction!(error_name, m)?)?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;

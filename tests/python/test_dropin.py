@@ -1,0 +1,137 @@
+"""The drop-in surface of litelane.dbapi, each test run on the standard
+library's sqlite3 and on litelane.dbapi alike: what a program written for
+sqlite3 does must give the same result on both."""
+
+import datetime
+import sqlite3 as std
+
+import litelane
+import litelane.dbapi as dbapi
+import pytest
+
+
+@pytest.fixture(params=["sqlite3", "litelane"])
+def mod(request):
+    return std if request.param == "sqlite3" else dbapi
+
+
+def test_every_constant_of_the_standard_library_is_there_with_its_value():
+    names = [n for n in dir(std) if n.startswith(("SQLITE_", "PARSE_"))]
+    assert len(names) > 100
+    for n in names:
+        assert getattr(dbapi, n) == getattr(std, n), n
+    assert "SQLITE_CONSTRAINT_UNIQUE" in dbapi.__all__
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
+     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError"],
+)
+def test_exceptions_are_the_standard_librarys_too(name):
+    ours = getattr(dbapi, name)
+    assert issubclass(ours, getattr(std, name))
+    assert ours is getattr(litelane, name)
+
+
+def test_code_that_catches_sqlite3_errors_catches_litelanes(db_path):
+    con = dbapi.connect(db_path)
+    con.execute("CREATE TABLE t(k PRIMARY KEY)")
+    con.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(std.IntegrityError) as e:
+        con.execute("INSERT INTO t VALUES (1)")
+    assert e.value.sqlite_errorcode == std.SQLITE_CONSTRAINT_PRIMARYKEY
+    assert e.value.sqlite_errorname == "SQLITE_CONSTRAINT_PRIMARYKEY"
+    with pytest.raises(std.OperationalError) as e:
+        con.execute("SELECT * FROM missing")
+    assert (e.value.sqlite_errorcode, e.value.sqlite_errorname) == (std.SQLITE_ERROR, "SQLITE_ERROR")
+    assert str(e.value) == "no such table: missing"
+    con.close()
+
+
+def test_detect_types_decltypes_and_colnames(mod, db_path):
+    seen = []
+
+    def point(b):
+        seen.append(b)
+        x, y = b.split(b";")
+        return (float(x), float(y))
+
+    mod.register_converter("point", point)
+    try:
+        con = mod.connect(db_path, detect_types=mod.PARSE_DECLTYPES | mod.PARSE_COLNAMES)
+        con.execute("CREATE TABLE t(p point, n NUMBER(10), d date, ts timestamp, plain)")
+        con.execute(
+            "INSERT INTO t VALUES ('1;2', 3, '2024-01-05', '2024-01-05 10:20:30', 'x')"
+        )
+        cur = con.execute("SELECT p, n, d, ts, plain FROM t")
+        row = cur.fetchone()
+        assert row[0] == (1.0, 2.0)
+        assert row[1] == 3
+        assert row[4] == "x"
+        assert [d[0] for d in cur.description] == ["p", "n", "d", "ts", "plain"]
+        # Column names name the converter ("x [type]"); the description drops it.
+        seen.clear()
+        cur = con.execute("SELECT '5;6' AS \"v [point]\", NULL AS \"w [point]\", 7 AS \"i [POINT]\"")
+        with pytest.raises(ValueError):
+            cur.fetchone()  # 7 has no ';': the converter ran, on b"7"
+        assert seen == [b"5;6", b"7"]  # NULL never reaches a converter
+        assert [d[0] for d in cur.description] == ["v", "w", "i"]
+        con.close()
+    finally:
+        del mod.converters["POINT"]
+
+
+def test_without_detect_types_no_converter_runs(mod, db_path):
+    mod.register_converter("boom", lambda b: 1 / 0)
+    try:
+        con = mod.connect(db_path)
+        con.execute("CREATE TABLE t(x boom)")
+        con.execute("INSERT INTO t VALUES ('a')")
+        assert con.execute('SELECT x, x AS "y [boom]" FROM t').fetchall() == [("a", "a")]
+        con.close()
+    finally:
+        del mod.converters["BOOM"]
+
+
+def test_factory_subclass_with_extra_keyword_arguments(mod, db_path):
+    class Conn(mod.Connection):
+        def __init__(self, *args, label=None, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.label = label
+
+    con = mod.connect(db_path, factory=Conn, label="mine")
+    assert isinstance(con, Conn) and con.label == "mine"
+    assert con.execute("SELECT 1").fetchone() == (1,)
+    con.close()
+    # the factory given by position, sqlite3's sixth argument
+    con = mod.connect(db_path, 5.0, 0, "", True, Conn)
+    assert isinstance(con, Conn) and con.label is None
+    con.close()
+
+
+def test_a_drop_in_connection_is_safe_by_default_and_mixes_with_the_native_api(db_path):
+    con = dbapi.connect(db_path)
+    assert con.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    # the native API without options joins the engine as it is
+    with litelane.open(db_path) as db:
+        assert db.profile == "safe"
+    with pytest.raises(dbapi.ProgrammingError, match="other options"):
+        litelane.open(db_path, profile="balanced")
+    con.close()
+    with litelane.open(db_path + "2") as db:
+        assert db.profile == "balanced"  # the native API's own default
+
+
+def test_default_date_and_timestamp_converters(mod, db_path):
+    con = mod.connect(db_path, detect_types=mod.PARSE_DECLTYPES)
+    con.execute("CREATE TABLE t(d date, ts timestamp, ts0 timestamp)")
+    day = datetime.date(2024, 1, 5)
+    at = datetime.datetime(2024, 1, 5, 10, 20, 30, 123456)
+    con.execute(
+        "INSERT INTO t VALUES (?, ?, ?)",
+        (day.isoformat(), at.isoformat(" "), "2024-01-05 10:20:30"),
+    )
+    assert con.execute("SELECT d, ts, ts0 FROM t").fetchone() == (
+        day, at, datetime.datetime(2024, 1, 5, 10, 20, 30))
+    con.close()
