@@ -45,7 +45,7 @@ __all__ = [
     "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
     "Binary", "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID",
     "register_adapter", "register_converter", "adapters", "converters",
-    "complete_statement", "enable_callback_tracebacks",
+    "complete_statement", "enable_callback_tracebacks", "adapt",
     "PARSE_DECLTYPES", "PARSE_COLNAMES", "LEGACY_TRANSACTION_CONTROL",
 ]
 
@@ -93,6 +93,8 @@ def _convert_timestamp(value: bytes) -> datetime.datetime:
 
 #: Converters by upper-case type name (``register_converter``); ``DATE`` and
 #: ``TIMESTAMP`` are there by default, as in ``sqlite3``.
+_MISSING = object()
+
 converters: Dict[str, Callable[[bytes], Any]] = {
     "DATE": _convert_date,
     "TIMESTAMP": _convert_timestamp,
@@ -140,6 +142,25 @@ def _column_name(name: str, detect: int) -> str:
         if i >= 0:
             return name[:i - 1] if i > 0 and name[i - 1] == " " else name[:i]
     return name
+
+
+def adapt(obj: Any, proto: Any = PrepareProtocol, alt: Any = _MISSING, /) -> Any:
+    """Adapts ``obj`` with the adapter registered for its type and ``proto``
+    (then ``obj.__conform__(proto)``, then ``proto.__adapt__(obj)``), as
+    ``sqlite3.adapt`` does; without one, returns ``alt`` if given, else raises
+    ``ProgrammingError``."""
+    fn = adapters.get((type(obj), proto))
+    if fn is not None:
+        return fn(obj)
+    conform = getattr(obj, "__conform__", None)
+    value = conform(proto) if conform is not None else None
+    if value is None and hasattr(proto, "__adapt__"):
+        value = proto.__adapt__(obj)
+    if value is not None:
+        return value
+    if alt is not _MISSING:
+        return alt
+    raise ProgrammingError("can't adapt")
 
 
 def enable_callback_tracebacks(flag: bool, /) -> None:
@@ -250,7 +271,7 @@ _kinds: Dict[str, Tuple[str, str]] = {}
 
 def _classify(sql: str) -> Tuple[str, str]:
     """(kind, savepoint name) of a statement: 'dml', 'begin', 'commit',
-    'rollback', 'savepoint', 'release', 'rollback_to' or 'other'."""
+    'rollback', 'savepoint', 'release', 'rollback_to', 'empty' or 'other'."""
     hit = _kinds.get(sql)
     if hit is not None:
         return hit
@@ -259,7 +280,9 @@ def _classify(sql: str) -> Tuple[str, str]:
     rest = sql[m.end():].split() if m else []
     words = [w.upper().rstrip(";") for w in rest]
     name = ""
-    if kw in ("INSERT", "UPDATE", "DELETE", "REPLACE"):
+    if not kw and not sql[m.end():].strip():
+        kind = "empty"  # only whitespace and comments: runs nothing, as in sqlite3
+    elif kw in ("INSERT", "UPDATE", "DELETE", "REPLACE"):
         kind = "dml"
     elif kw == "BEGIN":
         kind = "begin"
@@ -327,7 +350,7 @@ class Row:
             for i, n in enumerate(self._names):
                 if n.lower() == low:
                     return self._values[i]
-            raise IndexError(f"No item with key {key!r}")
+            raise IndexError("No item with that key")
         return self._values[key]
 
     def __len__(self) -> int:
@@ -585,6 +608,8 @@ class Connection:
         if not isinstance(sql, str):
             raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
         kind, name = _classify(sql)
+        if kind == "empty":
+            return _NO_RESULT
         if kind != "other" and kind != "dml":
             return self._control(kind, name, sql, params)
         txn = self._txn

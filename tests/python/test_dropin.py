@@ -3,7 +3,10 @@ library's sqlite3 and on litelane.dbapi alike: what a program written for
 sqlite3 does must give the same result on both."""
 
 import datetime
+import os
 import sqlite3 as std
+import subprocess
+import sys
 
 import litelane
 import litelane.dbapi as dbapi
@@ -135,3 +138,70 @@ def test_default_date_and_timestamp_converters(mod, db_path):
     assert con.execute("SELECT d, ts, ts0 FROM t").fetchone() == (
         day, at, datetime.datetime(2024, 1, 5, 10, 20, 30))
     con.close()
+
+
+def test_an_empty_statement_runs_nothing(mod, db_path):
+    con = mod.connect(db_path)
+    for sql in ("", "   ", "-- only a comment", "/* a comment */"):
+        cur = con.execute(sql)
+        assert cur.description is None and cur.rowcount == -1
+    con.close()
+
+
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_on_conflict_rollback_ends_the_transaction_with_an_integrity_error(mod, db_path, autocommit):
+    con = mod.connect(db_path, isolation_level=None if autocommit else "")
+    con.execute("CREATE TABLE t(a UNIQUE ON CONFLICT ROLLBACK)")
+    if not autocommit:
+        con.execute("INSERT INTO t VALUES (1)")  # opens the transaction
+        con.execute("INSERT INTO t VALUES (2)")
+        with pytest.raises(mod.IntegrityError, match="UNIQUE constraint failed"):
+            con.execute("INSERT INTO t VALUES (1)")
+        assert not con.in_transaction  # rolled back, both rows with it
+        con.commit()  # nothing to commit: no error
+        assert con.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    con.execute("INSERT INTO t VALUES (5)")
+    with pytest.raises(mod.IntegrityError):
+        con.execute("INSERT INTO t VALUES (5)")
+    con.execute("INSERT INTO t VALUES (6)")
+    con.commit()
+    # In a transaction the conflict rolled back the 5 with it.
+    kept = [(5,), (6,)] if autocommit else [(6,)]
+    assert con.execute("SELECT a FROM t ORDER BY a").fetchall() == kept
+    con.close()
+
+
+def test_a_single_thread_never_sees_database_is_locked_even_with_timeout_zero(db_path):
+    # LITELANE_TXN_YIELDS=0: the caller does not spin while the transaction's
+    # thread gets going, so each commit's hand-over outlasts a zero timeout.
+    code = (
+        "import litelane.dbapi as s, sys\n"
+        "c = s.connect(sys.argv[1], timeout=0)\n"
+        "c.execute('CREATE TABLE t(a)')\n"
+        "for i in range(300):\n"
+        "    c.execute('INSERT INTO t VALUES (?)', (i,))\n"
+        "    c.commit()\n"
+        "print(c.execute('SELECT count(*) FROM t').fetchone()[0])\n"
+    )
+    env = dict(os.environ, LITELANE_TXN_YIELDS="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code, db_path], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "300"
+
+
+def test_adapt(mod):
+    class P:
+        def __conform__(self, proto):
+            return "conformed" if proto is mod.PrepareProtocol else None
+
+    assert mod.adapt(P()) == "conformed"
+    assert mod.adapt(object(), mod.PrepareProtocol, "alt") == "alt"
+    with pytest.raises(mod.ProgrammingError, match="can't adapt"):
+        mod.adapt(object())
+    mod.register_adapter(complex, lambda c: f"{c.real};{c.imag}")
+    try:
+        assert mod.adapt(1 + 2j) == "1.0;2.0"
+    finally:
+        del mod.adapters[(complex, mod.PrepareProtocol)]

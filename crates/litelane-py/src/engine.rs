@@ -46,8 +46,44 @@ impl Shared {
         Ok(())
     }
 
+    /// One write transaction of its own (group commit), run again when it
+    /// was undone through no fault of its own: another write of its group
+    /// ended the shared transaction ([`Error::is_retryable`]), so nothing of
+    /// it happened. A write that ended the transaction itself reports
+    /// SQLite's error that did it (an `INSERT OR ROLLBACK`'s constraint).
+    pub fn write<T>(
+        &self,
+        f: impl Fn(&litelane::Tx<'_>) -> litelane::Result<T> + Sync,
+    ) -> litelane::Result<T>
+    where
+        T: Send,
+    {
+        /// Retries are free of side effects, but bounded all the same.
+        const MAX_RETRIES: usize = 64;
+        let mut tries = 0;
+        loop {
+            match self.db.write(|tx| f(tx)) {
+                Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
+                Err(Error::RolledBack {
+                    cause,
+                    retryable: false,
+                    ..
+                }) => return Err(*cause),
+                r => return r,
+            }
+        }
+    }
+
     pub fn mark_open(&self, thread: ThreadId) {
         *lock(&self.open_txns).entry(thread).or_insert(0) += 1;
+    }
+
+    /// True when a thread other than `me` has a transaction open on this
+    /// database (through any connection of this process).
+    pub fn txn_open_elsewhere(&self, me: ThreadId) -> bool {
+        lock(&self.open_txns)
+            .iter()
+            .any(|(t, n)| *t != me && *n > 0)
     }
 
     pub fn mark_closed(&self, thread: ThreadId) {
@@ -337,7 +373,7 @@ impl Engine {
                     return Ok(None);
                 }
                 sh.check_no_open_txn()?;
-                let mut o = sh.db.write(|tx| exec::run(tx, &sql, &p))?;
+                let mut o = sh.write(|tx| exec::run(tx, &sql, &p))?;
                 o.wrote = true;
                 Ok(Some(o))
             })
@@ -359,7 +395,7 @@ impl Engine {
         let mut o = py
             .detach(|| {
                 sh.check_no_open_txn()?;
-                sh.db.write(|tx| exec::run(tx, &sql, &p))
+                sh.write(|tx| exec::run(tx, &sql, &p))
             })
             .py_err(py)?;
         o.wrote = true;
@@ -385,7 +421,7 @@ impl Engine {
                     return Ok(o);
                 }
                 sh.check_no_open_txn()?;
-                sh.db.write(|tx| exec::run(tx, &sql, &p))
+                sh.write(|tx| exec::run(tx, &sql, &p))
             })
             .py_err(py)?;
         rows_out(py, &o, dicts)
@@ -404,7 +440,7 @@ impl Engine {
         let mut o = py
             .detach(|| {
                 sh.check_no_open_txn()?;
-                sh.db.write(|tx| exec::run_many(tx, &sql, &sets))
+                sh.write(|tx| exec::run_many(tx, &sql, &sets))
             })
             .py_err(py)?;
         o.wrote = true;
@@ -417,7 +453,7 @@ impl Engine {
         let sh = self.get(py)?;
         py.detach(|| {
             sh.check_no_open_txn()?;
-            sh.db.write(|tx| exec::run_script(tx, &sql))
+            sh.write(|tx| exec::run_script(tx, &sql))
         })
         .py_err(py)
     }

@@ -27,6 +27,8 @@ const RUNNING: u8 = 1;
 const ABANDONED: u8 = 2;
 
 const ROLLBACK: &str = "litelane: transaction rolled back by the caller";
+const STATEMENT_ENDED: &str =
+    "the transaction was rolled back by a statement of it (ON CONFLICT ROLLBACK, RAISE(ROLLBACK))";
 
 /// What the Python side gets back from a statement.
 #[derive(Clone, Copy)]
@@ -150,8 +152,13 @@ pub struct Txn {
     state: Arc<AtomicU8>,
     failure: Arc<Mutex<Option<Error>>>,
     timeout: Duration,
-    display: String,
+    shared: Arc<Shared>,
+    owner: ThreadId,
 }
+
+/// How often a transaction whose `timeout` has passed checks again whether
+/// another transaction of this process is in the way (10 ms).
+const RECHECK: Duration = Duration::from_millis(10);
 
 impl Txn {
     pub fn start(
@@ -172,7 +179,6 @@ impl Txn {
             }
         });
         let (st, fail) = (Arc::clone(&state), Arc::clone(&failure));
-        let display = shared.display.clone();
         let db = shared.db.clone();
         crate::workers::run(move || worker(db, rx, st, fail)).map_err(|e| {
             exc(
@@ -186,7 +192,8 @@ impl Txn {
             state,
             failure,
             timeout,
-            display,
+            shared,
+            owner,
         })
     }
 
@@ -249,29 +256,47 @@ impl Txn {
     }
 
     /// Waits for a reply. While the transaction is still queued for the
-    /// writer, waits at most `timeout`, then gives up its place.
+    /// writer, it gives up its place after `timeout` if another transaction
+    /// of this process is open: the wait `sqlite3` reports as "database is
+    /// locked". Litelane's own work (a checkpoint taking a turn, a thread's
+    /// hand-over) never counts against it, so a single-threaded program
+    /// never sees that error, whatever its timeout (the engine's own
+    /// `busy_timeout` bounds a wait for another process).
     fn wait<T>(&self, rrx: &Receiver<Result<T>>) -> Result<T> {
         if let Some(r) = recv_soon(rrx) {
             return r;
         }
-        match rrx.recv_timeout(self.timeout) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => {
-                if self
-                    .state
-                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return Err(Error::user(format!(
-                        "database is locked: waited {:.1} s for the writer of {} (another \
-                         transaction of this process held it all that time)",
-                        self.timeout.as_secs_f64(),
-                        self.display
-                    )));
+        let mut wait = self.timeout;
+        loop {
+            match rrx.recv_timeout(wait) {
+                Ok(r) => return r,
+                Err(RecvTimeoutError::Disconnected) => return Err(self.failed()),
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.state.load(Ordering::Acquire) != QUEUED {
+                        // Running: the statement itself takes its time.
+                        return rrx.recv().unwrap_or_else(|_| Err(self.failed()));
+                    }
+                    if self.shared.txn_open_elsewhere(self.owner)
+                        && self
+                            .state
+                            .compare_exchange(
+                                QUEUED,
+                                ABANDONED,
+                                Ordering::AcqRel,
+                                Ordering::Acquire,
+                            )
+                            .is_ok()
+                    {
+                        return Err(Error::user(format!(
+                            "database is locked: waited {:.1} s for the writer of {} while \
+                             another transaction of this process held it or was ahead in its queue",
+                            self.timeout.as_secs_f64(),
+                            self.shared.display
+                        )));
+                    }
+                    wait = RECHECK;
                 }
-                rrx.recv().unwrap_or_else(|_| Err(self.failed()))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(self.failed()),
         }
     }
 
@@ -312,6 +337,10 @@ fn worker(
     failure: Arc<Mutex<Option<Error>>>,
 ) {
     let mut end: Option<(bool, Reply<()>)> = None;
+    // The reply to a statement that ended the transaction itself (INSERT OR
+    // ROLLBACK, RAISE(ROLLBACK)): sent once `failure` is set, so the caller
+    // that gets it sees the transaction over.
+    let mut ended: Option<(Reply<Outcome>, Result<Outcome>)> = None;
     let rx = &rx;
     let res = db.write_local("python transaction", |tx| {
         if state
@@ -331,10 +360,19 @@ fn worker(
                         o.wrote = true;
                         o
                     });
+                    if tx.is_autocommit() {
+                        ended = Some((reply, r));
+                        return Err(Error::user(STATEMENT_ENDED));
+                    }
                     deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Many(sql, sets, reply)) => {
-                    deliver_outcome(reply, exec::run_many(tx, &sql, &sets));
+                    let r = exec::run_many(tx, &sql, &sets);
+                    if tx.is_autocommit() {
+                        ended = Some((reply, r));
+                        return Err(Error::user(STATEMENT_ENDED));
+                    }
+                    deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Script(sql, reply)) => {
                     // A failing script undoes only its own statements.
@@ -372,6 +410,9 @@ fn worker(
             };
             *lock(&failure) = Some(e);
         }
+    }
+    if let Some((reply, r)) = ended {
+        deliver_outcome(reply, r);
     }
     // `rx` (and the reply senders of any command still queued) drops here,
     // after `failure` is set, so a waiter that sees the channel close finds
