@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from . import _litelane
+from . import _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
 from ._errors import (
     DatabaseError,
@@ -702,7 +702,10 @@ class Connection:
         self._check()
 
     def iterdump(self) -> Iterator[str]:
-        raise NotSupportedError("iterdump is not supported by litelane.dbapi")
+        """The database as SQL statements, as ``sqlite3``'s ``iterdump``
+        gives them (inside this connection's transaction if one is open)."""
+        self._check()
+        return _dump.iterdump(lambda sql: self.execute(sql).fetchall())
 
     def backup(self, *args: Any, **kwargs: Any) -> None:
         raise NotSupportedError("backup is not supported by litelane.dbapi; use VACUUM INTO")

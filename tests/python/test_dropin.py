@@ -205,3 +205,31 @@ def test_adapt(mod):
         assert mod.adapt(1 + 2j) == "1.0;2.0"
     finally:
         del mod.adapters[(complex, mod.PrepareProtocol)]
+
+
+DUMP_SCHEMA = """
+CREATE TABLE t(a INTEGER PRIMARY KEY AUTOINCREMENT, b TEXT, c BLOB, d REAL);
+INSERT INTO t(b, c, d) VALUES ('x''y', x'0102', 1.5), (NULL, NULL, 1e300), ('é', x'', -0.0);
+CREATE INDEX i ON t(b);
+CREATE VIEW v AS SELECT * FROM t;
+CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;
+CREATE TABLE "we""ird"("co""l" TEXT);
+INSERT INTO "we""ird" VALUES ('"; DROP TABLE t; --');
+ANALYZE;
+CREATE VIRTUAL TABLE ft USING fts5(x);
+"""
+
+
+def test_iterdump_gives_what_sqlite3_gives_and_restores(tmp_path):
+    dumps = {}
+    for mod in (std, dbapi):
+        con = mod.connect(str(tmp_path / f"{mod.__name__}.db"))
+        con.executescript(DUMP_SCHEMA)
+        dumps[mod] = list(con.iterdump())
+        con.close()
+    assert dumps[dbapi] == dumps[std]
+    assert 'INSERT INTO "we""ird" VALUES(\'"; DROP TABLE t; --\');' in dumps[dbapi]
+    copy = std.connect(":memory:")
+    copy.executescript("\n".join(dumps[dbapi]))
+    assert copy.execute("SELECT * FROM t ORDER BY a").fetchall() == [
+        (1, "x'y", b"\x01\x02", 1.5), (2, None, None, 1e300), (3, "é", b"", -0.0)]
