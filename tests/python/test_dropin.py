@@ -233,3 +233,37 @@ def test_iterdump_gives_what_sqlite3_gives_and_restores(tmp_path):
     copy.executescript("\n".join(dumps[dbapi]))
     assert copy.execute("SELECT * FROM t ORDER BY a").fetchall() == [
         (1, "x'y", b"\x01\x02", 1.5), (2, None, None, 1e300), (3, "é", b"", -0.0)]
+
+
+def test_uri_read_only_reads_and_refuses_writes_leaving_the_file_as_it_was(mod, db_path):
+    seed = std.connect(db_path)  # a rollback-journal file made by sqlite3
+    seed.execute("CREATE TABLE t(a)")
+    seed.execute("INSERT INTO t VALUES (1)")
+    seed.commit()
+    seed.close()
+    before = open(db_path, "rb").read()
+    con = mod.connect(f"file:{db_path}?mode=ro", uri=True)
+    assert con.execute("SELECT a FROM t").fetchall() == [(1,)]
+    with pytest.raises(mod.OperationalError, match="attempt to write a readonly database"):
+        con.execute("INSERT INTO t VALUES (2)")
+        con.commit()
+    con.close()
+    assert open(db_path, "rb").read() == before
+    assert not os.path.exists(db_path + "-wal")
+
+
+def test_uri_in_memory_shared_by_name_private_without_cache_shared(mod):
+    a = mod.connect("file:shared_mem?mode=memory&cache=shared", uri=True)
+    b = mod.connect("file:shared_mem?mode=memory&cache=shared", uri=True)
+    a.execute("CREATE TABLE t(a)")
+    a.execute("INSERT INTO t VALUES (1)")
+    a.commit()
+    assert b.execute("SELECT a FROM t").fetchall() == [(1,)]
+    p = mod.connect("file:private_mem?mode=memory", uri=True)
+    q = mod.connect("file:private_mem?mode=memory", uri=True)
+    p.execute("CREATE TABLE t(a)")
+    p.commit()
+    with pytest.raises(mod.OperationalError, match="no such table"):
+        q.execute("SELECT * FROM t")
+    for c in (a, b, p, q):
+        c.close()

@@ -106,7 +106,11 @@ fn registry_key(path: &str) -> Option<String> {
         return None;
     }
     if path.starts_with("file:") {
-        return Some(path.to_string());
+        // A private in-memory database by URI has no name to share.
+        let query = path.split_once('?').map_or("", |(_, q)| q);
+        let has = |kv: &str| query.split('&').any(|p| p == kv);
+        let memory = has("mode=memory") || path.starts_with("file::memory:");
+        return (!memory || has("cache=shared")).then(|| path.to_string());
     }
     let p = Path::new(path);
     let canonical = p.canonicalize().ok().or_else(|| {

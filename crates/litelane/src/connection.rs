@@ -29,6 +29,34 @@ pub(crate) struct Target {
     pub open_name: String,
     /// The file path (None for in-memory).
     pub path: Option<PathBuf>,
+    /// Opened read-only (a `file:` URI with `mode=ro` or `immutable=1`): the
+    /// writer does not change the journal mode and there are no checkpoints;
+    /// a write fails with SQLite's own "attempt to write a readonly database".
+    pub read_only: bool,
+}
+
+/// The process-wide counter behind the names of private in-memory databases.
+fn next_memory_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// The query parameters of a `file:` URI (`file:x.db?mode=ro&cache=shared`),
+/// as `(key, value)` pairs, and its file name.
+fn uri_parts(uri: &str) -> (&str, Vec<(&str, &str)>) {
+    let rest = uri.strip_prefix("file:").unwrap_or(uri);
+    let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let name = name.split('#').next().unwrap_or(name);
+    let params = query
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .collect();
+    (name, params)
 }
 
 impl Target {
@@ -37,17 +65,42 @@ impl Target {
         if s == ":memory:" || s.is_empty() {
             // The memdb VFS shares a database between connections of one
             // process when its name starts with '/'; each open gets a new name.
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            Target {
-                open_name: format!("file:/litelane-mem-{}-{n}?vfs=memdb", std::process::id()),
+            return Target {
+                open_name: format!("file:/litelane-mem-{}?vfs=memdb", next_memory_name()),
                 path: None,
+                read_only: false,
+            };
+        }
+        if s.starts_with("file:") {
+            let (name, params) = uri_parts(&s);
+            let has = |k: &str, v: &str| params.iter().any(|(pk, pv)| *pk == k && *pv == v);
+            if name == ":memory:" || has("mode", "memory") {
+                // An in-memory database by URI. Every connection of the
+                // engine (writer, readers) must reach the same one: the
+                // memdb VFS does that without shared-cache table locks.
+                // `cache=shared` names it after the URI, so engines of one
+                // process that open the same URI share it, as in SQLite.
+                let id = if has("cache", "shared") {
+                    format!("{}-{}", std::process::id(), hex_name(name))
+                } else {
+                    next_memory_name()
+                };
+                return Target {
+                    open_name: format!("file:/litelane-uri-{id}?vfs=memdb"),
+                    path: None,
+                    read_only: has("mode", "ro"),
+                };
             }
-        } else {
-            Target {
-                open_name: s.into_owned(),
+            return Target {
+                open_name: s.to_string(),
                 path: Some(path.to_path_buf()),
-            }
+                read_only: has("mode", "ro") || has("immutable", "1"),
+            };
+        }
+        Target {
+            open_name: s.into_owned(),
+            path: Some(path.to_path_buf()),
+            read_only: false,
         }
     }
 
@@ -70,6 +123,11 @@ impl Target {
             PathBuf::from(s)
         })
     }
+}
+
+/// A memdb name made of any URI file name: its bytes in hex.
+fn hex_name(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Shared by the trace callbacks of a database's connections: slow statements
@@ -153,7 +211,9 @@ pub(crate) fn open(
     conn.execute_batch(&pragmas)
         .context(|| ctx("cache_size, temp_store, foreign_keys, mmap_size"))?;
 
-    if role == Role::Writer {
+    if role == Role::Writer && target.read_only {
+        // Read-only by request: leave the file as it is.
+    } else if role == Role::Writer {
         if conn.is_readonly("main").unwrap_or(false) {
             return Err(Error::ReadOnly { path: name });
         }
@@ -273,4 +333,48 @@ fn install_tracer(
         }),
     )
     .context(|| "installing the trace callback".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_targets() {
+        // (name given, in memory, read-only, shares by name)
+        let cases = [
+            ("app.db", false, false),
+            ("file:app.db?mode=ro", false, true),
+            ("file:app.db?immutable=1", false, true),
+            ("file:app.db?mode=rwc", false, false),
+            ("file::memory:", true, false),
+            ("file::memory:?cache=shared", true, false),
+            ("file:mem1?mode=memory&cache=shared", true, false),
+            ("file:mem1?mode=memory", true, false),
+            (":memory:", true, false),
+        ];
+        for (name, memory, read_only) in cases {
+            let t = Target::new(Path::new(name));
+            assert_eq!(t.is_memory(), memory, "{name}");
+            assert_eq!(t.read_only, read_only, "{name}");
+            if memory {
+                assert!(
+                    t.open_name.ends_with("?vfs=memdb"),
+                    "{name}: {}",
+                    t.open_name
+                );
+            } else {
+                assert_eq!(t.open_name, name);
+            }
+        }
+        // cache=shared: one name per URI; otherwise a new database each time.
+        let a = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
+        let b = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
+        let c = Target::new(Path::new("file:mem2?mode=memory&cache=shared"));
+        assert_eq!(a.open_name, b.open_name);
+        assert_ne!(a.open_name, c.open_name);
+        let d = Target::new(Path::new("file:mem1?mode=memory"));
+        let e = Target::new(Path::new("file:mem1?mode=memory"));
+        assert_ne!(d.open_name, e.open_name);
+    }
 }

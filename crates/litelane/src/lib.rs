@@ -127,7 +127,7 @@ impl Database {
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
             as usize;
-        let wal = connection::journal_mode_for(opts.profile, &target) == "wal";
+        let wal = connection::journal_mode_for(opts.profile, &target) == "wal" && !target.read_only;
         let queue = Arc::default();
         let signal =
             checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
