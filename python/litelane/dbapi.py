@@ -167,32 +167,12 @@ def enable_callback_tracebacks(flag: bool, /) -> None:
     """Accepted for compatibility (litelane runs no Python callbacks)."""
 
 
-def complete_statement(statement: str) -> bool:
-    """True if ``statement`` ends with a semicolon outside quotes and comments."""
-    state = None
-    i, n = 0, len(statement)
-    last = ""
-    while i < n:
-        c = statement[i]
-        if state is None:
-            if c in "'\"`[":
-                state = "]" if c == "[" else c
-            elif statement.startswith("--", i):
-                j = statement.find("\n", i)
-                i = n if j < 0 else j
-                continue
-            elif statement.startswith("/*", i):
-                j = statement.find("*/", i + 2)
-                if j < 0:
-                    return False
-                i = j + 2
-                continue
-            elif not c.isspace():
-                last = c
-        elif c == state:
-            state = None
-        i += 1
-    return state is None and last == ";"
+def complete_statement(statement: str, /) -> bool:
+    """True if ``statement`` ends with a complete SQL statement: a semicolon
+    outside quotes, comments and trigger bodies (SQLite's ``sqlite3_complete``)."""
+    if not isinstance(statement, str):
+        raise TypeError(f"complete_statement() argument must be str, not {type(statement).__name__}")
+    return _litelane.complete_statement(statement)
 
 
 # --- PEP 249 type objects and constructors -------------------------------
@@ -644,15 +624,34 @@ class Connection:
         return self._in_txn(self._txn.executemany, sql, seq)
 
     def _run_script(self, script: str) -> None:
-        engine = self._check()
+        """``executescript``, as ``sqlite3`` runs it: in the legacy mode a
+        pending transaction is committed first; then each statement runs in
+        turn with no implicit transaction control (one outside ``BEGIN`` ...
+        ``COMMIT`` commits on its own), and the first error stops the script
+        with what ran before it kept."""
+        self._check()
         if not isinstance(script, str):
             raise ValueError("script argument must be unicode.")
+        if "\0" in script:
+            raise ValueError("the query contains a null character")
         if self._autocommit == LEGACY_TRANSACTION_CONTROL:
             self.commit()
-        if self._txn is not None:
-            self._in_txn(self._txn.executescript, script)
+        for sql in _litelane.split_script(script):
+            self._run_plain(sql)
+
+    def _run_plain(self, sql: str) -> None:
+        """One statement of a script: no implicit ``BEGIN``."""
+        kind, name = _classify(sql)
+        if kind == "empty":
+            return
+        if kind not in ("dml", "other"):
+            self._control(kind, name, sql, ())
+        elif self._txn is not None:
+            self._in_txn(self._txn.execute, sql, ())
+        elif self._autocommit is False:
+            self._in_txn(self._begin().execute, sql, ())
         else:
-            engine.executescript(script)
+            self._check().execute(sql, (), True)
 
     def cursor(self, factory: Optional[Callable[["Connection"], "Cursor"]] = None) -> "Cursor":
         self._check()

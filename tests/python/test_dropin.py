@@ -267,3 +267,29 @@ def test_uri_in_memory_shared_by_name_private_without_cache_shared(mod):
         q.execute("SELECT * FROM t")
     for c in (a, b, p, q):
         c.close()
+
+
+def test_executescript_runs_statement_by_statement_as_sqlite3(mod, db_path):
+    con = mod.connect(db_path)
+    con.execute("CREATE TABLE log(x)")
+    con.execute("INSERT INTO log VALUES ('pending')")  # legacy: committed first
+    with pytest.raises(mod.OperationalError, match="no such table: nope"):
+        con.executescript(
+            "CREATE TABLE t(a); INSERT INTO t VALUES (1);"
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO log VALUES ('a;b'); END;"
+            "INSERT INTO t VALUES (2); INSERT INTO nope VALUES (3); INSERT INTO t VALUES (4);"
+        )
+    assert not con.in_transaction
+    assert con.execute("SELECT a FROM t ORDER BY a").fetchall() == [(1,), (2,)]
+    assert con.execute("SELECT x FROM log").fetchall() == [("pending",), ("a;b",)]
+    # A script may open a transaction and leave it open for the caller.
+    con.executescript("BEGIN; INSERT INTO t VALUES (5);")
+    assert con.in_transaction
+    con.rollback()
+    con.executescript("BEGIN; INSERT INTO t VALUES (6); ROLLBACK; INSERT INTO t VALUES (7);")
+    assert con.execute("SELECT a FROM t ORDER BY a").fetchall() == [(1,), (2,), (7,)]
+    with pytest.raises(ValueError):
+        con.executescript("SELECT 1;\0SELECT 2;")
+    assert mod.complete_statement("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1;") is False
+    assert mod.complete_statement("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;")
+    con.close()

@@ -43,12 +43,27 @@ fn error_name(code: i32) -> &'static str {
     codes::error_name(code)
 }
 
+/// `sqlite3_complete`: true when `sql` ends with a complete statement.
+#[pyfunction]
+fn complete_statement(sql: &str) -> bool {
+    litelane::complete_statement(sql)
+}
+
+/// A script's statements, split where SQLite ends them (see
+/// `litelane::split_statements`).
+#[pyfunction]
+fn split_script(script: &str) -> Vec<&str> {
+    litelane::split_statements(script)
+}
+
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;
     m.add_function(wrap_pyfunction!(error_name, m)?)?;
+    m.add_function(wrap_pyfunction!(complete_statement, m)?)?;
+    m.add_function(wrap_pyfunction!(split_script, m)?)?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;

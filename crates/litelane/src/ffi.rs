@@ -44,6 +44,19 @@ pub(crate) fn disable_memstatus() -> bool {
     })
 }
 
+/// `sqlite3_complete`: true when `sql` ends a complete SQL statement (a
+/// semicolon outside quotes, comments and a `CREATE TRIGGER` body). Text
+/// with a NUL byte is cut there, as SQLite reads it.
+pub(crate) fn is_complete(sql: &str) -> bool {
+    let head = sql.split('\0').next().unwrap_or("");
+    let Ok(text) = std::ffi::CString::new(head) else {
+        return false;
+    };
+    // SAFETY: `text` is a NUL-terminated string that outlives the call;
+    // sqlite3_complete only reads it (and initializes SQLite if needed).
+    unsafe { ffi::sqlite3_complete(text.as_ptr()) != 0 }
+}
+
 /// Sets `SQLITE_FCNTL_PERSIST_WAL` on the main database of `conn` (through
 /// rusqlite's safe `file_control`).
 pub(crate) fn set_persistent_wal(conn: &rusqlite::Connection, on: bool) -> Result<()> {

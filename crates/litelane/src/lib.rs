@@ -78,6 +78,65 @@ pub fn sqlite_version() -> &'static str {
     rusqlite::version()
 }
 
+/// SQLite's `sqlite3_complete`: true when `sql` ends with a complete
+/// statement (a semicolon outside quotes, comments and trigger bodies).
+///
+/// ```
+/// assert!(litelane::complete_statement("SELECT 'a;b';"));
+/// assert!(!litelane::complete_statement("CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1;"));
+/// ```
+pub fn complete_statement(sql: &str) -> bool {
+    ffi::is_complete(sql)
+}
+
+/// Splits a script into its statements, each with its closing semicolon,
+/// where SQLite's `sqlite3_complete` says a statement ends (so semicolons in
+/// strings, comments and `CREATE TRIGGER` bodies stay inside). Text after the
+/// last semicolon that is not only blanks and comments is the last item.
+///
+/// ```
+/// let parts = litelane::split_statements(
+///     "CREATE TABLE t(a); INSERT INTO t VALUES ('x;y'); -- done",
+/// );
+/// assert_eq!(parts, ["CREATE TABLE t(a);", " INSERT INTO t VALUES ('x;y');"]);
+/// ```
+pub fn split_statements(script: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in script.match_indices(';') {
+        let candidate = &script[start..=i];
+        if ffi::is_complete(candidate) {
+            out.push(candidate);
+            start = i + 1;
+        }
+    }
+    let tail = &script[start..];
+    if !is_blank_sql(tail) {
+        out.push(tail);
+    }
+    out
+}
+
+/// True when `sql` holds only whitespace and comments.
+fn is_blank_sql(sql: &str) -> bool {
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r
+                .split_once('\n')
+                .map_or("", |(_, after)| after)
+                .trim_start();
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r
+                .split_once("*/")
+                .map_or("", |(_, after)| after)
+                .trim_start();
+        } else {
+            return rest.is_empty();
+        }
+    }
+}
+
 /// An open database: one writer, a pool of readers, and the threads that
 /// serve them. Cheap to clone (all clones share the same connections); the
 /// connections close when the last clone is dropped.
@@ -370,5 +429,43 @@ impl Database {
 
     pub(crate) fn executor(&self) -> &asyncio::Executor {
         &self.inner.asyncs
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_statements;
+
+    #[test]
+    fn statements_end_where_sqlite_says() {
+        let cases: &[(&str, &[&str])] = &[
+            ("", &[]),
+            ("  -- nothing\n /* at all */ ", &[]),
+            ("SELECT 1", &["SELECT 1"]),
+            ("SELECT 1;SELECT 2;", &["SELECT 1;", "SELECT 2;"]),
+            ("SELECT ';';", &["SELECT ';';"]),
+            ("SELECT \"a;b\" FROM t;", &["SELECT \"a;b\" FROM t;"]),
+            (
+                "SELECT 1 -- a ; comment\n;",
+                &["SELECT 1 -- a ; comment\n;"],
+            ),
+            ("SELECT /* ; */ 1;", &["SELECT /* ; */ 1;"]),
+            (
+                "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; SELECT 2; END; SELECT 3;",
+                &[
+                    "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; SELECT 2; END;",
+                    " SELECT 3;",
+                ],
+            ),
+            (
+                "SELECT 1; 'unterminated;",
+                &["SELECT 1;", " 'unterminated;"],
+            ),
+            ("SELECT 1; -- trailing", &["SELECT 1;"]),
+            ("SELECT 1;;", &["SELECT 1;", ";"]),
+        ];
+        for (script, want) in cases {
+            assert_eq!(&split_statements(script), want, "{script:?}");
+        }
     }
 }

@@ -21,20 +21,24 @@ fn a_file_that_is_not_a_database_is_a_clear_error_and_is_left_untouched() {
 }
 
 #[test]
-fn a_read_only_database_is_refused_for_writing_with_its_path() {
+fn a_database_opened_read_only_by_uri_reads_and_refuses_writes_with_sqlites_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ro.db");
     {
         let db = Database::open(&path, Options::default()).unwrap();
         exec(&db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+        db.checkpoint(litelane::CheckpointMode::Truncate).unwrap();
     }
+    let before = std::fs::read(&path).unwrap();
     let uri = format!("file:{}?mode=ro", path.display());
-    let err = match Database::open(&uri, Options::default()) {
-        Ok(_) => panic!("opened a read-only database for writing"),
-        Err(e) => e,
-    };
-    assert!(matches!(err, Error::ReadOnly { .. }), "{err}");
-    assert!(err.to_string().contains("ro.db"), "{err}");
+    let db = Database::open(&uri, Options::default()).unwrap();
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1);
+    let err = db
+        .write(|tx| Ok(tx.execute("INSERT INTO t VALUES (2)", [])?))
+        .unwrap_err();
+    assert_eq!(err.sqlite_code(), Some(8), "SQLITE_READONLY: {err}");
+    drop(db);
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
     let db = Database::open(&path, Options::default()).unwrap();
     assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1);
 }
