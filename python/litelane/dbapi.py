@@ -17,11 +17,13 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _dump, _litelane
+from ._errors import _std
 from ._adapt import PrepareProtocol, adapters, register_adapter
 from ._errors import (
     DatabaseError,
@@ -94,6 +96,9 @@ def _convert_timestamp(value: bytes) -> datetime.datetime:
 #: Converters by upper-case type name (``register_converter``); ``DATE`` and
 #: ``TIMESTAMP`` are there by default, as in ``sqlite3``.
 _MISSING = object()
+
+#: The standard library's connection class (a ``backup`` target may be one).
+_StdConnection: Any = getattr(_std, "Connection", ())
 
 converters: Dict[str, Callable[[bytes], Any]] = {
     "DATE": _convert_date,
@@ -412,6 +417,11 @@ class Connection:
         path = os.fspath(database)
         if path.startswith("file:") and not uri:
             path = os.path.join(".", path)
+        self._in_memory = path in ("", ":memory:") or (
+            uri and path.startswith("file:") and (
+                "mode=memory" in path or path.startswith("file::memory:")
+            )
+        )
         self._isolation_level = _check_isolation(isolation_level)
         self._autocommit = _check_autocommit(autocommit)
         self._timeout = float(timeout)
@@ -706,8 +716,54 @@ class Connection:
         self._check()
         return _dump.iterdump(lambda sql: self.execute(sql).fetchall())
 
-    def backup(self, *args: Any, **kwargs: Any) -> None:
-        raise NotSupportedError("backup is not supported by litelane.dbapi; use VACUUM INTO")
+    def backup(
+        self,
+        target: Any,
+        *,
+        pages: int = -1,
+        progress: Optional[Callable[[int, int, int], Any]] = None,
+        name: str = "main",
+        sleep: float = 0.250,
+    ) -> None:
+        """Copies this database into ``target`` (a ``litelane.dbapi`` or a
+        ``sqlite3`` connection), replacing what it holds, as ``sqlite3``'s
+        ``backup`` does: ``pages`` per step (all at once if <= 0), calling
+        ``progress(status, remaining, total)`` after each step.
+
+        The copy is of one committed moment (a reader's snapshot: this
+        connection's own uncommitted changes are not in it), made into a
+        temporary file first, so writers of this database never wait for the
+        target."""
+        self._check()
+        if not isinstance(target, (Connection, _StdConnection)):
+            raise TypeError(f"target must be a Connection, not {type(target).__name__}")
+        if target is self:
+            raise ValueError("target cannot be the same connection instance")
+        if progress is not None and not callable(progress):
+            raise TypeError("progress argument must be a callable")
+        if not isinstance(pages, int):
+            raise TypeError(f"pages must be int, not {type(pages).__name__}")
+        if name != "main":
+            raise OperationalError(f"unknown database {name}")
+        if target.in_transaction:
+            raise OperationalError("target is in transaction")
+        with tempfile.TemporaryDirectory(prefix="litelane-backup-") as tmp:
+            copy = os.path.join(tmp, "copy.db")
+            self._check().backup(copy)
+            if isinstance(target, Connection):
+                if target._in_memory:
+                    raise NotSupportedError(
+                        "backup into an in-memory litelane.dbapi connection is not supported "
+                        "(SQLite's backup cannot write into litelane's shared in-memory "
+                        "database); back up into a file, or into a sqlite3 connection"
+                    )
+                target._check().restore(copy, pages, progress)
+                return
+            source = _StdConnection(copy)
+            try:
+                source.backup(target, pages=pages, progress=progress, sleep=sleep)
+            finally:
+                source.close()
 
 
 def _text(value: Any, text_factory: Any) -> Any:

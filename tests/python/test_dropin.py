@@ -293,3 +293,55 @@ def test_executescript_runs_statement_by_statement_as_sqlite3(mod, db_path):
     assert mod.complete_statement("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1;") is False
     assert mod.complete_statement("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;")
     con.close()
+
+
+@pytest.mark.parametrize("target_kind", ["litelane-file", "sqlite3-file", "sqlite3-memory"])
+def test_backup_into_a_connection_replaces_its_content(tmp_path, target_kind):
+    src = dbapi.connect(str(tmp_path / "src.db"))
+    src.execute("CREATE TABLE t(a, b)")
+    src.executemany("INSERT INTO t VALUES (?, ?)", [(i, "x" * 500) for i in range(200)])
+    src.commit()
+    mod = dbapi if target_kind.startswith("litelane") else std
+    where = ":memory:" if target_kind.endswith("memory") else str(tmp_path / "dst.db")
+    dst = mod.connect(where, check_same_thread=False)
+    dst.execute("CREATE TABLE old(z)")
+    dst.commit()
+    # a reader of the target caches the old schema first
+    assert dst.execute("SELECT count(*) FROM sqlite_master").fetchone() == (1,)
+    calls = []
+    src.backup(dst, pages=5, progress=lambda *a: calls.append(a))
+    assert dst.execute("SELECT count(*), sum(a) FROM t").fetchone() == (200, sum(range(200)))
+    assert [r[0] for r in dst.execute("SELECT name FROM sqlite_master")] == ["t"]
+    assert len(calls) > 2 and calls[-1][1] == 0 and all(c[2] == calls[-1][2] for c in calls)
+    if target_kind == "litelane-file":
+        other = dbapi.connect(where)  # shares the target's engine
+        assert other.execute("SELECT count(*) FROM t").fetchone() == (200,)
+        other.close()
+        fresh = std.connect(where)
+        assert fresh.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert fresh.execute("SELECT count(*) FROM t").fetchone() == (200,)
+        fresh.close()
+    src.close()
+    dst.close()
+
+
+def test_backup_refusals_as_in_sqlite3(db_path, tmp_path):
+    src = dbapi.connect(db_path)
+    dst = dbapi.connect(str(tmp_path / "dst.db"))
+    with pytest.raises(ValueError, match="same connection"):
+        src.backup(src)
+    with pytest.raises(TypeError):
+        src.backup("not a connection")
+    with pytest.raises(dbapi.NotSupportedError, match="in-memory"):
+        src.backup(dbapi.connect(":memory:"))
+    dst.execute("CREATE TABLE t(a)")
+    dst.execute("INSERT INTO t VALUES (1)")  # opens a transaction
+    with pytest.raises(dbapi.OperationalError, match="target is in transaction"):
+        src.backup(dst)
+    dst.commit()
+
+    def boom(*_):
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        src.backup(dst, progress=boom)

@@ -582,6 +582,59 @@ impl Engine {
         Ok(d)
     }
 
+    /// Copies the database, consistent as of one moment, to a new file at
+    /// `dest` (see `litelane::Database::backup`); returns the pages copied.
+    fn backup(&self, py: Python<'_>, dest: PathBuf) -> PyResult<u64> {
+        let sh = self.get(py)?;
+        let r = py.detach(|| sh.db.backup(&dest, |_| {})).py_err(py)?;
+        Ok(r.pages)
+    }
+
+    /// Replaces the database's content with the database file `src`,
+    /// `pages` pages per step (all at once when `pages` <= 0), calling
+    /// `progress(status, remaining, total)` after each step as `sqlite3`'s
+    /// `backup` does. An exception from `progress` is raised once the copy
+    /// is done.
+    #[pyo3(signature = (src, pages = -1, progress = None))]
+    fn restore(
+        &self,
+        py: Python<'_>,
+        src: PathBuf,
+        pages: i64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        let sh = self.get(py)?;
+        let per_step = if pages <= 0 {
+            u32::MAX
+        } else {
+            u32::try_from(pages).unwrap_or(u32::MAX)
+        };
+        let mut raised: Option<PyErr> = None;
+        let mut report = |p: litelane::BackupProgress| {
+            let Some(cb) = progress.as_ref() else { return };
+            if raised.is_some() {
+                return;
+            }
+            let remaining = p.pages_total - p.pages_done;
+            let status = if remaining == 0 { 101 } else { 0 }; // SQLITE_DONE, SQLITE_OK
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (status, remaining, p.pages_total)) {
+                    raised = Some(e);
+                }
+            });
+        };
+        let copied = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                sh.db.restore_from(&src, per_step, &mut report)
+            })
+            .py_err(py)?;
+        match raised {
+            Some(e) => Err(e),
+            None => Ok(copied),
+        }
+    }
+
     /// Lets go of this handle (the engine closes when its last handle goes).
     fn close(&self, py: Python<'_>) {
         let taken = lock(&self.shared).take();

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::backup::{Backup, StepResult};
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Context, Error, Result};
 use crate::Database;
@@ -433,6 +433,31 @@ pub(crate) fn run(
             Ok((pages, steps, BackupSource::WriterTurn))
         }
     })
+}
+
+/// Replaces the content of `db` with the database in the file `src`
+/// (SQLite's backup API, `pages_per_step` pages per step, into the writer's
+/// connection in one turn of its own, taken ahead of queued writers). Each
+/// later read and write sees the new content; a transaction of another
+/// process in progress makes the copy fail with `SQLITE_BUSY`.
+pub(crate) fn restore(
+    db: &Database,
+    src: &Path,
+    pages_per_step: u32,
+    progress: &mut dyn FnMut(BackupProgress),
+) -> Result<u64> {
+    if pages_per_step == 0 {
+        return Err(Error::invalid("restore: pages_per_step must be at least 1"));
+    }
+    let from = Connection::open_with_flags(
+        src,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .context(|| format!("opening {} to restore from", src.display()))?;
+    let (pages, _steps) = db.writer().with_turn("restore", true, |conn| {
+        copy_pages(&from, conn, pages_per_step, false, progress)
+    })??;
+    Ok(pages)
 }
 
 /// Checks the destination, copies into a temporary file beside it with

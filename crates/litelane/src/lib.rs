@@ -419,6 +419,21 @@ impl Database {
         backup::run(self, wal, dest.as_ref(), opts, progress)
     }
 
+    /// Replaces this database's content with a copy of the database file
+    /// at `src`, while the database stays open: the copy runs in one turn of
+    /// the writer (writers of this process wait for it; readers go on and
+    /// see the new content from their next read). Returns the pages copied;
+    /// `progress` is called after each step of `pages_per_step` pages (at
+    /// least 1). `src` is only read.
+    pub fn restore_from(
+        &self,
+        src: impl AsRef<Path>,
+        pages_per_step: u32,
+        progress: &mut dyn FnMut(BackupProgress),
+    ) -> Result<u64> {
+        backup::restore(self, src.as_ref(), pages_per_step, progress)
+    }
+
     pub(crate) fn pool(&self) -> &Arc<Pool> {
         &self.inner.pool
     }

@@ -464,7 +464,7 @@ impl Writer {
         &self,
         label: &str,
         priority: bool,
-        f: impl FnOnce(&Connection) -> T,
+        f: impl FnOnce(&mut Connection) -> T,
     ) -> Result<T> {
         self.check_not_reentrant()?;
         let start = Instant::now();
@@ -484,7 +484,7 @@ impl Writer {
             return Err(e);
         }
         let mark = HoldingMark::set(self.id);
-        let out = catch_unwind(AssertUnwindSafe(|| f(&slot.conn)));
+        let out = catch_unwind(AssertUnwindSafe(|| f(&mut slot.conn)));
         drop(mark);
         if !slot.conn.is_autocommit() {
             let _ = control(&slot.conn, "ROLLBACK");

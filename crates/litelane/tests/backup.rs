@@ -544,3 +544,53 @@ fn backup_connection_of_a_rollback_database_never_blocks_its_writer() {
     };
     assert_eq!(n(&out), n(&path));
 }
+
+#[test]
+fn restore_replaces_the_content_while_readers_and_writers_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for profile in [Profile::Safe, Profile::Balanced, Profile::Fast] {
+        let (src_path, dst_path) = (
+            dir.path().join(format!("src-{profile}.db")),
+            dir.path().join(format!("dst-{profile}.db")),
+        );
+        let src = Database::open(&src_path, Options::with_profile(profile)).unwrap();
+        exec(&src, "CREATE TABLE t(a); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) INSERT INTO t SELECT i FROM n;");
+        let copy = dir.path().join(format!("copy-{profile}.db"));
+        src.backup(&copy, |_| {}).unwrap();
+        let dst = Database::open(&dst_path, Options::with_profile(profile)).unwrap();
+        exec(&dst, "CREATE TABLE old(z); INSERT INTO old VALUES (1);");
+        // every reader has the old schema cached
+        for _ in 0..8 {
+            assert_eq!(query_i64(&dst, "SELECT count(*) FROM old"), 1);
+        }
+        let before = std::fs::read(&copy).unwrap();
+        let mut calls = Vec::new();
+        let pages = dst.restore_from(&copy, 2, &mut |p| calls.push(p)).unwrap();
+        assert!(
+            pages > 2 && calls.len() as u64 >= pages / 2,
+            "{pages} pages, {calls:?}"
+        );
+        assert_eq!(calls.last().unwrap().pages_done, pages);
+        for _ in 0..8 {
+            assert_eq!(query_i64(&dst, "SELECT count(*) FROM t"), 500, "{profile}");
+        }
+        assert!(dst
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM old", [], |_| Ok(()))))
+            .unwrap()
+            .is_err());
+        exec(&dst, "INSERT INTO t VALUES (501);");
+        assert_eq!(query_i64(&dst, "SELECT max(a) FROM t"), 501);
+        assert_eq!(
+            std::fs::read(&copy).unwrap(),
+            before,
+            "the source file changed"
+        );
+        drop(dst);
+        assert_eq!(integrity(&dst_path), "ok");
+    }
+    let db = Database::open(dir.path().join("x.db"), Options::default()).unwrap();
+    let err = db
+        .restore_from(dir.path().join("missing.db"), 8, &mut |_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("missing.db"), "{err}");
+}
