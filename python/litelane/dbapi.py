@@ -23,7 +23,6 @@ import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _dump, _litelane
-from ._errors import _std
 from ._adapt import PrepareProtocol, adapters, register_adapter
 from ._errors import (
     DatabaseError,
@@ -36,6 +35,7 @@ from ._errors import (
     OperationalError,
     ProgrammingError,
     Warning,
+    _std,
 )
 
 __all__ = [
