@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from . import _dump, _litelane
+from . import _blob, _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
 from ._errors import (
     DatabaseError,
@@ -39,7 +39,7 @@ from ._errors import (
 )
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Row", "PrepareProtocol",
+    "connect", "Connection", "Cursor", "Row", "Blob", "PrepareProtocol",
     "apilevel", "threadsafety", "paramstyle",
     "sqlite_version", "sqlite_version_info", "version", "version_info",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
@@ -96,6 +96,8 @@ def _convert_timestamp(value: bytes) -> datetime.datetime:
 #: Converters by upper-case type name (``register_converter``); ``DATE`` and
 #: ``TIMESTAMP`` are there by default, as in ``sqlite3``.
 _MISSING = object()
+
+Blob = _blob.Blob
 
 #: The standard library's connection class (a ``backup`` target may be one).
 _StdConnection: Any = getattr(_std, "Connection", ())
@@ -709,6 +711,27 @@ class Connection:
     def interrupt(self) -> None:
         """Accepted; litelane does not interrupt running statements."""
         self._check()
+
+    def blobopen(
+        self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
+    ) -> _blob.Blob:
+        """Opens the value of ``column`` in row ``row`` (a rowid) of ``table``
+        as a ``Blob`` of fixed size, as ``sqlite3``'s ``blobopen`` does (see
+        ``litelane/_blob.py`` for how it runs on litelane)."""
+        self._check()
+        return _blob.Blob(self._run_rows, table, column, row, readonly, name)
+
+    def _run_rows(self, sql: str, params: Any, write: bool) -> List[Tuple[Any, ...]]:
+        """Runs one statement with no implicit ``BEGIN``: in the open
+        transaction, else as a write of its own (``write``) or on a reader."""
+        engine = self._check()
+        if self._txn is not None:
+            result = self._in_txn(self._txn.execute, sql, params)
+        elif write:
+            result = engine.execute_write(sql, params)
+        else:
+            result = engine.execute(sql, params, True)
+        return result[1]
 
     def iterdump(self) -> Iterator[str]:
         """The database as SQL statements, as ``sqlite3``'s ``iterdump``

@@ -345,3 +345,41 @@ def test_backup_refusals_as_in_sqlite3(db_path, tmp_path):
 
     with pytest.raises(ZeroDivisionError):
         src.backup(dst, progress=boom)
+
+
+def test_blobopen_reads_writes_and_refuses_as_sqlite3(mod, db_path):
+    con = mod.connect(db_path)
+    con.execute("CREATE TABLE t(b, s TEXT)")
+    con.execute("INSERT INTO t VALUES (zeroblob(10), 'héllo'), (NULL, NULL)")
+    con.commit()
+    blob = con.blobopen("t", "b", 1)
+    refusals = [
+        (lambda: blob.write(b"x" * 11), ValueError, "data longer than blob length"),
+        (lambda: blob.seek(11), ValueError, "offset out of blob range"),
+        (lambda: blob.seek(-1), ValueError, "offset out of blob range"),
+        (lambda: blob[10], IndexError, "Blob index out of range"),
+        (lambda: blob.__setitem__(0, 256), ValueError, "byte must be in range"),
+        (lambda: blob.__setitem__(slice(0, 2), b"a"), IndexError, "wrong size"),
+        (lambda: con.blobopen("t", "b", 99), mod.OperationalError, "no such rowid: 99"),
+        (lambda: con.blobopen("t", "b", 2), mod.OperationalError, "cannot open value of type null"),
+        (lambda: con.blobopen("nope", "b", 1), mod.OperationalError, "no such table: main.nope"),
+        (lambda: con.blobopen("t", "b", 1, readonly=True).write(b"a"), mod.OperationalError, "readonly"),
+    ]
+    for call, exc, text in refusals:
+        with pytest.raises(exc, match=text):
+            call()
+    assert (len(blob), blob.read(3), blob.tell(), blob[0], blob[1:3], blob[-1]) == (
+        10, b"\0\0\0", 3, 0, b"\0\0", 0)
+    blob.seek(0)
+    blob.write(b"ab")
+    blob[5] = ord("z")
+    blob[6:8] = b"QR"
+    blob[::4] = b"123"
+    assert not con.in_transaction  # blob writes begin no transaction
+    assert con.execute("SELECT b FROM t WHERE rowid = 1").fetchone() == (b"1b\0\x002zQR3\0",)
+    blob.close()
+    with pytest.raises(mod.ProgrammingError, match="closed blob"):
+        blob.read()
+    with con.blobopen("t", "s", 1) as text:
+        assert (len(text), text.read()) == (6, "héllo".encode())
+    con.close()
