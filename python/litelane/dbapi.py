@@ -419,11 +419,6 @@ class Connection:
         path = os.fspath(database)
         if path.startswith("file:") and not uri:
             path = os.path.join(".", path)
-        self._in_memory = path in ("", ":memory:") or (
-            uri and path.startswith("file:") and (
-                "mode=memory" in path or path.startswith("file::memory:")
-            )
-        )
         self._isolation_level = _check_isolation(isolation_level)
         self._autocommit = _check_autocommit(autocommit)
         self._timeout = float(timeout)
@@ -773,13 +768,15 @@ class Connection:
         with tempfile.TemporaryDirectory(prefix="litelane-backup-") as tmp:
             copy = os.path.join(tmp, "copy.db")
             self._check().backup(copy)
+            # The copy of a WAL database is marked WAL in its header, which
+            # SQLite's backup would carry into a target that cannot be WAL
+            # (an in-memory one): make it a rollback-journal file first.
+            plain = _StdConnection(copy)
+            try:
+                plain.execute("PRAGMA journal_mode = DELETE")
+            finally:
+                plain.close()
             if isinstance(target, Connection):
-                if target._in_memory:
-                    raise NotSupportedError(
-                        "backup into an in-memory litelane.dbapi connection is not supported "
-                        "(SQLite's backup cannot write into litelane's shared in-memory "
-                        "database); back up into a file, or into a sqlite3 connection"
-                    )
                 target._check().restore(copy, pages, progress)
                 return
             source = _StdConnection(copy)
