@@ -485,7 +485,7 @@ def cause_of(msg: str) -> str:
     if exc == "OperationalError" and text.startswith("no such function: "):
         return "OperationalError: no such function: … (a function the test registered)"
     # Other exceptions: their message with numbers and literals blanked.
-    return f"{exc}: " + re.sub(r"\d+", "N", _QUOTED.sub("'…'", text))[:160]
+    return f"{exc}: " + re.sub(r"(?<![A-Za-z])\d+", "N", _QUOTED.sub("'…'", text))[:160]
 
 
 def _compare(stock: Dict[str, Any], lite: Dict[str, Any]) -> Dict[str, Any]:

@@ -214,6 +214,14 @@ def test_harness_survives_hangs_crashes_and_import_errors(tmp_path):
             "OperationalError: database is locked: waited N.N s for the writer of '…'",
         ),
         ("NotSupportedError: backup is not supported", "NotSupportedError: backup is not supported"),
+        (
+            "ModuleNotFoundError: No module named 'sqlite3.__main__'; 'sqlite3' is not a package",
+            "ModuleNotFoundError: No module named 'sqlite3.__main__'; 'sqlite3' is not a package",
+        ),
+        (
+            "ProgrammingError: invalid utf-8 sequence of 2 bytes from index 10",
+            "ProgrammingError: invalid utf-N sequence of N bytes from index N",
+        ),
         ("KeyboardInterrupt", "KeyboardInterrupt"),
         ("", ""),
         ("ValueError: " + "x" * 500, "ValueError: " + "x" * 160),
