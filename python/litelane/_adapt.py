@@ -17,9 +17,21 @@ class PrepareProtocol:
 adapters: Dict[Tuple[type, Any], Callable[[Any], Any]] = {}
 
 
-def register_adapter(type_: type, adapter: Callable[[Any], Any]) -> None:
-    """Registers ``adapter(value)`` for values of exactly ``type_``."""
+def register_adapter(type_: type, adapter: Callable[[Any], Any], /) -> None:
+    """Registers ``adapter(value)`` for values of exactly ``type_`` (``int``,
+    ``float``, ``str`` and ``bytes`` too, as in ``sqlite3``)."""
     adapters[(type_, PrepareProtocol)] = adapter
+    if type_ in (int, float, str, bytes, bytearray):
+        from . import _litelane
+
+        _litelane.set_base_types_adapted()
+
+
+def adapt_registered(obj: Any) -> Any:
+    """``obj`` through the adapter registered for its exact type, or ``obj``
+    itself (called by the extension once a base type has an adapter)."""
+    fn = adapters.get((type(obj), PrepareProtocol))
+    return obj if fn is None else fn(obj)
 
 
 def adapt(obj: Any, position: int) -> Any:

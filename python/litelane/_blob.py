@@ -22,17 +22,25 @@ def _ident(name: str) -> str:
 
 
 class Blob:
-    """One value of one row, read and written as bytes."""
+    """One value of one row, read and written as bytes (made by
+    ``Connection.blobopen``, not directly)."""
 
-    def __init__(
-        self,
+    __iter__ = None  # not iterable, and `x in blob` is a TypeError, as in sqlite3
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"cannot create '{type(self).__module__}.{type(self).__qualname__}' instances")
+
+    @classmethod
+    def _open(
+        cls,
         run: Callable[[str, Sequence[Any], bool], Any],
         table: str,
         column: str,
         row: int,
         readonly: bool,
         name: str,
-    ) -> None:
+    ) -> "Blob":
+        self = object.__new__(cls)
         self._run = run
         self._where = f"FROM {_ident(name)}.{_ident(table)} WHERE rowid = ?"
         self._target = (name, table, column)
@@ -48,6 +56,7 @@ class Blob:
         if kind == "null":
             raise OperationalError("cannot open value of type null")
         self._len = int(length)
+        return self
 
     # -- state --------------------------------------------------------------
 
@@ -64,6 +73,7 @@ class Blob:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._check()
         self.close()
 
     def __len__(self) -> int:
@@ -128,7 +138,11 @@ class Blob:
         base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._len}.get(origin)
         if base is None:
             raise ValueError("'origin' should be os.SEEK_SET, os.SEEK_CUR, or os.SEEK_END")
+        if not isinstance(offset, int):
+            raise TypeError(f"'{type(offset).__name__}' object cannot be interpreted as an integer")
         pos = base + offset
+        if not -(2**31) <= pos < 2**31:
+            raise OverflowError("seek offset results in overflow")
         if not 0 <= pos <= self._len:
             raise ValueError("offset out of blob range")
         self._pos = pos
@@ -136,6 +150,8 @@ class Blob:
     # -- indexing -------------------------------------------------------------
 
     def _index(self, i: int) -> int:
+        if not -(2**63) <= i < 2**63:
+            raise IndexError("cannot fit 'int' into an index-sized integer")
         if i < 0:
             i += self._len
         if not 0 <= i < self._len:
@@ -157,7 +173,10 @@ class Blob:
         self._check()
         if isinstance(key, slice):
             start, stop, step = key.indices(self._len)
-            data = bytes(memoryview(value))
+            view = memoryview(value)
+            if not view.contiguous:
+                raise BufferError("underlying buffer is not C-contiguous")
+            data = view.tobytes()
             positions = range(start, stop, step)
             if len(data) != len(positions):
                 raise IndexError("Blob slice assignment is wrong size")
@@ -171,9 +190,15 @@ class Blob:
             return
         if not hasattr(key, "__index__"):
             raise TypeError("Blob indices must be integers")
-        if not isinstance(value, int) or not 0 <= value < 256:
+        if not isinstance(value, int):
+            raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+        index = self._index(key.__index__())
+        if not 0 <= value < 256:
             raise ValueError("byte must be in range(0, 256)")
-        self._write_at(self._index(key.__index__()), bytes([value]))
+        self._write_at(index, bytes([value]))
+
+    def __delitem__(self, key: Any) -> None:
+        raise TypeError("Blob doesn't support item deletion")
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self._len} bytes"

@@ -14,12 +14,14 @@ Differences from ``sqlite3`` are listed in docs/python.md.
 
 from __future__ import annotations
 
+import collections.abc
 import datetime
 import os
 import re
 import tempfile
 import threading
 import time
+import warnings
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _blob, _dump, _litelane
@@ -174,6 +176,27 @@ def enable_callback_tracebacks(flag: bool, /) -> None:
     """Accepted for compatibility (litelane runs no Python callbacks)."""
 
 
+def enable_shared_cache(enable: int, /) -> None:
+    """Deprecated in ``sqlite3`` (and a no-op here: every connection of the
+    process to one file already shares one engine)."""
+    warnings.warn(
+        "enable_shared_cache() is deprecated and does nothing in litelane.dbapi; "
+        "SQLite discourages shared cache (for a shared in-memory database, "
+        "open a file: URI with cache=shared)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OptimizedUnicode":
+        warnings.warn(
+            "OptimizedUnicode is deprecated; use str instead.", DeprecationWarning, stacklevel=2
+        )
+        return str
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def complete_statement(statement: str, /) -> bool:
     """True if ``statement`` ends with a complete SQL statement: a semicolon
     outside quotes, comments and trigger bodies (SQLite's ``sqlite3_complete``)."""
@@ -323,8 +346,12 @@ class Row:
 
     __slots__ = ("_values", "_names")
 
-    def __init__(self, cursor: "Cursor", values: Tuple[Any, ...]) -> None:
-        self._values = tuple(values)
+    def __init__(self, cursor: "Cursor", values: Tuple[Any, ...], /) -> None:
+        if not issubclass(type(cursor), Cursor):
+            raise TypeError(f"Row() argument 1 must be a Cursor, not {type(cursor).__name__}")
+        if not isinstance(values, tuple):
+            raise TypeError(f"Row() argument 2 must be tuple, not {type(values).__name__}")
+        self._values = values
         desc = cursor.description or ()
         self._names = tuple(d[0] for d in desc)
 
@@ -333,12 +360,15 @@ class Row:
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
-            low = key.lower()
+            # Names match ignoring ASCII case only, as in sqlite3.
+            low = key.encode("utf-8", "surrogatepass").lower()
             for i, n in enumerate(self._names):
-                if n.lower() == low:
+                if n.encode("utf-8", "surrogatepass").lower() == low:
                     return self._values[i]
             raise IndexError("No item with that key")
-        return self._values[key]
+        if isinstance(key, (int, slice)):
+            return self._values[key]
+        raise IndexError("Index must be int or string")
 
     def __len__(self) -> int:
         return len(self._values)
@@ -358,19 +388,50 @@ class Row:
         return f"<litelane.dbapi.Row {dict(zip(self._names, self._values))!r}>"
 
 
+collections.abc.Sequence.register(Row)
+
+
+def _check_sql(sql: Any) -> None:
+    """What ``sqlite3`` checks of a statement's text before compiling it."""
+    if not isinstance(sql, str):
+        raise TypeError(f"argument 1 must be str, not {type(sql).__name__}")
+    sql.encode("utf-8")  # UnicodeEncodeError for lone surrogates, as in sqlite3
+    if "\0" in sql:
+        raise ProgrammingError("the query contains a null character")
+
+
+class Statement:
+    """What calling a connection returns (``sqlite3``'s deprecated
+    ``con(sql)``); not to be made directly."""
+
+    __slots__ = ("sql",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"cannot create '{type(self).__module__}.{type(self).__qualname__}' instances")
+
+    @classmethod
+    def _make(cls, sql: str) -> "Statement":
+        st = object.__new__(cls)
+        st.sql = sql
+        return st
+
+
 # --- Connection ---------------------------------------------------------------
 
 _ISOLATION_LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 
 
 def _check_isolation(level: Optional[str]) -> Optional[str]:
+    """``level`` checked as ``sqlite3`` checks it (any case), upper-cased."""
     if level is None:
         return None
-    if not isinstance(level, str) or level.upper() not in _ISOLATION_LEVELS:
+    if not isinstance(level, str):
+        raise TypeError(f"isolation_level must be str or None, not {type(level).__name__}")
+    if str.upper(level) not in _ISOLATION_LEVELS:
         raise ValueError(
             "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'"
         )
-    return level
+    return str.upper(level)
 
 
 def _check_autocommit(value: Any) -> Any:
@@ -411,6 +472,7 @@ class Connection:
         readers: Optional[int] = None,
         **options: Any,
     ) -> None:
+        self._initialized = False
         if not isinstance(detect_types, int):
             raise TypeError(f"detect_types must be int, not {type(detect_types).__name__}")
         self._detect_types = detect_types
@@ -435,10 +497,16 @@ class Connection:
         self.row_factory: Optional[Callable[[Cursor, Tuple[Any, ...]], Any]] = None
         self.text_factory: Any = str
         self._functions: Dict[str, Any] = {}
+        self._initialized = True
 
     # -- state ---------------------------------------------------------------
 
+    def _check_init(self) -> None:
+        if not getattr(self, "_initialized", False):
+            raise ProgrammingError("Base Connection.__init__ not called.")
+
     def _check(self) -> Any:
+        self._check_init()
         if self._check_same_thread and threading.get_ident() != self._thread:
             raise ProgrammingError(
                 "SQLite objects created in a thread can only be used in that same thread. "
@@ -458,6 +526,7 @@ class Connection:
 
     @property
     def isolation_level(self) -> Optional[str]:
+        self._check_init()
         return self._isolation_level
 
     @isolation_level.setter
@@ -525,6 +594,7 @@ class Connection:
 
     def close(self) -> None:
         """Rolls back any open transaction and lets go of the engine."""
+        self._check_init()
         if self._engine is None:
             return
         if self._check_same_thread and threading.get_ident() != self._thread:
@@ -638,7 +708,7 @@ class Connection:
         with what ran before it kept."""
         self._check()
         if not isinstance(script, str):
-            raise ValueError("script argument must be unicode.")
+            raise TypeError(f"executescript() argument must be str, not {type(script).__name__}")
         if "\0" in script:
             raise ValueError("the query contains a null character")
         if self._autocommit == LEGACY_TRANSACTION_CONTROL:
@@ -660,12 +730,23 @@ class Connection:
         else:
             self._check().execute(sql, (), True)
 
-    def cursor(self, factory: Optional[Callable[["Connection"], "Cursor"]] = None) -> "Cursor":
+    def cursor(self, factory: Any = _MISSING) -> "Cursor":
+        """A new cursor, made by ``factory(self)`` (``Cursor`` by default),
+        which must return a ``Cursor`` (a subclass is fine)."""
         self._check()
-        cur = (factory or Cursor)(self)
-        if not isinstance(cur, Cursor):
-            raise TypeError("factory must return a cursor")
+        cur = (Cursor if factory is _MISSING else factory)(self)
+        if not issubclass(type(cur), Cursor):
+            raise TypeError("factory must return a cursor, not " + type(cur).__name__)
         return cur
+
+    def __call__(self, *args: Any) -> "Statement":
+        """``con(sql)``: checks ``sql`` as ``sqlite3`` does when a connection
+        is called (a deprecated way to make a statement); compiles nothing."""
+        self._check()
+        if len(args) != 1:
+            raise TypeError(f"expected 1 argument, got {len(args)}")
+        _check_sql(args[0])
+        return Statement._make(args[0])
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
         return self.cursor().execute(sql, parameters)
@@ -714,7 +795,7 @@ class Connection:
         as a ``Blob`` of fixed size, as ``sqlite3``'s ``blobopen`` does (see
         ``litelane/_blob.py`` for how it runs on litelane)."""
         self._check()
-        return _blob.Blob(self._run_rows, table, column, row, readonly, name)
+        return _blob.Blob._open(self._run_rows, table, column, row, readonly, name)
 
     def _run_rows(self, sql: str, params: Any, write: bool) -> List[Tuple[Any, ...]]:
         """Runs one statement with no implicit ``BEGIN``: in the open
@@ -812,7 +893,10 @@ class Cursor:
         self._closed = False
 
     def _check(self) -> None:
-        if self._closed:
+        closed = getattr(self, "_closed", None)
+        if closed is None:
+            raise ProgrammingError("Base Cursor.__init__ not called.")
+        if closed:
             raise ProgrammingError("Cannot operate on a closed cursor.")
         self.connection._check()
 
@@ -839,8 +923,8 @@ class Cursor:
         self.lastrowid = conn._lastrowid
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
+        self._check()
+        _check_sql(sql)
         self._rows = []
         self.description = None
         self._set(self.connection._run(sql, parameters))  # _run checks the connection
@@ -870,9 +954,12 @@ class Cursor:
         tf = self.connection.text_factory
         convs = self._converters
         if convs is not None:
+            # A zero-length BLOB reaches no converter: sqlite3 reads it as
+            # NULL (sqlite3_column_blob gives no pointer for it).
             row = tuple(
-                v if v is None else conv(_as_bytes(v)) if conv is not None
-                else _text(v, tf)
+                _text(v, tf) if conv is None
+                else None if v is None or v == b""
+                else conv(_as_bytes(v))
                 for v, conv in zip(row, convs)
             )
         elif tf is not str:
@@ -921,6 +1008,8 @@ class Cursor:
         return row
 
     def close(self) -> None:
+        if getattr(self, "_closed", None) is None:
+            raise ProgrammingError("Base Cursor.__init__ not called.")
         self._closed = True
         self._rows = []
 

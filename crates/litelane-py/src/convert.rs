@@ -1,6 +1,7 @@
 //! Python values <-> SQLite values.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use litelane::Value;
 use pyo3::exceptions::PyOverflowError;
@@ -14,12 +15,36 @@ use crate::errors::exc;
 use crate::exec::Params;
 
 static ADAPT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static ADAPT_REGISTERED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Set once an adapter is registered for `int`, `float`, `str`, `bytes` or
+/// `bytearray`: from then on values of those types go through their
+/// adapters too, as in `sqlite3` (until then they bind directly, the fast path).
+static BASE_TYPES_ADAPTED: AtomicBool = AtomicBool::new(false);
+
+/// Called by `register_adapter` for an adapter of a type that binds directly.
+#[pyfunction]
+pub fn set_base_types_adapted() {
+    BASE_TYPES_ADAPTED.store(true, Ordering::Relaxed);
+}
 
 /// Converts one Python value. `position` (1-based) names the parameter in
 /// errors. Types other than None/int/float/str/bytes/bytearray/memoryview
 /// go through `litelane._adapt.adapt` (registered adapters, `__conform__`,
 /// the default date/datetime adapters).
 pub fn to_value(obj: &Bound<'_, PyAny>, position: usize) -> PyResult<Value> {
+    if BASE_TYPES_ADAPTED.load(Ordering::Relaxed) && !obj.is_none() {
+        let py = obj.py();
+        let registered = ADAPT_REGISTERED.import(py, "litelane._adapt", "adapt_registered")?;
+        let adapted = registered.call1((obj,))?;
+        if !adapted.is(obj) {
+            return to_value_direct(&adapted, position);
+        }
+    }
+    to_value_direct(obj, position)
+}
+
+fn to_value_direct(obj: &Bound<'_, PyAny>, position: usize) -> PyResult<Value> {
     match primitive(obj)? {
         Some(v) => Ok(v),
         None => {
@@ -93,9 +118,12 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
         return Ok(Params::Positional(v));
     }
     if let Ok(l) = obj.cast_exact::<PyList>() {
-        let mut v = Vec::with_capacity(l.len());
-        for (i, item) in l.iter().enumerate() {
-            v.push(to_value(&item, i + 1)?);
+        // By index, as the list's length was when binding began: an adapter
+        // that shortens the list then gets IndexError, as in sqlite3.
+        let n = l.len();
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            v.push(to_value(&l.get_item(i)?, i + 1)?);
         }
         return Ok(Params::Positional(v));
     }
@@ -130,13 +158,21 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
             return Ok(Params::Positional(v));
         }
     }
+    // Any other object with `__len__` and `__getitem__` is a sequence to
+    // `sqlite3` (PySequence_Check), registered with `collections.abc` or not;
+    // an error from its `__len__` or `__getitem__` is raised as it is.
+    if !obj.is_instance_of::<PyString>() && obj.hasattr("__len__")? && obj.hasattr("__getitem__")? {
+        let n = obj.len()?;
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            v.push(to_value(&obj.get_item(i)?, i + 1)?);
+        }
+        return Ok(Params::Positional(v));
+    }
     Err(exc(
         obj.py(),
         "ProgrammingError",
-        format!(
-            "parameters are of unsupported type: {} (expected a sequence or a mapping)",
-            obj.get_type().name()?
-        ),
+        "parameters are of unsupported type",
     ))
 }
 

@@ -108,12 +108,23 @@ pub fn bind_params(stmt: &mut Statement<'_>, params: &Params) -> Result<()> {
 }
 
 fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<litelane::rusqlite::CachedStatement<'c>> {
-    conn.prepare_cached(sql).map_err(|e| match e {
-        litelane::rusqlite::Error::MultipleStatement => {
-            invalid("You can only execute one statement at a time.".into())
-        }
-        e => Error::from_sqlite(e, ""),
-    })
+    let one_at_a_time = || invalid("You can only execute one statement at a time.".into());
+    match conn.prepare_cached(sql) {
+        Ok(stmt) => Ok(stmt),
+        // One statement followed by nothing but blanks and comments (an
+        // unclosed `/*` included) is one statement, as in sqlite3; rusqlite
+        // refuses any tail, so prepare the statement alone.
+        Err(e) => match litelane::split_statements(sql).as_slice() {
+            [one] if *one != sql => conn
+                .prepare_cached(one)
+                .map_err(|e| Error::from_sqlite(e, "")),
+            [_, _, ..] => Err(one_at_a_time()),
+            _ => Err(match e {
+                litelane::rusqlite::Error::MultipleStatement => one_at_a_time(),
+                e => Error::from_sqlite(e, ""),
+            }),
+        },
+    }
 }
 
 /// Steps a bound statement to the end, collecting its rows. The width is

@@ -64,6 +64,7 @@ fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_name, m)?)?;
     m.add_function(wrap_pyfunction!(complete_statement, m)?)?;
     m.add_function(wrap_pyfunction!(split_script, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::set_base_types_adapted, m)?)?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;
