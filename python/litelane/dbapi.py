@@ -281,7 +281,8 @@ _kinds: Dict[str, Tuple[str, str]] = {}
 
 def _classify(sql: str) -> Tuple[str, str]:
     """(kind, savepoint name) of a statement: 'dml', 'begin', 'commit',
-    'rollback', 'savepoint', 'release', 'rollback_to', 'empty' or 'other'."""
+    'rollback', 'savepoint', 'release', 'rollback_to', 'empty', 'outside'
+    (VACUUM: runs only outside a transaction) or 'other'."""
     hit = _kinds.get(sql)
     if hit is not None:
         return hit
@@ -300,6 +301,8 @@ def _classify(sql: str) -> Tuple[str, str]:
         kind = "commit"
     elif kw == "ROLLBACK":
         kind = "rollback_to" if "TO" in words else "rollback"
+    elif kw == "VACUUM":
+        kind = "outside"  # SQLite runs it only outside a transaction
     elif kw == "SAVEPOINT":
         kind = "savepoint"
         name = rest[0].rstrip(";") if rest else ""
@@ -667,7 +670,9 @@ class Connection:
         kind, name = _classify(sql)
         if kind == "empty":
             return _NO_RESULT
-        if kind != "other" and kind != "dml":
+        if kind == "outside" and self._txn is None and self._autocommit is not False:
+            return engine.execute_outside_transaction(sql, params)
+        if kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn
         if txn is not None:
@@ -721,7 +726,9 @@ class Connection:
         kind, name = _classify(sql)
         if kind == "empty":
             return
-        if kind not in ("dml", "other"):
+        if kind == "outside" and self._txn is None and self._autocommit is not False:
+            self._check().execute_outside_transaction(sql, ())
+        elif kind not in ("dml", "other", "outside"):
             self._control(kind, name, sql, ())
         elif self._txn is not None:
             self._in_txn(self._txn.execute, sql, ())

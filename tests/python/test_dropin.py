@@ -383,3 +383,21 @@ def test_blobopen_reads_writes_and_refuses_as_sqlite3(mod, db_path):
     with con.blobopen("t", "s", 1) as text:
         assert (len(text), text.read()) == (6, "héllo".encode())
     con.close()
+
+
+def test_vacuum_runs_outside_a_transaction_and_fails_inside_one(mod, db_path, tmp_path):
+    con = mod.connect(db_path)
+    con.execute("CREATE TABLE t(a)")
+    con.executemany("INSERT INTO t VALUES (?)", [(str(i) * 100,) for i in range(500)])
+    con.commit()
+    con.execute("DELETE FROM t")
+    con.commit()
+    cur = con.execute("VACUUM")
+    assert cur.rowcount == -1 and not con.in_transaction
+    con.execute(f"VACUUM INTO '{tmp_path / 'copy.db'}'")
+    assert std.connect(str(tmp_path / "copy.db")).execute("SELECT count(*) FROM t").fetchone() == (0,)
+    con.execute("INSERT INTO t VALUES (1)")  # opens a transaction
+    with pytest.raises(mod.OperationalError, match="cannot VACUUM from within a transaction"):
+        con.execute("VACUUM")
+    con.commit()
+    con.close()

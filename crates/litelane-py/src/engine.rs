@@ -582,6 +582,28 @@ impl Engine {
         Ok(d)
     }
 
+    /// Runs one statement on the writer outside any transaction (`VACUUM`):
+    /// returns the outcome tuple of `execute`.
+    #[pyo3(signature = (sql, params = None))]
+    fn execute_outside_transaction<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let mut o = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                sh.db
+                    .write_outside_transaction(&sql, |conn| exec::run(conn, &sql, &p))
+            })
+            .py_err(py)?;
+        o.wrote = true;
+        outcome_tuple(py, &o)
+    }
+
     /// Copies the database, consistent as of one moment, to a new file at
     /// `dest` (see `litelane::Database::backup`); returns the pages copied.
     fn backup(&self, py: Python<'_>, dest: PathBuf) -> PyResult<u64> {

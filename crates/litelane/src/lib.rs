@@ -419,6 +419,27 @@ impl Database {
         backup::run(self, wal, dest.as_ref(), opts, progress)
     }
 
+    /// Runs `f` on the writer's connection in a turn of its own, outside any
+    /// transaction: for statements SQLite refuses inside one (`VACUUM`).
+    /// Writers of this process wait for it; there is no group commit and no
+    /// rollback: each statement `f` runs commits on its own, and a
+    /// transaction `f` leaves open is rolled back.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = litelane::Database::open(dir.path().join("app.db"), Default::default())?;
+    /// db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); DELETE FROM t;")?))?;
+    /// db.write_outside_transaction("vacuum", |conn| Ok(conn.execute_batch("VACUUM")?))?;
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn write_outside_transaction<T>(
+        &self,
+        label: &str,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.inner.writer.with_turn(label, false, |conn| f(conn))?
+    }
+
     /// Replaces this database's content with a copy of the database file
     /// at `src`, while the database stays open: the copy runs in one turn of
     /// the writer (writers of this process wait for it; readers go on and
