@@ -874,6 +874,9 @@ class Connection:
                 source.close()
 
 
+_RECURSIVE = "Recursive use of cursors not allowed."
+
+
 def _text(value: Any, text_factory: Any) -> Any:
     """A TEXT value as ``text_factory`` makes it (``str`` is the default)."""
     if not isinstance(value, str) or text_factory is str:
@@ -885,9 +888,12 @@ class Cursor:
     """A cursor: results are fetched from memory (a statement's rows are
     read in full when it runs)."""
 
-    def __init__(self, connection: Connection) -> None:
-        if not isinstance(connection, Connection):
+    def __init__(self, connection: Connection, /) -> None:
+        if getattr(self, "_busy", False):
+            raise ProgrammingError(_RECURSIVE)
+        if not issubclass(type(connection), Connection):
             raise TypeError("connection must be a litelane.dbapi.Connection")
+        self._busy = False
         self.connection = connection
         self.arraysize = 1
         self.description: Optional[Tuple[Tuple[Any, ...], ...]] = None
@@ -903,6 +909,8 @@ class Cursor:
         closed = getattr(self, "_closed", None)
         if closed is None:
             raise ProgrammingError("Base Cursor.__init__ not called.")
+        if self._busy:
+            raise ProgrammingError(_RECURSIVE)
         if closed:
             raise ProgrammingError("Cannot operate on a closed cursor.")
         self.connection._check()
@@ -934,7 +942,12 @@ class Cursor:
         _check_sql(sql)
         self._rows = []
         self.description = None
-        self._set(self.connection._run(sql, parameters))  # _run checks the connection
+        self._busy = True  # adapters run user code while parameters bind
+        try:
+            result = self.connection._run(sql, parameters)
+        finally:
+            self._busy = False
+        self._set(result)
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> "Cursor":
@@ -943,7 +956,11 @@ class Cursor:
             raise TypeError(f"executemany() argument 1 must be str, not {type(sql).__name__}")
         self._rows = []
         self.description = None
-        rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
+        self._busy = True  # the parameters' iterator runs user code
+        try:
+            rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
+        finally:
+            self._busy = False
         self.rowcount = rowcount
         if rowcount > 0:
             self.connection._total_changes += rowcount
@@ -961,18 +978,26 @@ class Cursor:
         tf = self.connection.text_factory
         convs = self._converters
         if convs is not None:
-            # A zero-length BLOB reaches no converter: sqlite3 reads it as
-            # NULL (sqlite3_column_blob gives no pointer for it).
-            row = tuple(
-                _text(v, tf) if conv is None
-                else None if v is None or v == b""
-                else conv(_as_bytes(v))
-                for v, conv in zip(row, convs)
-            )
+            self._busy = True  # converters run user code
+            try:
+                row = self._apply_converters(row, convs, tf)
+            finally:
+                self._busy = False
         elif tf is not str:
             row = tuple(_text(v, tf) for v in row)
         rf = self.row_factory
         return rf(self, row) if rf is not None else row
+
+    @staticmethod
+    def _apply_converters(row: Tuple[Any, ...], convs: List[Any], tf: Any) -> Tuple[Any, ...]:
+        # A zero-length BLOB reaches no converter: sqlite3 reads it as NULL
+        # (sqlite3_column_blob gives no pointer for it).
+        return tuple(
+            _text(v, tf) if conv is None
+            else None if v is None or v == b""
+            else conv(_as_bytes(v))
+            for v, conv in zip(row, convs)
+        )
 
     def _check_result(self) -> None:
         self._check()
@@ -1017,6 +1042,8 @@ class Cursor:
     def close(self) -> None:
         if getattr(self, "_closed", None) is None:
             raise ProgrammingError("Base Cursor.__init__ not called.")
+        if self._busy:
+            raise ProgrammingError(_RECURSIVE)
         self._closed = True
         self._rows = []
 
