@@ -2,8 +2,10 @@
 library's sqlite3 and on litelane.dbapi alike: what a program written for
 sqlite3 does must give the same result on both."""
 
+import collections.abc
 import datetime
 import os
+import re
 import sqlite3 as std
 import subprocess
 import sys
@@ -401,3 +403,99 @@ def test_vacuum_runs_outside_a_transaction_and_fails_inside_one(mod, db_path, tm
         con.execute("VACUUM")
     con.commit()
     con.close()
+
+
+def _fake_cursor(mod):
+    class FakeCursor(str):
+        __class__ = mod.Cursor
+
+    return FakeCursor()
+
+
+def _row(mod, con, sql):
+    con.row_factory = mod.Row
+    return con.execute(sql).fetchone()
+
+
+class _L:
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        assert i == 0
+        return "x"
+
+
+# (name, call(mod, con), expected result or (exception class name, message regex))
+PARITY = [
+    ("cursor factory None", lambda m, c: c.cursor(None), ("TypeError", "")),
+    ("cursor factory returns no cursor", lambda m, c: c.cursor(lambda con: None), ("TypeError", "")),
+    ("Row of a fake cursor", lambda m, c: m.Row(_fake_cursor(m), ()), ("TypeError", "")),
+    ("Row index of another type", lambda m, c: _row(m, c, "SELECT 1 AS a")[1j],
+     ("IndexError", "")),
+    ("Row names fold ASCII case only",
+     lambda m, c: _row(m, c, "SELECT 1 AS \xff")["\u0178"], ("IndexError", "")),
+    ("Row is a Sequence", lambda m, c: isinstance(_row(m, c, "SELECT 1"), collections.abc.Sequence),
+     True),
+    ("isolation_level of any case", lambda m, c: setattr(c, "isolation_level", "deferred")
+     or c.isolation_level, "DEFERRED"),
+    ("isolation_level not a str", lambda m, c: setattr(c, "isolation_level", 1), ("TypeError", "")),
+    ("parameters of a plain sequence", lambda m, c: c.execute("SELECT ?", _L()).fetchall(),
+     [("x",)]),
+    ("parameters of no sequence", lambda m, c: c.execute("SELECT ?", 5),
+     ("ProgrammingError", "^parameters are of unsupported type$")),
+    ("a statement and comments", lambda m, c: c.execute("SELECT 1; -- c\n /* d").fetchall(),
+     [(1,)]),
+    ("two statements", lambda m, c: c.execute("SELECT 1; SELECT 2"),
+     ("ProgrammingError", "one statement at a time")),
+    ("a NUL in SQL", lambda m, c: c.execute("SELECT 1\0"), ("ProgrammingError", "null character")),
+    ("a lone surrogate in SQL", lambda m, c: c.execute("SELECT '\ud8ff'"),
+     ("UnicodeEncodeError", "")),
+    ("executescript of bytes", lambda m, c: c.executescript(b"SELECT 1;"), ("TypeError", "")),
+    ("Connection without __init__",
+     lambda m, c: m.Connection.__new__(m.Connection).cursor(),
+     ("ProgrammingError", "Base Connection.__init__ not called")),
+    ("Cursor without __init__", lambda m, c: m.Cursor.__new__(m.Cursor).close(),
+     ("ProgrammingError", "Base Cursor.__init__ not called")),
+    ("text that is not UTF-8",
+     lambda m, c: c.execute("SELECT 'xxx' || ? || 'yyy' AS colname", (bytes([250]),)).fetchone(),
+     ("OperationalError", "Could not decode to UTF-8 column 'colname' with text 'xxx")),
+]
+
+
+@pytest.mark.parametrize("name,call,expected", PARITY, ids=[p[0] for p in PARITY])
+def test_parity_with_sqlite3(name, call, expected, db_path):
+    for mod in (std, dbapi):
+        con = mod.connect(db_path if mod is dbapi else ":memory:")
+        try:
+            if isinstance(expected, tuple) and len(expected) == 2 and isinstance(expected[0], str):
+                exc_name, message = expected
+                with pytest.raises(Exception) as e:
+                    call(mod, con)
+                assert type(e.value).__name__ == exc_name, (mod.__name__, e.value)
+                assert re.search(message, str(e.value)), (mod.__name__, str(e.value))
+            else:
+                assert call(mod, con) == expected, mod.__name__
+        finally:
+            con.close()
+
+
+def test_an_adapter_for_a_base_type_applies(mod):
+    mod.register_adapter(int, float)
+    try:
+        con = mod.connect(":memory:")
+        assert type(con.execute("SELECT ?", (4,)).fetchone()[0]) is float
+    finally:
+        del mod.adapters[(int, mod.PrepareProtocol)]
+
+
+def test_recursive_use_of_a_cursor_from_its_converter(mod):
+    con = mod.connect(":memory:", detect_types=mod.PARSE_COLNAMES)
+    cur = con.cursor()
+    mod.converters["CLOSE"] = lambda b: cur.close()
+    try:
+        cur.execute('SELECT 1 AS "x [CLOSE]"')
+        with pytest.raises(mod.ProgrammingError, match="Recursive use of cursors"):
+            cur.fetchall()
+    finally:
+        del mod.converters["CLOSE"]

@@ -776,7 +776,7 @@ fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSe
             let n = r.as_ref().column_count();
             let mut row = Vec::with_capacity(n);
             for i in 0..n {
-                row.push(r.get::<_, Value>(i)?);
+                row.push(exec::value_at(r, i)?);
             }
             chunk.push(row);
             if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {

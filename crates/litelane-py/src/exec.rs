@@ -137,11 +137,36 @@ fn step_all(stmt: &mut Statement<'_>, rows: &mut Vec<Vec<Value>>) -> Result<()> 
         let n = r.as_ref().column_count();
         let mut row = Vec::with_capacity(n);
         for i in 0..n {
-            row.push(r.get::<_, Value>(i)?);
+            row.push(value_at(r, i)?);
         }
         rows.push(row);
     }
     Ok(())
+}
+
+/// Column `i` of a row. TEXT that is not UTF-8 is an error naming the
+/// column and the text, as `sqlite3` reports it.
+pub fn value_at(r: &litelane::rusqlite::Row<'_>, i: usize) -> Result<Value> {
+    use litelane::rusqlite::types::ValueRef;
+    match r.get_ref(i)? {
+        ValueRef::Text(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(Value::Text(text.to_owned())),
+            Err(_) => Err(Error::Sqlite {
+                code: litelane::rusqlite::ffi::SQLITE_ERROR,
+                extended_code: litelane::rusqlite::ffi::SQLITE_ERROR,
+                message: format!(
+                    "Could not decode to UTF-8 column '{}' with text '{}'",
+                    r.as_ref().column_name(i).unwrap_or("?"),
+                    String::from_utf8_lossy(bytes)
+                ),
+                context: String::new(),
+            }),
+        },
+        ValueRef::Null => Ok(Value::Null),
+        ValueRef::Integer(i) => Ok(Value::Integer(i)),
+        ValueRef::Real(f) => Ok(Value::Real(f)),
+        ValueRef::Blob(b) => Ok(Value::Blob(b.to_vec())),
+    }
 }
 
 fn columns_of(stmt: &Statement<'_>) -> Option<Vec<String>> {
