@@ -1,0 +1,148 @@
+"""The web-app shape: P single-threaded worker processes, each running short
+write transactions (a key lookup, then a one-row insert, then commit)
+through a module written for the standard library's ``sqlite3``. Not a test:
+run it by hand and read the medians and ratios.
+
+    python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 300] [--runs 3]
+
+Each cell runs the standard library (WAL, ``synchronous`` NORMAL for
+``balanced`` and FULL for ``safe``, ``timeout=30``) and ``litelane.dbapi``
+with that profile, on the same SQL, in the same invocation. Printed per
+variant: one JSON line with the median transactions per second, the runs,
+the errors the workers saw ("database is locked" and others) and the rows
+lost (acknowledged by ``commit()`` but not in the database afterwards: must
+be 0); then the ratio litelane / sqlite3 per cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from typing import Dict, List, Tuple
+
+SYNC = {"balanced": "NORMAL", "safe": "FULL"}
+
+
+def _connect(driver: str, path: str, profile: str):
+    if driver == "sqlite3":
+        con = sqlite3.connect(path, timeout=30)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute(f"PRAGMA synchronous={SYNC[profile]}")
+        return con
+    import litelane.dbapi
+
+    return litelane.dbapi.connect(path, timeout=30, profile=profile)
+
+
+def _worker(driver: str, path: str, profile: str, me: int, txns: int, start, out) -> None:
+    """Runs ``txns`` transactions; reports (acknowledged seqs, errors)."""
+    con = _connect(driver, path, profile)
+    start.wait()
+    acked: List[int] = []
+    errors: Dict[str, int] = {}
+    for seq in range(txns):
+        try:
+            row = con.execute("SELECT v FROM kv WHERE k = ?", (seq % 100,)).fetchone()
+            con.execute(
+                "INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, row[0] if row else 0)
+            )
+            con.commit()
+            acked.append(seq)
+        except Exception as e:  # counted, as a web app's error page would be
+            key = f"{type(e).__name__}: {str(e)[:60]}"
+            errors[key] = errors.get(key, 0) + 1
+            try:
+                con.rollback()
+            except Exception:
+                pass
+    con.close()
+    out.put((me, acked, errors))
+
+
+def run_cell(driver: str, profile: str, processes: int, txns: int) -> Tuple[float, Dict[str, int], int]:
+    """One run: (transactions per second, errors, rows lost)."""
+    d = tempfile.mkdtemp(prefix="llworkers-")
+    path = os.path.join(d, "app.db")
+    setup = sqlite3.connect(path)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute("CREATE TABLE kv(k INTEGER PRIMARY KEY, v INTEGER)")
+    setup.execute("CREATE TABLE log(worker INTEGER, seq INTEGER, v INTEGER, PRIMARY KEY(worker, seq))")
+    setup.executemany("INSERT INTO kv VALUES (?, ?)", [(i, i * 7) for i in range(100)])
+    setup.commit()
+    setup.close()
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(driver, path, profile, i, txns, start, out))
+             for i in range(processes)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # every worker connected and waiting
+    t0 = time.perf_counter()
+    start.set()
+    results = [out.get(timeout=600) for _ in procs]
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    errors: Dict[str, int] = {}
+    acked = 0
+    check = sqlite3.connect(path)
+    lost = 0
+    for me, seqs, errs in results:
+        acked += len(seqs)
+        for k, n in errs.items():
+            errors[k] = errors.get(k, 0) + n
+        stored = {s for (s,) in check.execute("SELECT seq FROM log WHERE worker = ?", (me,))}
+        lost += sum(1 for s in seqs if s not in stored)
+    check.close()
+    shutil.rmtree(d, ignore_errors=True)
+    return acked / elapsed, errors, lost
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--processes", default="1,4,8")
+    ap.add_argument("--txns", type=int, default=300, help="transactions per process")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--profiles", default="balanced,safe")
+    a = ap.parse_args()
+    import litelane
+
+    print(json.dumps({"python": sys.version.split()[0], "sqlite3_lib": sqlite3.sqlite_version,
+                      "litelane_sqlite": litelane.sqlite_version(), "cpus": os.cpu_count(),
+                      "loadavg": os.getloadavg()}), flush=True)
+    table = []
+    for profile in a.profiles.split(","):
+        for processes in (int(x) for x in a.processes.split(",")):
+            medians = {}
+            for driver in ("sqlite3", "litelane.dbapi"):
+                runs = [run_cell(driver, profile, processes, a.txns) for _ in range(a.runs)]
+                rates = [r[0] for r in runs]
+                errors: Dict[str, int] = {}
+                for _, errs, _ in runs:
+                    for k, n in errs.items():
+                        errors[k] = errors.get(k, 0) + n
+                medians[driver] = statistics.median(rates)
+                print(json.dumps({
+                    "scenario": "workers", "profile": profile, "processes": processes,
+                    "driver": driver, "txns_per_process": a.txns,
+                    "median_tx_per_s": round(medians[driver], 1),
+                    "runs_tx_per_s": [round(r, 1) for r in rates],
+                    "errors": errors, "lost": sum(r[2] for r in runs),
+                }), flush=True)
+            ratio = medians["litelane.dbapi"] / medians["sqlite3"]
+            table.append((profile, processes, medians["sqlite3"], medians["litelane.dbapi"], ratio))
+    print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} {'ratio':>6}")
+    for profile, processes, base, ours, ratio in table:
+        print(f"{profile:9} {processes:5} {base:13.0f} {ours:14.0f} {ratio:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
