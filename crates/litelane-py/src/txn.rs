@@ -49,6 +49,38 @@ enum Reply<T> {
     Call(Py<PyAny>, Shape),
 }
 
+/// A statement of a transaction, before it knows where its outcome goes.
+enum Stmt {
+    Exec(String, Params),
+    Many(String, Vec<Params>),
+    Script(String),
+}
+
+impl Stmt {
+    fn into_cmd(self, reply: Reply<Outcome>) -> Cmd {
+        match self {
+            Stmt::Exec(sql, p) => Cmd::Exec(sql, p, reply),
+            Stmt::Many(sql, sets) => Cmd::Many(sql, sets, reply),
+            Stmt::Script(sql) => Cmd::Script(sql, reply),
+        }
+    }
+
+    /// Runs it in a transaction held on this thread.
+    fn run_held(self, w: &mut litelane::HeldWrite) -> Result<Outcome> {
+        match self {
+            Stmt::Exec(sql, p) => w.run(|tx| exec::run(tx, &sql, &p)).map(|mut o| {
+                o.wrote = true;
+                o
+            }),
+            Stmt::Many(sql, sets) => w.run(|tx| exec::run_many(tx, &sql, &sets)),
+            // A failing script undoes only its own statements.
+            Stmt::Script(sql) => w
+                .run(|tx| tx.write(|tx| exec::run_script(tx, &sql)))
+                .map(|()| Outcome::default()),
+        }
+    }
+}
+
 enum Cmd {
     Exec(String, Params, Reply<Outcome>),
     Many(String, Vec<Params>, Reply<Outcome>),
@@ -144,11 +176,21 @@ struct Live {
     _mark: Option<OpenMark>,
 }
 
+/// A transaction run on its caller's thread: the writer was free when it
+/// began, so each statement runs right there, with no hand-over.
+struct Held {
+    write: litelane::HeldWrite,
+    _mark: OpenMark,
+}
+
 /// A write transaction held across Python calls; statements run on the
 /// writer, so the transaction reads its own writes.
 #[pyclass(frozen, module = "litelane._litelane")]
 pub struct Txn {
     live: Mutex<Option<Live>>,
+    /// Set instead of `live` when the transaction runs on its caller's thread.
+    held: Mutex<Option<Held>>,
+    held_mode: bool,
     state: Arc<AtomicU8>,
     failure: Arc<Mutex<Option<Error>>>,
     timeout: Duration,
@@ -171,6 +213,32 @@ impl Txn {
         let state = Arc::new(AtomicU8::new(QUEUED));
         let failure = Arc::new(Mutex::new(None));
         let owner = std::thread::current().id();
+        if guard {
+            // The writer is free: run on this thread. Otherwise queue on a
+            // worker thread, which waits at most `timeout` and may join a
+            // group commit.
+            let db = shared.db.clone();
+            let held = py
+                .detach(|| db.try_hold_writer("python transaction"))
+                .py_err(py)?;
+            if let Some(write) = held {
+                shared.mark_open(owner);
+                let mark = OpenMark {
+                    shared: Arc::clone(&shared),
+                    owner,
+                };
+                return Ok(Txn {
+                    live: Mutex::new(None),
+                    held: Mutex::new(Some(Held { write, _mark: mark })),
+                    held_mode: true,
+                    state: Arc::new(AtomicU8::new(RUNNING)),
+                    failure: Arc::new(Mutex::new(None)),
+                    timeout,
+                    shared,
+                    owner,
+                });
+            }
+        }
         let mark = guard.then(|| {
             shared.mark_open(owner);
             OpenMark {
@@ -189,6 +257,8 @@ impl Txn {
         })?;
         Ok(Txn {
             live: Mutex::new(Some(Live { tx, _mark: mark })),
+            held: Mutex::new(None),
+            held_mode: false,
             state,
             failure,
             timeout,
@@ -208,6 +278,39 @@ impl Txn {
                     "the transaction is finished (committed or rolled back)",
                 )
             })
+    }
+
+    /// Runs `f` on the held transaction (GIL released), if this one runs on
+    /// its caller's thread; a statement that ended the transaction ends it
+    /// here too.
+    fn held_call<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut litelane::HeldWrite) -> Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut held = lock(&self.held);
+            let Some(h) = held.as_mut() else {
+                return Err(Error::InvalidInput {
+                    message: "the transaction is finished (committed or rolled back)".into(),
+                });
+            };
+            let r = f(&mut h.write);
+            if h.write.has_ended() {
+                held.take(); // rolled back already: hands the writer on
+            }
+            r
+        })
+        .py_err(py)
+    }
+
+    /// Runs one statement: on the held transaction, or through the worker.
+    fn statement(&self, py: Python<'_>, stmt: Stmt) -> PyResult<Outcome> {
+        if self.held_mode {
+            self.held_call(py, move |w| stmt.run_held(w))
+        } else {
+            self.call(py, |r| stmt.into_cmd(r))
+        }
     }
 
     /// Sends one statement and waits (GIL released) for its outcome.
@@ -301,6 +404,21 @@ impl Txn {
     }
 
     fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+        if self.held_mode {
+            let Some(held) = py.detach(|| lock(&self.held).take()) else {
+                return Ok(());
+            };
+            return py
+                .detach(move || {
+                    let Held { write, _mark } = held;
+                    if commit {
+                        write.commit()
+                    } else {
+                        write.rollback()
+                    }
+                })
+                .py_err(py);
+        }
         let Some(live) = lock(&self.live).take() else {
             return Ok(());
         };
@@ -432,7 +550,7 @@ impl Txn {
     ) -> PyResult<Bound<'py, PyTuple>> {
         refuse_control(py, &sql)?;
         let p = to_params(params)?;
-        let o = self.call(py, |r| Cmd::Exec(sql, p, r))?;
+        let o = self.statement(py, Stmt::Exec(sql, p))?;
         outcome_tuple(py, &o)
     }
 
@@ -447,7 +565,7 @@ impl Txn {
     ) -> PyResult<Bound<'py, PyList>> {
         refuse_control(py, &sql)?;
         let p = to_params(params)?;
-        let o = self.call(py, |r| Cmd::Exec(sql, p, r))?;
+        let o = self.statement(py, Stmt::Exec(sql, p))?;
         rows_out(py, &o, dicts)
     }
 
@@ -460,14 +578,14 @@ impl Txn {
     ) -> PyResult<Bound<'py, PyTuple>> {
         refuse_control(py, &sql)?;
         let sets = params_seq(seq)?;
-        let o = self.call(py, |r| Cmd::Many(sql, sets, r))?;
+        let o = self.statement(py, Stmt::Many(sql, sets))?;
         outcome_tuple(py, &o)
     }
 
     /// Runs a script in the transaction (as a nested savepoint: a failing
     /// script undoes only its own statements).
     fn executescript(&self, py: Python<'_>, sql: String) -> PyResult<()> {
-        self.call(py, |r| Cmd::Script(sql, r)).map(|_| ())
+        self.statement(py, Stmt::Script(sql)).map(|_| ())
     }
 
     /// Commits; returns after the commit (under `safe`, after the fsync).
@@ -558,7 +676,10 @@ impl Txn {
 
     /// True until commit, rollback, or a failure that ended it.
     #[getter]
-    fn active(&self) -> bool {
+    fn active(&self, py: Python<'_>) -> bool {
+        if self.held_mode {
+            return py.detach(|| lock(&self.held).is_some());
+        }
         lock(&self.live).is_some()
     }
 }

@@ -66,7 +66,7 @@ pub use options::{Checkpoints, GroupCommit, Options, Profile};
 pub use pool::PinnedRead;
 pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
-pub use writer::Tx;
+pub use writer::{HeldWrite, Tx};
 
 use connection::{Role, Target, Tracer};
 use metrics::Recorder;
@@ -417,6 +417,29 @@ impl Database {
         let wal =
             connection::journal_mode_for(self.inner.opts.profile, &self.inner.target) == "wal";
         backup::run(self, wal, dest.as_ref(), opts, progress)
+    }
+
+    /// Starts a write transaction that the caller holds across calls and
+    /// runs on its own thread ([`HeldWrite`]), if the writer is free right
+    /// now; `Ok(None)` if another write holds or waits for it (then nothing
+    /// was done: queue with [`write`](Database::write) instead). This is how
+    /// a transaction of several statements avoids a hand-over to another
+    /// thread per statement when nobody else is writing.
+    ///
+    /// While it is held, a write of this thread through another handle
+    /// would wait for it forever: finish it first.
+    ///
+    /// ```
+    /// let db = litelane::Database::open_in_memory(Default::default())?;
+    /// let mut tx = db.try_hold_writer("example")?.expect("nobody else writes");
+    /// tx.run(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")?))?;
+    /// let n: i64 = tx.run(|tx| Ok(tx.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))?;
+    /// tx.commit()?;
+    /// assert_eq!(n, 1);
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn try_hold_writer(&self, label: &str) -> Result<Option<HeldWrite>> {
+        self.inner.writer.try_hold(label)
     }
 
     /// Runs `f` on the writer's connection in a turn of its own, outside any

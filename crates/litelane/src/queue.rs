@@ -89,6 +89,15 @@ pub(crate) struct Turn<'q, J> {
     released: bool,
 }
 
+/// A turn taken without waiting and held across calls (a transaction run on
+/// its caller's thread between calls): the queue is reached through an
+/// `Arc`, so the turn borrows nothing. Dropping it hands the turn on, as
+/// [`Turn`] does. It never claims waiters' jobs.
+pub(crate) struct OwnedTurn<J> {
+    queue: std::sync::Arc<Queue<J>>,
+    released: bool,
+}
+
 /// A job taken from the queue by the turn holder. Its owner stays asleep
 /// until this is dropped, which wakes it with [`Entered::Done`].
 pub(crate) struct Claimed<J> {
@@ -196,6 +205,28 @@ impl<J> Queue<J> {
         }
     }
 
+    /// Hands the turn to the next waiter the rules allow, or leaves the
+    /// queue idle. Only a turn's holder calls it.
+    fn release_held(&self) -> Released {
+        let mut state = lock(&self.state);
+        debug_assert!(state.held, "releasing a turn nobody holds");
+        let next = match state.waiters.front() {
+            Some(w) if state.gate_closed && w.kind != Kind::Priority => None,
+            Some(_) => state.waiters.pop_front(),
+            None => None,
+        };
+        match next {
+            Some(next) => {
+                next.set(Status::Granted);
+                Released::HandedOn
+            }
+            None => {
+                state.held = false;
+                Released::Idle
+            }
+        }
+    }
+
     /// Closes the gate: from now on only [`Kind::Priority`] waiters are
     /// granted the turn. The current holder keeps it.
     pub fn close_gate(&self) {
@@ -256,22 +287,41 @@ impl<J> Turn<'_, J> {
     fn release_inner(&mut self) -> Released {
         debug_assert!(!self.released);
         self.released = true;
-        let mut state = lock(&self.queue.state);
-        debug_assert!(state.held, "releasing a turn nobody holds");
-        let next = match state.waiters.front() {
-            Some(w) if state.gate_closed && w.kind != Kind::Priority => None,
-            Some(_) => state.waiters.pop_front(),
-            None => None,
-        };
-        match next {
-            Some(next) => {
-                next.set(Status::Granted);
-                Released::HandedOn
-            }
-            None => {
-                state.held = false;
-                Released::Idle
-            }
+        self.queue.release_held()
+    }
+}
+
+/// Takes the turn of `queue` if it is free and the gate is open, without
+/// waiting: `None` when someone holds it or waits for it.
+pub(crate) fn try_enter_owned<J>(queue: &std::sync::Arc<Queue<J>>) -> Option<OwnedTurn<J>> {
+    let mut state = lock(&queue.state);
+    if state.held || state.gate_closed {
+        return None;
+    }
+    debug_assert!(
+        state.waiters.is_empty(),
+        "a free, open queue has no waiters"
+    );
+    state.held = true;
+    Some(OwnedTurn {
+        queue: std::sync::Arc::clone(queue),
+        released: false,
+    })
+}
+
+impl<J> OwnedTurn<J> {
+    /// Gives up the turn now and says whether the writer went idle.
+    pub fn release(mut self) -> Released {
+        self.released = true;
+        self.queue.release_held()
+    }
+}
+
+impl<J> Drop for OwnedTurn<J> {
+    fn drop(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.queue.release_held();
         }
     }
 }

@@ -40,7 +40,7 @@ use crate::error::{Context, Error, Result};
 use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
-use crate::queue::{Claimed, Entered, Kind, Queue, Released, Turn};
+use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
 use crate::xproc::{ProcessQueue, ProcessTurn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
@@ -135,6 +135,130 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 fn undo_savepoint(conn: &Connection, name: &str) -> rusqlite::Result<()> {
     control(conn, &format!("ROLLBACK TO {name}"))?;
     control(conn, &format!("RELEASE {name}"))
+}
+
+/// A write transaction held by its caller across calls, on the caller's own
+/// thread: made by [`Database::try_hold_writer`](crate::Database::try_hold_writer)
+/// when the writer is free, so a transaction of several statements costs no
+/// hand-over to another thread. It holds the writer's turn (and the
+/// cross-process turn) until [`commit`](HeldWrite::commit),
+/// [`rollback`](HeldWrite::rollback) or drop (which rolls back); other
+/// writers queue behind it meanwhile, and it never runs their jobs.
+pub struct HeldWrite {
+    writer: Arc<Writer>,
+    turn: Option<OwnedTurn<JobRef>>,
+    process_turn: Option<HeldProcessTurn>,
+    label: String,
+    /// Set when a statement ended the transaction itself (`INSERT OR
+    /// ROLLBACK`, `RAISE(ROLLBACK)`, an I/O error): what `commit` reports.
+    ended: Option<Error>,
+}
+
+impl HeldWrite {
+    /// Runs `f` inside the transaction. `Err` from `f` leaves the
+    /// transaction open (undo a statement yourself with [`Tx::write`]); a
+    /// statement that ends the transaction makes every later call and
+    /// [`commit`](HeldWrite::commit) fail with [`Error::RolledBack`].
+    pub fn run<T>(&mut self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.ended {
+            return Err(e.clone());
+        }
+        if self.turn.is_none() {
+            return Err(Error::invalid("the transaction is finished"));
+        }
+        let writer = Arc::clone(&self.writer);
+        let slot = lock(&writer.slot);
+        let mark = HoldingMark::set(writer.id);
+        let out = catch_unwind(AssertUnwindSafe(|| f(&Tx::new(&slot.conn))));
+        drop(mark);
+        if slot.conn.is_autocommit() {
+            let cause = match &out {
+                Ok(Err(e)) => e.clone(),
+                _ => Error::invalid(
+                    "a statement of the transaction ended it (INSERT OR ROLLBACK, \
+                     RAISE(ROLLBACK), ROLLBACK, or an error SQLite answers with a rollback)",
+                ),
+            };
+            writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+            self.ended = Some(Error::RolledBack {
+                by: self.label.clone(),
+                cause: Box::new(cause),
+                retryable: false,
+            });
+        }
+        drop(slot);
+        out.unwrap_or_else(|p| resume_unwind(p))
+    }
+
+    /// True once a statement ended the transaction (see [`run`](HeldWrite::run)).
+    pub fn has_ended(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    /// Commits (under `safe`, after the fsync) and hands the writer on.
+    pub fn commit(mut self) -> Result<()> {
+        self.finish(true)
+    }
+
+    /// Rolls back and hands the writer on.
+    pub fn rollback(mut self) -> Result<()> {
+        self.finish(false)
+    }
+
+    fn finish(&mut self, commit: bool) -> Result<()> {
+        let Some(turn) = self.turn.take() else {
+            return Ok(());
+        };
+        let writer = Arc::clone(&self.writer);
+        let result = {
+            let slot = lock(&writer.slot);
+            let conn = &slot.conn;
+            let result = match self.ended.take() {
+                Some(e) if commit => Err(e),
+                Some(_) => Ok(()),
+                None if !commit => control(conn, "ROLLBACK").context(|| "ROLLBACK".into()),
+                None if crate::ffi::has_deferred_fk_violations(conn) => Err(deferred_fk_error()),
+                None if file_has_moved(conn) => Err(Error::Io {
+                    context: format!("COMMIT of {:?}", self.label),
+                    message: "the database file was moved, deleted or replaced while open; \
+                              nothing was committed: reopen the database"
+                        .into(),
+                }),
+                None => {
+                    writer.committing.store(true, Ordering::Release);
+                    let r =
+                        control(conn, "COMMIT").context(|| format!("COMMIT of {:?}", self.label));
+                    writer.committing.store(false, Ordering::Release);
+                    if r.is_ok() {
+                        writer.recorder.record_group(1);
+                        writer.recorder.transactions.fetch_add(1, Ordering::Relaxed);
+                    }
+                    r
+                }
+            };
+            if let Err(e) = &result {
+                writer.recorder.note_error(e);
+                writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            if !conn.is_autocommit() {
+                let _ = control(conn, "ROLLBACK");
+            }
+            debug_assert!(
+                conn.is_autocommit(),
+                "a held write ends with no transaction open"
+            );
+            result
+        };
+        *lock(&writer.carried) = self.process_turn.take();
+        writer.released(turn.release());
+        result
+    }
+}
+
+impl Drop for HeldWrite {
+    fn drop(&mut self) {
+        let _ = self.finish(false);
+    }
 }
 
 /// How a job's closure ended.
@@ -429,7 +553,11 @@ impl Writer {
     /// Ends a turn. If the writer went idle, a cross-process turn kept for
     /// the next leader goes back to the queue, and the idle hook is told.
     fn release(&self, turn: Turn<'_, JobRef>) {
-        if turn.release() == Released::Idle {
+        self.released(turn.release());
+    }
+
+    fn released(&self, how: Released) {
+        if how == Released::Idle {
             drop(lock(&self.carried).take());
             if let Some(hook) = lock(&self.idle_hook).as_ref() {
                 hook();
@@ -437,16 +565,69 @@ impl Writer {
         }
     }
 
+    /// Starts a [`HeldWrite`] on the calling thread if the writer's turn is
+    /// free right now (`None` otherwise: nothing was done).
+    pub(crate) fn try_hold(self: &Arc<Self>, label: &str) -> Result<Option<HeldWrite>> {
+        self.check_not_reentrant()?;
+        let start = Instant::now();
+        let Some(turn) = try_enter_owned(&self.queue) else {
+            return Ok(None);
+        };
+        let carried = lock(&self.carried)
+            .take()
+            .filter(|held| held.since.elapsed() < PROCESS_TURN_BUDGET);
+        let process_turn = match carried {
+            Some(held) => Some(held),
+            None => match self.process_turn(label) {
+                Ok(t) => t.map(|turn| HeldProcessTurn {
+                    turn,
+                    since: Instant::now(),
+                }),
+                Err(e) => {
+                    self.recorder.note_error(&e);
+                    self.released(turn.release());
+                    return Err(e);
+                }
+            },
+        };
+        let begun = {
+            let mut slot = lock(&self.slot);
+            self.start_labeled(&mut slot, label, start);
+            end_stale_transaction(&slot.conn).and_then(|()| {
+                control(&slot.conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
+            })
+        };
+        let held = HeldWrite {
+            writer: Arc::clone(self),
+            turn: Some(turn),
+            process_turn,
+            label: label.to_string(),
+            ended: None,
+        };
+        match begun {
+            Ok(()) => Ok(Some(held)),
+            Err(e) => {
+                self.recorder.note_error(&e);
+                drop(held); // releases the turns
+                Err(e)
+            }
+        }
+    }
+
     /// Records how long a job waited and, for a long wait, who held the
     /// writer; from here on the last statement traced is this job's own.
     fn start_job(&self, slot: &mut Slot, job: &dyn Job) {
-        let waited = job.enqueued().elapsed();
+        self.start_labeled(slot, job.label(), job.enqueued());
+    }
+
+    fn start_labeled(&self, slot: &mut Slot, label: &str, enqueued: Instant) {
+        let waited = enqueued.elapsed();
         self.recorder.record_wait(waited);
         let mut last_sql = lock(&self.tracer.writer_last_sql);
         if waited >= self.long_wait && !std::mem::take(&mut slot.wait_attributed) {
             self.recorder.record_long_wait(LongWait {
                 waited,
-                waiter_label: job.label().to_string(),
+                waiter_label: label.to_string(),
                 holder_label: slot.last_label.clone(),
                 holder_sql: last_sql.clone(),
             });
@@ -454,7 +635,7 @@ impl Writer {
         last_sql.clear();
         self.tracer.writer_capture.store(true, Ordering::Relaxed);
         slot.last_label.clear();
-        slot.last_label.push_str(job.label());
+        slot.last_label.push_str(label);
     }
 
     /// Runs `f` with the writer connection during a turn of its own, outside
@@ -535,7 +716,7 @@ impl Writer {
         let fresh = carried.is_none();
         let process_turn = match carried {
             Some(held) => Some(held),
-            None => match self.process_turn(own) {
+            None => match self.process_turn(own.label()) {
                 Ok(t) => t.map(|turn| HeldProcessTurn {
                     turn,
                     since: Instant::now(),
@@ -590,12 +771,12 @@ impl Writer {
     /// Waits for the turn among the litelane processes writing to this file
     /// (when the cross-process queue is on), up to `busy_timeout`. A wait of
     /// `long_wait` or more is recorded with the holder's pid, label and SQL.
-    fn process_turn(&self, job: &dyn Job) -> Result<Option<ProcessTurn>> {
+    fn process_turn(&self, label: &str) -> Result<Option<ProcessTurn>> {
         let Some(q) = &self.process_queue else {
             return Ok(None);
         };
         let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
-        match q.acquire_timeout(job.label(), self.busy_timeout) {
+        match q.acquire_timeout(label, self.busy_timeout) {
             Ok(Some(t)) => {
                 if t.waited() >= self.long_wait {
                     // Who held the turn this one waited for (read only when
@@ -603,7 +784,7 @@ impl Writer {
                     let holder = q.turn_before(t.ticket());
                     self.recorder.record_long_wait(LongWait {
                         waited: t.waited(),
-                        waiter_label: job.label().to_string(),
+                        waiter_label: label.to_string(),
                         holder_label: holder.as_ref().map(describe).unwrap_or_default(),
                         holder_sql: holder.map(|h| h.sql).unwrap_or_default(),
                     });
