@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import warnings
+from threading import get_ident as _get_ident
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _blob, _dump, _litelane
@@ -395,10 +396,11 @@ collections.abc.Sequence.register(Row)
 
 
 def _check_sql(sql: Any) -> None:
-    """What ``sqlite3`` checks of a statement's text before compiling it."""
+    """What ``sqlite3`` checks of a statement's text before compiling it (a
+    lone surrogate fails with UnicodeEncodeError when the text reaches the
+    extension)."""
     if not isinstance(sql, str):
         raise TypeError(f"argument 1 must be str, not {type(sql).__name__}")
-    sql.encode("utf-8")  # UnicodeEncodeError for lone surrogates, as in sqlite3
     if "\0" in sql:
         raise ProgrammingError("the query contains a null character")
 
@@ -447,6 +449,8 @@ def _check_autocommit(value: Any) -> Any:
 
 class Connection:
     """A connection: a view on the process-wide engine of one file."""
+
+    _initialized = False  # until __init__ completes (sqlite3's "Base __init__ not called")
 
     Warning = Warning
     Error = Error
@@ -505,12 +509,13 @@ class Connection:
     # -- state ---------------------------------------------------------------
 
     def _check_init(self) -> None:
-        if not getattr(self, "_initialized", False):
+        if not self._initialized:
             raise ProgrammingError("Base Connection.__init__ not called.")
 
     def _check(self) -> Any:
-        self._check_init()
-        if self._check_same_thread and threading.get_ident() != self._thread:
+        if not self._initialized:
+            raise ProgrammingError("Base Connection.__init__ not called.")
+        if self._check_same_thread and _get_ident() != self._thread:
             raise ProgrammingError(
                 "SQLite objects created in a thread can only be used in that same thread. "
                 f"The object was created in thread id {self._thread} and this is thread id "
@@ -753,6 +758,7 @@ class Connection:
         if len(args) != 1:
             raise TypeError(f"expected 1 argument, got {len(args)}")
         _check_sql(args[0])
+        args[0].encode("utf-8")  # UnicodeEncodeError for a lone surrogate, as in sqlite3
         return Statement._make(args[0])
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
@@ -888,8 +894,11 @@ class Cursor:
     """A cursor: results are fetched from memory (a statement's rows are
     read in full when it runs)."""
 
+    _closed: Optional[bool] = None  # None until __init__ ran
+    _busy = False  # converters, adapters or a parameter iterator are running
+
     def __init__(self, connection: Connection, /) -> None:
-        if getattr(self, "_busy", False):
+        if self._busy:
             raise ProgrammingError(_RECURSIVE)
         if not issubclass(type(connection), Connection):
             raise TypeError("connection must be a litelane.dbapi.Connection")
@@ -906,7 +915,7 @@ class Cursor:
         self._closed = False
 
     def _check(self) -> None:
-        closed = getattr(self, "_closed", None)
+        closed = self._closed
         if closed is None:
             raise ProgrammingError("Base Cursor.__init__ not called.")
         if self._busy:
@@ -938,7 +947,8 @@ class Cursor:
         self.lastrowid = conn._lastrowid
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        self._check()
+        if self._busy or self._closed is not False:
+            self._check()  # raises, saying why
         _check_sql(sql)
         self._rows = []
         self.description = None
@@ -1040,7 +1050,7 @@ class Cursor:
         return row
 
     def close(self) -> None:
-        if getattr(self, "_closed", None) is None:
+        if self._closed is None:
             raise ProgrammingError("Base Cursor.__init__ not called.")
         if self._busy:
             raise ProgrammingError(_RECURSIVE)
