@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
 
+use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, Result};
 use crate::ffi::{enter_with_job, JobRef};
@@ -288,6 +289,8 @@ struct Slot {
     /// The next job's long wait is already recorded (it waited for another
     /// process, and that process was named).
     wait_attributed: bool,
+    /// The configuration generation applied to `conn` (see `configure.rs`).
+    config_seen: u64,
 }
 
 pub(crate) struct Writer {
@@ -304,6 +307,7 @@ pub(crate) struct Writer {
     carried: Mutex<Option<HeldProcessTurn>>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
+    config: Arc<Registry>,
     /// True only while the writer runs its own `COMMIT`; the commit hook
     /// refuses every other commit.
     committing: Arc<AtomicBool>,
@@ -376,6 +380,8 @@ impl Writer {
         process_queue: Option<ProcessQueue>,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
+        config: Arc<Registry>,
+        config_seen: u64,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
         let ours = Arc::clone(&committing);
@@ -389,6 +395,7 @@ impl Writer {
                 conn,
                 last_label: String::new(),
                 wait_attributed: false,
+                config_seen,
             }),
             group,
             long_wait,
@@ -397,6 +404,7 @@ impl Writer {
             carried: Mutex::new(None),
             recorder,
             tracer,
+            config,
             committing,
             idle_hook: Mutex::new(None),
         })
@@ -437,6 +445,16 @@ impl Writer {
         }
     }
 
+    /// At the start of a turn, outside any transaction: applies what
+    /// `Database::configure` recorded since the writer last looked.
+    fn catch_up(&self, slot: &mut Slot) {
+        let Slot {
+            conn, config_seen, ..
+        } = slot;
+        self.config
+            .sync(conn, config_seen, &|e| self.recorder.note_error(&e));
+    }
+
     /// Records how long a job waited and, for a long wait, who held the
     /// writer; from here on the last statement traced is this job's own.
     fn start_job(&self, slot: &mut Slot, job: &dyn Job) {
@@ -473,6 +491,7 @@ impl Writer {
             unreachable!("only job waiters are run by others");
         };
         let mut slot = lock(&self.slot);
+        self.catch_up(&mut slot);
         if !priority {
             self.recorder.record_wait(start.elapsed());
         }
@@ -549,6 +568,7 @@ impl Writer {
             },
         };
         let mut slot = lock(&self.slot);
+        self.catch_up(&mut slot);
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()
