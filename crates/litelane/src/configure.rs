@@ -10,7 +10,8 @@
 //! remembers the generation it has applied and catches up when it is next
 //! free:
 //!
-//! * the writer at the start of each turn (before its transaction begins),
+//! * the writer before each job it runs (a write queued after `configure`
+//!   returned always runs with it, also in a group begun before),
 //! * a reader when it is taken from the pool (before its read begins),
 //! * a connection opened later first thing, right after it is opened.
 //!

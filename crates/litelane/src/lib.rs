@@ -308,11 +308,11 @@ impl Database {
     /// `setup` is first run on a private in-memory connection; if it fails
     /// there, this returns the error and nothing is recorded. Otherwise it is
     /// recorded and runs on each connection when that connection is next
-    /// free: on the writer at the start of its next turn, on a reader when it
+    /// free: on the writer before the next write it runs, on a reader when it
     /// is next taken from the pool, on a connection opened later before its
     /// first statement. This call never waits for a connection, so it may be
     /// called from anywhere, even inside a write closure (the writer then
-    /// gets it from its next turn on). It must be idempotent: it runs once
+    /// gets it from the next write on). It must be idempotent: it runs once
     /// per connection, in the order setups were set.
     ///
     /// Setting a key again replaces its setup (it then runs after the

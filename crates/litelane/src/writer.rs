@@ -445,8 +445,9 @@ impl Writer {
         }
     }
 
-    /// At the start of a turn, outside any transaction: applies what
-    /// `Database::configure` recorded since the writer last looked.
+    /// Before each job (and each turn of its own), with no statement
+    /// running: applies what `Database::configure` recorded since the writer
+    /// last looked, so a job queued after a `configure` always runs with it.
     fn catch_up(&self, slot: &mut Slot) {
         let Slot {
             conn, config_seen, ..
@@ -455,9 +456,11 @@ impl Writer {
             .sync(conn, config_seen, &|e| self.recorder.note_error(&e));
     }
 
-    /// Records how long a job waited and, for a long wait, who held the
-    /// writer; from here on the last statement traced is this job's own.
+    /// Brings the configuration up to date, records how long a job waited
+    /// and, for a long wait, who held the writer; from here on the last
+    /// statement traced is this job's own.
     fn start_job(&self, slot: &mut Slot, job: &dyn Job) {
+        self.catch_up(slot);
         let waited = job.enqueued().elapsed();
         self.recorder.record_wait(waited);
         let mut last_sql = lock(&self.tracer.writer_last_sql);
@@ -568,7 +571,6 @@ impl Writer {
             },
         };
         let mut slot = lock(&self.slot);
-        self.catch_up(&mut slot);
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()

@@ -132,7 +132,10 @@ fn configure_never_waits_for_a_busy_connection() {
     db.write(|tx| {
         db.configure("g", times("g", 5, Arc::clone(&n)))?;
         let err = tx.query_row("SELECT g(1)", [], |r| r.get::<_, i64>(0));
-        assert!(err.is_err(), "the writer is configured between turns only");
+        assert!(
+            err.is_err(),
+            "the writer is configured between writes, not inside one"
+        );
         Ok(())
     })
     .unwrap();
@@ -210,4 +213,37 @@ fn a_deterministic_function_in_an_index_and_a_generated_column() {
         .read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+#[test]
+fn a_write_queued_after_configure_has_it_even_in_a_group_begun_before() {
+    let (_dir, db) = temp_db(Options {
+        group_commit: litelane::GroupCommit {
+            max_wait: std::time::Duration::from_secs(60),
+            ..Default::default()
+        },
+        ..Options::default()
+    });
+    let n = Arc::new(AtomicUsize::new(0));
+    let joined = std::thread::scope(|s| {
+        db.write(|_tx| {
+            // This turn (and its transaction) began before `configure`.
+            db.configure("k", times("k", 3, Arc::clone(&n)))?;
+            let joiner = s.spawn(|| {
+                db.write(|tx| Ok(tx.query_row("SELECT k(4)", [], |r| r.get::<_, i64>(0))?))
+            });
+            // Queued behind this write: the leader runs it in its group.
+            common::wait_for_queue_depth(&db, 1);
+            Ok(joiner)
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+    });
+    assert_eq!(joined.unwrap(), 12);
+    assert_eq!(
+        db.metrics().group_sizes.iter().sum::<u64>(),
+        1,
+        "one commit, of a group of two"
+    );
 }
