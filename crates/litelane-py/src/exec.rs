@@ -1,5 +1,6 @@
 //! Running one statement on a connection: binding, stepping, collecting.
-//! Pure Rust (no Python): everything here runs with the GIL released.
+//! Runs with the GIL released; only a connection's trace callback (and the
+//! user functions SQLite calls) take it (see `functions.rs`).
 
 use std::collections::HashMap;
 
@@ -150,6 +151,7 @@ fn run_prepared(
     params: &Params,
 ) -> Result<Outcome> {
     bind_params(stmt, params)?;
+    crate::functions::trace(stmt, sql);
     let mut out = Outcome::default();
     step_all(stmt, &mut out.rows)?;
     // The shape after stepping: the one the rows have (see `step_all`).
@@ -199,6 +201,7 @@ pub fn run_many(conn: &Connection, sql: &str, sets: &[Params]) -> Result<Outcome
     let mut sink = Vec::new();
     for params in sets {
         bind_params(&mut stmt, params)?;
+        crate::functions::trace(&stmt, sql);
         step_all(&mut stmt, &mut sink)?;
         if dml {
             out.rowcount += conn.changes() as i64;
@@ -245,6 +248,7 @@ pub fn run_script(conn: &Connection, script: &str) -> Result<()> {
             }
             Some(_) => continue,
             None => {
+                crate::functions::trace(&stmt, &text);
                 let mut sink = Vec::new();
                 step_all(&mut stmt, &mut sink).map_err(|e| with_context(e, &text))?;
             }

@@ -14,6 +14,7 @@ mod convert;
 mod engine;
 mod errors;
 mod exec;
+mod functions;
 mod txn;
 mod workers;
 
@@ -29,6 +30,7 @@ fn sqlite_version() -> &'static str {
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::enable_callback_tracebacks, m)?)?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;

@@ -21,6 +21,7 @@ use crate::convert::to_params;
 use crate::engine::{lock, outcome_tuple, params_seq, refuse_control, rows_out, Shared};
 use crate::errors::{exc, IntoPy};
 use crate::exec::{self, Outcome, Params};
+use crate::functions::Hooks;
 
 const QUEUED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -159,6 +160,7 @@ impl Txn {
         shared: Arc<Shared>,
         timeout: Duration,
         guard: bool,
+        hooks: Arc<Hooks>,
     ) -> PyResult<Txn> {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let state = Arc::new(AtomicU8::new(QUEUED));
@@ -173,8 +175,12 @@ impl Txn {
         });
         let (st, fail) = (Arc::clone(&state), Arc::clone(&failure));
         let display = shared.display.clone();
-        let db = shared.db.clone();
-        crate::workers::run(move || worker(db, rx, st, fail)).map_err(|e| {
+        // The writer has every function installed before this point by the
+        // time the transaction's turn starts; those installed later are
+        // applied by the worker before each statement.
+        let seen = shared.funcs.generation();
+        let sh = Arc::clone(&shared);
+        crate::workers::run(move || worker(sh, hooks, seen, rx, st, fail)).map_err(|e| {
             exc(
                 py,
                 "OperationalError",
@@ -306,14 +312,16 @@ impl Txn {
 }
 
 fn worker(
-    db: litelane::Database,
+    shared: Arc<Shared>,
+    hooks: Arc<Hooks>,
+    mut seen: u64,
     rx: Receiver<Cmd>,
     state: Arc<AtomicU8>,
     failure: Arc<Mutex<Option<Error>>>,
 ) {
     let mut end: Option<(bool, Reply<()>)> = None;
     let rx = &rx;
-    let res = db.write_local("python transaction", |tx| {
+    let res = shared.db.write_local("python transaction", |tx| {
         if state
             .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
@@ -325,21 +333,26 @@ fn worker(
                 Some(cmd) => Ok(cmd),
                 None => rx.recv(),
             };
+            // Functions and collations created since this transaction began.
+            shared.funcs.catch_up(tx, &mut seen);
             match next {
                 Ok(Cmd::Exec(sql, params, reply)) => {
-                    let r = exec::run(tx, &sql, &params).map(|mut o| {
-                        o.wrote = true;
-                        o
-                    });
+                    let r = hooks
+                        .around(tx, || exec::run(tx, &sql, &params))
+                        .map(|mut o| {
+                            o.wrote = true;
+                            o
+                        });
                     deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Many(sql, sets, reply)) => {
-                    deliver_outcome(reply, exec::run_many(tx, &sql, &sets));
+                    let r = hooks.around(tx, || exec::run_many(tx, &sql, &sets));
+                    deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Script(sql, reply)) => {
                     // A failing script undoes only its own statements.
-                    let r = tx
-                        .write(|tx| exec::run_script(tx, &sql))
+                    let r = hooks
+                        .around(tx, || tx.write(|tx| exec::run_script(tx, &sql)))
                         .map(|_| Outcome::default());
                     deliver_outcome(reply, r);
                 }

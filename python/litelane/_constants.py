@@ -1,0 +1,47 @@
+"""SQLite constants that ``sqlite3`` exports and callbacks use: the return
+codes of an authorizer (``SQLITE_OK``, ``SQLITE_DENY``, ``SQLITE_IGNORE``)
+and the action codes it is called with (the values of SQLite's C API,
+https://sqlite.org/c3ref/c_alter_table.html). ``litelane.dbapi`` exports
+them all (``from ._constants import *``)."""
+
+# Authorizer return codes.
+SQLITE_OK = 0
+SQLITE_DENY = 1
+SQLITE_IGNORE = 2
+
+# Authorizer action codes (the first argument of the callback).
+SQLITE_CREATE_INDEX = 1
+SQLITE_CREATE_TABLE = 2
+SQLITE_CREATE_TEMP_INDEX = 3
+SQLITE_CREATE_TEMP_TABLE = 4
+SQLITE_CREATE_TEMP_TRIGGER = 5
+SQLITE_CREATE_TEMP_VIEW = 6
+SQLITE_CREATE_TRIGGER = 7
+SQLITE_CREATE_VIEW = 8
+SQLITE_DELETE = 9
+SQLITE_DROP_INDEX = 10
+SQLITE_DROP_TABLE = 11
+SQLITE_DROP_TEMP_INDEX = 12
+SQLITE_DROP_TEMP_TABLE = 13
+SQLITE_DROP_TEMP_TRIGGER = 14
+SQLITE_DROP_TEMP_VIEW = 15
+SQLITE_DROP_TRIGGER = 16
+SQLITE_DROP_VIEW = 17
+SQLITE_INSERT = 18
+SQLITE_PRAGMA = 19
+SQLITE_READ = 20
+SQLITE_SELECT = 21
+SQLITE_TRANSACTION = 22
+SQLITE_UPDATE = 23
+SQLITE_ATTACH = 24
+SQLITE_DETACH = 25
+SQLITE_ALTER_TABLE = 26
+SQLITE_REINDEX = 27
+SQLITE_ANALYZE = 28
+SQLITE_CREATE_VTABLE = 29
+SQLITE_DROP_VTABLE = 30
+SQLITE_FUNCTION = 31
+SQLITE_SAVEPOINT = 32
+SQLITE_RECURSIVE = 33
+
+__all__ = [name for name in dir() if name.startswith("SQLITE_")]
