@@ -174,7 +174,10 @@ def adapt(obj: Any, proto: Any = PrepareProtocol, alt: Any = _MISSING, /) -> Any
 
 
 def enable_callback_tracebacks(flag: bool, /) -> None:
-    """Accepted for compatibility (litelane runs no Python callbacks)."""
+    """Whether an exception raised in a user-defined function, aggregate,
+    collation, authorizer, progress handler or trace callback is shown
+    (through ``sys.unraisablehook``, as ``sqlite3`` does); off by default."""
+    _litelane.enable_callback_tracebacks(bool(flag))
 
 
 def enable_shared_cache(enable: int, /) -> None:
@@ -772,27 +775,45 @@ class Connection:
 
     # -- compatibility stubs -------------------------------------------------
 
+    # Functions, aggregates and collations are engine-wide: every connection
+    # to the file in this process sees them (sqlite3: per connection). The
+    # authorizer, progress handler and trace callback are this connection's
+    # own. See docs/python.md.
+
     def create_function(self, name: str, narg: int, func: Any, *, deterministic: bool = False) -> None:
-        """Accepted and recorded, but not installed: SQL that calls the
-        function fails with "no such function" (see docs/python.md)."""
-        self._check()
-        self._functions[name.lower()] = func
+        """Creates (``func`` None: removes) the SQL function ``name`` taking
+        ``narg`` arguments (-1: any number), on the writer and every reader."""
+        self._check().create_function(name, narg, func, deterministic)
 
     def create_aggregate(self, name: str, n_arg: int, aggregate_class: Any) -> None:
-        raise NotSupportedError("create_aggregate is not supported by litelane.dbapi")
+        """Creates (None: removes) an aggregate: ``aggregate_class()`` per
+        group, ``step(*args)`` per row, ``finalize()`` for the result."""
+        self._check().create_aggregate(name, n_arg, aggregate_class, False)
 
-    def create_collation(self, name: str, callable: Any) -> None:
-        raise NotSupportedError("create_collation is not supported by litelane.dbapi")
+    def create_window_function(self, name: str, num_params: int, aggregate_class: Any, /) -> None:
+        """Creates (None: removes) an aggregate window function: the class
+        has ``step``, ``value``, ``inverse`` and ``finalize``."""
+        self._check().create_aggregate(name, num_params, aggregate_class, True)
+
+    def create_collation(self, name: str, callable: Any, /) -> None:
+        """Creates (None: removes) the collation ``name``: ``callable(a, b)``
+        returns a negative, zero or positive int."""
+        self._check().create_collation(name, callable)
 
     def set_authorizer(self, authorizer_callback: Any) -> None:
-        raise NotSupportedError("set_authorizer is not supported by litelane.dbapi")
+        """Sets (None: clears) the authorizer of this connection's statements."""
+        self._check().set_authorizer(authorizer_callback)
 
-    def set_progress_handler(self, handler: Any, n: int) -> None:
-        raise NotSupportedError("set_progress_handler is not supported by litelane.dbapi")
+    def set_progress_handler(self, progress_handler: Any, n: int) -> None:
+        """Calls ``progress_handler()`` every ``n`` SQLite virtual machine
+        instructions of this connection's statements; a true result aborts
+        the statement. None clears it."""
+        self._check().set_progress_handler(progress_handler, n)
 
     def set_trace_callback(self, trace_callback: Any) -> None:
-        if trace_callback is not None:
-            raise NotSupportedError("set_trace_callback is not supported by litelane.dbapi")
+        """Calls ``trace_callback(sql)`` before each statement this connection
+        runs (None clears it)."""
+        self._check().set_trace_callback(trace_callback)
 
     def enable_load_extension(self, enabled: bool) -> None:
         raise NotSupportedError("loading extensions is not supported by litelane.dbapi")

@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::convert::{row_tuple, rows_list, to_params, to_py};
 use crate::errors::{exc, IntoPy};
 use crate::exec::{self, leading_keyword, Outcome, Params};
+use crate::functions::{EngineState, Hooks};
 use crate::txn::Txn;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -27,6 +28,8 @@ pub struct Shared {
     pub display: String,
     /// Open transactions (`Txn`s not yet finished) per Python thread.
     open_txns: Mutex<HashMap<ThreadId, u32>>,
+    /// User functions, collations and hook dispatchers (`functions.rs`).
+    pub funcs: EngineState,
 }
 
 impl Shared {
@@ -135,6 +138,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
             db,
             display: path.to_string(),
             open_txns: Mutex::default(),
+            funcs: EngineState::default(),
         }));
     };
     let mut reg = lock(&REGISTRY);
@@ -156,6 +160,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
         db: Database::open(path, opts)?,
         display: path.to_string(),
         open_txns: Mutex::default(),
+        funcs: EngineState::default(),
     });
     reg.insert(key, Arc::downgrade(&shared));
     Ok(shared)
@@ -313,6 +318,17 @@ fn row_dict<'py>(
 #[pyclass(frozen, module = "litelane._litelane")]
 pub struct Engine {
     shared: Mutex<Option<Arc<Shared>>>,
+    /// This handle's authorizer, progress handler and trace callback, in
+    /// force around every statement it runs.
+    hooks: Arc<Hooks>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(sh) = lock(&self.shared).as_ref() {
+            crate::functions::forget(&sh.funcs, &self.hooks);
+        }
+    }
 }
 
 impl Engine {
@@ -350,6 +366,7 @@ pub fn open(
         .py_err(py)?;
     Ok(Engine {
         shared: Mutex::new(Some(shared)),
+        hooks: Arc::default(),
     })
 }
 
@@ -370,14 +387,17 @@ impl Engine {
         let sh = self.get(py)?;
         let out = py
             .detach(|| -> litelane::Result<Option<Outcome>> {
-                if let Some(o) = sh.db.read(|c| exec::run_if_readonly(c, &sql, &p))? {
+                if let Some(o) = sh
+                    .db
+                    .read(|c| self.hooks.around(c, || exec::run_if_readonly(c, &sql, &p)))?
+                {
                     return Ok(Some(o));
                 }
                 if !allow_write {
                     return Ok(None);
                 }
                 sh.check_no_open_txn()?;
-                let mut o = sh.write(|tx| exec::run(tx, &sql, &p))?;
+                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
                 o.wrote = true;
                 Ok(Some(o))
             })
@@ -399,7 +419,7 @@ impl Engine {
         let mut o = py
             .detach(|| {
                 sh.check_no_open_txn()?;
-                sh.write(|tx| exec::run(tx, &sql, &p))
+                sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
             })
             .py_err(py)?;
         o.wrote = true;
@@ -421,11 +441,14 @@ impl Engine {
         let sh = self.get(py)?;
         let o = py
             .detach(|| -> litelane::Result<Outcome> {
-                if let Some(o) = sh.db.read(|c| exec::run_if_readonly(c, &sql, &p))? {
+                if let Some(o) = sh
+                    .db
+                    .read(|c| self.hooks.around(c, || exec::run_if_readonly(c, &sql, &p)))?
+                {
                     return Ok(o);
                 }
                 sh.check_no_open_txn()?;
-                sh.write(|tx| exec::run(tx, &sql, &p))
+                sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
             })
             .py_err(py)?;
         rows_out(py, &o, dicts)
@@ -444,7 +467,7 @@ impl Engine {
         let mut o = py
             .detach(|| {
                 sh.check_no_open_txn()?;
-                sh.write(|tx| exec::run_many(tx, &sql, &sets))
+                sh.write(|tx| self.hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
             })
             .py_err(py)?;
         o.wrote = true;
@@ -457,7 +480,7 @@ impl Engine {
         let sh = self.get(py)?;
         py.detach(|| {
             sh.check_no_open_txn()?;
-            sh.write(|tx| exec::run_script(tx, &sql))
+            sh.write(|tx| self.hooks.around(tx, || exec::run_script(tx, &sql)))
         })
         .py_err(py)
     }
@@ -465,8 +488,11 @@ impl Engine {
     /// True when `sql` is one read-only statement.
     fn is_readonly(&self, py: Python<'_>, sql: String) -> PyResult<bool> {
         let sh = self.get(py)?;
-        py.detach(|| sh.db.read(|c| exec::is_readonly(c, &sql)))
-            .py_err(py)
+        py.detach(|| {
+            sh.db
+                .read(|c| self.hooks.around(c, || exec::is_readonly(c, &sql)))
+        })
+        .py_err(py)
     }
 
     /// Streams the rows of a read-only statement from a reader, `batch` rows
@@ -483,7 +509,7 @@ impl Engine {
     ) -> PyResult<RowIter> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
-        RowIter::start(sh, sql, p, dicts, batch.max(1))
+        RowIter::start(sh, Arc::clone(&self.hooks), sql, p, dicts, batch.max(1))
     }
 
     /// Starts a write transaction held across calls (see `Txn`). `timeout`
@@ -499,7 +525,7 @@ impl Engine {
             sh.check_no_open_txn().py_err(py)?;
         }
         let timeout = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
-        Txn::start(py, sh, timeout, guard)
+        Txn::start(py, sh, timeout, guard, Arc::clone(&self.hooks))
     }
 
     /// Inserts rows (tuples or dicts) into `table` through the engine's bulk
@@ -660,6 +686,9 @@ impl Engine {
     /// Lets go of this handle (the engine closes when its last handle goes).
     fn close(&self, py: Python<'_>) {
         let taken = lock(&self.shared).take();
+        if let Some(sh) = taken.as_ref() {
+            crate::functions::forget(&sh.funcs, &self.hooks);
+        }
         // Dropping the last handle joins the engine's threads: not with the GIL.
         py.detach(move || drop(taken));
     }
@@ -686,6 +715,81 @@ impl Engine {
     #[getter]
     fn readers(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.get(py)?.db.options().readers)
+    }
+
+    /// Installs the SQL function `name` of `narg` arguments (-1: any) on
+    /// every SQLite connection of the engine (`func` None removes it).
+    #[pyo3(signature = (name, narg, func, deterministic = false))]
+    fn create_function(
+        &self,
+        py: Python<'_>,
+        name: String,
+        narg: i32,
+        func: Option<Py<PyAny>>,
+        deterministic: bool,
+    ) -> PyResult<()> {
+        let sh = self.get(py)?;
+        crate::functions::create_function(py, &sh.db, &sh.funcs, name, narg, func, deterministic)
+    }
+
+    /// Installs the aggregate (`window` false) or window function `name`
+    /// implemented by `aggregate_class` (None removes it).
+    #[pyo3(signature = (name, narg, aggregate_class, window = false))]
+    fn create_aggregate(
+        &self,
+        py: Python<'_>,
+        name: String,
+        narg: i32,
+        aggregate_class: Option<Py<PyAny>>,
+        window: bool,
+    ) -> PyResult<()> {
+        let sh = self.get(py)?;
+        crate::functions::create_aggregate(
+            py,
+            &sh.db,
+            &sh.funcs,
+            name,
+            narg,
+            aggregate_class,
+            window,
+        )
+    }
+
+    /// Installs the collation `name` (`func(a, b)` returns <0, 0 or >0;
+    /// None removes it).
+    fn create_collation(
+        &self,
+        py: Python<'_>,
+        name: String,
+        func: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let sh = self.get(py)?;
+        crate::functions::create_collation(py, &sh.db, &sh.funcs, name, func)
+    }
+
+    /// Sets (None: clears) this handle's authorizer.
+    fn set_authorizer(&self, py: Python<'_>, callback: Option<Py<PyAny>>) -> PyResult<()> {
+        let sh = self.get(py)?;
+        crate::functions::set_authorizer(py, &sh.db, &sh.funcs, &self.hooks, callback)
+    }
+
+    /// Sets (None, or `n` < 1: clears) this handle's progress handler,
+    /// called every `n` SQLite virtual machine instructions.
+    fn set_progress_handler(
+        &self,
+        py: Python<'_>,
+        handler: Option<Py<PyAny>>,
+        n: i32,
+    ) -> PyResult<()> {
+        let sh = self.get(py)?;
+        crate::functions::set_progress_handler(py, &sh.db, &sh.funcs, &self.hooks, handler, n)
+    }
+
+    /// Sets (None: clears) this handle's trace callback.
+    fn set_trace_callback(&self, py: Python<'_>, callback: Option<Py<PyAny>>) -> PyResult<()> {
+        self.get(py)?;
+        crate::functions::set_trace(&self.hooks, callback);
+        Ok(())
     }
 
     /// True when `other` is a handle on the same engine.
@@ -721,6 +825,7 @@ pub struct RowIter {
 impl RowIter {
     fn start(
         sh: Arc<Shared>,
+        hooks: Arc<Hooks>,
         sql: String,
         params: Params,
         dicts: bool,
@@ -729,7 +834,7 @@ impl RowIter {
         let (tx, rx) = mpsc::sync_channel::<Msg>(2);
         let spawned = std::thread::Builder::new()
             .name("litelane-iter".into())
-            .spawn(move || stream(sh, sql, params, batch, tx));
+            .spawn(move || stream(sh, hooks, sql, params, batch, tx));
         if let Err(e) = spawned {
             return Python::attach(|py| {
                 Err(exc(
@@ -752,45 +857,56 @@ fn names_of(stmt: &litelane::rusqlite::Statement<'_>) -> Vec<String> {
     stmt.column_names().map(str::to_owned).collect()
 }
 
-fn stream(sh: Arc<Shared>, sql: String, params: Params, batch: usize, tx: SyncSender<Msg>) {
+fn stream(
+    sh: Arc<Shared>,
+    hooks: Arc<Hooks>,
+    sql: String,
+    params: Params,
+    batch: usize,
+    tx: SyncSender<Msg>,
+) {
     let res = sh.db.read(|conn| {
-        let mut stmt = conn.prepare(&sql).map_err(|e| Error::from_sqlite(e, ""))?;
-        if !stmt.readonly() {
-            return Err(Error::InvalidInput {
-                message: "iterate() streams read-only statements; run writes with execute()".into(),
-            });
-        }
-        exec::bind_params(&mut stmt, &params)?;
-        let mut rows = stmt.raw_query();
-        let mut chunk = Vec::with_capacity(batch);
-        // The names are sent after the first step, when a statement whose
-        // schema changed since it was prepared has been re-prepared.
-        let mut named = false;
-        while let Some(r) = rows.next()? {
-            if !named {
-                named = true;
-                if tx.send(Msg::Columns(names_of(r.as_ref()))).is_err() {
-                    return Ok(());
+        hooks.around(conn, || {
+            let mut stmt = conn.prepare(&sql).map_err(|e| Error::from_sqlite(e, ""))?;
+            if !stmt.readonly() {
+                return Err(Error::InvalidInput {
+                    message: "iterate() streams read-only statements; run writes with execute()"
+                        .into(),
+                });
+            }
+            exec::bind_params(&mut stmt, &params)?;
+            crate::functions::trace(&stmt, &sql);
+            let mut rows = stmt.raw_query();
+            let mut chunk = Vec::with_capacity(batch);
+            // The names are sent after the first step, when a statement whose
+            // schema changed since it was prepared has been re-prepared.
+            let mut named = false;
+            while let Some(r) = rows.next()? {
+                if !named {
+                    named = true;
+                    if tx.send(Msg::Columns(names_of(r.as_ref()))).is_err() {
+                        return Ok(());
+                    }
+                }
+                let n = r.as_ref().column_count();
+                let mut row = Vec::with_capacity(n);
+                for i in 0..n {
+                    row.push(exec::value_at(r, i)?);
+                }
+                chunk.push(row);
+                if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {
+                    return Ok(()); // the iterator was dropped
                 }
             }
-            let n = r.as_ref().column_count();
-            let mut row = Vec::with_capacity(n);
-            for i in 0..n {
-                row.push(exec::value_at(r, i)?);
+            drop(rows);
+            if !named && tx.send(Msg::Columns(names_of(&stmt))).is_err() {
+                return Ok(());
             }
-            chunk.push(row);
-            if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {
-                return Ok(()); // the iterator was dropped
+            if !chunk.is_empty() {
+                let _ = tx.send(Msg::Rows(chunk));
             }
-        }
-        drop(rows);
-        if !named && tx.send(Msg::Columns(names_of(&stmt))).is_err() {
-            return Ok(());
-        }
-        if !chunk.is_empty() {
-            let _ = tx.send(Msg::Rows(chunk));
-        }
-        Ok(())
+            Ok(())
+        })
     });
     if let Err(e) = res {
         let _ = tx.send(Msg::Failed(e));

@@ -1,5 +1,6 @@
 //! Running one statement on a connection: binding, stepping, collecting.
-//! Pure Rust (no Python): everything here runs with the GIL released.
+//! Runs with the GIL released; only a connection's trace callback (and the
+//! user functions SQLite calls) take it (see `functions.rs`).
 
 use std::collections::HashMap;
 
@@ -186,6 +187,7 @@ fn run_prepared(
     params: &Params,
 ) -> Result<Outcome> {
     bind_params(stmt, params)?;
+    crate::functions::trace(stmt, sql);
     let mut out = Outcome::default();
     step_all(stmt, &mut out.rows)?;
     // The shape after stepping: the one the rows have (see `step_all`).
@@ -203,9 +205,24 @@ fn run_prepared(
     Ok(out)
 }
 
+/// True when `sql` changes the schema (`CREATE`, `DROP`, `ALTER`,
+/// `REINDEX`): it is never prepared on a reader first. (A reader that
+/// prepared `CREATE INDEX` on an expression of an application function
+/// then planned queries without that index: found with a deterministic
+/// function in an index, tests/python/test_functions.py.)
+fn changes_schema(sql: &str) -> bool {
+    matches!(
+        leading_keyword(sql).as_str(),
+        "CREATE" | "DROP" | "ALTER" | "REINDEX"
+    )
+}
+
 /// On a reader: runs the statement if it is read-only, or returns `None`
 /// (without running anything) if it would write.
 pub fn run_if_readonly(conn: &Connection, sql: &str, params: &Params) -> Result<Option<Outcome>> {
+    if changes_schema(sql) {
+        return Ok(None);
+    }
     let mut stmt = prepare(conn, sql)?;
     if !stmt.readonly() {
         return Ok(None);
@@ -235,6 +252,7 @@ pub fn run_many(conn: &Connection, sql: &str, sets: &[Params]) -> Result<Outcome
     let mut sink = Vec::new();
     for params in sets {
         bind_params(&mut stmt, params)?;
+        crate::functions::trace(&stmt, sql);
         step_all(&mut stmt, &mut sink)?;
         if dml {
             out.rowcount += conn.changes() as i64;
@@ -281,6 +299,7 @@ pub fn run_script(conn: &Connection, script: &str) -> Result<()> {
             }
             Some(_) => continue,
             None => {
+                crate::functions::trace(&stmt, &text);
                 let mut sink = Vec::new();
                 step_all(&mut stmt, &mut sink).map_err(|e| with_context(e, &text))?;
             }

@@ -15,6 +15,7 @@ mod convert;
 mod engine;
 mod errors;
 mod exec;
+mod functions;
 mod txn;
 mod workers;
 
@@ -65,6 +66,7 @@ fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(complete_statement, m)?)?;
     m.add_function(wrap_pyfunction!(split_script, m)?)?;
     m.add_function(wrap_pyfunction!(convert::set_base_types_adapted, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::enable_callback_tracebacks, m)?)?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;

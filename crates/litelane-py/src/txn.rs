@@ -21,6 +21,7 @@ use crate::convert::to_params;
 use crate::engine::{lock, outcome_tuple, params_seq, refuse_control, rows_out, Shared};
 use crate::errors::{exc, IntoPy};
 use crate::exec::{self, Outcome, Params};
+use crate::functions::Hooks;
 
 const QUEUED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -65,17 +66,23 @@ impl Stmt {
         }
     }
 
-    /// Runs it in a transaction held on this thread.
-    fn run_held(self, w: &mut litelane::HeldWrite) -> Result<Outcome> {
+    /// Runs it in a transaction held on this thread, with the connection's
+    /// hooks in force (functions configured meanwhile are caught up by the
+    /// engine before each statement).
+    fn run_held(self, w: &mut litelane::HeldWrite, hooks: &Hooks) -> Result<Outcome> {
         match self {
-            Stmt::Exec(sql, p) => w.run(|tx| exec::run(tx, &sql, &p)).map(|mut o| {
-                o.wrote = true;
-                o
-            }),
-            Stmt::Many(sql, sets) => w.run(|tx| exec::run_many(tx, &sql, &sets)),
+            Stmt::Exec(sql, p) => w
+                .run(|tx| hooks.around(tx, || exec::run(tx, &sql, &p)))
+                .map(|mut o| {
+                    o.wrote = true;
+                    o
+                }),
+            Stmt::Many(sql, sets) => {
+                w.run(|tx| hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
+            }
             // A failing script undoes only its own statements.
             Stmt::Script(sql) => w
-                .run(|tx| tx.write(|tx| exec::run_script(tx, &sql)))
+                .run(|tx| tx.write(|tx| hooks.around(tx, || exec::run_script(tx, &sql))))
                 .map(|()| Outcome::default()),
         }
     }
@@ -180,6 +187,7 @@ struct Live {
 /// began, so each statement runs right there, with no hand-over.
 struct Held {
     write: litelane::HeldWrite,
+    hooks: Arc<Hooks>,
     _mark: OpenMark,
 }
 
@@ -208,6 +216,7 @@ impl Txn {
         shared: Arc<Shared>,
         timeout: Duration,
         guard: bool,
+        hooks: Arc<Hooks>,
     ) -> PyResult<Txn> {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let state = Arc::new(AtomicU8::new(QUEUED));
@@ -229,7 +238,11 @@ impl Txn {
                 };
                 return Ok(Txn {
                     live: Mutex::new(None),
-                    held: Mutex::new(Some(Held { write, _mark: mark })),
+                    held: Mutex::new(Some(Held {
+                        write,
+                        hooks: Arc::clone(&hooks),
+                        _mark: mark,
+                    })),
                     held_mode: true,
                     state: Arc::new(AtomicU8::new(RUNNING)),
                     failure: Arc::new(Mutex::new(None)),
@@ -247,8 +260,12 @@ impl Txn {
             }
         });
         let (st, fail) = (Arc::clone(&state), Arc::clone(&failure));
-        let db = shared.db.clone();
-        crate::workers::run(move || worker(db, rx, st, fail)).map_err(|e| {
+        // The writer has every function installed before this point by the
+        // time the transaction's turn starts; those installed later are
+        // applied by the worker before each statement.
+        let seen = shared.funcs.generation();
+        let sh = Arc::clone(&shared);
+        crate::workers::run(move || worker(sh, hooks, seen, rx, st, fail)).map_err(|e| {
             exc(
                 py,
                 "OperationalError",
@@ -286,7 +303,7 @@ impl Txn {
     fn held_call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut litelane::HeldWrite) -> Result<T> + Send,
+        f: impl FnOnce(&mut litelane::HeldWrite, &Hooks) -> Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut held = lock(&self.held);
@@ -295,7 +312,7 @@ impl Txn {
                     message: "the transaction is finished (committed or rolled back)".into(),
                 });
             };
-            let r = f(&mut h.write);
+            let r = f(&mut h.write, &h.hooks);
             if h.write.has_ended() {
                 held.take(); // rolled back already: hands the writer on
             }
@@ -307,7 +324,7 @@ impl Txn {
     /// Runs one statement: on the held transaction, or through the worker.
     fn statement(&self, py: Python<'_>, stmt: Stmt) -> PyResult<Outcome> {
         if self.held_mode {
-            self.held_call(py, move |w| stmt.run_held(w))
+            self.held_call(py, move |w, hooks| stmt.run_held(w, hooks))
         } else {
             self.call(py, |r| stmt.into_cmd(r))
         }
@@ -410,7 +427,7 @@ impl Txn {
             };
             return py
                 .detach(move || {
-                    let Held { write, _mark } = held;
+                    let Held { write, .. } = held;
                     if commit {
                         write.commit()
                     } else {
@@ -449,7 +466,9 @@ impl Txn {
 }
 
 fn worker(
-    db: litelane::Database,
+    shared: Arc<Shared>,
+    hooks: Arc<Hooks>,
+    mut seen: u64,
     rx: Receiver<Cmd>,
     state: Arc<AtomicU8>,
     failure: Arc<Mutex<Option<Error>>>,
@@ -460,7 +479,7 @@ fn worker(
     // that gets it sees the transaction over.
     let mut ended: Option<(Reply<Outcome>, Result<Outcome>)> = None;
     let rx = &rx;
-    let res = db.write_local("python transaction", |tx| {
+    let res = shared.db.write_local("python transaction", |tx| {
         if state
             .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
@@ -472,12 +491,16 @@ fn worker(
                 Some(cmd) => Ok(cmd),
                 None => rx.recv(),
             };
+            // Functions and collations created since this transaction began.
+            shared.funcs.catch_up(tx, &mut seen);
             match next {
                 Ok(Cmd::Exec(sql, params, reply)) => {
-                    let r = exec::run(tx, &sql, &params).map(|mut o| {
-                        o.wrote = true;
-                        o
-                    });
+                    let r = hooks
+                        .around(tx, || exec::run(tx, &sql, &params))
+                        .map(|mut o| {
+                            o.wrote = true;
+                            o
+                        });
                     if tx.is_autocommit() {
                         ended = Some((reply, r));
                         return Err(Error::user(STATEMENT_ENDED));
@@ -485,7 +508,7 @@ fn worker(
                     deliver_outcome(reply, r);
                 }
                 Ok(Cmd::Many(sql, sets, reply)) => {
-                    let r = exec::run_many(tx, &sql, &sets);
+                    let r = hooks.around(tx, || exec::run_many(tx, &sql, &sets));
                     if tx.is_autocommit() {
                         ended = Some((reply, r));
                         return Err(Error::user(STATEMENT_ENDED));
@@ -494,8 +517,8 @@ fn worker(
                 }
                 Ok(Cmd::Script(sql, reply)) => {
                     // A failing script undoes only its own statements.
-                    let r = tx
-                        .write(|tx| exec::run_script(tx, &sql))
+                    let r = hooks
+                        .around(tx, || tx.write(|tx| exec::run_script(tx, &sql)))
                         .map(|_| Outcome::default());
                     deliver_outcome(reply, r);
                 }

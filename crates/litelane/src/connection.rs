@@ -8,6 +8,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::configure::Registry;
 use crate::error::{Context, Error, Result};
 use crate::ffi;
 use crate::metrics::Recorder;
@@ -159,15 +160,18 @@ pub(crate) fn journal_mode_for(profile: Profile, target: &Target) -> &'static st
     }
 }
 
-/// Opens and configures one connection.
 /// Opens and configures one connection. A reader passes the trace slot in
-/// which the first statement of each read is kept.
+/// which the first statement of each read is kept. With `config`, the
+/// database's recorded setups ([`Registry`]) run first thing, before any
+/// statement reads the schema (which may use the functions they install),
+/// and the generation applied is stored in its `u64`.
 pub(crate) fn open(
     target: &Target,
     role: Role,
     opts: &Options,
     tracer: &Arc<Tracer>,
     reader_trace: Option<&Arc<ReaderTrace>>,
+    config: Option<(&Registry, &mut u64)>,
 ) -> Result<Connection> {
     ffi::disable_memstatus();
     let name = target.display();
@@ -197,6 +201,9 @@ pub(crate) fn open(
             .context(|| ctx(&format!("{cfg:?}")))?;
     }
     conn.set_prepared_statement_cache_capacity(opts.statement_cache);
+    if let Some((registry, seen)) = config {
+        registry.sync(&mut conn, seen, &|e| tracer.recorder.note_error(&e));
+    }
 
     // The first statement that reads the file: a file that is not a database
     // fails here with SQLITE_NOTADB.

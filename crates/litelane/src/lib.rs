@@ -37,6 +37,7 @@ mod asyncio;
 mod backup;
 mod bulk;
 mod checkpoint;
+mod configure;
 mod connection;
 mod error;
 #[allow(unsafe_code)]
@@ -60,6 +61,7 @@ pub use bulk::{
     TARGET_PARAMS_PER_STATEMENT,
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
+pub use configure::Setup;
 pub use error::{Error, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
 pub use options::{Checkpoints, GroupCommit, Options, Profile};
@@ -68,6 +70,7 @@ pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
 pub use writer::{HeldWrite, Tx};
 
+use configure::Registry;
 use connection::{Role, Target, Tracer};
 use metrics::Recorder;
 use pool::Pool;
@@ -156,6 +159,7 @@ struct Inner {
     _checkpointer: Option<checkpoint::Checkpointer>,
     writer: Arc<Writer>,
     pool: Arc<Pool>,
+    config: Arc<Registry>,
 }
 
 impl Database {
@@ -181,7 +185,16 @@ impl Database {
             writer_capture: Default::default(),
             writer_nanos_since_capture: Default::default(),
         });
-        let mut writer_conn = connection::open(&target, Role::Writer, &opts, &tracer, None)?;
+        let config = Arc::new(Registry::default());
+        let mut writer_seen = 0;
+        let mut writer_conn = connection::open(
+            &target,
+            Role::Writer,
+            &opts,
+            &tracer,
+            None,
+            Some((&config, &mut writer_seen)),
+        )?;
         let max_parameters = writer_conn
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
@@ -216,17 +229,31 @@ impl Database {
             process_queue,
             Arc::clone(&recorder),
             Arc::clone(&tracer),
+            Arc::clone(&config),
+            writer_seen,
         )?);
         let readers = (0..opts.readers.max(1))
             .map(|i| {
                 let trace = Arc::default();
-                let conn = connection::open(&target, Role::Reader, &opts, &tracer, Some(&trace))?;
-                Ok(pool::Reader::new(conn, i, trace))
+                let mut seen = 0;
+                let conn = connection::open(
+                    &target,
+                    Role::Reader,
+                    &opts,
+                    &tracer,
+                    Some(&trace),
+                    Some((&config, &mut seen)),
+                )?;
+                Ok(pool::Reader::new(conn, i, trace, seen))
             })
             .collect::<Result<Vec<_>>>()?;
-        let pool = Arc::new(Pool::new(readers, Arc::clone(&recorder)));
+        let pool = Arc::new(Pool::new(
+            readers,
+            Arc::clone(&recorder),
+            Arc::clone(&config),
+        ));
         let checkpointer = if wal && opts.checkpoints.background && !opts.checkpoints.external {
-            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None)?;
+            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None)?;
             Some(checkpoint::Checkpointer::start(
                 conn,
                 Arc::clone(&writer),
@@ -247,6 +274,7 @@ impl Database {
                 recorder,
                 _checkpointer: checkpointer,
                 writer,
+                config,
                 opts,
             }),
         })
@@ -329,6 +357,56 @@ impl Database {
         f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
     ) -> Result<T> {
         self.inner.pool.read(label, f)
+    }
+
+    /// Keeps `setup` in force on every SQLite connection of this database
+    /// that runs statements — the writer, every reader of the pool, and any
+    /// connection opened later — under `key`: a function, a collation, a
+    /// hook, anything set per connection rather than in the file.
+    ///
+    /// `setup` is first run on a private in-memory connection; if it fails
+    /// there, this returns the error and nothing is recorded. Otherwise it is
+    /// recorded and runs on each connection when that connection is next
+    /// free: on the writer before the next write it runs, on a reader when it
+    /// is next taken from the pool, on a connection opened later before its
+    /// first statement. This call never waits for a connection, so it may be
+    /// called from anywhere, even inside a write closure (the writer then
+    /// gets it from the next write on). It must be idempotent: it runs once
+    /// per connection, in the order setups were set.
+    ///
+    /// Setting a key again replaces its setup (it then runs after the
+    /// others). To remove what a setup installed, set the key to a setup
+    /// that undoes it, e.g. `conn.remove_function(name, n_arg)`: it runs on
+    /// the connections that had the old one, and harmlessly on later ones.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use litelane::{rusqlite::functions::FunctionFlags, Database, Options};
+    ///
+    /// let db = Database::open_in_memory(Options::default())?;
+    /// db.configure(
+    ///     "function twice/1",
+    ///     Arc::new(|conn: &mut litelane::rusqlite::Connection| {
+    ///         conn.create_scalar_function(
+    ///             "twice",
+    ///             1,
+    ///             FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+    ///             |ctx| Ok(2 * ctx.get::<i64>(0)?),
+    ///         )
+    ///     }),
+    /// )?;
+    /// let v: i64 = db.read(|c| Ok(c.query_row("SELECT twice(21)", [], |r| r.get(0))?))?;
+    /// assert_eq!(v, 42);
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn configure(&self, key: &str, setup: Setup) -> Result<()> {
+        self.inner.config.set(key, setup)
+    }
+
+    /// The keys of the setups [`configure`](Database::configure) recorded,
+    /// in the order they run on a new connection.
+    pub fn configured(&self) -> Vec<String> {
+        self.inner.config.keys()
     }
 
     /// A bulk inserter for `table(columns...)`; see [`Inserter`].

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, InterruptHandle};
 
+use crate::configure::Registry;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 
@@ -36,11 +37,23 @@ pub(crate) struct Reader {
     conn: Connection,
     index: usize,
     trace: Arc<ReaderTrace>,
+    /// The configuration generation applied to `conn` (see `configure.rs`).
+    config_seen: u64,
 }
 
 impl Reader {
-    pub fn new(conn: Connection, index: usize, trace: Arc<ReaderTrace>) -> Reader {
-        Reader { conn, index, trace }
+    pub fn new(
+        conn: Connection,
+        index: usize,
+        trace: Arc<ReaderTrace>,
+        config_seen: u64,
+    ) -> Reader {
+        Reader {
+            conn,
+            index,
+            trace,
+            config_seen,
+        }
     }
 }
 
@@ -64,6 +77,7 @@ pub(crate) struct Pool {
     /// One entry per reader connection, by index.
     slots: Mutex<Vec<Slot>>,
     recorder: Arc<Recorder>,
+    config: Arc<Registry>,
 }
 
 /// Puts the connection back and clears its register entry however the read ends.
@@ -96,7 +110,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Pool {
-    pub fn new(readers: Vec<Reader>, recorder: Arc<Recorder>) -> Pool {
+    pub fn new(readers: Vec<Reader>, recorder: Arc<Recorder>, config: Arc<Registry>) -> Pool {
         let mut slots: Vec<Slot> = Vec::with_capacity(readers.len());
         for (i, r) in readers.iter().enumerate() {
             assert_eq!(r.index, i, "readers are numbered in order");
@@ -111,6 +125,7 @@ impl Pool {
             available: Condvar::new(),
             slots: Mutex::new(slots),
             recorder,
+            config,
         }
     }
 
@@ -121,7 +136,7 @@ impl Pool {
     /// Runs `f` on a reader inside one read transaction: every statement of
     /// the call sees the same snapshot. Waits only if every reader is busy.
     pub fn read<T>(&self, label: &str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let reader = {
+        let mut reader = {
             let mut idle = lock(&self.idle);
             loop {
                 if let Some(r) = idle.pop() {
@@ -130,6 +145,11 @@ impl Pool {
                 idle = self.available.wait(idle).unwrap_or_else(|e| e.into_inner());
             }
         };
+        // Idle, outside any read: catch up with `Database::configure`.
+        self.config
+            .sync(&mut reader.conn, &mut reader.config_seen, &|e| {
+                self.recorder.note_error(&e)
+            });
         reader.trace.capture.store(true, Ordering::Relaxed);
         self.slots()[reader.index].active = Some(Active {
             label: label.to_string(),

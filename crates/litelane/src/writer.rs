@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
 
+use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, Result};
 use crate::ffi::{enter_with_job, JobRef};
@@ -167,7 +168,9 @@ impl HeldWrite {
             return Err(Error::invalid("the transaction is finished"));
         }
         let writer = Arc::clone(&self.writer);
-        let slot = lock(&writer.slot);
+        let mut slot = lock(&writer.slot);
+        // Functions and collations configured since the last statement.
+        writer.catch_up(&mut slot);
         let mark = HoldingMark::set(writer.id);
         let out = catch_unwind(AssertUnwindSafe(|| f(&Tx::new(&slot.conn))));
         drop(mark);
@@ -412,6 +415,8 @@ struct Slot {
     /// The next job's long wait is already recorded (it waited for another
     /// process, and that process was named).
     wait_attributed: bool,
+    /// The configuration generation applied to `conn` (see `configure.rs`).
+    config_seen: u64,
 }
 
 pub(crate) struct Writer {
@@ -428,6 +433,7 @@ pub(crate) struct Writer {
     carried: Mutex<Option<HeldProcessTurn>>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
+    config: Arc<Registry>,
     /// True only while the writer runs its own `COMMIT`; the commit hook
     /// refuses every other commit.
     committing: Arc<AtomicBool>,
@@ -500,6 +506,8 @@ impl Writer {
         process_queue: Option<ProcessQueue>,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
+        config: Arc<Registry>,
+        config_seen: u64,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
         let ours = Arc::clone(&committing);
@@ -513,6 +521,7 @@ impl Writer {
                 conn,
                 last_label: String::new(),
                 wait_attributed: false,
+                config_seen,
             }),
             group,
             long_wait,
@@ -521,6 +530,7 @@ impl Writer {
             carried: Mutex::new(None),
             recorder,
             tracer,
+            config,
             committing,
             idle_hook: Mutex::new(None),
         })
@@ -592,6 +602,7 @@ impl Writer {
         };
         let begun = {
             let mut slot = lock(&self.slot);
+            self.catch_up(&mut slot);
             self.start_labeled(&mut slot, label, start);
             end_stale_transaction(&slot.conn).and_then(|()| {
                 control(&slot.conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
@@ -614,9 +625,22 @@ impl Writer {
         }
     }
 
-    /// Records how long a job waited and, for a long wait, who held the
-    /// writer; from here on the last statement traced is this job's own.
+    /// Before each job (and each turn of its own), with no statement
+    /// running: applies what `Database::configure` recorded since the writer
+    /// last looked, so a job queued after a `configure` always runs with it.
+    fn catch_up(&self, slot: &mut Slot) {
+        let Slot {
+            conn, config_seen, ..
+        } = slot;
+        self.config
+            .sync(conn, config_seen, &|e| self.recorder.note_error(&e));
+    }
+
+    /// Brings the configuration up to date, records how long a job waited
+    /// and, for a long wait, who held the writer; from here on the last
+    /// statement traced is this job's own.
     fn start_job(&self, slot: &mut Slot, job: &dyn Job) {
+        self.catch_up(slot);
         self.start_labeled(slot, job.label(), job.enqueued());
     }
 
@@ -654,6 +678,7 @@ impl Writer {
             unreachable!("only job waiters are run by others");
         };
         let mut slot = lock(&self.slot);
+        self.catch_up(&mut slot);
         if !priority {
             self.recorder.record_wait(start.elapsed());
         }
