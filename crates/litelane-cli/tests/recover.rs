@@ -856,3 +856,64 @@ fn autoincrement_counters_user_version_and_generated_columns_carry_over() {
     c.execute("INSERT INTO seq(x) VALUES (9)", []).unwrap();
     assert_eq!(c.last_insert_rowid(), 5);
 }
+
+#[test]
+fn backup_and_recover_refuse_side_file_names_whether_or_not_they_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    fixture(&db);
+    let db_bytes = std::fs::read(&db).unwrap();
+    let p = |n: &str| dir.path().join(n);
+    // A stale side file beside a new OUT: the copy would be read through it.
+    std::fs::write(p("stale-j.db-journal"), b"old journal").unwrap();
+    std::fs::write(p("stale-w.db-wal"), b"old wal").unwrap();
+    // (OUT, extra flags, stderr fragment)
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("d.db-journal", &[], "it is the database's -journal file"),
+        (
+            "d.db-journal",
+            &["--force"],
+            "whether or not that file exists",
+        ),
+        ("d.db-wal", &[], "it is the database's -wal file"),
+        ("d.db-shm", &["--force"], "it is the database's -shm file"),
+        ("./d.db-journal", &[], "-journal file"),
+        ("stale-j.db", &[], "stale-j.db-journal exists beside it"),
+        (
+            "stale-w.db",
+            &["--force"],
+            "stale-w.db-wal exists beside it",
+        ),
+    ];
+    for command in ["backup", "recover"] {
+        for (out, extra, want) in cases {
+            let out_path = p(out);
+            let mut args = vec![command, s(&db), s(&out_path)];
+            args.extend_from_slice(extra);
+            let o = litelane(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success(),
+                "{command} {out} {extra:?} must be refused"
+            );
+            assert!(err.contains(want), "{command} {out}: {err}");
+            assert!(!out_path.exists(), "{command} {out}: it was written");
+            assert_eq!(std::fs::read(&db).unwrap(), db_bytes);
+        }
+    }
+    assert_eq!(
+        std::fs::read(p("stale-j.db-journal")).unwrap(),
+        b"old journal"
+    );
+    assert_eq!(std::fs::read(p("stale-w.db-wal")).unwrap(), b"old wal");
+    // The refusal of an existing destination names the flag that allows it.
+    std::fs::write(p("taken.db"), b"user's file").unwrap();
+    let o = litelane(&["backup", s(&db), s(&p("taken.db"))]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(p("taken.db")).unwrap(), b"user's file");
+    // And a plain backup still works, its copy opening clean.
+    let o = litelane(&["backup", s(&db), s(&p("copy.db"))]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(items_ids(&p("copy.db")), all_items());
+}

@@ -19,7 +19,7 @@ mod feed;
 mod files;
 #[doc(hidden)]
 pub mod fuzzing;
-mod guard;
+pub(crate) mod guard;
 mod parse;
 mod plan;
 mod progress;

@@ -146,6 +146,7 @@ fn check_out(db: &Path, out: &Path, force: bool) -> Result<(), CliError> {
             )));
         }
     }
+    super::check_side_files("recover", db, out)?;
     match std::fs::symlink_metadata(out) {
         Ok(md) if md.is_dir() => Err(CliError::Input(format!(
             "{} is a directory: OUT must be a new file",
