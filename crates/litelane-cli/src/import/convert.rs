@@ -12,7 +12,7 @@ use super::parse::Place;
 use super::source::Format;
 use super::values::{
     is_big_integer, is_iso_date, is_iso_timestamp, looks_numeric_to_sqlite, parse_bool, parse_int,
-    parse_real, Cell, ColType,
+    parse_real, underflows, Cell, ColType,
 };
 
 mod ndjson;
@@ -173,14 +173,9 @@ impl Converter {
                 if is_iso_date(raw) || is_iso_timestamp(raw) {
                     return text_cell(col, raw, b);
                 }
-                if !col.strict {
-                    if let Some(v) = parse_int(f) {
-                        return Ok(Cell::Int(v));
-                    }
-                    if let Some(v) = parse_real(f) {
-                        return Ok(Cell::Real(v));
-                    }
-                }
+                // A number (`20240105`) is not stored: the column's NUMERIC
+                // affinity would make it a number, which SQLite's date
+                // functions read as a Julian day ([`rewritten`] says so).
             }
             ColType::Integer => {
                 if let Some(v) = parse_int(f) {
@@ -289,9 +284,10 @@ impl Converter {
             }
         };
         let ncols = self.plan.columns.len();
-        // Rare lines with a long run of digits: the values as written, so
-        // that an integer beyond 64 bits keeps its digits.
-        let raws = if has_long_number(raw) {
+        // Rare lines with a long run of digits or a long negative exponent:
+        // the values as written, so that an integer beyond 64 bits keeps its
+        // digits and a number below a double's range is seen as one.
+        let raws = if has_long_number(raw) || has_tiny_exponent(raw) {
             raw_values(raw)
         } else {
             None
@@ -422,15 +418,22 @@ fn rewritten(col: &ColumnPlan, f: &[u8]) -> Option<String> {
              would store it as a REAL and lose digits (import with --types text to keep it)"
         ));
     }
+    if looks_numeric_to_sqlite(f) && matches!(col.ty, ColType::Date | ColType::Timestamp) {
+        return Some(date_number(col, &shown));
+    }
     if looks_numeric_to_sqlite(f) {
-        let inf = std::str::from_utf8(f)
+        let trimmed = f.trim_ascii();
+        let v = std::str::from_utf8(trimmed)
             .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .is_some_and(|v| v.is_infinite());
-        let what = if inf {
-            "an infinite REAL".to_string()
-        } else {
-            "a number, not as written".to_string()
+            .and_then(|s| s.parse::<f64>().ok());
+        let what = match v {
+            Some(v) if v.is_infinite() => "an infinite REAL".to_string(),
+            Some(v) if underflows(trimmed, v) => {
+                "0.0: the number is below a double's range, and a nonzero value would become \
+                 zero"
+                    .to_string()
+            }
+            _ => "a number, not as written".to_string(),
         };
         return Some(format!(
             "column {name}: {shown:?} is not written as a plain {ty} value, and the column's \
@@ -438,6 +441,18 @@ fn rewritten(col: &ColumnPlan, f: &[u8]) -> Option<String> {
         ));
     }
     None
+}
+
+/// Why a number is not stored in the DATE or TIMESTAMP column `col`.
+fn date_number(col: &ColumnPlan, shown: &str) -> String {
+    let ty = col.ty.sql();
+    format!(
+        "column {}: {shown} is not an ISO-8601 {ty} (YYYY-MM-DD...); the column's {ty} type \
+         would store it as a number, which SQLite's date functions read as a Julian day \
+         (import with --type {}=TEXT to keep it as written)",
+        litelane::quote_ident(&col.name),
+        col.name
+    )
 }
 
 fn text_cell(col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
@@ -490,6 +505,19 @@ pub fn has_long_number(raw: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// True when `raw` holds `e-` or `E-` followed by three digits or more: a
+/// number there may be below a double's range (`1e-400`), which the JSON
+/// parser reads as 0.0. (A number written without an exponent needs a run
+/// of over 300 zeros to be that small: [`has_long_number`] finds it.)
+pub fn has_tiny_exponent(raw: &[u8]) -> bool {
+    memchr::memchr2_iter(b'e', b'E', raw).any(|i| {
+        raw.get(i + 1) == Some(&b'-')
+            && raw
+                .get(i + 2..i + 5)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    })
 }
 
 /// The JSON text of each top-level value of the object in `raw`, as
@@ -557,6 +585,18 @@ fn json_cell(
             }
         }
         JsonRef::Number(n) => {
+            if let Some(t) =
+                text.filter(|t| n.as_f64().is_some_and(|v| underflows(t.as_bytes(), v)))
+            {
+                // As a number out of range the other way (`1e309`) makes
+                // the line invalid JSON: rejected, whatever the column.
+                let shown: String = t.chars().take(60).collect();
+                return Err(format!(
+                    "column {}: {shown} is below a double's range: it would be stored as 0.0, \
+                     and a nonzero value must not become zero",
+                    litelane::quote_ident(&col.name)
+                ));
+            }
             if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
                 // Beyond 64 bits: only text keeps every digit.
                 if matches!(col.ty, ColType::Text | ColType::Any) {
@@ -566,6 +606,9 @@ fn json_cell(
             }
             if col.ty == ColType::Text {
                 return Ok(b.push_text(n.to_string().as_bytes()));
+            }
+            if matches!(col.ty, ColType::Date | ColType::Timestamp) {
+                return Err(date_number(col, &n.to_string()));
             }
             if let (ColType::Real, Some(i)) = (col.ty, n.as_i64()) {
                 inexact_in_real(col, i)?;

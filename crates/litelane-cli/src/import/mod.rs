@@ -457,11 +457,12 @@ fn import(
         interrupted: &INTERRUPTED,
         rejects_table: plan.rejects_table.clone(),
         source: source_key(&args.source),
+        types: plan.columns.iter().map(|c| c.ty).collect(),
     };
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
-    let counts = match result {
+    let (counts, kept) = match result {
         Ok(c) => c,
         Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
             eprintln!("litelane: {e}");
@@ -496,6 +497,9 @@ fn import(
         {
             eprintln!("litelane: {line}");
         }
+        if let Some(line) = kept_line(&plan, &kept) {
+            eprintln!("litelane: {line}");
+        }
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
             group(counts.inserted),
@@ -524,6 +528,15 @@ fn import(
         if let Some(s) = &plan.sniffed {
             summary["sniffed"] = sniff::summary_json(s, plan.header);
         }
+        // Values that did not fit their column's type, stored as written.
+        let kept_json: serde_json::Map<String, serde_json::Value> = plan
+            .columns
+            .iter()
+            .zip(&kept)
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (c.name.clone(), n.into()))
+            .collect();
+        summary["kept_as_text"] = kept_json.into();
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
@@ -531,6 +544,29 @@ fn import(
     } else {
         EXIT_OK
     })
+}
+
+/// The summary line for values that did not fit their column's type and
+/// were stored as written (text SQLite keeps as text): `None` when there
+/// were none.
+fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
+    let per: Vec<String> = plan
+        .columns
+        .iter()
+        .zip(kept)
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| format!("{} {} {}", quote_ident(&c.name), c.ty.sql(), group(n)))
+        .collect();
+    if per.is_empty() {
+        return None;
+    }
+    let total: u64 = kept.iter().sum();
+    Some(format!(
+        "{} values did not fit their column's type and were stored as written (text): {} \
+         (--strict rejects them instead; `typeof()` finds them)",
+        group(total),
+        per.join(", ")
+    ))
 }
 
 fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {

@@ -13,8 +13,9 @@
 //! Lines the fast path does not settle are left to the reference path, which
 //! then decides alone, so that every outcome and message stays the
 //! reference's: a line that is not valid JSON or not UTF-8 (for its
-//! message), not an object, or has a run of 19+ digits (a possible integer
-//! beyond 64 bits, kept as written). A line that gives one column twice (a
+//! message), not an object, has a run of 19+ digits (a possible integer
+//! beyond 64 bits, kept as written) or a negative exponent of 3+ digits (a
+//! possible number below a double's range, which must not become 0.0). A line that gives one column twice (a
 //! key repeated, or two spellings of it) is rejected by both paths alike:
 //! storing either value would drop the other.
 
@@ -24,7 +25,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::Deserialize;
 use serde_json::{Number, Value as Json};
 
-use super::{has_long_number, json_cell, Converter, JsonRef};
+use super::{has_long_number, has_tiny_exponent, json_cell, Converter, JsonRef};
 use crate::import::batch::Batch;
 use crate::import::parse::Place;
 use crate::import::values::Cell;
@@ -246,7 +247,10 @@ impl Converter {
     /// or returns false, `b` untouched, for a line the reference path must
     /// decide (see the module's comment).
     pub(super) fn push_json_fast(&self, b: &mut Batch, raw: &[u8], at: Place, record: u64) -> bool {
-        if raw.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'{') || has_long_number(raw) {
+        if raw.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'{')
+            || has_long_number(raw)
+            || has_tiny_exponent(raw)
+        {
             return false;
         }
         // One UTF-8 check of the whole line, instead of one per string.
