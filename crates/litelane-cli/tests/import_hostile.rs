@@ -1174,6 +1174,32 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "an NDJSON nested object giving one key twice is rejected like a top-level one",
+            file: "in.ndjson",
+            input: concat!(
+                "{\"o\":{\"a\":1}}\n",
+                "{\"o\":{\"a\":1,\"a\":2}}\n",
+                "{\"o\":[{\"b\":1,\"b\":2}]}\n",
+                "{\"o\":{\"x\":{\"y\":1,\"y\":1}}}\n",
+                "{\"o\":{\"a\":1,\"A\":2}}\n",
+                "{\"o\":{\"a\":12345678901234567890123,\"a\":2}}\n",
+            )
+            .as_bytes()
+            .to_vec(),
+            code: 3,
+            rejects: &[
+                (2, "key \"a\" is given twice inside the value of key \"o\""),
+                (3, "key \"b\" is given twice inside the value of key \"o\""),
+                (4, "key \"y\" is given twice"),
+                (6, "key \"a\" is given twice"),
+            ],
+            stored: Some((
+                T_ROWS,
+                vec![vec![t("{\"a\":1}")], vec![t("{\"a\":1,\"A\":2}")]],
+            )),
+            ..Case::default()
+        },
+        Case {
             name: "an NDJSON record naming one existing column twice by case is rejected",
             file: "in.ndjson",
             input: b"{\"n\":1}\n{\"n\":2,\"N\":3}\n{\"N\":4}\n".to_vec(),

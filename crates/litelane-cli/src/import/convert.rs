@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -311,6 +312,14 @@ impl Converter {
             b.reject(at, record, reason, raw.to_vec());
             return;
         }
+        // The same inside a nested object: stored as JSON text, it would
+        // keep only the last value.
+        if memchr::memchr_iter(b'{', raw).nth(1).is_some() {
+            if let Some(reason) = nested_repeated_key(raw) {
+                b.reject(at, record, reason, raw.to_vec());
+                return;
+            }
+        }
         let mark = b.mark();
         for (col, v) in self.plan.columns.iter().zip(slots) {
             let (v, text) = v.unwrap_or((&Json::Null, None));
@@ -376,6 +385,154 @@ impl Converter {
             first[i] = Some(k);
         }
         None
+    }
+}
+
+/// Why an NDJSON object whose nested object gives one key twice
+/// (`{"o":{"a":1,"a":2}}`) is rejected: stored as JSON text, it would keep
+/// only the last value, as a repeated top-level key would. `None` when no
+/// nested object repeats a key (or the line is not an object).
+pub fn nested_repeated_key(raw: &[u8]) -> Option<String> {
+    use serde::de::Deserializer as _;
+    struct Top<'a>(&'a mut Option<(String, String)>);
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(k) = map.next_key::<String>()? {
+                let mut found = None;
+                let r = map.next_value_seed(NoRepeat(&mut found));
+                if let Some(dup) = found {
+                    *self.0 = Some((k, dup));
+                }
+                r?;
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_slice(raw).deserialize_map(Top(&mut found));
+    let (top, dup) = found?;
+    Some(format!(
+        "key {} is given twice inside the value of key {}: storing it would keep only the \
+         last of its values",
+        Json::String(dup),
+        Json::String(top)
+    ))
+}
+
+/// Reads any JSON value, failing (and naming the key in `.0`) at the first
+/// object that gives one key twice.
+struct NoRepeat<'a>(&'a mut Option<String>);
+
+impl<'de> DeserializeSeed<'de> for NoRepeat<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NoRepeat<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoRepeat(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if !keys.insert(k.clone()) {
+                *self.0 = Some(k);
+                return Err(de::Error::custom("a key given twice"));
+            }
+            map.next_value_seed(NoRepeat(&mut *self.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON value read as `serde_json::Value` reads it, except that an object
+/// giving one key twice is an error instead of keeping the last value (the
+/// line then goes to the reference path, which rejects it naming the key).
+pub struct CheckedJson(pub Json);
+
+impl<'de> Deserialize<'de> for CheckedJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CheckedJson, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = CheckedJson;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Number(v.into())))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Number(v.into())))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<CheckedJson, E> {
+        // As `serde_json::Value` does: a number that is not finite is null.
+        Ok(CheckedJson(
+            serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number),
+        ))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::String(v.to_string())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::String(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CheckedJson, A::Error> {
+        let mut v = Vec::new();
+        while let Some(CheckedJson(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(CheckedJson(Json::Array(v)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CheckedJson, A::Error> {
+        let mut m = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(de::Error::custom("a key given twice"));
+            }
+            let CheckedJson(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(CheckedJson(Json::Object(m)))
     }
 }
 
