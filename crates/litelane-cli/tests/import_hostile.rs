@@ -135,6 +135,8 @@ struct Case {
     /// The JSON summary's `kept_as_text` (values that did not fit their
     /// column's type, stored as written), when checked.
     kept: Option<&'static str>,
+    /// The JSON summary's `blank_lines`, when checked.
+    blank_lines: Option<u64>,
 }
 
 impl Default for Case {
@@ -151,6 +153,7 @@ impl Default for Case {
             stderr: &[],
             untouched: &[],
             kept: None,
+            blank_lines: None,
         }
     }
 }
@@ -303,6 +306,11 @@ fn run_case(c: &Case) -> Result<(), String> {
         let out = String::from_utf8_lossy(&o.stdout);
         match serde_json::from_str::<serde_json::Value>(out.trim()) {
             Ok(s) => {
+                if let Some(n) = c.blank_lines {
+                    if s["blank_lines"].as_u64() != Some(n) {
+                        problems.push(format!("blank_lines is {}, expected {n}", s["blank_lines"]));
+                    }
+                }
                 if let Some(k) = c.kept {
                     let want: serde_json::Value = serde_json::from_str(k).unwrap();
                     if s["kept_as_text"] != want {
@@ -639,6 +647,61 @@ fn cases() -> Vec<Case> {
                 "SELECT length(CAST(b AS BLOB)), hex(b) FROM t",
                 vec![vec![i(3), t("780079")]],
             )),
+            ..Case::default()
+        },
+        Case {
+            name: "blank lines at the end of a file are counted",
+            input: b"a,b\n1,x\n\n\r\n\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")]])),
+            blank_lines: Some(3),
+            ..Case::default()
+        },
+        Case {
+            name: "blank lines at the end of a lone-CR file are counted",
+            input: b"a,b\r\r1,x\r\r".to_vec(),
+            blank_lines: Some(2),
+            ..Case::default()
+        },
+        Case {
+            name: "no blank line at the end of an unterminated last line",
+            input: b"a,b\n1,x".to_vec(),
+            blank_lines: Some(0),
+            ..Case::default()
+        },
+        Case {
+            name: "blank lines at the end of an NDJSON file are counted",
+            file: "in.ndjson",
+            input: b"{\"a\":1}\n\n\n".to_vec(),
+            blank_lines: Some(2),
+            ..Case::default()
+        },
+        Case {
+            name: "a header of 20,190 columns fails with the column limit, not SQLite's words",
+            input: format!(
+                "{}\n{}\n",
+                (0..20_190).map(|n| format!("c{n}")).collect::<Vec<_>>().join(","),
+                (0..20_190).map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+            )
+            .into_bytes(),
+            code: 1,
+            stderr: &["20190 columns", "SQLite allows at most 2000 in a table"],
+            stored: Some((
+                "SELECT count(*) FROM sqlite_schema WHERE name = 't'",
+                vec![vec![i(0)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "2000 columns are allowed; --source-column making 2001 is refused first",
+            input: format!(
+                "{}\n{}\n",
+                (0..2000).map(|n| format!("c{n}")).collect::<Vec<_>>().join(","),
+                (0..2000).map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+            )
+            .into_bytes(),
+            args: &["--source-column", "src"],
+            code: 1,
+            stderr: &["2001 columns"],
             ..Case::default()
         },
         Case {
