@@ -1534,3 +1534,37 @@ fn values_kept_as_text_in_typed_columns_are_named_in_the_summary_line() {
         ]
     );
 }
+
+#[test]
+fn rejects_naming_the_plan_file_is_refused_and_the_plan_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.csv");
+    std::fs::write(&src, "a,b\n1,x\n2\n").unwrap();
+    let plan = dir.path().join("plan.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["sniff", src.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(&plan, &o.stdout).unwrap();
+    let plan_bytes = o.stdout.clone();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let db = dir.path().join("t.db");
+    let other = dir.path().join("b.csv");
+    std::fs::write(&other, "a,b\n3,y\n").unwrap();
+    for files in [vec![s(&src)], vec![s(&src), s(&other)]] {
+        let mut args = files.clone();
+        args.extend(["--db".into(), s(&db), "--table".into(), "t".into()]);
+        args.extend(["--plan".into(), s(&plan), "--rejects".into(), s(&plan)]);
+        let o = litelane(dir.path(), &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{files:?}: {err}");
+        assert!(err.contains("it is the --plan file"), "{files:?}: {err}");
+        assert_eq!(
+            std::fs::read(&plan).unwrap(),
+            plan_bytes,
+            "{files:?}: the plan changed"
+        );
+        assert!(!db.exists(), "{files:?}: the database was created");
+    }
+}

@@ -214,6 +214,14 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            name: "records ending with a delimiter the header lacks: no value shifted",
+            file: "dtrail.csv",
+            input: b"a,b\n1,2,\n3,4,\n".to_vec(),
+            columns: &["a INTEGER", "b INTEGER", "c3 TEXT"],
+            rows: vec![vec![i(1), i(2), N], vec![i(3), i(4), N]],
+            stderr: &["a delimiter at the end of each line"],
+        },
+        Case {
             name: "a file of one numeric line is one row",
             file: "one.csv",
             input: b"1,2.5,3\n".to_vec(),

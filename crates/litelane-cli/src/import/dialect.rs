@@ -28,6 +28,10 @@ pub struct Sniffed {
     /// empty, names no column.
     #[serde(default)]
     pub header_trailing_delimiter: bool,
+    /// The records end with a delimiter the header lacks: their last
+    /// field is a column the header does not name.
+    #[serde(default)]
+    pub records_trailing_delimiter: bool,
     /// Why the first record was taken for a header or for data (in words,
     /// for the summary; `None` when flags decided).
     #[serde(default)]

@@ -136,7 +136,12 @@ pub fn run_all(args: ImportArgs, files: Vec<String>) -> Result<i32, CliError> {
     };
     // Every file against the database, and --rejects against every file
     // and the database, before the first file is touched.
-    super::guard::check_run(&files, &args.db, args.rejects.as_deref())?;
+    super::guard::check_run(
+        &files,
+        &args.db,
+        args.rejects.as_deref(),
+        args.plan.as_deref(),
+    )?;
     let summaries = Summaries::default();
     // One database open for all the files: one close (and its checkpoint)
     // instead of one per file. With `fast`, the journal mode is restored

@@ -295,6 +295,9 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> 
         if args.source != "-" {
             protected.push(("the input".to_string(), PathBuf::from(&args.source)));
         }
+        if let Some(p) = &args.plan {
+            protected.push(("the --plan file".to_string(), p.clone()));
+        }
         guard::check_output("--rejects", r, &protected)?;
     }
     guard::check_directory(&args.db)?;

@@ -109,6 +109,11 @@ pub struct SniffPlan {
     /// has one more field, empty, which names no column.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub header_trailing_delimiter: bool,
+    /// The records end with a delimiter the header lacks (`a,b` above
+    /// `1,2,`): their last field, empty, is a column the header does not
+    /// name (named `cN`), not a row name at the start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub records_trailing_delimiter: bool,
     /// Why the first record was taken for a header, or for data (in words;
     /// informative).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,6 +148,7 @@ impl SniffPlan {
             skip_rows: self.skip_rows,
             index_column: self.index_column,
             header_trailing_delimiter: self.header_trailing_delimiter,
+            records_trailing_delimiter: self.records_trailing_delimiter,
             header_reason: self.header_reason.clone(),
             column_nulls: self.columns.iter().map(|c| c.nulls.clone()).collect(),
             trim: self.columns.iter().map(|c| c.trim).collect(),
@@ -152,7 +158,9 @@ impl SniffPlan {
     /// The fields the header record has: one per column, less the row-name
     /// column, plus an empty one after a trailing delimiter.
     pub fn header_fields(&self) -> usize {
-        self.columns.len() - usize::from(self.index_column)
+        self.columns.len()
+            - usize::from(self.index_column)
+            - usize::from(self.records_trailing_delimiter)
             + usize::from(self.header_trailing_delimiter)
     }
 
@@ -182,9 +190,21 @@ impl SniffPlan {
         if self.index_column && !self.header {
             return Err("\"index_column\" needs \"header\": true".into());
         }
-        if self.header_trailing_delimiter && (!self.header || self.index_column) {
+        let layouts = [
+            self.index_column,
+            self.header_trailing_delimiter,
+            self.records_trailing_delimiter,
+        ];
+        if layouts.iter().filter(|&&b| b).count() > 1 {
             return Err(
-                "\"header_trailing_delimiter\" needs \"header\": true and no index column".into(),
+                "at most one of \"index_column\", \"header_trailing_delimiter\" and \
+                        \"records_trailing_delimiter\" may be true"
+                    .into(),
+            );
+        }
+        if (self.header_trailing_delimiter || self.records_trailing_delimiter) && !self.header {
+            return Err(
+                "a trailing delimiter of the header or the records needs \"header\": true".into(),
             );
         }
         Ok(())
@@ -593,11 +613,32 @@ pub fn sniff(
     let mut start = 0;
     let mut index_column = false;
     let mut trailing = false;
+    let mut records_trailing = false;
     let limit = MAX_SKIP.min(recs.len());
     while start < limit {
         let n = recs[start].len();
         if n == fields {
             break;
+        }
+        // Every record of the usual width ends with an empty field: the
+        // records end with a delimiter the header lacks (not row names,
+        // which would shift every value one column to the right).
+        if n + 1 == fields
+            && fields > 1
+            && opts.header != Some(false)
+            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
+            && recs[start + 1..]
+                .iter()
+                .take(2000)
+                .filter(|r| r.len() == fields)
+                .all(|r| r[fields - 1].is_empty())
+        {
+            let mut padded = recs[start].clone();
+            padded.push_field(b"");
+            if looks_like_header(&padded, &recs[start + 1..], user_nulls) {
+                records_trailing = true;
+                break;
+            }
         }
         if n == fields + 1
             && fields > 0
@@ -637,6 +678,10 @@ pub fn sniff(
     }
     let first: Rec = if trailing {
         recs[start].iter().take(fields).collect()
+    } else if records_trailing {
+        let mut r = recs[start].clone();
+        r.push_field(b"");
+        r
     } else {
         recs[start].clone()
     };
@@ -658,6 +703,14 @@ pub fn sniff(
         None if trailing => (
             true,
             "the first record ends with a delimiter the rest lack: a header".to_string(),
+        ),
+        None if records_trailing => (
+            true,
+            format!(
+                "the first record has one field fewer than the rest, whose last field is always \
+                 empty (a delimiter at the end of each line): a header; the last column is \
+                 named c{fields}"
+            ),
         ),
         None => decide_header(
             first,
@@ -769,6 +822,7 @@ pub fn sniff(
         skip_rows: start as u64,
         index_column,
         header_trailing_delimiter: trailing,
+        records_trailing_delimiter: records_trailing,
         header_reason: opts.header.is_none().then_some(header_reason),
         nulls: plan_nulls,
         columns,
@@ -1318,6 +1372,8 @@ mod tests {
             Case { name: "a row missing its first value is data, not a header", input: ",1,2\na,3,4\nb,5,6\n", has_header: false, names: "c1 c2 c3", types: "TEXT INTEGER INTEGER", ..BASE },
             Case { name: "a header ending with a delimiter, after notes", input: "Notes: survey 2024\nSource: agency\nname,age,city,\nalice,30,paris\nbob,25,rome\n", skip: 2, names: "name age city", types: "TEXT INTEGER TEXT", ..BASE },
             Case { name: "a header ending with a delimiter, no notes", input: "name,age,\nalice,30\nbob,25\n", names: "name age", types: "TEXT INTEGER", ..BASE },
+            Case { name: "records ending with a delimiter the header lacks are not row names", input: "a,b\n1,2,\n3,4,\n", names: "a b c3", types: "INTEGER INTEGER TEXT", ..BASE },
+            Case { name: "R row names are still row names", input: "\"x\",\"y\"\n\"a\",1,\n\"b\",2,5\n", index: true, names: "row_names x y", types: "TEXT INTEGER INTEGER", ..BASE },
             Case { name: "a file of one numeric line is data", input: "1,2.5,3\n", has_header: false, names: "c1 c2 c3", types: "INTEGER REAL INTEGER", ..BASE },
             Case { name: "a file of one line of names is a header", input: "a,b,c\n", names: "a b c", types: "TEXT TEXT TEXT", ..BASE },
             Case { name: "one column", input: "n\n1\n2\n", names: "n", types: "INTEGER", ..BASE },
