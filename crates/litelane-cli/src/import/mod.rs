@@ -414,7 +414,18 @@ fn import(
         return Ok(EXIT_INTERRUPTED);
     }
 
+    // What the sniffer decided (header, preamble, dialect) and why: said
+    // before the rows flow when a progress bar shows, so that a wrong guess
+    // can be stopped at once; said in the summary otherwise.
+    let sniffed_line = plan
+        .sniffed
+        .as_ref()
+        .and_then(|s| sniff::summary_line(s, plan.header));
     let bar = Bar::new(!args.quiet, size);
+    let said_early = bar.visible() && sniffed_line.is_some();
+    if let (true, Some(line)) = (said_early, &sniffed_line) {
+        eprintln!("litelane: {line}");
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
     let job = ParseJob {
         records,
@@ -493,11 +504,7 @@ fn import(
             0 => blank,
             n => format!("{blank}; {} rows skipped: key already present", group(n)),
         };
-        if let Some(line) = plan
-            .sniffed
-            .as_ref()
-            .and_then(|s| sniff::summary_line(s, plan.header))
-        {
+        if let (false, Some(line)) = (said_early, &sniffed_line) {
             eprintln!("litelane: {line}");
         }
         if let Some(line) = kept_line(&plan, &kept) {
