@@ -898,3 +898,38 @@ fn several_files_refuse_outputs_and_inputs_that_are_each_other_before_importing(
         }
     }
 }
+
+#[test]
+fn resume_refuses_a_recorded_rejects_file_that_is_now_one_of_the_files() {
+    let d = Dir::new();
+    let a = d.write("a.csv", "id,v\n1,a\nx,bad,row\n2,b\n");
+    let b = d.write("b.csv", "id,v\n3,c\n");
+    let later = d.path("later.csv");
+    let later_s = later.to_str().unwrap().to_string();
+    let common = [
+        a.as_str(),
+        b.as_str(),
+        "--db",
+        &d.db(),
+        "--table",
+        "t",
+        "--commit-every",
+        "1",
+    ];
+    // The first run records later.csv as its rejects file and stops at
+    // the first reject (--max-rejects 0).
+    let mut first = common.to_vec();
+    first.extend(["--rejects", &later_s, "--max-rejects", "0"]);
+    let o = litelane(&first);
+    assert_eq!(status(&o), 1, "{}", stderr(&o));
+    // Then later.csv becomes an input of its own, named in the resumed run.
+    std::fs::write(&later, "id,v\n9,z\n").unwrap();
+    let mut again = vec![a.as_str(), b.as_str(), later_s.as_str()];
+    again.extend_from_slice(&common[2..]);
+    again.push("--resume");
+    let o = litelane(&again);
+    let e = stderr(&o);
+    assert_eq!(status(&o), 1, "{e}");
+    assert!(e.contains("refusing the recorded rejects file"), "{e}");
+    assert_eq!(std::fs::read(&later).unwrap(), b"id,v\n9,z\n");
+}

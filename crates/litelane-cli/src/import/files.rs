@@ -188,6 +188,7 @@ fn each_file(
         a.keep_other_progress = true;
         a.summaries = Some(summaries.clone());
         a.rejects_append = i > 0;
+        a.all_inputs = files.to_vec();
         if args.resume {
             // A file with a progress record is resumed (or reported done);
             // one without, after the first, was not reached: started anew.

@@ -200,6 +200,10 @@ pub struct ImportArgs {
     /// here instead of stdout.
     #[arg(skip)]
     pub summaries: Option<files::Summaries>,
+    /// Set for each file of a run over several files: every file of the
+    /// run, which a recorded rejects file must not be either.
+    #[arg(skip)]
+    pub all_inputs: Vec<String>,
 }
 
 /// Exit status: every record stored.
@@ -761,6 +765,9 @@ fn prepare_resume(
             if target.recheck {
                 let mut protected = guard::database_files(&args.db);
                 protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+                for f in &args.all_inputs {
+                    protected.push((format!("the input {f}"), PathBuf::from(f)));
+                }
                 guard::check_output("the recorded rejects file", path, &protected)?;
             }
             Rejects::file(path, target.keep, &display)?
