@@ -132,6 +132,9 @@ struct Feed<'a> {
     /// type: committed, and in the transaction in progress.
     kept_committed: Vec<i64>,
     kept_open: Vec<i64>,
+    /// Some column can hold a value that did not fit its type (not every
+    /// column is TEXT or untyped): only then are rows looked at for it.
+    typed: bool,
     /// The import's own error, carried through the inserter.
     failure: Option<CliError>,
 }
@@ -218,7 +221,9 @@ impl Feed<'_> {
                         line: e.line,
                         record: e.record,
                     };
-                    r.count_kept(&self.sink.types, &mut self.kept_open, true);
+                    if self.typed {
+                        r.count_kept(&self.sink.types, &mut self.kept_open, true);
+                    }
                     return Ok(Some(r));
                 }
                 Kind::Reject(j) => {
@@ -399,7 +404,9 @@ impl<'a> RowSource for Feed<'a> {
         }
         let raw = describe_row(&row.row);
         let r = &row.row;
-        r.count_kept(&self.sink.types, &mut self.kept_open, false);
+        if self.typed {
+            r.count_kept(&self.sink.types, &mut self.kept_open, false);
+        }
         self.reject(tx, r.line, r.record, &reason, &raw)
             .map_err(|e| self.fail(e))
     }
@@ -436,6 +443,10 @@ impl Sink<'_> {
             .commit_every(self.commit_every.unwrap_or(0))
             .label(format!("litelane import into {}", quote_ident(&self.table)));
         let ntypes = self.types.len();
+        let typed = self
+            .types
+            .iter()
+            .any(|t| !matches!(t, ColType::Text | ColType::Any));
         let mut feed = Feed {
             sink: self,
             rx,
@@ -448,6 +459,7 @@ impl Sink<'_> {
             commits: 0,
             kept_committed: vec![0; ntypes],
             kept_open: vec![0; ntypes],
+            typed,
             failure: None,
         };
         feed.sink.rejects.start()?;
