@@ -1159,6 +1159,23 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "a NUMERIC column stores +5, 1e3 and 1. by value, as a REAL one does",
+            input: b"n\n+5\n1e3\n1.\n2.5\n".to_vec(),
+            args: &["--mode", "append", "--table", "num"],
+            setup: Setup::Typed,
+            stored: Some((
+                "SELECT n, typeof(n) FROM num ORDER BY rowid",
+                vec![
+                    vec![i(5), t("integer")],
+                    vec![i(1000), t("integer")],
+                    vec![i(1), t("integer")],
+                    vec![r(2.5), t("real")],
+                ],
+            )),
+            kept: Some("{}"),
+            ..Case::default()
+        },
+        Case {
             name: "appending 00123 into an untyped column keeps it as written",
             input: b"n\n00123\n99999999999999999999\n".to_vec(),
             args: &["--mode", "append", "--table", "any"],
