@@ -634,6 +634,15 @@ fn copy_rowid_table(
         t.error(&err);
         // Which is damaged: one row's content, or the page(s) from start on?
         match probe(src, q_table, rid, start) {
+            Ok(Some(r)) if disorder && r > before => {
+                // The scan left the b-tree (a row out of order), not a row's
+                // content: go on from the next rowid a seek finds, which may
+                // well read; what lay between is unknown.
+                if r > start {
+                    t.lost_rowid_ranges.push((start, r - 1));
+                }
+                start = r;
+            }
             Ok(Some(r)) => {
                 // The rowid reads, the row does not: skip that row. Rows the
                 // failed read should have met before it (when the seek skips
