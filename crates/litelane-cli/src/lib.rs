@@ -14,7 +14,7 @@
 
 mod bench;
 mod error;
-mod import;
+pub(crate) mod import;
 mod inspect;
 
 /// The input → records → rows path with its invariants checked, for the

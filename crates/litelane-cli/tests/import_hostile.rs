@@ -132,6 +132,11 @@ struct Case {
     stderr: &'static [&'static str],
     /// Files that must be byte-identical afterwards (names in the dir).
     untouched: &'static [&'static str],
+    /// The JSON summary's `kept_as_text` (values that did not fit their
+    /// column's type, stored as written), when checked.
+    kept: Option<&'static str>,
+    /// The JSON summary's `blank_lines`, when checked.
+    blank_lines: Option<u64>,
 }
 
 impl Default for Case {
@@ -147,6 +152,8 @@ impl Default for Case {
             rejects: &[],
             stderr: &[],
             untouched: &[],
+            kept: None,
+            blank_lines: None,
         }
     }
 }
@@ -299,6 +306,20 @@ fn run_case(c: &Case) -> Result<(), String> {
         let out = String::from_utf8_lossy(&o.stdout);
         match serde_json::from_str::<serde_json::Value>(out.trim()) {
             Ok(s) => {
+                if let Some(n) = c.blank_lines {
+                    if s["blank_lines"].as_u64() != Some(n) {
+                        problems.push(format!("blank_lines is {}, expected {n}", s["blank_lines"]));
+                    }
+                }
+                if let Some(k) = c.kept {
+                    let want: serde_json::Value = serde_json::from_str(k).unwrap();
+                    if s["kept_as_text"] != want {
+                        problems.push(format!(
+                            "kept_as_text is {}, expected {want}",
+                            s["kept_as_text"]
+                        ));
+                    }
+                }
                 if s["rows_rejected"].as_u64() != Some(c.rejects.len() as u64) {
                     problems.push(format!(
                         "summary says {} rejected, expected {}",
@@ -629,6 +650,61 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "blank lines at the end of a file are counted",
+            input: b"a,b\n1,x\n\n\r\n\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")]])),
+            blank_lines: Some(3),
+            ..Case::default()
+        },
+        Case {
+            name: "blank lines at the end of a lone-CR file are counted",
+            input: b"a,b\r\r1,x\r\r".to_vec(),
+            blank_lines: Some(2),
+            ..Case::default()
+        },
+        Case {
+            name: "no blank line at the end of an unterminated last line",
+            input: b"a,b\n1,x".to_vec(),
+            blank_lines: Some(0),
+            ..Case::default()
+        },
+        Case {
+            name: "blank lines at the end of an NDJSON file are counted",
+            file: "in.ndjson",
+            input: b"{\"a\":1}\n\n\n".to_vec(),
+            blank_lines: Some(2),
+            ..Case::default()
+        },
+        Case {
+            name: "a header of 20,190 columns fails with the column limit, not SQLite's words",
+            input: format!(
+                "{}\n{}\n",
+                (0..20_190).map(|n| format!("c{n}")).collect::<Vec<_>>().join(","),
+                (0..20_190).map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+            )
+            .into_bytes(),
+            code: 1,
+            stderr: &["20190 columns", "SQLite allows at most 2000 in a table"],
+            stored: Some((
+                "SELECT count(*) FROM sqlite_schema WHERE name = 't'",
+                vec![vec![i(0)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "2000 columns are allowed; --source-column making 2001 is refused first",
+            input: format!(
+                "{}\n{}\n",
+                (0..2000).map(|n| format!("c{n}")).collect::<Vec<_>>().join(","),
+                (0..2000).map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+            )
+            .into_bytes(),
+            args: &["--source-column", "src"],
+            code: 1,
+            stderr: &["2001 columns"],
+            ..Case::default()
+        },
+        Case {
             name: "a header and no records makes an empty table",
             input: b"a,b\n".to_vec(),
             stored: Some(("SELECT count(*) FROM t", vec![vec![i(0)]])),
@@ -888,6 +964,126 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "a column where everything fits reports nothing kept as text",
+            input: b"n,s\n1,x\n2,y\n".to_vec(),
+            kept: Some("{}"),
+            ..Case::default()
+        },
+        Case {
+            name: "1e-400 after the sample in a REAL column is rejected, not made 0.0",
+            input: after_sample("x", "{n}.5", &["1e-400", "-1E-400", "0e-400", "4.9e-324"]),
+            code: 3,
+            rejects: &[
+                (10_002, "below a double's range"),
+                (10_003, "below a double's range"),
+            ],
+            stored: Some((
+                "SELECT x FROM t WHERE rowid > 10000 ORDER BY rowid",
+                vec![vec![r(0.0)], vec![r(4.9e-324)]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "1e-400 after the sample in an INTEGER column is rejected naming the zero",
+            input: after_sample("n", "{n}", &["1e-400"]),
+            code: 3,
+            rejects: &[(10_002, "0.0: the number is below a double's range")],
+            ..Case::default()
+        },
+        Case {
+            name: "1e-400 in the sample keeps the column TEXT, as written (as 1e309 does)",
+            input: b"x\n1.5\n1e-400\n".to_vec(),
+            stored: Some((
+                "SELECT x, typeof(x) FROM t ORDER BY rowid",
+                vec![vec![t("1.5"), t("text")], vec![t("1e-400"), t("text")]],
+            )),
+            ..Case::default()
+        },
+        Case {
+            name: "+5, 1., 1e3 and .5 after the sample in a REAL column are those numbers",
+            input: after_sample("x", "{n}.5", &["+5", "1.", "1e3", ".5", "-2.50"]),
+            stored: Some((
+                "SELECT x, typeof(x) FROM t WHERE rowid > 10000 ORDER BY rowid",
+                vec![
+                    vec![r(5.0), t("real")],
+                    vec![r(1.0), t("real")],
+                    vec![r(1000.0), t("real")],
+                    vec![r(0.5), t("real")],
+                    vec![r(-2.5), t("real")],
+                ],
+            )),
+            kept: Some("{}"),
+            ..Case::default()
+        },
+        Case {
+            name: "a DATE column rejects a late 20240105 (it would be a Julian day), keeps a word",
+            input: after_sample("d", "2024-01-05", &["20240105", "2024-01-06", "soon", "1.5"]),
+            code: 3,
+            rejects: &[(10_002, "Julian day"), (10_005, "Julian day")],
+            stored: Some((
+                "SELECT d, typeof(d) FROM t WHERE rowid > 10000 ORDER BY rowid",
+                vec![vec![t("2024-01-06"), t("text")], vec![t("soon"), t("text")]],
+            )),
+            kept: Some(r#"{"d": 1}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "a TIMESTAMP column given by --type rejects a number",
+            input: b"ts\n2024-01-05 10:00\n1704448800\n".to_vec(),
+            args: &["--type", "ts=TIMESTAMP"],
+            code: 3,
+            rejects: &[(3, "Julian day")],
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON numbers below a double's range are rejected like 1e309, not made 0.0",
+            file: "in.ndjson",
+            input: b"{\"x\":1.5}\n{\"x\":1e-400}\n{\"x\":-2E-0400}\n{\"x\":0e-999}\n"
+                .to_vec(),
+            code: 3,
+            rejects: &[
+                (2, "1e-400 is below a double's range"),
+                (3, "below a double's range"),
+            ],
+            stored: Some((T_ROWS, vec![vec![r(1.5)], vec![r(0.0)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON number below range in a TEXT column is rejected, not the text 0.0",
+            file: "in.ndjson",
+            input: b"{\"s\":\"a\"}\n{\"s\":1e-400}\n".to_vec(),
+            code: 3,
+            rejects: &[(2, "below a double's range")],
+            stored: Some((T_ROWS, vec![vec![t("a")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON number below range written without exponent is rejected",
+            file: "in.ndjson",
+            input: format!("{{\"x\":2.5}}\n{{\"x\":0.{}1}}\n", "0".repeat(400)).into_bytes(),
+            code: 3,
+            rejects: &[(2, "below a double's range")],
+            stored: Some((T_ROWS, vec![vec![r(2.5)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON nested value keeps a tiny number as written",
+            file: "in.ndjson",
+            input: b"{\"j\":[1e-400, 2]}\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("[1e-400, 2]")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "NDJSON numbers in a DATE column are rejected (Julian days)",
+            file: "in.ndjson",
+            input: b"{\"d\":\"2024-01-05\"}\n{\"d\":20240105}\n".to_vec(),
+            args: &["--type", "d=DATE"],
+            code: 3,
+            rejects: &[(2, "Julian day")],
+            stored: Some((T_ROWS, vec![vec![t("2024-01-05")]])),
+            ..Case::default()
+        },
+        Case {
             name: "007 after the sample in a REAL column is rejected",
             input: after_sample("x", "{n}.5", &["007"]),
             code: 3,
@@ -895,8 +1091,9 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
-            name: "a word after the sample is kept as written (SQLite keeps text)",
+            name: "a word after the sample is kept as written (SQLite keeps text), and counted",
             input: after_sample("n", "{n}", &["oops", "0x10", "1-2-3", "2024-01-05"]),
+            kept: Some(r#"{"n": 4}"#),
             stored: Some((
                 "SELECT n, typeof(n) FROM t WHERE rowid > 10000 ORDER BY rowid",
                 vec![
@@ -959,6 +1156,23 @@ fn cases() -> Vec<Case> {
                 "SELECT n FROM num ORDER BY rowid",
                 vec![vec![i(12)], vec![r(1.5)]],
             )),
+            ..Case::default()
+        },
+        Case {
+            name: "a NUMERIC column stores +5, 1e3 and 1. by value, as a REAL one does",
+            input: b"n\n+5\n1e3\n1.\n2.5\n".to_vec(),
+            args: &["--mode", "append", "--table", "num"],
+            setup: Setup::Typed,
+            stored: Some((
+                "SELECT n, typeof(n) FROM num ORDER BY rowid",
+                vec![
+                    vec![i(5), t("integer")],
+                    vec![i(1000), t("integer")],
+                    vec![i(1), t("integer")],
+                    vec![r(2.5), t("real")],
+                ],
+            )),
+            kept: Some("{}"),
             ..Case::default()
         },
         Case {
@@ -1037,6 +1251,32 @@ fn cases() -> Vec<Case> {
                 vec![vec![i(1), t("a"), Value::Null], vec![i(4), Value::Null, i(5)]],
             )),
             rejects: &[(2, "column \"id\" is given twice, by keys \"id\" and \"id\"")],
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON nested object giving one key twice is rejected like a top-level one",
+            file: "in.ndjson",
+            input: concat!(
+                "{\"o\":{\"a\":1}}\n",
+                "{\"o\":{\"a\":1,\"a\":2}}\n",
+                "{\"o\":[{\"b\":1,\"b\":2}]}\n",
+                "{\"o\":{\"x\":{\"y\":1,\"y\":1}}}\n",
+                "{\"o\":{\"a\":1,\"A\":2}}\n",
+                "{\"o\":{\"a\":12345678901234567890123,\"a\":2}}\n",
+            )
+            .as_bytes()
+            .to_vec(),
+            code: 3,
+            rejects: &[
+                (2, "key \"a\" is given twice inside the value of key \"o\""),
+                (3, "key \"b\" is given twice inside the value of key \"o\""),
+                (4, "key \"y\" is given twice"),
+                (6, "key \"a\" is given twice"),
+            ],
+            stored: Some((
+                T_ROWS,
+                vec![vec![t("{\"a\":1}")], vec![t("{\"a\":1,\"A\":2}")]],
+            )),
             ..Case::default()
         },
         Case {
@@ -1272,4 +1512,76 @@ fn help_states_the_exit_statuses_and_that_fast_can_corrupt_existing_tables() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/import.md"))
         .unwrap();
     assert!(doc.contains("including tables that existed before the import"));
+}
+
+#[test]
+fn values_kept_as_text_in_typed_columns_are_named_in_the_summary_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.csv");
+    std::fs::write(
+        &src,
+        after_sample("n,b", "{n},true", &["unknown,true", "7,yes", "n/a,maybe"]),
+    )
+    .unwrap();
+    let args: Vec<String> = vec![
+        src.to_str().unwrap().into(),
+        "--db".into(),
+        dir.path().join("t.db").to_str().unwrap().into(),
+    ];
+    let o = litelane(dir.path(), &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "4 values did not fit their column's type and were stored as written (text): \
+             \"n\" INTEGER 2, \"b\" BOOLEAN 2"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        query(
+            &dir.path().join("t.db"),
+            "SELECT n, b FROM \"in\" WHERE typeof(n) = 'text' OR typeof(b) = 'text'"
+        )
+        .unwrap(),
+        vec![
+            vec![t("unknown"), i(1)],
+            vec![i(7), t("yes")],
+            vec![t("n/a"), t("maybe")]
+        ]
+    );
+}
+
+#[test]
+fn rejects_naming_the_plan_file_is_refused_and_the_plan_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.csv");
+    std::fs::write(&src, "a,b\n1,x\n2\n").unwrap();
+    let plan = dir.path().join("plan.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["sniff", src.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(&plan, &o.stdout).unwrap();
+    let plan_bytes = o.stdout.clone();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let db = dir.path().join("t.db");
+    let other = dir.path().join("b.csv");
+    std::fs::write(&other, "a,b\n3,y\n").unwrap();
+    for files in [vec![s(&src)], vec![s(&src), s(&other)]] {
+        let mut args = files.clone();
+        args.extend(["--db".into(), s(&db), "--table".into(), "t".into()]);
+        args.extend(["--plan".into(), s(&plan), "--rejects".into(), s(&plan)]);
+        let o = litelane(dir.path(), &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{files:?}: {err}");
+        assert!(err.contains("it is the --plan file"), "{files:?}: {err}");
+        assert_eq!(
+            std::fs::read(&plan).unwrap(),
+            plan_bytes,
+            "{files:?}: the plan changed"
+        );
+        assert!(!db.exists(), "{files:?}: the database was created");
+    }
 }

@@ -791,3 +791,145 @@ fn several_files_share_one_database_open_and_fast_restores_the_journal_mode_once
     assert_eq!(query(&d.db(), "SELECT count(*) FROM u"), vec![vec![i(2)]]);
     assert_eq!(query(&d.db(), "SELECT x FROM keep"), vec![vec![i(42)]]);
 }
+
+#[test]
+fn several_files_refuse_outputs_and_inputs_that_are_each_other_before_importing() {
+    // (name, files to list (`{d}` is the directory), --rejects or "", a
+    // database set up first, stderr fragment). Every case must fail before
+    // anything is imported, leaving each file as it was.
+    type Row = (
+        &'static str,
+        &'static [&'static str],
+        &'static str,
+        bool,
+        &'static str,
+    );
+    let cases: &[Row] = &[
+        (
+            "--rejects naming the second file of the list",
+            &["{d}/a.csv", "{d}/b.csv"],
+            "{d}/b.csv",
+            false,
+            "it is input file 2 of 2",
+        ),
+        (
+            "--rejects naming a later match of the glob",
+            &["{d}/*.csv"],
+            "{d}/b.csv",
+            false,
+            "it is input file 2 of 2",
+        ),
+        (
+            "--rejects naming a later file through ./",
+            &["{d}/a.csv", "{d}/b.csv"],
+            "{d}/./b.csv",
+            false,
+            "it is input file 2 of 2",
+        ),
+        (
+            "--rejects naming the database's -journal (not there yet)",
+            &["{d}/a.csv", "{d}/b.csv"],
+            "{d}/t.db-journal",
+            false,
+            "-journal file",
+        ),
+        (
+            "a glob that matches the database",
+            &["{d}/*"],
+            "",
+            true,
+            "it is the database",
+        ),
+        (
+            "the database's -wal among the files",
+            &["{d}/a.csv", "{d}/t.db-wal"],
+            "",
+            true,
+            "it is the database's -wal file",
+        ),
+    ];
+    for (name, files, rejects, with_db, want) in cases {
+        let d = Dir::new();
+        d.write("a.csv", "id,v\n1,a\n");
+        d.write("b.csv", "id,v\n2,\"b\"\"\n");
+        let dir = d
+            .path("")
+            .to_str()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string();
+        let fill = |s: &str| s.replace("{d}", &dir);
+        // An open WAL connection keeps -wal and -shm beside the database.
+        let _open = with_db.then(|| {
+            let c = rusqlite::Connection::open(d.db()).unwrap();
+            c.execute_batch(
+                "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER, v TEXT); \
+                 INSERT INTO t VALUES (9, 'kept');",
+            )
+            .unwrap();
+            c
+        });
+        let before: Vec<Vec<u8>> = ["a.csv", "b.csv"]
+            .iter()
+            .map(|f| std::fs::read(d.path(f)).unwrap())
+            .collect();
+        let mut args: Vec<String> = files.iter().map(|f| fill(f)).collect();
+        args.extend(["--db".into(), d.db(), "--table".into(), "t".into()]);
+        args.extend(["--mode".into(), "append".into()]);
+        if !rejects.is_empty() {
+            args.extend(["--rejects".into(), fill(rejects)]);
+        }
+        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let o = litelane(&refs);
+        let err = stderr(&o);
+        assert_eq!(status(&o), 1, "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+        for (f, b) in ["a.csv", "b.csv"].iter().zip(&before) {
+            assert_eq!(&std::fs::read(d.path(f)).unwrap(), b, "{name}: {f} changed");
+        }
+        if *with_db {
+            assert_eq!(
+                query(&d.db(), "SELECT id, v FROM t"),
+                vec![vec![i(9), t("kept")]],
+                "{name}"
+            );
+        } else {
+            assert!(!d.path("t.db").exists(), "{name}: the database was created");
+        }
+    }
+}
+
+#[test]
+fn resume_refuses_a_recorded_rejects_file_that_is_now_one_of_the_files() {
+    let d = Dir::new();
+    let a = d.write("a.csv", "id,v\n1,a\nx,bad,row\n2,b\n");
+    let b = d.write("b.csv", "id,v\n3,c\n");
+    let later = d.path("later.csv");
+    let later_s = later.to_str().unwrap().to_string();
+    let common = [
+        a.as_str(),
+        b.as_str(),
+        "--db",
+        &d.db(),
+        "--table",
+        "t",
+        "--commit-every",
+        "1",
+    ];
+    // The first run records later.csv as its rejects file and stops at
+    // the first reject (--max-rejects 0).
+    let mut first = common.to_vec();
+    first.extend(["--rejects", &later_s, "--max-rejects", "0"]);
+    let o = litelane(&first);
+    assert_eq!(status(&o), 1, "{}", stderr(&o));
+    // Then later.csv becomes an input of its own, named in the resumed run.
+    std::fs::write(&later, "id,v\n9,z\n").unwrap();
+    let mut again = vec![a.as_str(), b.as_str(), later_s.as_str()];
+    again.extend_from_slice(&common[2..]);
+    again.push("--resume");
+    let o = litelane(&again);
+    let e = stderr(&o);
+    assert_eq!(status(&o), 1, "{e}");
+    assert!(e.contains("refusing the recorded rejects file"), "{e}");
+    assert_eq!(std::fs::read(&later).unwrap(), b"id,v\n9,z\n");
+}

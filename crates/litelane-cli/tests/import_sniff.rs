@@ -173,6 +173,62 @@ fn cases() -> Vec<Case> {
             rows: vec![vec![r(0.01138), t("x")], vec![r(2.5), t("y")]],
             stderr: &["spaces around numbers dropped in 1 column(s)"],
         },
+        // Headers as real files write them (issue 22): people and pandas
+        // read a header in each of these.
+        Case {
+            name: "R write.csv: an empty first name, text columns",
+            file: "titanic.csv",
+            input: b"\"\",\"class\",\"age\",\"sex\",\"survived\"\n\"1\",\"1st class\",\"adult\",\"man\",\"yes\"\n\"2\",\"3rd class\",\"child\",\"woman\",\"no\"\n"
+                .to_vec(),
+            columns: &["c1 INTEGER", "class TEXT", "age TEXT", "sex TEXT", "survived TEXT"],
+            rows: vec![
+                vec![i(1), t("1st class"), t("adult"), t("man"), t("yes")],
+                vec![i(2), t("3rd class"), t("child"), t("woman"), t("no")],
+            ],
+            stderr: &["header line: the first record's first field is empty above a column"],
+        },
+        Case {
+            name: "a cross-table whose column names are years",
+            file: "cross.csv",
+            input: b"\"\",\"1940\",\"1945\"\n\"Agriculture\",12,15\n\"Industry\",30,28\n".to_vec(),
+            columns: &["c1 TEXT", "1940 INTEGER", "1945 INTEGER"],
+            rows: vec![
+                vec![t("Agriculture"), i(12), i(15)],
+                vec![t("Industry"), i(30), i(28)],
+            ],
+            stderr: &["header line: the first record's first field is empty"],
+        },
+        Case {
+            name: "a header ending with a delimiter after notes",
+            file: "trail.csv",
+            input: b"Notes: survey 2024\nSource: agency\nname,age,city,\nalice,30,paris\nbob,25,rome\n"
+                .to_vec(),
+            columns: &["name TEXT", "age INTEGER", "city TEXT"],
+            rows: vec![
+                vec![t("alice"), i(30), t("paris")],
+                vec![t("bob"), i(25), t("rome")],
+            ],
+            stderr: &[
+                "2 record(s) before the header skipped",
+                "header line: the first record ends with a delimiter the rest lack",
+            ],
+        },
+        Case {
+            name: "records ending with a delimiter the header lacks: no value shifted",
+            file: "dtrail.csv",
+            input: b"a,b\n1,2,\n3,4,\n".to_vec(),
+            columns: &["a INTEGER", "b INTEGER", "c3 TEXT"],
+            rows: vec![vec![i(1), i(2), N], vec![i(3), i(4), N]],
+            stderr: &["a delimiter at the end of each line"],
+        },
+        Case {
+            name: "a file of one numeric line is one row",
+            file: "one.csv",
+            input: b"1,2.5,3\n".to_vec(),
+            columns: &["c1 INTEGER", "c2 REAL", "c3 INTEGER"],
+            rows: vec![vec![i(1), r(2.5), i(3)]],
+            stderr: &["no header line (columns c1, c2, ...): the only record holds numbers"],
+        },
         Case {
             name: "zstd input",
             file: "z.csv.zst",

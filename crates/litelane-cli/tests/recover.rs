@@ -856,3 +856,301 @@ fn autoincrement_counters_user_version_and_generated_columns_carry_over() {
     c.execute("INSERT INTO seq(x) VALUES (9)", []).unwrap();
     assert_eq!(c.last_insert_rowid(), 5);
 }
+
+#[test]
+fn backup_and_recover_refuse_side_file_names_whether_or_not_they_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    fixture(&db);
+    let db_bytes = std::fs::read(&db).unwrap();
+    let p = |n: &str| dir.path().join(n);
+    // A stale side file beside a new OUT: the copy would be read through it.
+    std::fs::write(p("stale-j.db-journal"), b"old journal").unwrap();
+    std::fs::write(p("stale-w.db-wal"), b"old wal").unwrap();
+    // (OUT, extra flags, stderr fragment)
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("d.db-journal", &[], "it is the database's -journal file"),
+        (
+            "d.db-journal",
+            &["--force"],
+            "whether or not that file exists",
+        ),
+        ("d.db-wal", &[], "it is the database's -wal file"),
+        ("d.db-shm", &["--force"], "it is the database's -shm file"),
+        ("./d.db-journal", &[], "-journal file"),
+        ("stale-j.db", &[], "stale-j.db-journal exists beside it"),
+        (
+            "stale-w.db",
+            &["--force"],
+            "stale-w.db-wal exists beside it",
+        ),
+    ];
+    for command in ["backup", "recover"] {
+        for (out, extra, want) in cases {
+            let out_path = p(out);
+            let mut args = vec![command, s(&db), s(&out_path)];
+            args.extend_from_slice(extra);
+            let o = litelane(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success(),
+                "{command} {out} {extra:?} must be refused"
+            );
+            assert!(err.contains(want), "{command} {out}: {err}");
+            assert!(!out_path.exists(), "{command} {out}: it was written");
+            assert_eq!(std::fs::read(&db).unwrap(), db_bytes);
+        }
+    }
+    assert_eq!(
+        std::fs::read(p("stale-j.db-journal")).unwrap(),
+        b"old journal"
+    );
+    assert_eq!(std::fs::read(p("stale-w.db-wal")).unwrap(), b"old wal");
+    // The refusal of an existing destination names the flag that allows it.
+    std::fs::write(p("taken.db"), b"user's file").unwrap();
+    let o = litelane(&["backup", s(&db), s(&p("taken.db"))]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(p("taken.db")).unwrap(), b"user's file");
+    // And a plain backup still works, its copy opening clean.
+    let o = litelane(&["backup", s(&db), s(&p("copy.db"))]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(items_ids(&p("copy.db")), all_items());
+}
+
+/// Runs `litelane ARGS` and kills it after `limit`: `None` when it had to.
+fn run_within(args: &[&str], limit: std::time::Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Tables whose pages interleave (inserted together, one with a UNIQUE
+/// index, one WITHOUT ROWID, one with overflow pages), then the file cut at
+/// every 40th of its length: a cut page read back as zeros sent the rowid
+/// scan back to the table's start (a seek landing before its target), and
+/// recover re-read the same rows forever, each refused by OUT as a
+/// duplicate.
+#[test]
+fn recover_of_a_truncated_file_always_ends_and_every_row_it_keeps_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.db");
+    let c = Connection::open(&base).unwrap();
+    c.execute_batch(
+        "PRAGMA page_size = 4096;
+         CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+                            qty INTEGER CHECK (qty >= 0));
+         CREATE TABLE notes(k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID;
+         CREATE TABLE docs(id INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB);
+         CREATE TABLE plain(a, b);
+         BEGIN;",
+    )
+    .unwrap();
+    for i in 0..20_000i64 {
+        c.execute("INSERT INTO items VALUES (?1 * 3, 'item' || ?1, ?1)", [i])
+            .unwrap();
+        c.execute(
+            "INSERT INTO notes VALUES ('k' || ((?1 * 7919) % 20000) || '-' || ?1, ?1)",
+            [i],
+        )
+        .unwrap();
+        if i % 10 == 0 {
+            c.execute(
+                "INSERT INTO docs(body) VALUES (zeroblob(CASE ?1 % 3 WHEN 0 THEN 100 \
+                 WHEN 1 THEN 3000 ELSE 9000 END))",
+                [i / 10],
+            )
+            .unwrap();
+        }
+        c.execute(
+            "INSERT INTO plain VALUES (?1, substr(hex(zeroblob(50)), 1, ?1 % 50))",
+            [i],
+        )
+        .unwrap();
+    }
+    c.execute_batch("COMMIT").unwrap();
+    drop(c);
+    let bytes = std::fs::read(&base).unwrap();
+    let db = dir.path().join("d.db");
+    let out = dir.path().join("o.db");
+    for k in 1..40 {
+        let cut = bytes.len() * k / 40;
+        std::fs::write(&db, &bytes[..cut]).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let o = run_within(
+            &["recover", s(&db), s(&out), "--json"],
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap_or_else(|| panic!("cut at {k}/40: recover did not end within 60 s"));
+        assert!(
+            o.status.success(),
+            "cut at {k}/40: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = stdout_json(&o);
+        let items = r["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "items")
+            .unwrap()
+            .clone();
+        assert_eq!(items["rows_rejected"], 0, "cut at {k}/40: {items}");
+        // Every row kept is exactly a row written, each once.
+        let c = Connection::open(&out).unwrap();
+        let bad: i64 = c
+            .query_row(
+                "SELECT count(*) FROM items WHERE id % 3 != 0 OR name != 'item' || (id / 3) \
+                 OR qty != id / 3",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(bad, 0, "cut at {k}/40");
+        let kept: i64 = c
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(items["rows_recovered"], kept, "cut at {k}/40");
+        // Every id not kept lies in a reported lost range.
+        let ranges: Vec<(i64, i64)> = items["lost_rowid_ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_i64().unwrap(), p[1].as_i64().unwrap()))
+            .collect();
+        let got: BTreeSet<i64> = c
+            .prepare("SELECT id FROM items")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        for id in (0..20_000i64).map(|i| i * 3).filter(|id| !got.contains(id)) {
+            assert!(
+                ranges.iter().any(|(a, b)| *a <= id && id <= *b),
+                "cut at {k}/40: lost id {id} not in a reported range {ranges:?}"
+            );
+        }
+    }
+    // No working directory left behind.
+    let left: Vec<String> = dir_listing(dir.path())
+        .into_iter()
+        .filter(|n| n.starts_with(".litelane-recover-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// SIGINT and SIGTERM stop a running recover, which removes its working
+/// directory and writes no OUT; progress is shown while it runs; and a
+/// working directory a killed run left behind is removed by the next run
+/// (only the files recover makes, and only when no running recover holds
+/// its lock).
+#[test]
+fn recover_shows_progress_and_leaves_no_working_directory_behind() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 2500000)
+           INSERT INTO t SELECT i, 'value-' || i FROM s;",
+    )
+    .unwrap();
+    drop(c);
+    let scratch_dirs = || -> Vec<String> {
+        dir_listing(dir.path())
+            .into_iter()
+            .filter(|n| n.starts_with(".litelane-recover-"))
+            .collect()
+    };
+    for signal in ["INT", "TERM"] {
+        let out = dir.path().join(format!("out-{signal}.db"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_litelane"))
+            .args(["recover", s(&db), s(&out)])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(
+            first.contains("litelane: recover: table \"t\":") && first.contains("rows recovered"),
+            "no progress line: {first:?}"
+        );
+        assert_eq!(
+            scratch_dirs().len(),
+            1,
+            "the working directory while it runs"
+        );
+        let k = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "SIG{signal}: {rest}");
+        assert!(rest.contains("interrupted"), "SIG{signal}: {rest}");
+        assert!(!out.exists(), "SIG{signal}: OUT was written");
+        assert_eq!(scratch_dirs(), Vec::<String>::new(), "SIG{signal}");
+    }
+    // Left by killed runs: one with its lock free, one without a lock file
+    // (an older litelane; aged past a minute), one holding a file recover
+    // never makes, and one whose lock a running recover holds.
+    let small = dir.path().join("small.db");
+    fixture(&small);
+    let mk = |name: &str, files: &[&str]| {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        for f in files {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        d
+    };
+    mk(".litelane-recover-free", &["lock", "work.db", "out.db"]);
+    let old = mk(".litelane-recover-old", &["work.db", "work.db-journal"]);
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(&old)
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+    let mine = mk(".litelane-recover-mine", &["lock", "work.db", "notes.txt"]);
+    let held = mk(".litelane-recover-held", &["lock", "work.db"]);
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(held.join("lock"))
+        .unwrap();
+    assert!(fs4::fs_std::FileExt::try_lock_exclusive(&lock).unwrap());
+    let out = dir.path().join("out.db");
+    let o = litelane(&["recover", s(&small), s(&out), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("removed 2 working directories"));
+    assert_eq!(
+        scratch_dirs(),
+        vec![
+            ".litelane-recover-held".to_string(),
+            ".litelane-recover-mine".to_string()
+        ]
+    );
+    assert_eq!(std::fs::read(mine.join("notes.txt")).unwrap(), b"x");
+    assert!(mine.join("work.db").exists());
+    assert!(held.join("work.db").exists());
+}

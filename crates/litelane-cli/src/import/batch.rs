@@ -10,7 +10,7 @@ use litelane::{BulkRow, ValueRef};
 
 use super::parse::Place;
 use super::source::fnv1a;
-use super::values::Cell;
+use super::values::{is_iso_date, is_iso_timestamp, Cell, ColType};
 
 /// What became of one input record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +157,24 @@ impl Batch {
     }
 }
 
+/// True when `cell` of a column of type `ty` holds a value that did not fit
+/// the type and is stored as written (text): `unknown` in an INTEGER column,
+/// `yes` in a BOOLEAN one, `soon` in a DATE one (SQLite keeps such text as
+/// text). Counted for the summary.
+pub fn kept_as_text(ty: ColType, cell: Cell, text: &[u8]) -> bool {
+    let Cell::Text(start, len) = cell else {
+        return false;
+    };
+    match ty {
+        ColType::Integer | ColType::Real | ColType::Numeric | ColType::Boolean => true,
+        ColType::Date | ColType::Timestamp => {
+            let t = &text[start as usize..start as usize + len as usize];
+            !is_iso_date(t) && !is_iso_timestamp(t)
+        }
+        ColType::Text | ColType::Any => false,
+    }
+}
+
 /// One row of a shared batch, with its place in the input.
 #[derive(Clone)]
 pub struct RowRef {
@@ -168,6 +186,20 @@ pub struct RowRef {
     pub line: u64,
     /// Record number in the input.
     pub record: u64,
+}
+
+impl RowRef {
+    /// Adds 1 (or, `add` false, takes 1) in `counts` for each column of the
+    /// row whose value is [`kept_as_text`] (`types`: the columns' types).
+    pub fn count_kept(&self, types: &[ColType], counts: &mut [i64], add: bool) {
+        let b = &*self.batch;
+        let row = &b.cells[self.row as usize * b.ncols..(self.row as usize + 1) * b.ncols];
+        for ((cell, ty), n) in row.iter().zip(types).zip(counts.iter_mut()) {
+            if kept_as_text(*ty, *cell, &b.text) {
+                *n += if add { 1 } else { -1 };
+            }
+        }
+    }
 }
 
 impl BulkRow for RowRef {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -12,7 +13,7 @@ use super::parse::Place;
 use super::source::Format;
 use super::values::{
     is_big_integer, is_iso_date, is_iso_timestamp, looks_numeric_to_sqlite, parse_bool, parse_int,
-    parse_real, Cell, ColType,
+    parse_real, underflows, Cell, ColType,
 };
 
 mod ndjson;
@@ -173,14 +174,9 @@ impl Converter {
                 if is_iso_date(raw) || is_iso_timestamp(raw) {
                     return text_cell(col, raw, b);
                 }
-                if !col.strict {
-                    if let Some(v) = parse_int(f) {
-                        return Ok(Cell::Int(v));
-                    }
-                    if let Some(v) = parse_real(f) {
-                        return Ok(Cell::Real(v));
-                    }
-                }
+                // A number (`20240105`) is not stored: the column's NUMERIC
+                // affinity would make it a number, which SQLite's date
+                // functions read as a Julian day ([`rewritten`] says so).
             }
             ColType::Integer => {
                 if let Some(v) = parse_int(f) {
@@ -289,9 +285,10 @@ impl Converter {
             }
         };
         let ncols = self.plan.columns.len();
-        // Rare lines with a long run of digits: the values as written, so
-        // that an integer beyond 64 bits keeps its digits.
-        let raws = if has_long_number(raw) {
+        // Rare lines with a long run of digits or a long negative exponent:
+        // the values as written, so that an integer beyond 64 bits keeps its
+        // digits and a number below a double's range is seen as one.
+        let raws = if has_long_number(raw) || has_tiny_exponent(raw) {
             raw_values(raw)
         } else {
             None
@@ -314,6 +311,14 @@ impl Converter {
         if let Some(reason) = self.repeated_column(raw) {
             b.reject(at, record, reason, raw.to_vec());
             return;
+        }
+        // The same inside a nested object: stored as JSON text, it would
+        // keep only the last value.
+        if memchr::memchr_iter(b'{', raw).nth(1).is_some() {
+            if let Some(reason) = nested_repeated_key(raw) {
+                b.reject(at, record, reason, raw.to_vec());
+                return;
+            }
         }
         let mark = b.mark();
         for (col, v) in self.plan.columns.iter().zip(slots) {
@@ -383,6 +388,154 @@ impl Converter {
     }
 }
 
+/// Why an NDJSON object whose nested object gives one key twice
+/// (`{"o":{"a":1,"a":2}}`) is rejected: stored as JSON text, it would keep
+/// only the last value, as a repeated top-level key would. `None` when no
+/// nested object repeats a key (or the line is not an object).
+pub fn nested_repeated_key(raw: &[u8]) -> Option<String> {
+    use serde::de::Deserializer as _;
+    struct Top<'a>(&'a mut Option<(String, String)>);
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(k) = map.next_key::<String>()? {
+                let mut found = None;
+                let r = map.next_value_seed(NoRepeat(&mut found));
+                if let Some(dup) = found {
+                    *self.0 = Some((k, dup));
+                }
+                r?;
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_slice(raw).deserialize_map(Top(&mut found));
+    let (top, dup) = found?;
+    Some(format!(
+        "key {} is given twice inside the value of key {}: storing it would keep only the \
+         last of its values",
+        Json::String(dup),
+        Json::String(top)
+    ))
+}
+
+/// Reads any JSON value, failing (and naming the key in `.0`) at the first
+/// object that gives one key twice.
+struct NoRepeat<'a>(&'a mut Option<String>);
+
+impl<'de> DeserializeSeed<'de> for NoRepeat<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NoRepeat<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoRepeat(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if !keys.insert(k.clone()) {
+                *self.0 = Some(k);
+                return Err(de::Error::custom("a key given twice"));
+            }
+            map.next_value_seed(NoRepeat(&mut *self.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON value read as `serde_json::Value` reads it, except that an object
+/// giving one key twice is an error instead of keeping the last value (the
+/// line then goes to the reference path, which rejects it naming the key).
+pub struct CheckedJson(pub Json);
+
+impl<'de> Deserialize<'de> for CheckedJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CheckedJson, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = CheckedJson;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Number(v.into())))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Number(v.into())))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<CheckedJson, E> {
+        // As `serde_json::Value` does: a number that is not finite is null.
+        Ok(CheckedJson(
+            serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number),
+        ))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::String(v.to_string())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::String(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<CheckedJson, E> {
+        Ok(CheckedJson(Json::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CheckedJson, A::Error> {
+        let mut v = Vec::new();
+        while let Some(CheckedJson(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(CheckedJson(Json::Array(v)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CheckedJson, A::Error> {
+        let mut m = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(de::Error::custom("a key given twice"));
+            }
+            let CheckedJson(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(CheckedJson(Json::Object(m)))
+    }
+}
+
 /// The reason for rejecting a line with key `k`, which names no column.
 fn unknown_key(k: &str) -> String {
     format!(
@@ -422,15 +575,22 @@ fn rewritten(col: &ColumnPlan, f: &[u8]) -> Option<String> {
              would store it as a REAL and lose digits (import with --types text to keep it)"
         ));
     }
+    if looks_numeric_to_sqlite(f) && matches!(col.ty, ColType::Date | ColType::Timestamp) {
+        return Some(date_number(col, &shown));
+    }
     if looks_numeric_to_sqlite(f) {
-        let inf = std::str::from_utf8(f)
+        let trimmed = f.trim_ascii();
+        let v = std::str::from_utf8(trimmed)
             .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .is_some_and(|v| v.is_infinite());
-        let what = if inf {
-            "an infinite REAL".to_string()
-        } else {
-            "a number, not as written".to_string()
+            .and_then(|s| s.parse::<f64>().ok());
+        let what = match v {
+            Some(v) if v.is_infinite() => "an infinite REAL".to_string(),
+            Some(v) if underflows(trimmed, v) => {
+                "0.0: the number is below a double's range, and a nonzero value would become \
+                 zero"
+                    .to_string()
+            }
+            _ => "a number, not as written".to_string(),
         };
         return Some(format!(
             "column {name}: {shown:?} is not written as a plain {ty} value, and the column's \
@@ -438,6 +598,18 @@ fn rewritten(col: &ColumnPlan, f: &[u8]) -> Option<String> {
         ));
     }
     None
+}
+
+/// Why a number is not stored in the DATE or TIMESTAMP column `col`.
+fn date_number(col: &ColumnPlan, shown: &str) -> String {
+    let ty = col.ty.sql();
+    format!(
+        "column {}: {shown} is not an ISO-8601 {ty} (YYYY-MM-DD...); the column's {ty} type \
+         would store it as a number, which SQLite's date functions read as a Julian day \
+         (import with --type {}=TEXT to keep it as written)",
+        litelane::quote_ident(&col.name),
+        col.name
+    )
 }
 
 fn text_cell(col: &ColumnPlan, f: &[u8], b: &mut Batch) -> Result<Cell, String> {
@@ -490,6 +662,21 @@ pub fn has_long_number(raw: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// True when `raw` holds `e-` or `E-` followed by three digits or more: a
+/// number there may be below a double's range (`1e-400`), which the JSON
+/// parser reads as 0.0. (A number written without an exponent needs a run
+/// of over 300 zeros to be that small: [`has_long_number`] finds it.)
+pub fn has_tiny_exponent(raw: &[u8]) -> bool {
+    // Found from the `-` (rarer in a line than an `e`): one fast pass.
+    memchr::memchr_iter(b'-', raw).any(|i| {
+        i > 0
+            && matches!(raw[i - 1], b'e' | b'E')
+            && raw
+                .get(i + 1..i + 4)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    })
 }
 
 /// The JSON text of each top-level value of the object in `raw`, as
@@ -557,6 +744,18 @@ fn json_cell(
             }
         }
         JsonRef::Number(n) => {
+            if let Some(t) =
+                text.filter(|t| n.as_f64().is_some_and(|v| underflows(t.as_bytes(), v)))
+            {
+                // As a number out of range the other way (`1e309`) makes
+                // the line invalid JSON: rejected, whatever the column.
+                let shown: String = t.chars().take(60).collect();
+                return Err(format!(
+                    "column {}: {shown} is below a double's range: it would be stored as 0.0, \
+                     and a nonzero value must not become zero",
+                    litelane::quote_ident(&col.name)
+                ));
+            }
             if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
                 // Beyond 64 bits: only text keeps every digit.
                 if matches!(col.ty, ColType::Text | ColType::Any) {
@@ -566,6 +765,9 @@ fn json_cell(
             }
             if col.ty == ColType::Text {
                 return Ok(b.push_text(n.to_string().as_bytes()));
+            }
+            if matches!(col.ty, ColType::Date | ColType::Timestamp) {
+                return Err(date_number(col, &n.to_string()));
             }
             if let (ColType::Real, Some(i)) = (col.ty, n.as_i64()) {
                 inexact_in_real(col, i)?;

@@ -24,6 +24,18 @@ pub struct Sniffed {
     /// [`INDEX_COLUMN`].
     #[serde(default)]
     pub index_column: bool,
+    /// The header ends with a delimiter the records lack: its last field,
+    /// empty, names no column.
+    #[serde(default)]
+    pub header_trailing_delimiter: bool,
+    /// The records end with a delimiter the header lacks: their last
+    /// field is a column the header does not name.
+    #[serde(default)]
+    pub records_trailing_delimiter: bool,
+    /// Why the first record was taken for a header or for data (in words,
+    /// for the summary; `None` when flags decided).
+    #[serde(default)]
+    pub header_reason: Option<String>,
     /// Null tokens per input field (by position in the record, the row name
     /// first when there is one); `None` for a field: the plan's tokens.
     #[serde(default)]

@@ -20,6 +20,7 @@ use super::batch::{Batch, Kind, RowRef};
 use super::progress::Bar;
 use super::rejects::Rejects;
 use super::resume::{self, Progress};
+use super::values::ColType;
 use crate::error::CliError;
 
 /// Counts of one run of the import.
@@ -82,6 +83,9 @@ pub struct Sink<'a> {
     /// `--source-column`: this text is bound as the value of the last of
     /// `columns` in every row.
     pub extra: Option<&'a str>,
+    /// The type of each column the input fills (`columns` without the
+    /// `--source-column`), to count values kept as text.
+    pub types: Vec<ColType>,
 }
 
 /// How often a waiting writer looks at [`Sink::interrupted`].
@@ -124,6 +128,13 @@ struct Feed<'a> {
     last: Option<(Arc<Batch>, usize)>,
     /// Transactions committed.
     commits: u64,
+    /// Per column, values stored as text that did not fit the column's
+    /// type: committed, and in the transaction in progress.
+    kept_committed: Vec<i64>,
+    kept_open: Vec<i64>,
+    /// Some column can hold a value that did not fit its type (not every
+    /// column is TEXT or untyped): only then are rows looked at for it.
+    typed: bool,
     /// The import's own error, carried through the inserter.
     failure: Option<CliError>,
 }
@@ -153,6 +164,9 @@ impl Feed<'_> {
             ..Counts::default()
         };
         self.commits += 1;
+        for (c, o) in self.kept_committed.iter_mut().zip(&mut self.kept_open) {
+            *c += std::mem::take(o);
+        }
     }
 
     /// The next entry's batch, receiving batches as needed; `None` at the
@@ -201,12 +215,16 @@ impl Feed<'_> {
             match e.kind {
                 Kind::Row(row) => {
                     self.handed += 1;
-                    return Ok(Some(RowRef {
+                    let r = RowRef {
                         batch,
                         row,
                         line: e.line,
                         record: e.record,
-                    }));
+                    };
+                    if self.typed {
+                        r.count_kept(&self.sink.types, &mut self.kept_open, true);
+                    }
+                    return Ok(Some(r));
                 }
                 Kind::Reject(j) => {
                     let r = &batch.rejects[j as usize];
@@ -386,6 +404,9 @@ impl<'a> RowSource for Feed<'a> {
         }
         let raw = describe_row(&row.row);
         let r = &row.row;
+        if self.typed {
+            r.count_kept(&self.sink.types, &mut self.kept_open, false);
+        }
         self.reject(tx, r.line, r.record, &reason, &raw)
             .map_err(|e| self.fail(e))
     }
@@ -409,7 +430,10 @@ impl<'a> RowSource for Feed<'a> {
 impl Sink<'_> {
     /// Stores everything `rx` delivers. Returns this run's counts; on error,
     /// the message says what stays committed.
-    pub fn run(self, rx: Receiver<Result<Batch, CliError>>) -> Result<Counts, CliError> {
+    pub fn run(
+        self,
+        rx: Receiver<Result<Batch, CliError>>,
+    ) -> Result<(Counts, Vec<u64>), CliError> {
         let columns: Vec<&str> = self.columns.iter().map(String::as_str).collect();
         let inserter = self
             .db
@@ -418,6 +442,11 @@ impl Sink<'_> {
             .map_err(CliError::Engine)?
             .commit_every(self.commit_every.unwrap_or(0))
             .label(format!("litelane import into {}", quote_ident(&self.table)));
+        let ntypes = self.types.len();
+        let typed = self
+            .types
+            .iter()
+            .any(|t| !matches!(t, ColType::Text | ColType::Any));
         let mut feed = Feed {
             sink: self,
             rx,
@@ -428,11 +457,20 @@ impl Sink<'_> {
             open: Counts::default(),
             last: None,
             commits: 0,
+            kept_committed: vec![0; ntypes],
+            kept_open: vec![0; ntypes],
+            typed,
             failure: None,
         };
         feed.sink.rejects.start()?;
         match inserter.insert_from(&mut feed) {
-            Ok(_) => Ok(feed.committed),
+            Ok(_) => Ok((
+                feed.committed,
+                feed.kept_committed
+                    .iter()
+                    .map(|&n| n.max(0) as u64)
+                    .collect(),
+            )),
             Err(e) => {
                 let e = feed.failure.take().unwrap_or(CliError::Engine(e));
                 let commits = feed.commits;

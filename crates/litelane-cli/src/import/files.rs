@@ -134,6 +134,14 @@ pub fn run_all(args: ImportArgs, files: Vec<String>) -> Result<i32, CliError> {
             files.len()
         )));
     };
+    // Every file against the database, and --rejects against every file
+    // and the database, before the first file is touched.
+    super::guard::check_run(
+        &files,
+        &args.db,
+        args.rejects.as_deref(),
+        args.plan.as_deref(),
+    )?;
     let summaries = Summaries::default();
     // One database open for all the files: one close (and its checkpoint)
     // instead of one per file. With `fast`, the journal mode is restored
@@ -180,6 +188,7 @@ fn each_file(
         a.keep_other_progress = true;
         a.summaries = Some(summaries.clone());
         a.rejects_append = i > 0;
+        a.all_inputs = files.to_vec();
         if args.resume {
             // A file with a progress record is resumed (or reported done);
             // one without, after the first, was not reached: started anew.

@@ -358,7 +358,7 @@ impl Run<'_> {
         if has_header {
             match self.next(records)? {
                 Some(RawRef::Csv(r, at)) => {
-                    let expected = sniffed.map(|p| p.columns.len() - usize::from(p.index_column));
+                    let expected = sniffed.map(|p| p.header_fields());
                     if expected.is_some_and(|e| e != r.len()) {
                         return Err(format!(
                             "{DISPLAY}:{}: the header has other fields",

@@ -153,6 +153,40 @@ pub fn check_input(source: &str, id: Option<(u64, u64)>, db: &Path) -> Result<()
     Ok(())
 }
 
+/// Checks a run over several files before anything is opened for writing
+/// or imported: no file of the expanded list may be the database or one of
+/// its `-wal`/`-shm`/`-journal` files (a glob such as `data/*` can match the
+/// database itself), and `--rejects` may be none of them, nor the `--plan`
+/// file, either (writing it while an earlier file imports would truncate a
+/// later input).
+pub fn check_run(
+    files: &[String],
+    db: &Path,
+    rejects: Option<&Path>,
+    plan: Option<&Path>,
+) -> Result<(), CliError> {
+    for f in files {
+        let id = std::fs::metadata(f).ok().as_ref().and_then(meta_id);
+        check_input(f, id, db).map_err(|e| {
+            CliError::Input(format!(
+                "{e}; nothing was imported (leave it out of the file list or pattern)"
+            ))
+        })?;
+    }
+    if let Some(r) = rejects {
+        let mut protected = database_files(db);
+        let n = files.len();
+        for (i, f) in files.iter().enumerate() {
+            protected.push((format!("input file {} of {n}", i + 1), PathBuf::from(f)));
+        }
+        if let Some(p) = plan {
+            protected.push(("the --plan file".to_string(), p.to_path_buf()));
+        }
+        check_output("--rejects", r, &protected)?;
+    }
+    Ok(())
+}
+
 /// Table names litelane keeps for itself (compared ignoring ASCII case):
 /// `_litelane…` (the progress table) and SQLite's `sqlite_…`.
 pub fn check_table_name(table: &str) -> Result<(), CliError> {

@@ -19,7 +19,7 @@ mod feed;
 mod files;
 #[doc(hidden)]
 pub mod fuzzing;
-mod guard;
+pub(crate) mod guard;
 mod parse;
 mod plan;
 mod progress;
@@ -200,6 +200,10 @@ pub struct ImportArgs {
     /// here instead of stdout.
     #[arg(skip)]
     pub summaries: Option<files::Summaries>,
+    /// Set for each file of a run over several files: every file of the
+    /// run, which a recorded rejects file must not be either.
+    #[arg(skip)]
+    pub all_inputs: Vec<String>,
 }
 
 /// Exit status: every record stored.
@@ -294,6 +298,9 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> 
         let mut protected = guard::database_files(&args.db);
         if args.source != "-" {
             protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+        }
+        if let Some(p) = &args.plan {
+            protected.push(("the --plan file".to_string(), p.clone()));
         }
         guard::check_output("--rejects", r, &protected)?;
     }
@@ -411,7 +418,18 @@ fn import(
         return Ok(EXIT_INTERRUPTED);
     }
 
+    // What the sniffer decided (header, preamble, dialect) and why: said
+    // before the rows flow when a progress bar shows, so that a wrong guess
+    // can be stopped at once; said in the summary otherwise.
+    let sniffed_line = plan
+        .sniffed
+        .as_ref()
+        .and_then(|s| sniff::summary_line(s, plan.header));
     let bar = Bar::new(!args.quiet, size);
+    let said_early = bar.visible() && sniffed_line.is_some();
+    if let (true, Some(line)) = (said_early, &sniffed_line) {
+        eprintln!("litelane: {line}");
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
     let job = ParseJob {
         records,
@@ -457,11 +475,12 @@ fn import(
         interrupted: &INTERRUPTED,
         rejects_table: plan.rejects_table.clone(),
         source: source_key(&args.source),
+        types: plan.columns.iter().map(|c| c.ty).collect(),
     };
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
-    let counts = match result {
+    let (counts, kept) = match result {
         Ok(c) => c,
         Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
             eprintln!("litelane: {e}");
@@ -489,11 +508,10 @@ fn import(
             0 => blank,
             n => format!("{blank}; {} rows skipped: key already present", group(n)),
         };
-        if let Some(line) = plan
-            .sniffed
-            .as_ref()
-            .and_then(|s| sniff::summary_line(s, plan.header))
-        {
+        if let (false, Some(line)) = (said_early, &sniffed_line) {
+            eprintln!("litelane: {line}");
+        }
+        if let Some(line) = kept_line(&plan, &kept) {
             eprintln!("litelane: {line}");
         }
         eprintln!(
@@ -524,6 +542,15 @@ fn import(
         if let Some(s) = &plan.sniffed {
             summary["sniffed"] = sniff::summary_json(s, plan.header);
         }
+        // Values that did not fit their column's type, stored as written.
+        let kept_json: serde_json::Map<String, serde_json::Value> = plan
+            .columns
+            .iter()
+            .zip(&kept)
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (c.name.clone(), n.into()))
+            .collect();
+        summary["kept_as_text"] = kept_json.into();
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
@@ -531,6 +558,29 @@ fn import(
     } else {
         EXIT_OK
     })
+}
+
+/// The summary line for values that did not fit their column's type and
+/// were stored as written (text SQLite keeps as text): `None` when there
+/// were none.
+fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
+    let per: Vec<String> = plan
+        .columns
+        .iter()
+        .zip(kept)
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| format!("{} {} {}", quote_ident(&c.name), c.ty.sql(), group(n)))
+        .collect();
+    if per.is_empty() {
+        return None;
+    }
+    let total: u64 = kept.iter().sum();
+    Some(format!(
+        "{} values did not fit their column's type and were stored as written (text): {} \
+         (--strict rejects them instead; `typeof()` finds them)",
+        group(total),
+        per.join(", ")
+    ))
 }
 
 fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {
@@ -715,6 +765,9 @@ fn prepare_resume(
             if target.recheck {
                 let mut protected = guard::database_files(&args.db);
                 protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+                for f in &args.all_inputs {
+                    protected.push((format!("the input {f}"), PathBuf::from(f)));
+                }
                 guard::check_output("the recorded rejects file", path, &protected)?;
             }
             Rejects::file(path, target.keep, &display)?

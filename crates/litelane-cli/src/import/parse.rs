@@ -319,6 +319,14 @@ impl Records {
                 if let Some(total) = lines.total {
                     let tail_end = total + 2 + SENTINEL.len() as u64;
                     if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
+                        // Blank lines between the last record and the end
+                        // are counted too: only the input's own line breaks
+                        // (and the one that ends an unterminated last line)
+                        // were counted, so `after` is its line count + 1.
+                        if after > *next_line {
+                            *blank += after - *next_line;
+                        }
+                        *next_line = after;
                         return Ok(None);
                     }
                     if end > total + 1 {

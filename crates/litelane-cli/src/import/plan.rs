@@ -168,7 +168,7 @@ pub fn sniffed_names(
     line: u64,
     display: &str,
 ) -> Result<Vec<String>, CliError> {
-    let expected = p.columns.len() - usize::from(p.index_column);
+    let expected = p.header_fields();
     if found != expected {
         return Err(CliError::Input(format!(
             "{display}:{line}: the header has {found} fields, but the plan expects {expected} \
@@ -501,8 +501,29 @@ pub fn finish_columns(
     if plan.columns.is_empty() {
         return Err(CliError::Input(format!("{display}: no columns to import")));
     }
+    // The table's columns once the import has made or altered it.
+    let added = plan
+        .setup
+        .iter()
+        .filter(|s| s.starts_with("ALTER TABLE"))
+        .count();
+    let total = match appended {
+        Some(t) => t.columns.len() + added,
+        None => plan.columns.len(),
+    } + usize::from(sql.is_some());
+    if total > MAX_COLUMNS {
+        return Err(CliError::Input(format!(
+            "{display}: the table would have {total} columns, and SQLite allows at most \
+             {MAX_COLUMNS} in a table; import a subset of the columns (e.g. cut the file with \
+             `cut -d, -f1-{MAX_COLUMNS}`) or split them over several tables"
+        )));
+    }
     Ok(sql)
 }
+
+/// The most columns a table may have: SQLite's `SQLITE_MAX_COLUMN` as the
+/// bundled SQLite is built (its default, 2000).
+pub const MAX_COLUMNS: usize = 2000;
 
 /// The plan the converter (and a later `--resume`) follows.
 pub fn import_plan(

@@ -39,6 +39,11 @@ impl Bar {
         }
     }
 
+    /// The bar is shown (stderr is a terminal and the import is not quiet).
+    pub fn visible(&self) -> bool {
+        self.pb.is_some()
+    }
+
     /// Shows `rows` stored so far and `bytes` of the input read.
     pub fn update(&self, rows: u64, bytes: u64) {
         if let Some(pb) = &self.pb {

@@ -105,6 +105,19 @@ pub struct SniffPlan {
     /// row name, imported as `row_names`.
     #[serde(default)]
     pub index_column: bool,
+    /// The header ends with a delimiter the records lack (`name,age,`): it
+    /// has one more field, empty, which names no column.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub header_trailing_delimiter: bool,
+    /// The records end with a delimiter the header lacks (`a,b` above
+    /// `1,2,`): their last field, empty, is a column the header does not
+    /// name (named `cN`), not a row name at the start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub records_trailing_delimiter: bool,
+    /// Why the first record was taken for a header, or for data (in words;
+    /// informative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_reason: Option<String>,
     /// Null tokens of every column without its own `nulls`.
     pub nulls: Vec<String>,
     /// The columns, in file order.
@@ -134,9 +147,21 @@ impl SniffPlan {
             quote: self.quote,
             skip_rows: self.skip_rows,
             index_column: self.index_column,
+            header_trailing_delimiter: self.header_trailing_delimiter,
+            records_trailing_delimiter: self.records_trailing_delimiter,
+            header_reason: self.header_reason.clone(),
             column_nulls: self.columns.iter().map(|c| c.nulls.clone()).collect(),
             trim: self.columns.iter().map(|c| c.trim).collect(),
         }
+    }
+
+    /// The fields the header record has: one per column, less the row-name
+    /// column, plus an empty one after a trailing delimiter.
+    pub fn header_fields(&self) -> usize {
+        self.columns.len()
+            - usize::from(self.index_column)
+            - usize::from(self.records_trailing_delimiter)
+            + usize::from(self.header_trailing_delimiter)
     }
 
     /// Checks a plan read from a file; the error names what is wrong.
@@ -164,6 +189,23 @@ impl SniffPlan {
         }
         if self.index_column && !self.header {
             return Err("\"index_column\" needs \"header\": true".into());
+        }
+        let layouts = [
+            self.index_column,
+            self.header_trailing_delimiter,
+            self.records_trailing_delimiter,
+        ];
+        if layouts.iter().filter(|&&b| b).count() > 1 {
+            return Err(
+                "at most one of \"index_column\", \"header_trailing_delimiter\" and \
+                        \"records_trailing_delimiter\" may be true"
+                    .into(),
+            );
+        }
+        if (self.header_trailing_delimiter || self.records_trailing_delimiter) && !self.header {
+            return Err(
+                "a trailing delimiter of the header or the records needs \"header\": true".into(),
+            );
         }
         Ok(())
     }
@@ -366,6 +408,165 @@ fn looks_like_header(first: &Rec, rows: &[Rec], nulls: Option<&[String]>) -> boo
         .any(|(f, t)| *t != ColType::Text && !ColumnStats::fits(*t, f, nulls))
 }
 
+/// Which fields of the record starting at byte `start` of `bytes` are
+/// quoted (blank lines before it are skipped). The csv reader does not keep
+/// this; a header written as quoted strings above unquoted numbers tells a
+/// header apart from data.
+fn quoting(bytes: &[u8], start: usize, delimiter: u8, quote: u8) -> Vec<bool> {
+    let mut i = start;
+    while i < bytes.len() && matches!(bytes[i], b'\n' | b'\r') {
+        i += 1;
+    }
+    let mut out = Vec::new();
+    loop {
+        let quoted = bytes.get(i) == Some(&quote);
+        if quoted {
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == quote {
+                    if bytes.get(i + 1) == Some(&quote) {
+                        i += 2;
+                        continue;
+                    }
+                    i += 1;
+                    break;
+                }
+                i += 1;
+            }
+        }
+        while i < bytes.len() && !matches!(bytes[i], b'\n' | b'\r') && bytes[i] != delimiter {
+            i += 1;
+        }
+        out.push(quoted);
+        if bytes.get(i) == Some(&delimiter) {
+            i += 1;
+        } else {
+            return out;
+        }
+    }
+}
+
+/// A value a data field holds and a name does not: a number, a date, a
+/// boolean.
+fn is_value(f: &[u8]) -> bool {
+    let t = trim_spaces(f);
+    parse_real(t).is_some()
+        || parse_int(t).is_some()
+        || parse_bool(f).is_some()
+        || is_iso_date(f)
+        || is_iso_timestamp(f)
+}
+
+/// Whether `first` is a header above `rows`, and why (in words, for the
+/// plan's notes and the import's summary). `quoted`: which fields of
+/// `first`, and of the first rows, were quoted (`None`: no quoting). The
+/// signals, in order:
+///
+/// 1. a record alone is a header unless every value in it is a number,
+///    date or boolean (a file of one numeric line is data);
+/// 2. a value that does not fit its column's type below (a name above
+///    numbers, dates or booleans): header (DuckDB's rule);
+/// 3. an empty first field above a column with no empty field, the other
+///    fields filled: a header over row names (R's `write.csv`), unless they
+///    are unquoted values like the rows below (then a row with a missing
+///    first value);
+/// 4. every field quoted above a numeric column written unquoted: names
+///    written as strings (`"1940","1945"` above numbers);
+/// 5. every column text: nothing tells, a header is assumed;
+/// 6. otherwise data.
+fn decide_header(
+    first: &Rec,
+    rows: &[Rec],
+    nulls: Option<&[String]>,
+    quoted: Option<(&[bool], &[Vec<bool>])>,
+) -> (bool, String) {
+    let (stats, n) = infer(rows.iter().take(TYPE_RECORDS), first.len(), nulls);
+    if n == 0 {
+        let values = first.iter().filter(|f| !f.is_empty()).collect::<Vec<_>>();
+        if !values.is_empty() && values.iter().all(|f| is_value(f)) {
+            return (
+                false,
+                "the only record holds numbers (or dates, booleans), not names: it is data".into(),
+            );
+        }
+        return (
+            true,
+            "the only record holds names: a header with no rows below it".into(),
+        );
+    }
+    let types: Vec<ColType> = stats.iter().map(ColumnStats::decide).collect();
+    if let Some((f, t)) = first
+        .iter()
+        .zip(&types)
+        .find(|(f, t)| **t != ColType::Text && !ColumnStats::fits(**t, f, nulls))
+    {
+        return (
+            true,
+            format!(
+                "the first record does not fit the types below it ({:?} above {} values)",
+                String::from_utf8_lossy(f),
+                t.sql()
+            ),
+        );
+    }
+    let same = |r: &&Rec| r.len() == first.len();
+    // Names written as quoted strings above numbers written bare.
+    let quoted_names = quoted.is_some_and(|(q, rq)| {
+        let all_quoted = first
+            .iter()
+            .zip(q)
+            .all(|(f, &quoted)| quoted || f.is_empty());
+        let bare_number_below = types.iter().enumerate().any(|(j, t)| {
+            matches!(t, ColType::Integer | ColType::Real)
+                && rows
+                    .iter()
+                    .zip(rq)
+                    .filter(|(r, _)| same(r))
+                    .any(|(r, rq)| !r[j].is_empty() && !rq.get(j).copied().unwrap_or(true))
+        });
+        all_quoted && first.iter().any(|f| !f.is_empty()) && bare_number_below
+    });
+    if first.len() > 1
+        && first[0].is_empty()
+        && first.iter().skip(1).all(|f| !f.is_empty())
+        && rows
+            .iter()
+            .take(TYPE_RECORDS)
+            .filter(same)
+            .all(|r| !r[0].is_empty())
+        && (quoted_names || !first.iter().skip(1).all(is_value))
+    {
+        return (
+            true,
+            "the first record's first field is empty above a column with no empty field, \
+             the others named: a header over row names (as R's write.csv writes it)"
+                .into(),
+        );
+    }
+    if quoted_names {
+        return (
+            true,
+            "the first record is quoted above numbers written without quotes: names written \
+             as strings"
+                .into(),
+        );
+    }
+    if types.iter().all(|t| *t == ColType::Text) {
+        return (
+            true,
+            "every column is text, so nothing tells a header from data: a header is assumed \
+             (--no-header if it is data)"
+                .into(),
+        );
+    }
+    (
+        false,
+        "the first record's values have the same types as the rest, so it is data; columns \
+         are named c1, c2, ... (--header if it names them)"
+            .into(),
+    )
+}
+
 /// The records without their first field (the row names), for checking a
 /// short header against the columns it names.
 fn shifted(rows: &[Rec]) -> Vec<Rec> {
@@ -407,14 +608,49 @@ pub fn sniff(
     let (fields, _) = modal(&recs[..recs.len().min(2000)]);
 
     // Preamble: records before the first one with the modal field count (or
-    // one fewer, for a header over row names).
+    // one fewer, for a header over row names; or one more, empty, for a
+    // header that ends with a delimiter).
     let mut start = 0;
     let mut index_column = false;
+    let mut trailing = false;
+    let mut records_trailing = false;
     let limit = MAX_SKIP.min(recs.len());
     while start < limit {
         let n = recs[start].len();
         if n == fields {
             break;
+        }
+        // Every record of the usual width ends with an empty field: the
+        // records end with a delimiter the header lacks (not row names,
+        // which would shift every value one column to the right).
+        if n + 1 == fields
+            && fields > 1
+            && opts.header != Some(false)
+            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
+            && recs[start + 1..]
+                .iter()
+                .take(2000)
+                .filter(|r| r.len() == fields)
+                .all(|r| r[fields - 1].is_empty())
+        {
+            let mut padded = recs[start].clone();
+            padded.push_field(b"");
+            if looks_like_header(&padded, &recs[start + 1..], user_nulls) {
+                records_trailing = true;
+                break;
+            }
+        }
+        if n == fields + 1
+            && fields > 0
+            && opts.header != Some(false)
+            && recs[start].get(n - 1).is_some_and(|f| f.is_empty())
+            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
+        {
+            let cut: Rec = recs[start].iter().take(fields).collect();
+            if looks_like_header(&cut, &recs[start + 1..], user_nulls) {
+                trailing = true;
+                break;
+            }
         }
         if n + 1 == fields
             && opts.header != Some(false)
@@ -440,11 +676,48 @@ pub fn sniff(
             }
         ));
     }
-    let first = &recs[start];
-    let header = match opts.header {
-        Some(h) => h,
-        None if index_column => true,
-        None => looks_like_header(first, &recs[start + 1..], user_nulls),
+    let first: Rec = if trailing {
+        recs[start].iter().take(fields).collect()
+    } else if records_trailing {
+        let mut r = recs[start].clone();
+        r.push_field(b"");
+        r
+    } else {
+        recs[start].clone()
+    };
+    let first = &first;
+    let quoted = quote.map(|q| {
+        let at = |r: &Rec| r.position().map_or(usize::MAX, |p| p.byte() as usize);
+        let of = |r: &Rec| quoting(head, at(r), delimiter, q);
+        let rows: Vec<Vec<bool>> = recs[start + 1..].iter().take(200).map(of).collect();
+        (of(&recs[start]), rows)
+    });
+    let (header, header_reason) = match opts.header {
+        Some(true) => (true, "--header".to_string()),
+        Some(false) => (false, "--no-header".to_string()),
+        None if index_column => (
+            true,
+            "the first record has one field fewer than the rest: a header over row names"
+                .to_string(),
+        ),
+        None if trailing => (
+            true,
+            "the first record ends with a delimiter the rest lack: a header".to_string(),
+        ),
+        None if records_trailing => (
+            true,
+            format!(
+                "the first record has one field fewer than the rest, whose last field is always \
+                 empty (a delimiter at the end of each line): a header; the last column is \
+                 named c{fields}"
+            ),
+        ),
+        None => decide_header(
+            first,
+            &recs[start + 1..],
+            user_nulls,
+            quoted.as_ref().map(|(f, r)| (f.as_slice(), r.as_slice())),
+        ),
     };
     if index_column {
         notes.push(format!(
@@ -453,12 +726,11 @@ pub fn sniff(
             fields - 1
         ));
     }
-    if !header && opts.header.is_none() {
-        notes.push(
-            "no header: the first record's values have the same types as the rest, so it is \
-             data; columns are named c1, c2, ..."
-                .into(),
-        );
+    if opts.header.is_none() {
+        notes.push(format!(
+            "{}: {header_reason}",
+            if header { "header" } else { "no header" }
+        ));
     }
     let data_from = if header { start + 1 } else { start };
     let mut region_recs = Vec::new();
@@ -549,6 +821,9 @@ pub fn sniff(
         header,
         skip_rows: start as u64,
         index_column,
+        header_trailing_delimiter: trailing,
+        records_trailing_delimiter: records_trailing,
+        header_reason: opts.header.is_none().then_some(header_reason),
         nulls: plan_nulls,
         columns,
         notes,
@@ -889,7 +1164,8 @@ pub fn plan_for_import(
 
 /// What the sniffer decided, for the import's JSON summary: `delimiter`,
 /// `quote`, `header`, `skipped_rows` (records before the header that were
-/// not imported), `index_column`.
+/// not imported), `index_column`, `header_reason` (why the first record is
+/// a header or data), `header_trailing_delimiter`.
 pub fn summary_json(s: &Sniffed, header: bool) -> serde_json::Value {
     serde_json::json!({
         "delimiter": s.delimiter.to_string(),
@@ -897,6 +1173,8 @@ pub fn summary_json(s: &Sniffed, header: bool) -> serde_json::Value {
         "header": header,
         "skipped_rows": s.skip_rows,
         "index_column": s.index_column,
+        "header_reason": s.header_reason,
+        "header_trailing_delimiter": s.header_trailing_delimiter,
     })
 }
 
@@ -921,8 +1199,17 @@ pub fn summary_line(s: &Sniffed, header: bool) -> Option<String> {
             if header { "header" } else { "data" }
         ));
     }
+    let reason = s.header_reason.as_deref();
     if !header {
-        parts.push("no header line (columns c1, c2, ...)".into());
+        parts.push(match reason {
+            Some(r) => format!("no header line (columns c1, c2, ...): {r}"),
+            None => "no header line (columns c1, c2, ...)".into(),
+        });
+    } else if let Some(r) = reason.filter(|r| {
+        // The usual cases (a name above numbers, all text) go unsaid.
+        !r.starts_with("the first record does not fit") && !r.starts_with("every column is text")
+    }) {
+        parts.push(format!("header line: {r}"));
     }
     if s.index_column {
         parts.push(format!(
@@ -1076,6 +1363,19 @@ mod tests {
             Case { name: "--header forces a header over numbers", input: "2019,2020\n5,6\n7,8\n", header: Some(true), names: "2019 2020", types: "INTEGER INTEGER", ..BASE },
             Case { name: "numeric header names look like data (use --header)", input: "2019,2020\n5,6\n7,8\n", has_header: false, names: "c1 c2", types: "INTEGER INTEGER", ..BASE },
             Case { name: "duplicate header names are renamed", input: "a,A,b\n1,2,3\n", names: "a A_2 b", types: "INTEGER INTEGER INTEGER", ..BASE },
+            // Headers as real files write them (issue 22).
+            Case { name: "R write.csv: an empty first name over row names, text columns", input: "\"\",\"class\",\"age\",\"sex\",\"survived\"\n\"1\",\"1st class\",\"adult\",\"man\",\"yes\"\n\"2\",\"3rd class\",\"child\",\"woman\",\"no\"\n", names: "c1 class age sex survived", types: "INTEGER TEXT TEXT TEXT TEXT", ..BASE },
+            Case { name: "a cross-table whose column names are years, over a text first column", input: "\"\",\"1940\",\"1945\"\n\"Agriculture\",12,15\n\"Industry\",30,28\n", names: "c1 1940 1945", types: "TEXT INTEGER INTEGER", ..BASE },
+            Case { name: "years as names, unquoted, over a text first column with an empty corner", input: ",1940,1945\nAgriculture,12,15\nIndustry,30,28\n", has_header: false, names: "c1 c2 c3", types: "TEXT INTEGER INTEGER", ..BASE },
+            Case { name: "quoted years above bare numbers are names", input: "\"2019\",\"2020\"\n5,6\n7,8\n", names: "2019 2020", types: "INTEGER INTEGER", ..BASE },
+            Case { name: "quoted numbers above quoted numbers are data", input: "\"2019\",\"2020\"\n\"5\",\"6\"\n", has_header: false, names: "c1 c2", types: "INTEGER INTEGER", ..BASE },
+            Case { name: "a row missing its first value is data, not a header", input: ",1,2\na,3,4\nb,5,6\n", has_header: false, names: "c1 c2 c3", types: "TEXT INTEGER INTEGER", ..BASE },
+            Case { name: "a header ending with a delimiter, after notes", input: "Notes: survey 2024\nSource: agency\nname,age,city,\nalice,30,paris\nbob,25,rome\n", skip: 2, names: "name age city", types: "TEXT INTEGER TEXT", ..BASE },
+            Case { name: "a header ending with a delimiter, no notes", input: "name,age,\nalice,30\nbob,25\n", names: "name age", types: "TEXT INTEGER", ..BASE },
+            Case { name: "records ending with a delimiter the header lacks are not row names", input: "a,b\n1,2,\n3,4,\n", names: "a b c3", types: "INTEGER INTEGER TEXT", ..BASE },
+            Case { name: "R row names are still row names", input: "\"x\",\"y\"\n\"a\",1,\n\"b\",2,5\n", index: true, names: "row_names x y", types: "TEXT INTEGER INTEGER", ..BASE },
+            Case { name: "a file of one numeric line is data", input: "1,2.5,3\n", has_header: false, names: "c1 c2 c3", types: "INTEGER REAL INTEGER", ..BASE },
+            Case { name: "a file of one line of names is a header", input: "a,b,c\n", names: "a b c", types: "TEXT TEXT TEXT", ..BASE },
             Case { name: "one column", input: "n\n1\n2\n", names: "n", types: "INTEGER", ..BASE },
             Case { name: "CRLF and lone CR line ends", input: "a;b\r\n1;x\r2;y\r", delimiter: ';', names: "a b", types: "INTEGER TEXT", ..BASE },
         ]

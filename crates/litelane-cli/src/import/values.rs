@@ -190,7 +190,23 @@ pub fn parse_real(b: &[u8]) -> Option<f64> {
     }
     // Only ASCII got here.
     let s = std::str::from_utf8(b).ok()?;
-    s.parse::<f64>().ok().filter(|f| f.is_finite())
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite() && !underflows(b, *f))
+}
+
+/// True when the number written `b` is not zero but parsed to `v` = ±0.0: it
+/// is below a double's range (`1e-400`), and storing `v` would turn a
+/// nonzero value into zero.
+pub fn underflows(b: &[u8], v: f64) -> bool {
+    if v != 0.0 {
+        return false;
+    }
+    let mantissa = match b.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(i) => &b[..i],
+        None => b,
+    };
+    mantissa.iter().any(|&c| (b'1'..=b'9').contains(&c))
 }
 
 /// `true`/`false` in any case: `Some(1)`/`Some(0)`.
@@ -461,8 +477,15 @@ mod tests {
         assert_eq!(parse_real(b"-2e3"), Some(-2000.0));
         assert_eq!(parse_real(b"3"), Some(3.0));
         assert_eq!(parse_real(b"0.25"), Some(0.25));
+        // Below a double's range: not zero, so not a REAL (it would be 0.0).
+        assert_eq!(parse_real(b"0e-400"), Some(0.0));
+        assert_eq!(parse_real(b"4.9e-324"), Some(4.9e-324));
         for bad in [
-            &b"inf"[..],
+            &b"1e-400"[..],
+            b"-1e-400",
+            b"0.0001e-330",
+            b"2e-324",
+            b"inf",
             b"NaN",
             b"1e999",
             b".",

@@ -16,6 +16,17 @@ pub fn backup(args: BackupArgs) -> Result<(), CliError> {
             "--pages-per-step must be at least 1".into(),
         ));
     }
+    super::check_side_files("backup", &args.db, &args.out)?;
+    if let Ok(md) = std::fs::metadata(&args.out) {
+        if md.is_file() && md.len() > 0 && !args.force {
+            return Err(CliError::Input(format!(
+                "backup destination {} exists and is not empty ({} bytes): refusing to \
+                 overwrite it; give another path, or --force to replace it",
+                args.out.display(),
+                md.len()
+            )));
+        }
+    }
     // Read-only, nothing stored in the file runs: the copy is made from a
     // read snapshot of this connection (the engine's own queue belongs to the
     // process that has the database open; this is another process).

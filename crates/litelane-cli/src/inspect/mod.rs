@@ -108,6 +108,66 @@ fn parse_mode(s: &str) -> Result<litelane::CheckpointMode, String> {
     s.parse().map_err(|e: litelane::Error| e.to_string())
 }
 
+/// Refuses an output path `out` of `command` (`backup`, `recover`) that would
+/// harm a database, whether or not the file exists yet:
+///
+/// * `out` named as one of `db`'s side files (`-wal`, `-shm`, `-journal`):
+///   SQLite takes such a file for part of `db`, and the next open of `db`
+///   rolls it in or deletes it (the copy would be reported good, then lost);
+/// * `out` with a `-wal` or `-journal` of its own beside it: the copy would
+///   be read through that stale file (its pages laid over the copy), or the
+///   file deleted;
+/// * `db` named as one of `out`'s side files.
+///
+/// Paths are compared by device and inode after following links, or by
+/// canonical directory and name for files that do not exist.
+fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError> {
+    // An OUT that cannot be resolved (its directory is missing) is named as such.
+    crate::import::guard::check_output("OUT", out, &[])?;
+    let mut files = crate::import::guard::database_files(db).into_iter();
+    if let Some(me) = files.next() {
+        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&me)).is_err() {
+            return Err(CliError::Input(format!(
+                "refusing {command} OUT {}: it is the database {} itself; give another path",
+                out.display(),
+                db.display()
+            )));
+        }
+    }
+    for side in files {
+        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&side)).is_err() {
+            return Err(CliError::Input(format!(
+                "refusing {command} OUT {}: it is {} ({}), whether or not that file exists now:                  SQLite takes it for part of {} and deletes it or rolls it into the database                  when the database is next opened; give another path",
+                out.display(),
+                side.0,
+                side.1.display(),
+                db.display()
+            )));
+        }
+    }
+    for side in ["-wal", "-journal"] {
+        let mut name = out.as_os_str().to_owned();
+        name.push(side);
+        let s = PathBuf::from(name);
+        if std::fs::symlink_metadata(&s).is_ok() {
+            return Err(CliError::Input(format!(
+                "refusing {command} OUT {}: {} exists beside it, and SQLite would read the new                  database through that stale {side} file (or delete it); move it away or give                  another path",
+                out.display(),
+                s.display()
+            )));
+        }
+    }
+    let theirs = crate::import::guard::database_files(out);
+    crate::import::guard::check_output("DB", db, &theirs[1..]).map_err(|_| {
+        CliError::Input(format!(
+            "refusing {command} {} {}: DB is a side file of OUT, not a database",
+            db.display(),
+            out.display()
+        ))
+    })?;
+    Ok(())
+}
+
 /// Fails unless `path` is an existing regular file (opening would create
 /// one).
 fn require_file(path: &Path) -> Result<(), CliError> {

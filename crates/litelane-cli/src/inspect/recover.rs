@@ -30,8 +30,10 @@
 //! OUT is written to a temporary file beside it and moved into place at the
 //! end.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use litelane::rusqlite::config::DbConfig;
 use litelane::rusqlite::types::Value;
@@ -46,6 +48,62 @@ use crate::error::CliError;
 const BATCH: i64 = 512;
 /// Errors kept per table in the report (the count is always complete).
 const ERRORS_KEPT: usize = 5;
+/// The prefix of the private working directory, made beside OUT.
+const SCRATCH_PREFIX: &str = ".litelane-recover-";
+/// The file in the working directory a running recover holds locked.
+const SCRATCH_LOCK: &str = "lock";
+/// The files a working directory may hold (nothing else is ever removed).
+const SCRATCH_FILES: &[&str] = &[
+    "lock",
+    "work.db",
+    "work.db-wal",
+    "work.db-shm",
+    "work.db-journal",
+    "out.db",
+    "out.db-wal",
+    "out.db-shm",
+    "out.db-journal",
+];
+/// A working directory without a lock file is taken for one left by a
+/// killed run only when it is older than this (a new one gets its lock file
+/// right after it is made).
+const UNLOCKED_STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// Set by the SIGINT/SIGTERM handler: the copy stops at the next batch.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Progress on stderr, at most once a second: the table being copied, rows
+/// so far and where the scan is.
+pub struct Watch {
+    show: bool,
+    last: Instant,
+}
+
+impl Watch {
+    /// Progress shown when `show`.
+    pub fn new(show: bool) -> Watch {
+        Watch {
+            show,
+            last: Instant::now(),
+        }
+    }
+
+    fn tick(&mut self, t: &TableReport, at: &str) {
+        if self.show && self.last.elapsed() >= Duration::from_secs(1) {
+            self.last = Instant::now();
+            eprintln!(
+                "litelane: recover: table {}: {} rows recovered, {} unreadable ranges so far ({at})",
+                quote_ident(&t.name),
+                t.rows_recovered,
+                t.lost_rowid_ranges.len() as u64 + t.rows_unreadable
+            );
+        }
+    }
+}
 
 /// What happened to one table.
 #[derive(Debug, Serialize, Default)]
@@ -146,6 +204,7 @@ fn check_out(db: &Path, out: &Path, force: bool) -> Result<(), CliError> {
             )));
         }
     }
+    super::check_side_files("recover", db, out)?;
     match std::fs::symlink_metadata(out) {
         Ok(md) if md.is_dir() => Err(CliError::Input(format!(
             "{} is a directory: OUT must be a new file",
@@ -439,7 +498,15 @@ fn probe(conn: &Connection, q_table: &str, rid: &str, from: i64) -> Result<Optio
     let mut stmt = conn.prepare_cached(&sql).map_err(|e| e.to_string())?;
     let mut rows = stmt.query([from]).map_err(|e| e.to_string())?;
     match rows.next() {
-        Ok(Some(r)) => r.get(0).map(Some).map_err(|e| e.to_string()),
+        Ok(Some(r)) => match r.get::<_, i64>(0) {
+            // A damaged b-tree can send a seek to an earlier row: that is
+            // damage too, and following it would scan backwards forever.
+            Ok(id) if id < from => Err(format!(
+                "a seek to rowid {from} landed on rowid {id}: the b-tree is damaged"
+            )),
+            Ok(id) => Ok(Some(id)),
+            Err(e) => Err(e.to_string()),
+        },
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
@@ -476,6 +543,10 @@ fn skip_damage(conn: &Connection, q_table: &str, rid: &str, bad: i64) -> Option<
     Some(hi)
 }
 
+/// Copies a rowid table in rowid order, batch by batch. The scan only ever
+/// moves forwards: `start` grows with every pass of the loop (a row the
+/// damaged b-tree returns out of order ends the batch as damage), so it
+/// ends on any file, however damaged.
 fn copy_rowid_table(
     src: &Connection,
     sink: &mut Sink<'_>,
@@ -483,6 +554,7 @@ fn copy_rowid_table(
     rid: &str,
     cols: &str,
     t: &mut TableReport,
+    watch: &mut Watch,
 ) {
     let sql = format!(
         "SELECT {rid}, {cols} FROM {q_table} NOT INDEXED WHERE {rid} >= ?1 ORDER BY {rid} LIMIT {BATCH}"
@@ -490,9 +562,17 @@ fn copy_rowid_table(
     // The next rowid to read is >= start.
     let mut start = i64::MIN;
     loop {
+        if interrupted() {
+            t.error("interrupted");
+            return;
+        }
+        watch.tick(t, &format!("at rowid {start}"));
+        let before = start;
         let mut got = 0i64;
         let mut last: Option<i64> = None;
         let mut failed: Option<String> = None;
+        // A row came back out of order: what lies between is unknown.
+        let mut disorder = false;
         match src.prepare_cached(&sql) {
             Err(e) => {
                 t.error(e);
@@ -511,6 +591,16 @@ fn copy_rowid_table(
                                         failed = Some("a rowid that is not an integer".into());
                                         break;
                                     };
+                                    let floor = last.map_or(start, |l| l.saturating_add(1));
+                                    if id < floor || last == Some(i64::MAX) {
+                                        disorder = true;
+                                        failed = Some(format!(
+                                            "rowid {id} came after rowid {}: the b-tree is \
+                                             damaged (rows out of order)",
+                                            floor.saturating_sub(1)
+                                        ));
+                                        break;
+                                    }
                                     sink.put(&v, t);
                                     last = Some(id);
                                     got += 1;
@@ -544,10 +634,22 @@ fn copy_rowid_table(
         t.error(&err);
         // Which is damaged: one row's content, or the page(s) from start on?
         match probe(src, q_table, rid, start) {
+            Ok(Some(r)) if disorder && r > before => {
+                // The scan left the b-tree (a row out of order), not a row's
+                // content: go on from the next rowid a seek finds, which may
+                // well read; what lay between is unknown.
+                if r > start {
+                    t.lost_rowid_ranges.push((start, r - 1));
+                }
+                start = r;
+            }
             Ok(Some(r)) => {
-                // The rowid reads, the row does not: skip that row only.
+                // The rowid reads, the row does not: skip that row. Rows the
+                // failed read should have met before it (when the seek skips
+                // over part of the damage) are in the range too.
                 t.rows_unreadable += 1;
-                t.lost_rowid_ranges.push((r, r));
+                let from = if last.is_some() || disorder { start } else { r };
+                t.lost_rowid_ranges.push((from, r));
                 if r == i64::MAX {
                     return;
                 }
@@ -565,6 +667,13 @@ fn copy_rowid_table(
                 }
             },
         }
+        if start <= before {
+            // Cannot happen by the rules above; if it ever did, stop rather
+            // than read the same rows again.
+            t.error(format!("the scan could not move past rowid {start}"));
+            t.lost_rowid_ranges.push((start, i64::MAX));
+            return;
+        }
     }
 }
 
@@ -575,6 +684,7 @@ fn copy_without_rowid(
     cols: &str,
     pk: &[String],
     t: &mut TableReport,
+    watch: &mut Watch,
 ) {
     let order = |dir: &str| {
         pk.iter()
@@ -601,6 +711,13 @@ fn copy_without_rowid(
             }
         };
         loop {
+            if n % 4096 == 0 {
+                if interrupted() {
+                    t.error("interrupted");
+                    return (n, true);
+                }
+                watch.tick(t, "in key order");
+            }
             match rows.next() {
                 Ok(None) => return (n, true),
                 Ok(Some(r)) => {
@@ -631,7 +748,12 @@ fn copy_without_rowid(
     }
 }
 
-fn copy_table(src: &Connection, dst: &Connection, row: &SchemaRow) -> TableReport {
+fn copy_table(
+    src: &Connection,
+    dst: &Connection,
+    row: &SchemaRow,
+    watch: &mut Watch,
+) -> TableReport {
     let mut t = TableReport {
         name: row.name.clone(),
         ..Default::default()
@@ -677,9 +799,9 @@ fn copy_table(src: &Connection, dst: &Connection, row: &SchemaRow) -> TableRepor
     };
     let mut sink = Sink { insert };
     match shape.rowid {
-        Some(rid) => copy_rowid_table(src, &mut sink, &q_table, rid, &cols, &mut t),
+        Some(rid) => copy_rowid_table(src, &mut sink, &q_table, rid, &cols, &mut t, watch),
         None if !shape.pk.is_empty() => {
-            copy_without_rowid(src, &mut sink, &q_table, &cols, &shape.pk, &mut t)
+            copy_without_rowid(src, &mut sink, &q_table, &cols, &shape.pk, &mut t, watch)
         }
         None => {
             t.status = "skipped";
@@ -714,8 +836,14 @@ fn working_copy(db: &Path, dir: &Path) -> Result<PathBuf, CliError> {
     Ok(work)
 }
 
-/// Salvages `db` into a new database at `out_tmp`.
-pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverReport, CliError> {
+/// Salvages `db` into a new database at `out_tmp`, showing progress through
+/// `watch`. Fails when interrupted (SIGINT/SIGTERM).
+pub fn salvage(
+    db: &Path,
+    out_tmp: &Path,
+    scratch: &Path,
+    watch: &mut Watch,
+) -> Result<RecoverReport, CliError> {
     let mut report = RecoverReport {
         db: db.display().to_string(),
         ..Default::default()
@@ -805,7 +933,13 @@ pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverRepor
         if row.sql.is_none() {
             continue;
         }
-        report.tables.push(copy_table(&src, &dst, row));
+        report.tables.push(copy_table(&src, &dst, row, watch));
+        if interrupted() {
+            return Err(CliError::Input(format!(
+                "interrupted while copying table {}; nothing was written to OUT",
+                quote_ident(&row.name)
+            )));
+        }
     }
     if let Some(seq) = sequence {
         // AUTOINCREMENT counters: created with the first such table; copy the
@@ -838,6 +972,7 @@ pub fn salvage(db: &Path, out_tmp: &Path, scratch: &Path) -> Result<RecoverRepor
                 "rowid",
                 "name, seq",
                 &mut t,
+                watch,
             );
             t.status = if t.error_count == 0 {
                 "complete"
@@ -940,15 +1075,32 @@ pub fn recover(args: RecoverArgs) -> Result<(), CliError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    let removed = remove_stale_scratch(&out_dir);
+    if removed > 0 {
+        eprintln!(
+            "litelane: removed {removed} working director{} left in {} by an interrupted recover",
+            if removed == 1 { "y" } else { "ies" },
+            out_dir.display()
+        );
+    }
+    // SIGINT/SIGTERM stop the copy at the next batch, so that the working
+    // directory (removed when `scratch` is dropped) does not stay behind.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
     let scratch = tempfile::Builder::new()
-        .prefix(".litelane-recover-")
+        .prefix(SCRATCH_PREFIX)
         .tempdir_in(&out_dir)
         .map_err(io_err(format!(
             "creating a working directory in {}",
             out_dir.display()
         )))?;
+    // Held for the whole run: a later run that can take it knows the
+    // directory was left by a killed one.
+    let lock = std::fs::File::create(scratch.path().join(SCRATCH_LOCK))
+        .map_err(io_err("creating the working directory's lock"))?;
+    let _ = fs4::fs_std::FileExt::try_lock_exclusive(&lock);
     let out_tmp = scratch.path().join("out.db");
-    let mut report = salvage(&args.db, &out_tmp, scratch.path())?;
+    let mut watch = Watch::new(!args.json || std::io::stderr().is_terminal());
+    let mut report = salvage(&args.db, &out_tmp, scratch.path(), &mut watch)?;
     report.out = args.out.display().to_string();
     if report.outcome != "nothing" {
         // Check again: OUT may have appeared meanwhile.
@@ -985,6 +1137,60 @@ pub fn recover(args: RecoverArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// Removes the working directories (`.litelane-recover-*` in `dir`) that
+/// killed runs left: those whose lock no running recover holds (or, made by
+/// an older litelane, that have no lock file and are over a minute old), and
+/// that hold only files recover makes (anything else: left alone). Returns
+/// how many were removed.
+fn remove_stale_scratch(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(SCRATCH_PREFIX) {
+            continue;
+        }
+        let path = e.path();
+        // Not through a symbolic link: only a real directory of ours.
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            _ => continue,
+        }
+        // Anything recover does not make in it: not ours to clear.
+        let only_ours = std::fs::read_dir(&path).is_ok_and(|files| {
+            files.flatten().all(|f| {
+                SCRATCH_FILES
+                    .iter()
+                    .any(|n| f.file_name() == std::ffi::OsStr::new(n))
+            })
+        });
+        if !only_ours {
+            continue;
+        }
+        let lock_path = path.join(SCRATCH_LOCK);
+        let held_by_nobody = match std::fs::OpenOptions::new().write(true).open(&lock_path) {
+            Ok(f) => matches!(fs4::fs_std::FileExt::try_lock_exclusive(&f), Ok(true)),
+            Err(_) => std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > UNLOCKED_STALE_AFTER),
+        };
+        if !held_by_nobody {
+            continue;
+        }
+        for f in SCRATCH_FILES {
+            let _ = std::fs::remove_file(path.join(f));
+        }
+        if std::fs::remove_dir(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn print_report(r: &RecoverReport) {

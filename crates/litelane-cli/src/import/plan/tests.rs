@@ -259,6 +259,9 @@ fn plan_of(names: &[&str], index_column: bool) -> SniffPlan {
         header: true,
         skip_rows: 0,
         index_column,
+        header_trailing_delimiter: false,
+        records_trailing_delimiter: false,
+        header_reason: None,
         nulls: vec![String::new()],
         columns: names
             .iter()
