@@ -822,6 +822,16 @@ class Connection:
         """Accepted; litelane does not interrupt running statements."""
         self._check()
 
+    def getlimit(self, category: int, /) -> int:
+        """The limit ``category`` (``SQLITE_LIMIT_*``) in force."""
+        return self._check().getlimit(category)
+
+    def setlimit(self, category: int, limit: int, /) -> int:
+        """Sets the limit ``category`` (``SQLITE_LIMIT_*``) and returns the
+        one before; a negative ``limit`` changes nothing. It applies to every
+        connection of the process to this file (they share one engine)."""
+        return self._check().setlimit(category, limit)
+
     def blobopen(
         self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
     ) -> _blob.Blob:

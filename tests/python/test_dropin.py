@@ -9,6 +9,7 @@ import re
 import sqlite3 as std
 import subprocess
 import sys
+import threading
 
 import litelane
 import litelane.dbapi as dbapi
@@ -499,3 +500,33 @@ def test_recursive_use_of_a_cursor_from_its_converter(mod):
             cur.fetchall()
     finally:
         del mod.converters["CLOSE"]
+
+
+def test_limits_are_set_on_every_connection_and_refused_out_of_bounds(mod, db_path):
+    con = mod.connect(db_path, check_same_thread=False)
+    length = mod.SQLITE_LIMIT_SQL_LENGTH
+    saved = con.getlimit(length)
+    assert con.setlimit(length, 20) == saved
+    assert con.getlimit(length) == 20
+    assert con.setlimit(length, -1) == 20  # a negative limit changes nothing
+    errors = []
+
+    def too_long():  # from another thread: another reader of the engine
+        try:
+            con.execute("SELECT 1 AS 'a long enough name'")
+        except mod.DataError as e:
+            errors.append(str(e))
+
+    for _ in range(4):
+        t = threading.Thread(target=too_long)
+        t.start()
+        t.join()
+    assert errors == ["query string is too large"] * 4
+    with pytest.raises(mod.DataError, match="query string is too large"):
+        con.execute("CREATE TABLE a_table_name_too_long(x)")
+    con.setlimit(length, saved)
+    assert con.execute("SELECT 1 AS 'a long enough name'").fetchone() == (1,)
+    for call in (lambda: con.getlimit(1111), lambda: con.setlimit(1111, 0)):
+        with pytest.raises(mod.ProgrammingError, match="'category' is out of bounds"):
+            call()
+    con.close()

@@ -608,6 +608,31 @@ impl Engine {
         Ok(d)
     }
 
+    /// `sqlite3`'s `getlimit`: the limit `category` (`SQLITE_LIMIT_*`) in
+    /// force (read on a reader; every connection of the engine has the same).
+    fn getlimit(&self, py: Python<'_>, category: i32) -> PyResult<i32> {
+        let limit = limit_of(py, category)?;
+        let sh = self.get(py)?;
+        py.detach(|| sh.db.read(|c| Ok(c.limit(limit)?))).py_err(py)
+    }
+
+    /// `sqlite3`'s `setlimit`: sets the limit `category` to `value` on every
+    /// connection of the engine, now and later (a negative `value` changes
+    /// nothing), and returns the limit before.
+    fn setlimit(&self, py: Python<'_>, category: i32, value: i32) -> PyResult<i32> {
+        let limit = limit_of(py, category)?;
+        let before = self.getlimit(py, category)?;
+        if value >= 0 {
+            let sh = self.get(py)?;
+            let setup: litelane::Setup = Arc::new(move |c: &mut litelane::rusqlite::Connection| {
+                c.set_limit(limit, value).map(|_| ())
+            });
+            py.detach(|| sh.db.configure(&format!("limit {category}"), setup))
+                .py_err(py)?;
+        }
+        Ok(before)
+    }
+
     /// Runs one statement on the writer outside any transaction (`VACUUM`):
     /// returns the outcome tuple of `execute`.
     #[pyo3(signature = (sql, params = None))]
@@ -851,6 +876,26 @@ impl RowIter {
             dicts,
         })
     }
+}
+
+/// The limit of an `SQLITE_LIMIT_*` number, as `sqlite3` checks it.
+fn limit_of(py: Python<'_>, category: i32) -> PyResult<litelane::rusqlite::limits::Limit> {
+    use litelane::rusqlite::limits::Limit::*;
+    Ok(match category {
+        0 => SQLITE_LIMIT_LENGTH,
+        1 => SQLITE_LIMIT_SQL_LENGTH,
+        2 => SQLITE_LIMIT_COLUMN,
+        3 => SQLITE_LIMIT_EXPR_DEPTH,
+        4 => SQLITE_LIMIT_COMPOUND_SELECT,
+        5 => SQLITE_LIMIT_VDBE_OP,
+        6 => SQLITE_LIMIT_FUNCTION_ARG,
+        7 => SQLITE_LIMIT_ATTACHED,
+        8 => SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
+        9 => SQLITE_LIMIT_VARIABLE_NUMBER,
+        10 => SQLITE_LIMIT_TRIGGER_DEPTH,
+        11 => SQLITE_LIMIT_WORKER_THREADS,
+        _ => return Err(exc(py, "ProgrammingError", "'category' is out of bounds")),
+    })
 }
 
 fn names_of(stmt: &litelane::rusqlite::Statement<'_>) -> Vec<String> {

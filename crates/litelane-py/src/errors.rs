@@ -48,7 +48,16 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             extended_code,
             message,
             context: _,
-        } => build(py, class_for(code), message, Some(extended_code)),
+        } => {
+            // SQL longer than SQLITE_LIMIT_SQL_LENGTH: sqlite3 checks the
+            // length itself and says so in its own words.
+            let message = if code == 18 && message == "statement too long" {
+                "query string is too large".to_string()
+            } else {
+                message
+            };
+            build(py, class_for(code), message, Some(extended_code))
+        }
         litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
         other => build(py, "OperationalError", other.to_string(), None),
     };
