@@ -454,6 +454,7 @@ class Connection:
     """A connection: a view on the process-wide engine of one file."""
 
     _initialized = False  # until __init__ completes (sqlite3's "Base __init__ not called")
+    _trace: Optional[Callable[[str], Any]] = None
 
     Warning = Warning
     Error = Error
@@ -571,10 +572,24 @@ class Connection:
 
     # -- transactions --------------------------------------------------------
 
-    def _begin(self) -> Any:
+    def _begin(self, sql: Optional[str] = None) -> Any:
+        """Opens the transaction; ``sql`` is the statement ``sqlite3`` would
+        run for it, shown to the trace callback (the implicit ``BEGIN`` by
+        default)."""
         engine = self._check()
+        self._traced(f"BEGIN {self._isolation_level or ''}" if sql is None else sql)
         self._txn = engine.begin(self._timeout)
         return self._txn
+
+    def _traced(self, sql: str) -> None:
+        """Shows the trace callback a statement litelane runs for this
+        connection outside SQLite's view of it (BEGIN, COMMIT, ROLLBACK)."""
+        trace = self._trace
+        if trace is not None and sql:
+            try:
+                trace(sql)
+            except Exception:  # as sqlite3: a failing trace callback is ignored
+                pass
 
     def _in_txn(self, method: Callable[..., Any], *args: Any) -> Any:
         txn = self._txn
@@ -586,21 +601,23 @@ class Connection:
                 self._savepoint_opened = None
             raise
 
-    def commit(self) -> None:
+    def commit(self, _sql: str = "COMMIT") -> None:
         """Commits the open transaction (a no-op without one). Returns after
         the commit (under the ``safe`` profile, after the fsync)."""
         self._check()
         txn, self._txn = self._txn, None
         self._savepoint_opened = None
         if txn is not None:
+            self._traced(_sql)
             txn.commit()
 
-    def rollback(self) -> None:
+    def rollback(self, _sql: str = "ROLLBACK") -> None:
         """Rolls the open transaction back (a no-op without one)."""
         self._check()
         txn, self._txn = self._txn, None
         self._savepoint_opened = None
         if txn is not None:
+            self._traced(_sql)
             txn.rollback()
 
     def close(self) -> None:
@@ -641,25 +658,25 @@ class Connection:
         if kind == "begin":
             if self._txn is not None or self._autocommit is False:
                 raise OperationalError("cannot start a transaction within a transaction")
-            self._begin()
+            self._begin(sql)
             return _NO_RESULT
         if kind == "commit":
             if self._txn is None:
                 if self._autocommit is False:
                     return _NO_RESULT
                 raise OperationalError("cannot commit - no transaction is active")
-            self.commit()
+            self.commit(sql)
             return _NO_RESULT
         if kind == "rollback":
             if self._txn is None:
                 if self._autocommit is False:
                     return _NO_RESULT
                 raise OperationalError("cannot rollback - no transaction is active")
-            self.rollback()
+            self.rollback(sql)
             return _NO_RESULT
         if kind == "savepoint":
             if self._txn is None:
-                self._begin()
+                self._begin("")  # the SAVEPOINT itself opens it
                 self._savepoint_opened = _unquote(name).lower()
             return self._in_txn(self._txn.execute, sql, params)
         # release / rollback_to
@@ -667,8 +684,9 @@ class Connection:
             raise OperationalError(f"no such savepoint: {_unquote(name)}")
         result = self._in_txn(self._txn.execute, sql, params)
         if kind == "release" and self._savepoint_opened == _unquote(name).lower():
-            # Releasing the savepoint that opened the transaction ends it.
-            self.commit()
+            # Releasing the savepoint that opened the transaction ends it
+            # (the RELEASE itself was the statement traced).
+            self.commit("")
         return result
 
     def _run(self, sql: str, params: Any) -> Any:
@@ -814,6 +832,7 @@ class Connection:
         """Calls ``trace_callback(sql)`` before each statement this connection
         runs (None clears it)."""
         self._check().set_trace_callback(trace_callback)
+        self._trace = trace_callback
 
     def enable_load_extension(self, enabled: bool) -> None:
         raise NotSupportedError("loading extensions is not supported by litelane.dbapi")

@@ -530,3 +530,22 @@ def test_limits_are_set_on_every_connection_and_refused_out_of_bounds(mod, db_pa
         with pytest.raises(mod.ProgrammingError, match="'category' is out of bounds"):
             call()
     con.close()
+
+
+@pytest.mark.parametrize("level", ["", "DEFERRED", "IMMEDIATE", "EXCLUSIVE", None])
+def test_the_trace_callback_sees_the_transaction_statements_sqlite3_runs(mod, level):
+    con = mod.connect(":memory:", isolation_level=level)
+    con.execute("CREATE TABLE t(t)")
+    traced = []
+    con.set_trace_callback(traced.append)
+    with con:
+        con.execute("INSERT INTO t VALUES (1)")
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t VALUES (2)")
+    con.rollback()
+    con.set_trace_callback(None)
+    con.execute("SELECT 1")
+    implicit = [] if level is None else [f"BEGIN {level}"]
+    commit = [] if level is None else ["COMMIT"]
+    assert traced == [*implicit, "INSERT INTO t VALUES (1)", *commit,
+                      "BEGIN", "INSERT INTO t VALUES (2)", "ROLLBACK"]
