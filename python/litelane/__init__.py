@@ -39,6 +39,11 @@ from ._errors import (
     Warning,
 )
 
+if hasattr(os, "register_at_fork"):
+    # A forked child gets engines of its own; handles from the parent refuse
+    # to run there (they say to reconnect) instead of using the parent's.
+    os.register_at_fork(after_in_child=_litelane.after_fork_in_child)
+
 __all__ = [
     "open", "Database", "Transaction", "AsyncTransaction", "Executed", "sqlite_version",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",

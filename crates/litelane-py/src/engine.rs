@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
@@ -30,6 +31,45 @@ pub struct Shared {
     open_txns: Mutex<HashMap<ThreadId, u32>>,
     /// User functions, collations and hook dispatchers (`functions.rs`).
     pub funcs: EngineState,
+    /// The process's fork generation when it opened ([`after_fork_in_child`]).
+    generation: u64,
+}
+
+/// Bumped in a child process right after `fork()`: engines opened before
+/// belong to the parent (their threads do not exist in the child, their
+/// connections must not be used there).
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Called by `os.register_at_fork(after_in_child=...)`: forgets every engine
+/// of the parent, so a connection opened in the child gets a new one, and a
+/// handle from before the fork refuses to run (see [`Shared::stale`]).
+#[pyfunction]
+pub fn after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
+    // The map holds only weak references; the handles leak their engines.
+    // (Its lock is free unless another thread was opening an engine at the
+    // instant of the fork.)
+    if let Ok(mut reg) = REGISTRY.try_lock() {
+        reg.clear();
+    }
+    crate::workers::forget_after_fork();
+}
+
+impl Shared {
+    /// True in a child process for an engine opened before its `fork()`.
+    pub fn stale(&self) -> bool {
+        self.generation != FORK_GENERATION.load(Ordering::Acquire)
+    }
+}
+
+/// Lets go of a handle's engine: dropped normally, or leaked in a forked
+/// child (dropping would join threads that do not exist there and close
+/// connections the parent still uses).
+pub fn release_shared(shared: Option<Arc<Shared>>) {
+    match shared {
+        Some(sh) if sh.stale() => std::mem::forget(sh),
+        other => drop(other),
+    }
 }
 
 impl Shared {
@@ -139,6 +179,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
             display: path.to_string(),
             open_txns: Mutex::default(),
             funcs: EngineState::default(),
+            generation: FORK_GENERATION.load(Ordering::Acquire),
         }));
     };
     let mut reg = lock(&REGISTRY);
@@ -161,6 +202,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
         display: path.to_string(),
         open_txns: Mutex::default(),
         funcs: EngineState::default(),
+        generation: FORK_GENERATION.load(Ordering::Acquire),
     });
     reg.insert(key, Arc::downgrade(&shared));
     Ok(shared)
@@ -325,21 +367,35 @@ pub struct Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        if let Some(sh) = lock(&self.shared).as_ref() {
+        let taken = lock(&self.shared).take();
+        if let Some(sh) = taken.as_ref().filter(|sh| !sh.stale()) {
             crate::functions::forget(&sh.funcs, &self.hooks);
         }
+        release_shared(taken);
     }
 }
 
 impl Engine {
     pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
-        lock(&self.shared).clone().ok_or_else(|| {
+        let sh = lock(&self.shared).clone().ok_or_else(|| {
             exc(
                 py,
                 "ProgrammingError",
                 "Cannot operate on a closed database.",
             )
-        })
+        })?;
+        if sh.stale() {
+            return Err(exc(
+                py,
+                "ProgrammingError",
+                format!(
+                    "this connection to {} was opened before the process forked; a \
+                     connection does not survive fork(): open a new one in the child",
+                    sh.display
+                ),
+            ));
+        }
+        Ok(sh)
     }
 }
 
@@ -711,11 +767,11 @@ impl Engine {
     /// Lets go of this handle (the engine closes when its last handle goes).
     fn close(&self, py: Python<'_>) {
         let taken = lock(&self.shared).take();
-        if let Some(sh) = taken.as_ref() {
+        if let Some(sh) = taken.as_ref().filter(|sh| !sh.stale()) {
             crate::functions::forget(&sh.funcs, &self.hooks);
         }
         // Dropping the last handle joins the engine's threads: not with the GIL.
-        py.detach(move || drop(taken));
+        py.detach(move || release_shared(taken));
     }
 
     /// True once `close()` was called.

@@ -60,6 +60,7 @@ fn split_script(script: &str) -> Vec<&str> {
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;
     m.add_function(wrap_pyfunction!(error_name, m)?)?;

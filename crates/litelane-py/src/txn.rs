@@ -206,6 +206,19 @@ pub struct Txn {
     owner: ThreadId,
 }
 
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if self.shared.stale() {
+            // A transaction of the parent, dropped in a forked child: its
+            // thread and the writer's state belong to the parent; touching
+            // them (a ROLLBACK, a lock) could hang or harm the parent.
+            let live = self.live.get_mut().map(Option::take).unwrap_or(None);
+            let held = self.held.get_mut().map(Option::take).unwrap_or(None);
+            std::mem::forget((live, held));
+        }
+    }
+}
+
 /// How often a transaction whose `timeout` has passed checks again whether
 /// another transaction of this process is in the way (10 ms).
 const RECHECK: Duration = Duration::from_millis(10);
@@ -321,8 +334,24 @@ impl Txn {
         .py_err(py)
     }
 
+    /// The error for a transaction of the parent used in a forked child.
+    fn forked(&self, py: Python<'_>) -> PyErr {
+        exc(
+            py,
+            "ProgrammingError",
+            format!(
+                "this transaction on {} was begun before the process forked; it belongs \
+                 to the parent: open a new connection in the child",
+                self.shared.display
+            ),
+        )
+    }
+
     /// Runs one statement: on the held transaction, or through the worker.
     fn statement(&self, py: Python<'_>, stmt: Stmt) -> PyResult<Outcome> {
+        if self.shared.stale() {
+            return Err(self.forked(py));
+        }
         if self.held_mode {
             self.held_call(py, move |w, hooks| stmt.run_held(w, hooks))
         } else {
@@ -421,6 +450,14 @@ impl Txn {
     }
 
     fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+        if self.shared.stale() {
+            // In a forked child: the parent's transaction is the parent's.
+            // Ending it here only lets go of it (see `Drop`).
+            if commit {
+                return Err(self.forked(py));
+            }
+            return Ok(());
+        }
         if self.held_mode {
             let Some(held) = py.detach(|| lock(&self.held).take()) else {
                 return Ok(());

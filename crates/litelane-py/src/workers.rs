@@ -21,6 +21,16 @@ fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Job>)>> {
     IDLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// In a child process after `fork()`: the idle threads of the parent do not
+/// exist here; forget them, so the next job starts a thread of its own.
+/// (Only the forking thread exists in the child; the list's lock was free
+/// unless another thread was between two lines of `run`/`serve`.)
+pub fn forget_after_fork() {
+    if let Ok(mut list) = IDLE.try_lock() {
+        std::mem::forget(std::mem::take(&mut *list));
+    }
+}
+
 /// Runs `job` on an idle pool thread, or on a new one.
 pub fn run(job: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     let mut job: Job = Box::new(job);
