@@ -5,9 +5,25 @@ default adapters for ``datetime.date`` and ``datetime.datetime``."""
 from __future__ import annotations
 
 import datetime
+import os
+import sys
+import warnings
 from typing import Any, Callable, Dict, Tuple
 
 from ._errors import ProgrammingError
+
+_HERE = (os.path.dirname(os.path.abspath(__file__)),)
+
+
+def _deprecated_default(kind: str) -> None:
+    """The DeprecationWarning ``sqlite3`` gives for its default date and
+    datetime adapters from Python 3.12 on (naming the caller's line)."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(
+            f"the default {kind} adapter is deprecated as of Python 3.12",
+            DeprecationWarning,
+            skip_file_prefixes=_HERE,
+        )
 
 
 class PrepareProtocol:
@@ -45,8 +61,10 @@ def adapt(obj: Any, position: int) -> Any:
         if value is not None:
             return value
     if isinstance(obj, datetime.datetime):
+        _deprecated_default("datetime")
         return obj.isoformat(" ")
     if isinstance(obj, datetime.date):
+        _deprecated_default("date")
         return obj.isoformat()
     raise ProgrammingError(
         f"Error binding parameter {position}: type {type(obj).__name__!r} is not supported"

@@ -18,6 +18,7 @@ import collections.abc
 import datetime
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -44,7 +45,7 @@ from ._errors import (
 __all__ = [
     "connect", "Connection", "Cursor", "Row", "Blob", "PrepareProtocol",
     "apilevel", "threadsafety", "paramstyle",
-    "sqlite_version", "sqlite_version_info", "version", "version_info",
+    "sqlite_version", "sqlite_version_info",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
     "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
@@ -63,9 +64,22 @@ paramstyle = "qmark"  # named (:name, @name, $name) works too
 
 sqlite_version: str = _litelane.sqlite_version()
 sqlite_version_info: Tuple[int, ...] = tuple(int(x) for x in sqlite_version.split("."))
-#: The version of this module's interface (the number ``sqlite3`` reports).
-version = "2.6.0"
-version_info = (2, 6, 0)
+#: The version of this module's interface (the number ``sqlite3`` reports;
+#: from Python 3.12 on, reading it warns, as there).
+_VERSIONS = {"version": "2.6.0", "version_info": (2, 6, 0)}
+if sys.version_info < (3, 12):
+    globals().update(_VERSIONS)
+    __all__ += list(_VERSIONS)
+
+#: Where this package lives: warnings about what a caller did name the
+#: caller's line, not one in here.
+_HERE = (os.path.dirname(os.path.abspath(__file__)),)
+
+
+def _deprecated(what: str) -> None:
+    """The DeprecationWarning ``sqlite3`` gives from Python 3.12 on."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(what, DeprecationWarning, skip_file_prefixes=_HERE)
 
 PARSE_DECLTYPES = 1
 PARSE_COLNAMES = 2
@@ -77,23 +91,27 @@ _SQLITE_CONSTANTS: Dict[str, int] = dict(_litelane.constants())
 globals().update(_SQLITE_CONSTANTS)
 __all__ += sorted(_SQLITE_CONSTANTS)
 
-def _convert_date(value: bytes) -> datetime.date:
-    """``date`` columns under ``PARSE_DECLTYPES`` (as ``sqlite3``'s default): ``b"2024-01-05"``."""
+def _date_of(value: bytes) -> datetime.date:
     year, month, day = value.split(b"-")
     return datetime.date(int(year), int(month), int(day))
+
+
+def _convert_date(value: bytes) -> datetime.date:
+    """``date`` columns under ``PARSE_DECLTYPES`` (as ``sqlite3``'s default): ``b"2024-01-05"``."""
+    _deprecated("the default date converter is deprecated as of Python 3.12")
+    return _date_of(value)
 
 
 def _convert_timestamp(value: bytes) -> datetime.datetime:
     """``timestamp`` columns under ``PARSE_DECLTYPES`` (as ``sqlite3``'s
     default): ``b"2024-01-05 10:20:30[.fraction]"``, the fraction padded or
     cut to microseconds."""
+    _deprecated("the default timestamp converter is deprecated as of Python 3.12")
     day, _, clock = value.partition(b" ")
     hms, _, fraction = clock.partition(b".")
     hour, minute, second = (int(x) for x in hms.split(b":"))
     micro = int(fraction.decode()[:6].ljust(6, "0")) if fraction else 0
-    return datetime.datetime.combine(
-        _convert_date(day), datetime.time(hour, minute, second, micro)
-    )
+    return datetime.datetime.combine(_date_of(day), datetime.time(hour, minute, second, micro))
 
 
 #: Converters by upper-case type name (``register_converter``); ``DATE`` and
@@ -193,6 +211,9 @@ def enable_shared_cache(enable: int, /) -> None:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _VERSIONS:
+        _deprecated(f"{name} is deprecated and will be removed in Python 3.14")
+        return _VERSIONS[name]
     if name == "OptimizedUnicode":
         warnings.warn(
             "OptimizedUnicode is deprecated; use str instead.", DeprecationWarning, stacklevel=2
