@@ -41,7 +41,7 @@ use litelane::rusqlite::hooks::{AuthAction, AuthContext, Authorization, Transact
 use litelane::rusqlite::types::ValueRef;
 use litelane::rusqlite::{Connection, Statement};
 use litelane::{Database, Value};
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyString, PyTuple};
 
@@ -96,35 +96,29 @@ fn args_tuple<'py>(py: Python<'py>, ctx: &Context<'_>) -> PyResult<Bound<'py, Py
     PyTuple::new(py, items)
 }
 
-/// Why a returned value could not become an SQLite value.
-enum Unfit {
-    /// An int beyond 64 bits.
-    TooBig,
-    /// A type SQLite has no value for.
-    Other,
-}
-
-/// A callback's return value as an SQLite value: None, int (and bool), float,
-/// str, bytes, bytearray, memoryview.
-fn result_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unfit> {
+/// A callback's return value as an SQLite value: None, int (and bool),
+/// float, str, bytes, bytearray, a C-contiguous memoryview. Otherwise the
+/// exception `sqlite3` reports for it (an `OverflowError` for an int beyond
+/// 64 bits).
+fn result_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let py = obj.py();
     if obj.is_none() {
         return Ok(Value::Null);
     }
     if obj.is_instance_of::<PyInt>() {
         return match obj.extract::<i64>() {
             Ok(v) => Ok(Value::Integer(v)),
-            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(Unfit::TooBig),
-            Err(_) => Err(Unfit::Other),
+            Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(PyOverflowError::new_err(
+                "Python int too large to convert to SQLite INTEGER",
+            )),
+            Err(e) => Err(e),
         };
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Value::Real(f.value()));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s
-            .to_cow()
-            .map(|s| Value::Text(s.into_owned()))
-            .map_err(|_| Unfit::Other);
+        return Ok(Value::Text(s.to_cow()?.into_owned()));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Value::Blob(b.as_bytes().to_vec()));
@@ -132,43 +126,46 @@ fn result_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unfit> {
     if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Value::Blob(b.to_vec()));
     }
-    let memoryview = obj
-        .get_type()
-        .name()
-        .is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "memoryview"));
-    if memoryview {
-        if let Ok(bytes) = obj.call_method0("tobytes") {
-            if let Ok(b) = bytes.cast::<PyBytes>() {
-                return Ok(Value::Blob(b.as_bytes().to_vec()));
-            }
+    let type_name = obj.get_type().name()?.to_cow()?.into_owned();
+    if type_name == "memoryview" {
+        if !obj.getattr("c_contiguous")?.is_truthy()? {
+            return Err(PyBufferError::new_err(
+                "memoryview: underlying buffer is not C-contiguous",
+            ));
         }
+        let bytes = obj.call_method0("tobytes")?;
+        return Ok(Value::Blob(bytes.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
-    Err(Unfit::Other)
+    Err(exc(
+        py,
+        "ProgrammingError",
+        format!("User-defined functions cannot return '{type_name}' values to SQLite"),
+    ))
 }
 
 /// The outcome of a Python call made for SQLite: the value, or the error
-/// `sqlite3` reports (`message` for an exception or an unusable value).
+/// `sqlite3` reports: `message` for an exception or an unusable value,
+/// "string or blob too big" for an int beyond 64 bits, out of memory for a
+/// `MemoryError`. The exception goes to [`report`] with `callable`.
 fn outcome(
     py: Python<'_>,
     called: PyResult<Bound<'_, PyAny>>,
     callable: &Py<PyAny>,
     message: &str,
 ) -> litelane::rusqlite::Result<Value> {
-    match called {
-        Ok(v) => result_value(&v).map_err(|u| match u {
-            Unfit::TooBig => too_big(),
-            Unfit::Other => failure(message),
-        }),
-        Err(e) => {
-            let overflow = e.is_instance_of::<PyOverflowError>(py);
-            report(py, e, callable);
-            Err(if overflow {
-                too_big()
-            } else {
-                failure(message)
-            })
-        }
-    }
+    let e = match called.and_then(|v| result_value(&v)) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let err = if e.is_instance_of::<PyOverflowError>(py) {
+        too_big()
+    } else if e.is_instance_of::<PyMemoryError>(py) {
+        litelane::rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_NOMEM), None)
+    } else {
+        failure(message)
+    };
+    report(py, e, callable);
+    Err(err)
 }
 
 /// Installs something on one SQLite connection (needs only `&Connection`,
@@ -426,14 +423,16 @@ pub fn create_aggregate(
         Some(c) => aggregate(name, narg, Arc::new(c), window),
         None => removal(name, narg),
     };
-    let what = if window {
-        "Error creating window function"
-    } else {
-        "Error creating aggregate"
-    };
     state
         .record(db, key, install)
-        .map_err(|_| exc(py, "OperationalError", what))
+        .map_err(|e| match (window, e) {
+            // sqlite3: SQLite's text for the code, as a ProgrammingError.
+            (true, litelane::Error::Sqlite { code, .. }) => {
+                exc(py, "ProgrammingError", ffi::code_to_str(code))
+            }
+            (true, e) => exc(py, "ProgrammingError", e.to_string()),
+            (false, _) => exc(py, "OperationalError", "Error creating aggregate"),
+        })
 }
 
 /// `create_collation`: `func` None removes the collation.
@@ -779,13 +778,15 @@ fn dispatch_progress(every: u64) -> bool {
         return false;
     }
     p.count.store(0, Ordering::Relaxed);
-    Python::attach(|py| match p.handler.bind(py).call0() {
-        Ok(r) => r.is_truthy().unwrap_or(true),
-        Err(e) => {
-            report(py, e, &p.handler);
-            true
-        }
-    })
+    Python::attach(
+        |py| match p.handler.bind(py).call0().and_then(|r| r.is_truthy()) {
+            Ok(stop) => stop,
+            Err(e) => {
+                report(py, e, &p.handler);
+                true
+            }
+        },
+    )
 }
 
 /// `set_progress_handler` for one handle (`handler` None, or `n` < 1,
