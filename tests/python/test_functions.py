@@ -774,3 +774,23 @@ def test_errors_creating_aggregates_and_window_functions_match_sqlite3(tmp_path)
         except Exception as e:  # noqa: BLE001 - compared below
             got = (type(e).__name__, str(e))
         assert got == want and got is not None, method
+
+
+def test_registering_the_same_function_again_keeps_it_and_a_new_flag_counts(db_path):
+    def double(x):
+        return 2 * x
+
+    cons = [dbapi.connect(db_path) for _ in range(20)]
+    for con in cons:  # as programs do: the same functions on every connection
+        con.create_function("double", 1, double)
+    con = cons[0]
+    con.execute("CREATE TABLE t(x)")
+    assert "non-deterministic" in outcome(con, "CREATE INDEX t_d ON t(double(x))")[1]
+    # The same object, now deterministic: installed again, with the flag.
+    cons[-1].create_function("double", 1, double, deterministic=True)
+    con.execute("CREATE INDEX t_d ON t(double(x))")
+    con.execute("INSERT INTO t VALUES (21)")
+    con.commit()
+    assert con.execute("SELECT double(x) FROM t WHERE double(x) = 42").fetchall() == [(42,)]
+    for c in cons:
+        c.close()

@@ -335,12 +335,28 @@ fn collation(name: String, func: Option<Arc<Py<PyAny>>>) -> Install {
     })
 }
 
+/// What a function or collation was made from: its kind and the Python
+/// object. The same again under the same key is not installed again
+/// (programs register the same functions on every new connection).
+struct Origin {
+    kind: &'static str,
+    object: Py<PyAny>,
+}
+
+/// The newest install of one key, numbered.
+struct Logged {
+    key: String,
+    generation: u64,
+    install: Install,
+    origin: Option<Origin>,
+}
+
 /// What the engine-wide part of this module keeps per engine.
 #[derive(Default)]
 pub struct EngineState {
-    /// Every install so far, numbered; a held transaction applies to the
-    /// writer those numbered after the one it last applied.
-    log: Mutex<Vec<(u64, Install)>>,
+    /// The newest install of each key, numbered; a held transaction applies
+    /// to the writer those numbered after the one it last applied.
+    log: Mutex<Vec<Logged>>,
     generation: AtomicU64,
     /// The authorizer dispatcher is installed (once, then for good).
     authorizer_dispatch: AtomicBool,
@@ -362,22 +378,42 @@ impl EngineState {
             return;
         }
         let log = lock(&self.log);
-        for (_, install) in log.iter().filter(|(g, _)| *g > *seen) {
+        for entry in log.iter().filter(|e| e.generation > *seen) {
             // It worked on every other connection; a failure here leaves
             // the function missing, and its use says so.
-            let _ = install(conn);
+            let _ = (entry.install)(conn);
         }
-        *seen = log.last().map_or(*seen, |(g, _)| *g);
+        *seen = self.generation();
     }
 
-    /// Records `install` for every SQLite connection of `db` under `key`.
-    fn record(&self, db: &Database, key: String, install: Install) -> litelane::Result<()> {
+    /// Records `install` for every SQLite connection of `db` under `key`,
+    /// unless the same `origin` is already installed under it.
+    fn record(
+        &self,
+        db: &Database,
+        key: String,
+        origin: Option<Origin>,
+        install: Install,
+    ) -> litelane::Result<()> {
+        let mut log = lock(&self.log);
+        let same = |e: &Logged| match (&e.origin, &origin) {
+            (Some(a), Some(b)) => a.kind == b.kind && a.object.as_ptr() == b.object.as_ptr(),
+            _ => false,
+        };
+        if log.iter().any(|e| e.key == key && same(e)) {
+            return Ok(());
+        }
         let setup = Arc::clone(&install);
         db.configure(&key, Arc::new(move |conn: &mut Connection| setup(conn)))?;
-        let mut log = lock(&self.log);
-        let g = self.generation() + 1;
-        log.push((g, install));
-        self.generation.store(g, Ordering::Release);
+        log.retain(|e| e.key != key);
+        let generation = self.generation() + 1;
+        log.push(Logged {
+            key,
+            generation,
+            install,
+            origin,
+        });
+        self.generation.store(generation, Ordering::Release);
         Ok(())
     }
 }
@@ -399,12 +435,20 @@ pub fn create_function(
     deterministic: bool,
 ) -> PyResult<()> {
     let key = function_key(&name, narg);
+    let origin = func.as_ref().map(|f| Origin {
+        kind: if deterministic {
+            "deterministic function"
+        } else {
+            "function"
+        },
+        object: f.clone_ref(py),
+    });
     let install = match func {
         Some(f) => scalar(name, narg, Arc::new(f), deterministic),
         None => removal(name, narg),
     };
     state
-        .record(db, key, install)
+        .record(db, key, origin, install)
         .map_err(|_| exc(py, "OperationalError", "Error creating function"))
 }
 
@@ -419,12 +463,20 @@ pub fn create_aggregate(
     window: bool,
 ) -> PyResult<()> {
     let key = function_key(&name, narg);
+    let origin = class.as_ref().map(|c| Origin {
+        kind: if window {
+            "window function"
+        } else {
+            "aggregate"
+        },
+        object: c.clone_ref(py),
+    });
     let install = match class {
         Some(c) => aggregate(name, narg, Arc::new(c), window),
         None => removal(name, narg),
     };
     state
-        .record(db, key, install)
+        .record(db, key, origin, install)
         .map_err(|e| match (window, e) {
             // sqlite3: SQLite's text for the code, as a ProgrammingError.
             (true, litelane::Error::Sqlite { code, .. }) => {
@@ -451,9 +503,13 @@ pub fn create_collation(
         }
     }
     let key = format!("python collation {}", name.to_lowercase());
+    let origin = func.as_ref().map(|f| Origin {
+        kind: "collation",
+        object: f.clone_ref(py),
+    });
     let install = collation(name, func.map(Arc::new));
     state
-        .record(db, key, install)
+        .record(db, key, origin, install)
         .map_err(|e| crate::errors::engine(py, e))
 }
 
