@@ -285,7 +285,7 @@ pub struct Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         if let Some(sh) = lock(&self.shared).as_ref() {
-            crate::functions::forget(&sh.funcs, &self.hooks);
+            crate::functions::forget(&sh.db, &sh.funcs, &self.hooks);
         }
     }
 }
@@ -568,7 +568,7 @@ impl Engine {
     fn close(&self, py: Python<'_>) {
         let taken = lock(&self.shared).take();
         if let Some(sh) = taken.as_ref() {
-            crate::functions::forget(&sh.funcs, &self.hooks);
+            crate::functions::forget(&sh.db, &sh.funcs, &self.hooks);
         }
         // Dropping the last handle joins the engine's threads: not with the GIL.
         py.detach(move || drop(taken));

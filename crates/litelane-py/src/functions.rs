@@ -857,11 +857,26 @@ pub fn set_progress_handler(
     handler: Option<Py<PyAny>>,
     n: i32,
 ) -> PyResult<()> {
-    let id = hooks.id;
     let handler = handler.filter(|_| n >= 1);
+    progress_interval(db, state, hooks.id, handler.as_ref().map(|_| n))
+        .map_err(|e| crate::errors::engine(py, e))?;
+    *lock(&hooks.progress) = handler.map(|h| (Arc::new(h), n as u64));
+    hooks.update_any();
+    Ok(())
+}
+
+/// Records handle `id`'s interval (None: it has no progress handler) and
+/// moves the dispatcher to the smallest interval left (removes it when no
+/// handle has one).
+fn progress_interval(
+    db: &Database,
+    state: &EngineState,
+    id: u64,
+    n: Option<i32>,
+) -> litelane::Result<()> {
     let mut progress = lock(&state.progress);
-    match &handler {
-        Some(_) => progress.0.insert(id, n),
+    match n {
+        Some(n) => progress.0.insert(id, n),
         None => progress.0.remove(&id),
     };
     let want = progress.0.values().min().copied();
@@ -874,17 +889,14 @@ pub fn set_progress_handler(
                 Arc::new(|conn: &mut Connection| conn.progress_handler(0, None::<fn() -> bool>))
             }
         };
-        db.configure("python progress handler", setup)
-            .map_err(|e| crate::errors::engine(py, e))?;
+        db.configure("python progress handler", setup)?;
         progress.1 = want;
     }
-    drop(progress);
-    *lock(&hooks.progress) = handler.map(|h| (Arc::new(h), n as u64));
-    hooks.update_any();
     Ok(())
 }
 
 /// Forgets a handle's progress interval when the handle goes.
-pub fn forget(state: &EngineState, hooks: &Hooks) {
-    lock(&state.progress).0.remove(&hooks.id);
+pub fn forget(db: &Database, state: &EngineState, hooks: &Hooks) {
+    // Only the dispatcher's interval depends on it: on failure it stays.
+    let _ = progress_interval(db, state, hooks.id, None);
 }
