@@ -674,3 +674,120 @@ def test_a_callback_that_runs_sql_on_another_connection_does_not_deadlock(db_pat
     a.execute("INSERT INTO t SELECT lookup() * 2")
     a.commit()
     assert sorted(a.execute("SELECT x FROM t").fetchall()) == [(5,), (10,)]
+
+
+class _BadBool:
+    def __bool__(self):
+        raise ZeroDivisionError("bool")
+
+
+def _returns_dict():
+    return {}
+
+
+def _returns_huge():
+    return 2**64
+
+
+def _returns_noncontiguous():
+    return memoryview(b"blob")[::2]
+
+
+def _raises_memory():
+    raise MemoryError
+
+
+def _bad_progress():
+    return _BadBool()
+
+
+class _FinalDict:
+    def step(self, x):
+        pass
+
+    def finalize(self):
+        return {}
+
+
+UNRAISABLE = [
+    # (setup on a connection, SQL)
+    (lambda c: c.create_function("d", 0, _returns_dict), "SELECT d()"),
+    (lambda c: c.create_function("h", 0, _returns_huge), "SELECT h()"),
+    (lambda c: c.create_function("nc", 0, _returns_noncontiguous), "SELECT nc()"),
+    (lambda c: c.create_function("sur", 1, chr), "SELECT sur(56575)"),
+    (lambda c: c.create_aggregate("fd", 1, _FinalDict), "SELECT fd(1)"),
+    (lambda c: c.set_progress_handler(_bad_progress, 1), "SELECT 1"),
+]
+
+
+@pytest.mark.parametrize("setup,sql", UNRAISABLE)
+def test_what_a_failing_callback_raises_and_reports_matches_sqlite3(tmp_path, monkeypatch, setup, sql):
+    seen = []
+
+    def hook(u):
+        seen.append((u.exc_type.__name__, str(u.exc_value), getattr(u.object, "__name__", None)))
+
+    monkeypatch.setattr(sys, "unraisablehook", hook)
+    std, ll = both(tmp_path)
+    setup(std)
+    setup(ll)
+    results = {}
+    for name, module, con in (("std", sqlite3, std), ("ll", dbapi, ll)):
+        module.enable_callback_tracebacks(True)
+        try:
+            seen.clear()
+            results[name] = (outcome(con, sql), list(seen))
+        finally:
+            module.enable_callback_tracebacks(False)
+    assert results["ll"] == results["std"]
+    assert results["ll"][1], "the exception was reported"
+
+
+def test_memory_error_in_a_function_is_a_memory_error(tmp_path):
+    std, ll = both(tmp_path)
+    for con in (std, ll):
+        con.create_function("oom", 0, _raises_memory)
+        with pytest.raises(MemoryError):
+            con.execute("SELECT oom()")
+
+
+def test_a_non_contiguous_buffer_parameter_is_refused_as_by_sqlite3(tmp_path):
+    std, ll = both(tmp_path)
+    for con in (std, ll):
+        with pytest.raises(BufferError, match="^memoryview: underlying buffer is not C-contiguous$"):
+            con.execute("SELECT ?", (memoryview(b"blob")[::2],))
+
+
+def test_errors_creating_aggregates_and_window_functions_match_sqlite3(tmp_path):
+    std, ll = both(tmp_path)
+    for method in ("create_aggregate", "create_window_function"):
+        want = got = None
+        try:
+            getattr(std, method)("bad", -100, Sum)
+        except Exception as e:  # noqa: BLE001 - compared below
+            want = (type(e).__name__, str(e))
+        try:
+            getattr(ll, method)("bad", -100, Sum)
+        except Exception as e:  # noqa: BLE001 - compared below
+            got = (type(e).__name__, str(e))
+        assert got == want and got is not None, method
+
+
+def test_registering_the_same_function_again_keeps_it_and_a_new_flag_counts(db_path):
+    def double(x):
+        return 2 * x
+
+    cons = [dbapi.connect(db_path) for _ in range(20)]
+    for con in cons:  # as programs do: the same functions on every connection
+        con.create_function("double", 1, double)
+    con = cons[0]
+    con.execute("CREATE TABLE t(x)")
+    assert "non-deterministic" in outcome(con, "CREATE INDEX t_d ON t(double(x))")[1]
+    # The same object, now deterministic: installed again, with the flag.
+    cons[-1].create_function("double", 1, double, deterministic=True)
+    con.execute("CREATE INDEX t_d ON t(double(x))")
+    con.execute("INSERT INTO t VALUES (21)")
+    con.commit()
+    assert con.execute("SELECT double(x) FROM t WHERE double(x) = 42").fetchall() == [(42,)]
+    for c in cons:
+        c.close()

@@ -93,6 +93,11 @@ fn primitive(obj: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
         return Ok(Some(Value::Blob(b.to_vec())));
     }
     if obj.get_type().name()?.to_cow()? == "memoryview" {
+        if !obj.getattr("c_contiguous")?.is_truthy()? {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "memoryview: underlying buffer is not C-contiguous",
+            ));
+        }
         let bytes = obj.call_method0("tobytes")?;
         return Ok(Some(Value::Blob(
             bytes.cast::<PyBytes>()?.as_bytes().to_vec(),

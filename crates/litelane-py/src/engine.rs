@@ -369,7 +369,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         let taken = lock(&self.shared).take();
         if let Some(sh) = taken.as_ref().filter(|sh| !sh.stale()) {
-            crate::functions::forget(&sh.funcs, &self.hooks);
+            crate::functions::forget(&sh.db, &sh.funcs, &self.hooks);
         }
         release_shared(taken);
     }
@@ -768,7 +768,7 @@ impl Engine {
     fn close(&self, py: Python<'_>) {
         let taken = lock(&self.shared).take();
         if let Some(sh) = taken.as_ref().filter(|sh| !sh.stale()) {
-            crate::functions::forget(&sh.funcs, &self.hooks);
+            crate::functions::forget(&sh.db, &sh.funcs, &self.hooks);
         }
         // Dropping the last handle joins the engine's threads: not with the GIL.
         py.detach(move || release_shared(taken));

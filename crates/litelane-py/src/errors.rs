@@ -43,6 +43,12 @@ fn class_for(code: i32) -> &'static str {
 /// `sqlite_errorcode` / `sqlite_errorname`, the extended result code.
 pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
     let out = match e {
+        // As `sqlite3`: out of memory (e.g. a user function that raised
+        // MemoryError) is a MemoryError.
+        litelane::Error::Sqlite {
+            code: litelane::rusqlite::ffi::SQLITE_NOMEM,
+            ..
+        } => Ok(pyo3::exceptions::PyMemoryError::new_err(())),
         litelane::Error::Sqlite {
             code,
             extended_code,

@@ -41,7 +41,7 @@ use litelane::rusqlite::hooks::{AuthAction, AuthContext, Authorization, Transact
 use litelane::rusqlite::types::ValueRef;
 use litelane::rusqlite::{Connection, Statement};
 use litelane::{Database, Value};
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyString, PyTuple};
 
@@ -96,35 +96,29 @@ fn args_tuple<'py>(py: Python<'py>, ctx: &Context<'_>) -> PyResult<Bound<'py, Py
     PyTuple::new(py, items)
 }
 
-/// Why a returned value could not become an SQLite value.
-enum Unfit {
-    /// An int beyond 64 bits.
-    TooBig,
-    /// A type SQLite has no value for.
-    Other,
-}
-
-/// A callback's return value as an SQLite value: None, int (and bool), float,
-/// str, bytes, bytearray, memoryview.
-fn result_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unfit> {
+/// A callback's return value as an SQLite value: None, int (and bool),
+/// float, str, bytes, bytearray, a C-contiguous memoryview. Otherwise the
+/// exception `sqlite3` reports for it (an `OverflowError` for an int beyond
+/// 64 bits).
+fn result_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let py = obj.py();
     if obj.is_none() {
         return Ok(Value::Null);
     }
     if obj.is_instance_of::<PyInt>() {
         return match obj.extract::<i64>() {
             Ok(v) => Ok(Value::Integer(v)),
-            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(Unfit::TooBig),
-            Err(_) => Err(Unfit::Other),
+            Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(PyOverflowError::new_err(
+                "Python int too large to convert to SQLite INTEGER",
+            )),
+            Err(e) => Err(e),
         };
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Value::Real(f.value()));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s
-            .to_cow()
-            .map(|s| Value::Text(s.into_owned()))
-            .map_err(|_| Unfit::Other);
+        return Ok(Value::Text(s.to_cow()?.into_owned()));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Value::Blob(b.as_bytes().to_vec()));
@@ -132,43 +126,46 @@ fn result_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unfit> {
     if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Value::Blob(b.to_vec()));
     }
-    let memoryview = obj
-        .get_type()
-        .name()
-        .is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "memoryview"));
-    if memoryview {
-        if let Ok(bytes) = obj.call_method0("tobytes") {
-            if let Ok(b) = bytes.cast::<PyBytes>() {
-                return Ok(Value::Blob(b.as_bytes().to_vec()));
-            }
+    let type_name = obj.get_type().name()?.to_cow()?.into_owned();
+    if type_name == "memoryview" {
+        if !obj.getattr("c_contiguous")?.is_truthy()? {
+            return Err(PyBufferError::new_err(
+                "memoryview: underlying buffer is not C-contiguous",
+            ));
         }
+        let bytes = obj.call_method0("tobytes")?;
+        return Ok(Value::Blob(bytes.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
-    Err(Unfit::Other)
+    Err(exc(
+        py,
+        "ProgrammingError",
+        format!("User-defined functions cannot return '{type_name}' values to SQLite"),
+    ))
 }
 
 /// The outcome of a Python call made for SQLite: the value, or the error
-/// `sqlite3` reports (`message` for an exception or an unusable value).
+/// `sqlite3` reports: `message` for an exception or an unusable value,
+/// "string or blob too big" for an int beyond 64 bits, out of memory for a
+/// `MemoryError`. The exception goes to [`report`] with `callable`.
 fn outcome(
     py: Python<'_>,
     called: PyResult<Bound<'_, PyAny>>,
     callable: &Py<PyAny>,
     message: &str,
 ) -> litelane::rusqlite::Result<Value> {
-    match called {
-        Ok(v) => result_value(&v).map_err(|u| match u {
-            Unfit::TooBig => too_big(),
-            Unfit::Other => failure(message),
-        }),
-        Err(e) => {
-            let overflow = e.is_instance_of::<PyOverflowError>(py);
-            report(py, e, callable);
-            Err(if overflow {
-                too_big()
-            } else {
-                failure(message)
-            })
-        }
-    }
+    let e = match called.and_then(|v| result_value(&v)) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let err = if e.is_instance_of::<PyOverflowError>(py) {
+        too_big()
+    } else if e.is_instance_of::<PyMemoryError>(py) {
+        litelane::rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_NOMEM), None)
+    } else {
+        failure(message)
+    };
+    report(py, e, callable);
+    Err(err)
 }
 
 /// Installs something on one SQLite connection (needs only `&Connection`,
@@ -338,12 +335,28 @@ fn collation(name: String, func: Option<Arc<Py<PyAny>>>) -> Install {
     })
 }
 
+/// What a function or collation was made from: its kind and the Python
+/// object. The same again under the same key is not installed again
+/// (programs register the same functions on every new connection).
+struct Origin {
+    kind: &'static str,
+    object: Py<PyAny>,
+}
+
+/// The newest install of one key, numbered.
+struct Logged {
+    key: String,
+    generation: u64,
+    install: Install,
+    origin: Option<Origin>,
+}
+
 /// What the engine-wide part of this module keeps per engine.
 #[derive(Default)]
 pub struct EngineState {
-    /// Every install so far, numbered; a held transaction applies to the
-    /// writer those numbered after the one it last applied.
-    log: Mutex<Vec<(u64, Install)>>,
+    /// The newest install of each key, numbered; a held transaction applies
+    /// to the writer those numbered after the one it last applied.
+    log: Mutex<Vec<Logged>>,
     generation: AtomicU64,
     /// The authorizer dispatcher is installed (once, then for good).
     authorizer_dispatch: AtomicBool,
@@ -365,22 +378,42 @@ impl EngineState {
             return;
         }
         let log = lock(&self.log);
-        for (_, install) in log.iter().filter(|(g, _)| *g > *seen) {
+        for entry in log.iter().filter(|e| e.generation > *seen) {
             // It worked on every other connection; a failure here leaves
             // the function missing, and its use says so.
-            let _ = install(conn);
+            let _ = (entry.install)(conn);
         }
-        *seen = log.last().map_or(*seen, |(g, _)| *g);
+        *seen = self.generation();
     }
 
-    /// Records `install` for every SQLite connection of `db` under `key`.
-    fn record(&self, db: &Database, key: String, install: Install) -> litelane::Result<()> {
+    /// Records `install` for every SQLite connection of `db` under `key`,
+    /// unless the same `origin` is already installed under it.
+    fn record(
+        &self,
+        db: &Database,
+        key: String,
+        origin: Option<Origin>,
+        install: Install,
+    ) -> litelane::Result<()> {
+        let mut log = lock(&self.log);
+        let same = |e: &Logged| match (&e.origin, &origin) {
+            (Some(a), Some(b)) => a.kind == b.kind && a.object.as_ptr() == b.object.as_ptr(),
+            _ => false,
+        };
+        if log.iter().any(|e| e.key == key && same(e)) {
+            return Ok(());
+        }
         let setup = Arc::clone(&install);
         db.configure(&key, Arc::new(move |conn: &mut Connection| setup(conn)))?;
-        let mut log = lock(&self.log);
-        let g = self.generation() + 1;
-        log.push((g, install));
-        self.generation.store(g, Ordering::Release);
+        log.retain(|e| e.key != key);
+        let generation = self.generation() + 1;
+        log.push(Logged {
+            key,
+            generation,
+            install,
+            origin,
+        });
+        self.generation.store(generation, Ordering::Release);
         Ok(())
     }
 }
@@ -402,12 +435,20 @@ pub fn create_function(
     deterministic: bool,
 ) -> PyResult<()> {
     let key = function_key(&name, narg);
+    let origin = func.as_ref().map(|f| Origin {
+        kind: if deterministic {
+            "deterministic function"
+        } else {
+            "function"
+        },
+        object: f.clone_ref(py),
+    });
     let install = match func {
         Some(f) => scalar(name, narg, Arc::new(f), deterministic),
         None => removal(name, narg),
     };
     state
-        .record(db, key, install)
+        .record(db, key, origin, install)
         .map_err(|_| exc(py, "OperationalError", "Error creating function"))
 }
 
@@ -422,18 +463,28 @@ pub fn create_aggregate(
     window: bool,
 ) -> PyResult<()> {
     let key = function_key(&name, narg);
+    let origin = class.as_ref().map(|c| Origin {
+        kind: if window {
+            "window function"
+        } else {
+            "aggregate"
+        },
+        object: c.clone_ref(py),
+    });
     let install = match class {
         Some(c) => aggregate(name, narg, Arc::new(c), window),
         None => removal(name, narg),
     };
-    let what = if window {
-        "Error creating window function"
-    } else {
-        "Error creating aggregate"
-    };
     state
-        .record(db, key, install)
-        .map_err(|_| exc(py, "OperationalError", what))
+        .record(db, key, origin, install)
+        .map_err(|e| match (window, e) {
+            // sqlite3: SQLite's text for the code, as a ProgrammingError.
+            (true, litelane::Error::Sqlite { code, .. }) => {
+                exc(py, "ProgrammingError", ffi::code_to_str(code))
+            }
+            (true, e) => exc(py, "ProgrammingError", e.to_string()),
+            (false, _) => exc(py, "OperationalError", "Error creating aggregate"),
+        })
 }
 
 /// `create_collation`: `func` None removes the collation.
@@ -452,9 +503,13 @@ pub fn create_collation(
         }
     }
     let key = format!("python collation {}", name.to_lowercase());
+    let origin = func.as_ref().map(|f| Origin {
+        kind: "collation",
+        object: f.clone_ref(py),
+    });
     let install = collation(name, func.map(Arc::new));
     state
-        .record(db, key, install)
+        .record(db, key, origin, install)
         .map_err(|e| crate::errors::engine(py, e))
 }
 
@@ -779,13 +834,15 @@ fn dispatch_progress(every: u64) -> bool {
         return false;
     }
     p.count.store(0, Ordering::Relaxed);
-    Python::attach(|py| match p.handler.bind(py).call0() {
-        Ok(r) => r.is_truthy().unwrap_or(true),
-        Err(e) => {
-            report(py, e, &p.handler);
-            true
-        }
-    })
+    Python::attach(
+        |py| match p.handler.bind(py).call0().and_then(|r| r.is_truthy()) {
+            Ok(stop) => stop,
+            Err(e) => {
+                report(py, e, &p.handler);
+                true
+            }
+        },
+    )
 }
 
 /// `set_progress_handler` for one handle (`handler` None, or `n` < 1,
@@ -800,11 +857,26 @@ pub fn set_progress_handler(
     handler: Option<Py<PyAny>>,
     n: i32,
 ) -> PyResult<()> {
-    let id = hooks.id;
     let handler = handler.filter(|_| n >= 1);
+    progress_interval(db, state, hooks.id, handler.as_ref().map(|_| n))
+        .map_err(|e| crate::errors::engine(py, e))?;
+    *lock(&hooks.progress) = handler.map(|h| (Arc::new(h), n as u64));
+    hooks.update_any();
+    Ok(())
+}
+
+/// Records handle `id`'s interval (None: it has no progress handler) and
+/// moves the dispatcher to the smallest interval left (removes it when no
+/// handle has one).
+fn progress_interval(
+    db: &Database,
+    state: &EngineState,
+    id: u64,
+    n: Option<i32>,
+) -> litelane::Result<()> {
     let mut progress = lock(&state.progress);
-    match &handler {
-        Some(_) => progress.0.insert(id, n),
+    match n {
+        Some(n) => progress.0.insert(id, n),
         None => progress.0.remove(&id),
     };
     let want = progress.0.values().min().copied();
@@ -817,17 +889,14 @@ pub fn set_progress_handler(
                 Arc::new(|conn: &mut Connection| conn.progress_handler(0, None::<fn() -> bool>))
             }
         };
-        db.configure("python progress handler", setup)
-            .map_err(|e| crate::errors::engine(py, e))?;
+        db.configure("python progress handler", setup)?;
         progress.1 = want;
     }
-    drop(progress);
-    *lock(&hooks.progress) = handler.map(|h| (Arc::new(h), n as u64));
-    hooks.update_any();
     Ok(())
 }
 
 /// Forgets a handle's progress interval when the handle goes.
-pub fn forget(state: &EngineState, hooks: &Hooks) {
-    lock(&state.progress).0.remove(&hooks.id);
+pub fn forget(db: &Database, state: &EngineState, hooks: &Hooks) {
+    // Only the dispatcher's interval depends on it: on failure it stays.
+    let _ = progress_interval(db, state, hooks.id, None);
 }
