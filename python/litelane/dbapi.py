@@ -528,7 +528,6 @@ class Connection:
         self._lock = threading.RLock()
         self.row_factory: Optional[Callable[[Cursor, Tuple[Any, ...]], Any]] = None
         self.text_factory: Any = str
-        self._functions: Dict[str, Any] = {}
         self._initialized = True
 
     # -- state ---------------------------------------------------------------
