@@ -762,6 +762,7 @@ class Connection:
             raise TypeError(f"executescript() argument must be str, not {type(script).__name__}")
         if "\0" in script:
             raise ValueError("the query contains a null character")
+        self._check_length(script)
         if self._autocommit == LEGACY_TRANSACTION_CONTROL:
             self.commit()
         for sql in _litelane.split_script(script):
@@ -799,8 +800,16 @@ class Connection:
         if len(args) != 1:
             raise TypeError(f"expected 1 argument, got {len(args)}")
         _check_sql(args[0])
-        args[0].encode("utf-8")  # UnicodeEncodeError for a lone surrogate, as in sqlite3
+        self._check_length(args[0])
         return Statement._make(args[0])
+
+    def _check_length(self, sql: str) -> None:
+        """DataError for SQL longer than ``SQLITE_LIMIT_SQL_LENGTH`` bytes, as
+        ``sqlite3`` checks a statement (or a whole script) before running it;
+        UnicodeEncodeError for a lone surrogate."""
+        size = len(sql.encode("utf-8"))
+        if size > self._check().getlimit(_SQLITE_CONSTANTS["SQLITE_LIMIT_SQL_LENGTH"]):
+            raise DataError("query string is too large")
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
         return self.cursor().execute(sql, parameters)
@@ -1124,6 +1133,7 @@ class Cursor:
             raise ProgrammingError("Base Cursor.__init__ not called.")
         if self._busy:
             raise ProgrammingError(_RECURSIVE)
+        self.connection._check()
         self._closed = True
         self._rows = []
 
