@@ -57,7 +57,13 @@ def adapt(obj: Any, position: int) -> Any:
         return fn(obj)
     conform = getattr(obj, "__conform__", None)
     if conform is not None:
-        value = conform(PrepareProtocol)
+        try:
+            value = conform(PrepareProtocol)
+        except Exception as e:  # as sqlite3: the parameter cannot be bound
+            raise ProgrammingError(
+                f"Error binding parameter {position}: type {type(obj).__name__!r} "
+                f"is not supported ({type(e).__name__} in __conform__)"
+            ) from e
         if value is not None:
             return value
     if isinstance(obj, datetime.datetime):
