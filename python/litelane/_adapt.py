@@ -59,11 +59,8 @@ def adapt(obj: Any, position: int) -> Any:
     if conform is not None:
         try:
             value = conform(PrepareProtocol)
-        except Exception as e:  # as sqlite3: the parameter cannot be bound
-            raise ProgrammingError(
-                f"Error binding parameter {position}: type {type(obj).__name__!r} "
-                f"is not supported ({type(e).__name__} in __conform__)"
-            ) from e
+        except TypeError:  # as sqlite3: taken as "cannot adapt"; others propagate
+            value = None
         if value is not None:
             return value
     if isinstance(obj, datetime.datetime):
