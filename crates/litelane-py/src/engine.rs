@@ -376,6 +376,33 @@ impl Drop for Engine {
 }
 
 impl Engine {
+    /// One statement as a write of its own (`outside`: on the writer outside
+    /// any transaction), with this handle's hooks; the outcome tuple.
+    fn write_one<'py>(
+        &self,
+        py: Python<'py>,
+        sql: String,
+        params: Option<&Bound<'py, PyAny>>,
+        outside: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let mut o = py
+            .detach(|| {
+                sh.check_no_open_txn()?;
+                if outside {
+                    sh.db.write_outside_transaction(&sql, |conn| {
+                        self.hooks.around(conn, || exec::run(conn, &sql, &p))
+                    })
+                } else {
+                    sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
+                }
+            })
+            .py_err(py)?;
+        o.wrote = true;
+        outcome_tuple(py, &o)
+    }
+
     pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
         let sh = lock(&self.shared).clone().ok_or_else(|| {
             exc(
@@ -470,16 +497,7 @@ impl Engine {
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let p = to_params(params)?;
-        let sh = self.get(py)?;
-        let mut o = py
-            .detach(|| {
-                sh.check_no_open_txn()?;
-                sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
-            })
-            .py_err(py)?;
-        o.wrote = true;
-        outcome_tuple(py, &o)
+        self.write_one(py, sql, params, false)
     }
 
     /// Runs a read-only statement and returns its rows (tuples or dicts);
@@ -698,17 +716,7 @@ impl Engine {
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let p = to_params(params)?;
-        let sh = self.get(py)?;
-        let mut o = py
-            .detach(|| {
-                sh.check_no_open_txn()?;
-                sh.db
-                    .write_outside_transaction(&sql, |conn| exec::run(conn, &sql, &p))
-            })
-            .py_err(py)?;
-        o.wrote = true;
-        outcome_tuple(py, &o)
+        self.write_one(py, sql, params, true)
     }
 
     /// Copies the database, consistent as of one moment, to a new file at
