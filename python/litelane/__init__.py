@@ -21,8 +21,8 @@ import asyncio
 import functools
 import json
 import os
-import shutil
 import subprocess
+import sys
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, TypeVar
 
 from . import _litelane
@@ -263,17 +263,14 @@ class Database:
         return self._engine.insert_many(table, rows, columns, batch, commit_every)
 
     def import_file(self, path: str, table: str, **options: Any) -> Dict[str, Any]:
-        """Imports a CSV/TSV/JSON-lines file with the ``litelane import``
-        command (which must be on PATH, or named by ``$LITELANE_BIN``).
-        ``options`` become flags: ``delimiter=";"`` -> ``--delimiter ;``,
-        ``replace=True`` -> ``--replace``. Returns the command's JSON summary."""
-        exe = os.environ.get("LITELANE_BIN") or shutil.which("litelane")
-        if not exe:
-            raise NotSupportedError(
-                "import_file needs the `litelane` command: build it with "
-                "`cargo build --release -p litelane-cli` and put it on PATH or in $LITELANE_BIN"
-            )
-        args = [exe, "import", os.fspath(path), "--db", self.path, "--table", table, "--json"]
+        """Imports a CSV/TSV/JSON file with the ``litelane import`` command:
+        the one this package ships (``python -m litelane._cli``), or the
+        binary named by ``$LITELANE_BIN``. ``options`` become flags:
+        ``delimiter=";"`` -> ``--delimiter ;``, ``replace=True`` ->
+        ``--replace``. Returns the command's JSON summary."""
+        exe = os.environ.get("LITELANE_BIN")
+        command = [exe] if exe else [sys.executable, "-m", "litelane._cli"]
+        args = [*command, "import", os.fspath(path), "--db", self.path, "--table", table, "--json"]
         for key, value in options.items():
             flag = "--" + key.replace("_", "-")
             if value is True:

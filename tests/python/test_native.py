@@ -1,7 +1,7 @@
 """The native API: import litelane."""
 
+import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -227,26 +227,36 @@ def test_readers_run_while_a_transaction_holds_the_writer(db):
     assert db.query("SELECT n FROM t") == [(2,)]
 
 
-def test_import_file_through_the_cli(db_path, tmp_path):
-    exe = os.environ.get("LITELANE_BIN") or shutil.which("litelane")
-    if not exe:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        for build in ("debug", "release"):
-            cand = os.path.join(root, "target", build, "litelane")
-            if os.path.exists(cand):
-                exe = cand
-                break
-    if not exe:
-        pytest.skip("the litelane command is not built (cargo build -p litelane-cli)")
-    os.environ["LITELANE_BIN"] = exe
+def test_import_file_through_the_shipped_command(db_path, tmp_path, monkeypatch):
+    # The package's own command, not a binary found on PATH.
+    monkeypatch.delenv("LITELANE_BIN", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
     csv = tmp_path / "in.csv"
     csv.write_text("a,b\n1,x\n2,y\n3,z\n")
     with litelane.open(db_path) as d:
         summary = d.import_file(str(csv), "imported")
-        assert isinstance(summary, dict)
+        assert summary["rows_inserted"] == 3, summary
         assert d.query("SELECT count(*) FROM imported") == [(3,)]
         with pytest.raises(litelane.OperationalError, match="failed"):
             d.import_file(str(tmp_path / "missing.csv"), "x")
+
+
+def test_the_litelane_console_script_is_the_command(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "litelane")
+    assert os.path.exists(script), "pip install . installs the `litelane` command"
+    out = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for command in ("import", "sniff", "stats", "doctor", "checkpoint", "backup", "recover"):
+        assert command in out.stdout, command
+    bad = subprocess.run([script, "no-such-command"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no-such-command" in bad.stderr
+    csv = tmp_path / "t.csv"
+    csv.write_text("n\n1\n2\n")
+    db = tmp_path / "t.db"
+    run = subprocess.run([script, "import", str(csv), "--db", str(db), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["rows_inserted"] == 2
 
 
 def test_executemany_executescript_and_explicit_transaction_calls(db):

@@ -64,13 +64,28 @@ enum Command {
 /// Runs the `litelane` command with the process's arguments, and exits the
 /// process with the command's status.
 pub fn main() {
-    let cli = Cli::parse();
+    std::process::exit(run(std::env::args_os()));
+}
+
+/// Runs the `litelane` command with `args` (the first is the program's name)
+/// and returns its exit status: 0 on success, 1 on an error (printed on
+/// stderr), 2 on bad arguments (clap's usage message), or the import's own
+/// status. The Python package's `litelane` console script calls this.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let mut status = 0;
     let result: Result<(), CliError> = match cli.command {
-        Command::Import(a) => import::run(a).map(|code| {
-            if code != 0 {
-                std::process::exit(code)
-            }
-        }),
+        Command::Import(a) => import::run(a).map(|code| status = code),
         Command::Sniff(a) => import::sniff::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Stats(a) => inspect::stats(a),
@@ -80,8 +95,11 @@ pub fn main() {
         Command::Recover(a) => inspect::recover(a),
         Command::BenchWorker(a) => bench::worker_main(a),
     };
-    if let Err(e) = result {
-        eprintln!("litelane: error: {e}");
-        std::process::exit(1);
+    match result {
+        Ok(()) => status,
+        Err(e) => {
+            eprintln!("litelane: error: {e}");
+            1
+        }
     }
 }

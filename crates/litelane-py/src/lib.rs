@@ -57,11 +57,19 @@ fn split_script(script: &str) -> Vec<&str> {
     litelane::split_statements(script)
 }
 
+/// Runs the `litelane` command with `args` (the program's name first), the
+/// GIL released, and returns its exit status.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.detach(|| litelane_cli::run(args))
+}
+
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(engine::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;
     m.add_function(wrap_pyfunction!(error_name, m)?)?;
     m.add_function(wrap_pyfunction!(complete_statement, m)?)?;
