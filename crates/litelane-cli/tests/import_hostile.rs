@@ -1473,6 +1473,90 @@ fn cases() -> Vec<Case> {
             stored: Some(("SELECT n FROM t", vec![vec![i(1)]])),
             ..Case::default()
         },
+        // JSON files holding one array of objects.
+        Case {
+            name: "a JSON array of objects is read like NDJSON, one row per element",
+            file: "in.json",
+            input: br#"[{"a":1,"b":"x"},{"a":2,"b":"y"}]"#.to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a pretty-printed JSON array with CRLF line ends",
+            file: "in.json",
+            input: b"[\r\n  {\r\n    \"a\": 1\r\n  },\r\n  {\"a\": 2.5}\r\n]\r\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![r(1.0)], vec![r(2.5)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "bad JSON array elements are rejected with their line, the rest stored",
+            file: "in.json",
+            input: b"[\n{\"a\":1},\n{\"a\":\"x\",},\n 5, {\"a\":1,\"a\":2},\n{\"o\":{\"k\":1,\"k\":2}},\n{\"a\":3}\n]\n"
+                .to_vec(),
+            code: 3,
+            rejects: &[
+                (3, "trailing comma"),
+                (4, "not a JSON object"),
+                (4, "given twice"),
+                (5, "twice"),
+            ],
+            stored: Some(("SELECT a FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "brackets, braces and escaped quotes inside JSON strings do not end an element",
+            file: "in.json",
+            input: br#"[{"s":"]\"}{[,"},{"s":"b"}]"#.to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("]\"}{[,")], vec![t("b")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a gzipped JSON array with no known extension is recognised by its content",
+            file: "in.data",
+            input: gzip(b"  \n[{\"a\":7}]"),
+            stored: Some((T_ROWS, vec![vec![i(7)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array cut short fails naming where it opened, nothing stored",
+            file: "in.json",
+            input: b"\n[{\"a\":1},\n{\"a\":2}".to_vec(),
+            code: 1,
+            stderr: &["in.json:3: the JSON array opened on line 2 is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array element cut short fails naming its line",
+            file: "in.json",
+            input: b"[{\"a\":1},\n{\"a\":\"x}]".to_vec(),
+            code: 1,
+            stderr: &["element 2 of the JSON array, begun on line 2, is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "text after a JSON array's closing bracket fails",
+            file: "in.json",
+            input: b"[{\"a\":1}]\n{\"a\":2}\n".to_vec(),
+            code: 1,
+            stderr: &["in.json:2: text after the closing bracket of the JSON array"],
+            ..Case::default()
+        },
+        Case {
+            name: "a missing comma between JSON array elements fails",
+            file: "in.json",
+            input: b"[{\"a\":1} {\"a\":2}]".to_vec(),
+            code: 1,
+            stderr: &["expected a comma or ']' after element 1"],
+            ..Case::default()
+        },
+        Case {
+            name: "two commas in a JSON array fail",
+            file: "in.json",
+            input: b"[{\"a\":1},,{\"a\":2}]".to_vec(),
+            code: 1,
+            stderr: &["an empty element"],
+            ..Case::default()
+        },
     ]
 }
 

@@ -20,7 +20,7 @@ mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod guard;
-mod parse;
+pub(crate) mod parse;
 mod plan;
 mod progress;
 mod rejects;
@@ -612,7 +612,16 @@ fn prepare_fresh(
 
     // Read: the sniffed (or given) plan of a CSV/TSV file, then the
     // preamble, the header and the sample.
-    let format = plan::given_format(args.format, &args.source);
+    let mut format = plan::given_format(args.format, &args.source);
+    if args.format.is_none()
+        && args.plan.is_none()
+        && source::Format::from_name(&args.source).is_none()
+        && parse::starts_json(&mut input.reader)
+            .map_err(|e| CliError::io(format!("reading {display}"), e))?
+    {
+        // No extension to go by, and the content is JSON.
+        format = Format::Ndjson;
+    }
     let sniffed = sniff::plan_for_import(
         args.plan.as_ref(),
         format,

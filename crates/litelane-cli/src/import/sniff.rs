@@ -1034,11 +1034,32 @@ pub fn run(args: SniffArgs) -> Result<(), CliError> {
         .format
         .or_else(|| Format::from_name(&args.source))
         .unwrap_or(Format::Csv);
-    if format == Format::Ndjson {
-        return Err(CliError::Input(format!(
-            "{}: sniff reads CSV and TSV; NDJSON names its columns itself",
-            args.source
-        )));
+    let mut input = source::open(&args.source)?;
+    let json = format == Format::Ndjson
+        || (args.format.is_none()
+            && Format::from_name(&args.source).is_none()
+            && crate::import::parse::starts_json(&mut input.reader)
+                .map_err(|e| CliError::io(format!("reading {}", args.source), e))?);
+    if json {
+        let array = crate::import::parse::starts_json_array(&mut input.reader)
+            .map_err(|e| CliError::io(format!("reading {}", args.source), e))?;
+        let what = if array {
+            "a JSON array of objects (one record per element)"
+        } else {
+            "NDJSON (one JSON object per line)"
+        };
+        if args.json {
+            return Err(CliError::Input(format!(
+                "{}: {what}; a plan (--json) is for CSV and TSV: JSON names its columns \
+                 itself, and `litelane import` reads it as it is",
+                args.source
+            )));
+        }
+        println!("file:        {}", input.display);
+        println!("format:      {what}");
+        println!("columns:     the keys of the objects (import takes them from the first {SAMPLE} records)",
+            SAMPLE = crate::import::SAMPLE_RECORDS);
+        return Ok(());
     }
     let opts = options(
         format,
@@ -1048,7 +1069,6 @@ pub fn run(args: SniffArgs) -> Result<(), CliError> {
         &args.nulls,
         false,
     )?;
-    let mut input = source::open(&args.source)?;
     let plan = sniff_input(&mut input, &args.source, &opts)?;
     if args.json {
         println!(
