@@ -137,6 +137,9 @@ struct Case {
     kept: Option<&'static str>,
     /// The JSON summary's `blank_lines`, when checked.
     blank_lines: Option<u64>,
+    /// The JSON summary's `null_tokens` (per column, the null tokens met
+    /// and how many fields each made NULL), when checked.
+    null_tokens: Option<&'static str>,
 }
 
 impl Default for Case {
@@ -154,6 +157,7 @@ impl Default for Case {
             untouched: &[],
             kept: None,
             blank_lines: None,
+            null_tokens: None,
         }
     }
 }
@@ -309,6 +313,15 @@ fn run_case(c: &Case) -> Result<(), String> {
                 if let Some(n) = c.blank_lines {
                     if s["blank_lines"].as_u64() != Some(n) {
                         problems.push(format!("blank_lines is {}, expected {n}", s["blank_lines"]));
+                    }
+                }
+                if let Some(k) = c.null_tokens {
+                    let want: serde_json::Value = serde_json::from_str(k).unwrap();
+                    if s["null_tokens"] != want {
+                        problems.push(format!(
+                            "null_tokens is {}, expected {want}",
+                            s["null_tokens"]
+                        ));
                     }
                 }
                 if let Some(k) = c.kept {
@@ -624,7 +637,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "a one-column file keeps a quoted empty field as a row",
             input: b"a\nx\n\"\"\ny\n".to_vec(),
-            args: &["--null", "NULL"],
+            args: &["--null", "NULL", "--no-default-nulls"],
             stored: Some((T_ROWS, vec![vec![t("x")], vec![t("")], vec![t("y")]])),
             ..Case::default()
         },
@@ -1471,6 +1484,56 @@ fn cases() -> Vec<Case> {
             code: 3,
             rejects: &[(3, "\"x\" is not an INTEGER (strict)")],
             stored: Some(("SELECT n FROM t", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        // --null adds to the default null token (the empty field).
+        Case {
+            name: "--null NA adds to the empty field: blanks stay NULL, the column INTEGER",
+            input: b"n,s\n1,a\n,b\nNA,\n".to_vec(),
+            args: &["--null", "NA"],
+            stored: Some((
+                "SELECT n, typeof(n), s FROM t ORDER BY rowid",
+                vec![
+                    vec![i(1), t("integer"), t("a")],
+                    vec![Value::Null, t("null"), t("b")],
+                    vec![Value::Null, t("null"), Value::Null],
+                ],
+            )),
+            null_tokens: Some(r#"{"n":{"":1,"NA":1},"s":{"":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "--null NA --no-default-nulls: the empty field is text, NA is NULL",
+            input: b"n,s\n1,\n2,NA\n".to_vec(),
+            args: &["--null", "NA", "--no-default-nulls"],
+            stored: Some((T_ROWS, vec![vec![i(1), t("")], vec![i(2), Value::Null]])),
+            null_tokens: Some(r#"{"s":{"NA":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "--no-default-nulls without --null is a usage error",
+            input: b"n\n1\n".to_vec(),
+            args: &["--no-default-nulls"],
+            code: 2,
+            stderr: &["--null"],
+            ..Case::default()
+        },
+        Case {
+            name: "the summary names null tokens in TEXT columns and sniffed ones in typed columns",
+            input: b"n,s\n1,x\nNA,\n3,y\n,z\n".to_vec(),
+            stored: Some((
+                "SELECT count(*) FROM t WHERE n IS NULL OR s IS NULL",
+                vec![vec![i(2)]],
+            )),
+            null_tokens: Some(r#"{"n":{"NA":1,"":1},"s":{"":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "null tokens of a rejected record are not counted",
+            input: b"n,s\n1,x\n,y,extra\n2,\n".to_vec(),
+            code: 3,
+            rejects: &[(3, "expected 2 fields")],
+            null_tokens: Some(r#"{"s":{"":1}}"#),
             ..Case::default()
         },
         // JSON files holding one array of objects.

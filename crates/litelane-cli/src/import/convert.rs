@@ -64,11 +64,27 @@ pub struct Plan {
     pub sniffed: Option<Sniffed>,
 }
 
+/// The null tokens of each of the plan's columns: the column's own (sniffed
+/// `NA` and the like in a typed column), else the plan's (CSV/TSV; NDJSON
+/// has none that apply).
+pub fn column_nulls(plan: &Plan) -> Vec<Vec<String>> {
+    let sniffed = plan.sniffed.as_ref();
+    (0..plan.columns.len())
+        .map(|i| {
+            sniffed
+                .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
+                .unwrap_or_else(|| plan.nulls.clone())
+        })
+        .collect()
+}
+
 /// Turns records into rows following a [`Plan`].
 pub struct Converter {
     plan: Plan,
     /// Null tokens of each column (the plan's, or the column's own).
     nulls: Vec<Vec<Vec<u8>>>,
+    /// The most null tokens any column has.
+    null_stride: usize,
     /// Space-padded numeric columns: surrounding spaces are dropped.
     trim: Vec<bool>,
     /// NDJSON: key → column, exact names.
@@ -84,15 +100,9 @@ impl Converter {
     /// A converter for `plan`.
     pub fn new(plan: Plan) -> Converter {
         let sniffed = plan.sniffed.as_ref();
-        let nulls = (0..plan.columns.len())
-            .map(|i| {
-                sniffed
-                    .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
-                    .unwrap_or_else(|| plan.nulls.clone())
-                    .iter()
-                    .map(|s| s.as_bytes().to_vec())
-                    .collect()
-            })
+        let nulls: Vec<Vec<Vec<u8>>> = column_nulls(&plan)
+            .into_iter()
+            .map(|ts| ts.into_iter().map(String::into_bytes).collect())
             .collect();
         let trim = (0..plan.columns.len())
             .map(|i| {
@@ -112,9 +122,11 @@ impl Converter {
             .map(|(i, c)| (c.key.to_ascii_lowercase(), i))
             .collect();
         let unique_keys = by_name.len() == plan.columns.len();
+        let null_stride = nulls.iter().map(Vec::len).max().unwrap_or(1);
         Converter {
             plan,
             nulls,
+            null_stride,
             trim,
             by_name,
             by_lower,
@@ -156,7 +168,8 @@ impl Converter {
         f: &[u8],
         b: &mut Batch,
     ) -> Result<Cell, String> {
-        if self.nulls[i].iter().any(|n| n.as_slice() == f) {
+        if let Some(k) = self.nulls[i].iter().position(|n| n.as_slice() == f) {
+            b.count_null(i, k, self.null_stride);
             return Ok(Cell::Null);
         }
         // A space-padded numeric column (planned): the spaces are layout of

@@ -121,10 +121,17 @@ pub struct ImportArgs {
     /// TIMESTAMP, NUMERIC) in the new table (repeatable).
     #[arg(long = "type", value_name = "COL=TYPE")]
     pub types_for: Vec<String>,
-    /// A field equal to TOKEN is stored as NULL (repeatable; default: the
-    /// empty field). `--null ''` adds the empty field to other tokens.
+    /// A field equal to TOKEN is stored as NULL, in every column
+    /// (repeatable). Added to the default, the empty field, which stays NULL
+    /// (`--no-default-nulls` removes it). Without `--null`, the empty field
+    /// is NULL and the sniffer adds NA, N/A, NULL, null, #N/A to the typed
+    /// columns it saw them in.
     #[arg(long = "null", value_name = "TOKEN")]
     pub nulls: Vec<String>,
+    /// With --null: the empty field is not NULL (stored as empty text, or
+    /// rejected in a typed column); only the --null tokens are.
+    #[arg(long, requires = "nulls")]
+    pub no_default_nulls: bool,
     /// Column types: inferred from the data, or all TEXT [default: infer].
     #[arg(long, value_enum)]
     pub types: Option<Types>,
@@ -231,7 +238,8 @@ struct Prepared {
 
 /// Runs `litelane import`; returns the exit status ([`EXIT_OK`],
 /// [`EXIT_REJECTS`] or [`EXIT_INTERRUPTED`]); an error is status 1.
-pub fn run(args: ImportArgs) -> Result<i32, CliError> {
+pub fn run(mut args: ImportArgs) -> Result<i32, CliError> {
+    args.nulls = sniff::null_tokens(&args.nulls, args.no_default_nulls);
     if let Some(list) = files::several(&args)? {
         return files::run_all(args, list);
     }
@@ -480,7 +488,7 @@ fn import(
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
-    let (counts, kept) = match result {
+    let (counts, kept, null_counts) = match result {
         Ok(c) => c,
         Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
             eprintln!("litelane: {e}");
@@ -512,6 +520,9 @@ fn import(
             eprintln!("litelane: {line}");
         }
         if let Some(line) = kept_line(&plan, &kept) {
+            eprintln!("litelane: {line}");
+        }
+        if let Some(line) = nulls_line(&plan, &null_counts) {
             eprintln!("litelane: {line}");
         }
         eprintln!(
@@ -551,6 +562,7 @@ fn import(
             .map(|(c, &n)| (c.name.clone(), n.into()))
             .collect();
         summary["kept_as_text"] = kept_json.into();
+        summary["null_tokens"] = nulls_json(&plan, &null_counts);
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
@@ -581,6 +593,57 @@ fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
         group(total),
         per.join(", ")
     ))
+}
+
+/// Per column, each null token met and how many fields it made NULL:
+/// `{"col": {"": 3, "NA": 1}}` (columns and tokens never met left out).
+fn nulls_json(plan: &Plan, counts: &feed::NullCounts) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(convert::column_nulls(plan))
+        .enumerate()
+    {
+        let met: serde_json::Map<String, serde_json::Value> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| (t.clone(), counts.get(i, k).into()))
+            .collect();
+        if !met.is_empty() {
+            out.insert(col.name.clone(), met.into());
+        }
+    }
+    out.into()
+}
+
+/// The summary line naming the null tokens stored as NULL, per column:
+/// `None` when no field was a null token.
+fn nulls_line(plan: &Plan, counts: &feed::NullCounts) -> Option<String> {
+    let mut per = Vec::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(convert::column_nulls(plan))
+        .enumerate()
+    {
+        let met: Vec<String> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| format!("{t:?} {}", group(counts.get(i, k))))
+            .collect();
+        if !met.is_empty() {
+            per.push(format!(
+                "{} {} ({})",
+                quote_ident(&col.name),
+                col.ty.sql(),
+                met.join(", ")
+            ));
+        }
+    }
+    (!per.is_empty()).then(|| format!("stored as NULL (null tokens): {}", per.join("; ")))
 }
 
 fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {

@@ -933,9 +933,35 @@ pub struct SniffArgs {
     /// The first record is data.
     #[arg(long)]
     pub no_header: bool,
-    /// A field equal to TOKEN is NULL in every column (repeatable).
+    /// A field equal to TOKEN is NULL in every column (repeatable), as well
+    /// as the empty field unless --no-default-nulls is given.
     #[arg(long = "null", value_name = "TOKEN")]
     pub nulls: Vec<String>,
+    /// With --null: the empty field is not NULL; only the --null tokens are.
+    #[arg(long, requires = "nulls")]
+    pub no_default_nulls: bool,
+}
+
+/// The null tokens `--null` flags give: none (the defaults apply: the empty
+/// field, and the sniffer's per-column tokens) when no flag is given; else
+/// the empty field (unless `no_defaults`, `--no-default-nulls`) followed by
+/// each flag's token, once each. Giving the result again returns it as it
+/// is.
+pub fn null_tokens(flags: &[String], no_defaults: bool) -> Vec<String> {
+    if flags.is_empty() {
+        return Vec::new();
+    }
+    let mut tokens = if no_defaults {
+        Vec::new()
+    } else {
+        vec![String::new()]
+    };
+    for f in flags {
+        if !tokens.contains(f) {
+            tokens.push(f.clone());
+        }
+    }
+    tokens
 }
 
 /// The sniffer's options from flags shared by `sniff` and `import`.
@@ -1066,7 +1092,7 @@ pub fn run(args: SniffArgs) -> Result<(), CliError> {
         args.delimiter,
         args.header,
         args.no_header,
-        &args.nulls,
+        &null_tokens(&args.nulls, args.no_default_nulls),
         false,
     )?;
     let plan = sniff_input(&mut input, &args.source, &opts)?;
