@@ -13,8 +13,14 @@ use rusqlite::{Connection, OpenFlags};
 
 /// Runs `litelane import ARGS...` in `cwd`.
 fn litelane(cwd: &Path, args: &[String]) -> Output {
+    litelane_env(cwd, args, &[])
+}
+
+/// Runs `litelane import ARGS...` in `cwd` with environment variables set.
+fn litelane_env(cwd: &Path, args: &[String], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_litelane"))
         .current_dir(cwd)
+        .envs(env.iter().copied())
         .arg("import")
         .args(args)
         .output()
@@ -140,6 +146,8 @@ struct Case {
     /// The JSON summary's `null_tokens` (per column, the null tokens met
     /// and how many fields each made NULL), when checked.
     null_tokens: Option<&'static str>,
+    /// Environment variables of the run (test hooks).
+    env: &'static [(&'static str, &'static str)],
 }
 
 impl Default for Case {
@@ -158,6 +166,7 @@ impl Default for Case {
             kept: None,
             blank_lines: None,
             null_tokens: None,
+            env: &[],
         }
     }
 }
@@ -291,7 +300,7 @@ fn run_case(c: &Case) -> Result<(), String> {
     if !has("--json") {
         args.push("--json".into());
     }
-    let o = litelane(dir, &args);
+    let o = litelane_env(dir, &args, c.env);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let mut problems = Vec::new();
     if o.status.code() != Some(c.code) {
@@ -1534,6 +1543,45 @@ fn cases() -> Vec<Case> {
             code: 3,
             rejects: &[(3, "expected 2 fields")],
             null_tokens: Some(r#"{"s":{"":1}}"#),
+            ..Case::default()
+        },
+        // A value or row longer than SQLite's length limit (lowered to 4000
+        // bytes by the test hook) rejects its record; the import goes on.
+        Case {
+            name: "a CSV field longer than SQLite's limit rejects its record, not the import",
+            input: format!("id,s\n1,a\n2,{}\n3,c\n", "x".repeat(5000)).into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(3, "column \"s\": a value of 5000 bytes, more than SQLite's limit of 4000")],
+            stored: Some(("SELECT id FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON string longer than SQLite's limit rejects its line",
+            file: "in.ndjson",
+            input: format!(
+                "{{\"id\":1}}\n{{\"id\":2,\"s\":\"{}\"}}\n{{\"id\":3}}\n",
+                "y".repeat(5000)
+            )
+            .into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(2, "a value of 5000 bytes, more than SQLite's limit")],
+            stored: Some(("SELECT id FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array element whose values together pass the limit is rejected",
+            file: "in.json",
+            input: format!(
+                "[{{\"a\":\"p\",\"b\":\"q\"}},\n{{\"a\":\"{0}\",\"b\":\"{0}\"}}]",
+                "z".repeat(3000)
+            )
+            .into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(2, "the row's values total 6000 bytes")],
+            stored: Some((T_ROWS, vec![vec![t("p"), t("q")]])),
             ..Case::default()
         },
         // JSON files holding one array of objects.

@@ -340,6 +340,26 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> 
     result
 }
 
+/// Hidden test hook: lowers the length limit an import checks values
+/// against (bytes), to test a record too long for SQLite without writing a
+/// gigabyte.
+const MAX_LENGTH_HOOK: &str = "LITELANE_TEST_MAX_LENGTH";
+
+/// The most bytes of text one row may hold: the database connection's
+/// SQLite length limit (SQLITE_LIMIT_LENGTH, 1,000,000,000 by default),
+/// or the test hook's lower value.
+fn max_length(db: &Database) -> Result<usize, CliError> {
+    let limit = db.read(|c| {
+        c.limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH)
+            .map_err(litelane::Error::from)
+    })?;
+    let limit = usize::try_from(limit).unwrap_or(convert::DEFAULT_MAX_LENGTH);
+    let hook = std::env::var(MAX_LENGTH_HOOK)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    Ok(hook.map_or(limit, |h| h.min(limit)))
+}
+
 /// The journal mode of an existing database file, read without changing it.
 fn journal_mode(db: &Path) -> Option<String> {
     if !db.is_file() || std::fs::metadata(db).ok()?.len() == 0 {
@@ -439,10 +459,12 @@ fn import(
         eprintln!("litelane: {line}");
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
+    let mut converter = Converter::new(plan.clone());
+    converter.set_max_length(max_length(db)?);
     let job = ParseJob {
         records,
         sample,
-        converter: Converter::new(plan.clone()),
+        converter,
         skip,
         resume: point,
         bytes_read,
