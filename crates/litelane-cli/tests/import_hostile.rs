@@ -115,6 +115,8 @@ enum Setup {
     Locked,
     /// A lock file of table `t` is left over by a killed import.
     StaleLock,
+    /// `t.db` has `t(a INTEGER, g INTEGER GENERATED ALWAYS AS (a * 2))`.
+    Generated,
 }
 
 /// One row of the table.
@@ -212,6 +214,12 @@ fn setup(dir: &Path, s: Setup) -> Option<std::fs::File> {
                 // Keep the connection (and so -wal/-shm) open: leak it.
                 std::mem::forget(c);
             }
+            None
+        }
+        Setup::Generated => {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch("CREATE TABLE t(a INTEGER, g INTEGER GENERATED ALWAYS AS (a * 2));")
+                .unwrap();
             None
         }
         Setup::Typed => {
@@ -1543,6 +1551,92 @@ fn cases() -> Vec<Case> {
             code: 3,
             rejects: &[(3, "expected 2 fields")],
             null_tokens: Some(r#"{"s":{"":1}}"#),
+            ..Case::default()
+        },
+        // Schema-qualified and quoted --table names.
+        Case {
+            name: "--table main.base imports into table base of the database",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "main.base"],
+            stored: Some(("SELECT a FROM main.base", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a double-quoted --table keeps its dot (and a doubled quote) as part of the name",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "\"my.ta\"\"ble\""],
+            stored: Some(("SELECT a FROM \"my.ta\"\"ble\"", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table MAIN.\"x y\" and [a.b] are read as SQL names",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "MAIN.\"x y\""],
+            stored: Some(("SELECT a FROM \"x y\"", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table temp.t is refused: the table would vanish",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "temp.t"],
+            code: 1,
+            stderr: &["a temp table would vanish"],
+            ..Case::default()
+        },
+        Case {
+            name: "--table aux.t is refused: no schema aux is attached, nothing named aux.t made",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "aux.t"],
+            setup: Setup::WalDbClosed,
+            code: 1,
+            stderr: &["schema \"aux\" is not attached"],
+            stored: Some(("SELECT name FROM sqlite_master", vec![vec![t("keep")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table with an unclosed quote is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "\"t"],
+            code: 1,
+            stderr: &["is never closed"],
+            ..Case::default()
+        },
+        // A generated column of an existing table.
+        Case {
+            name: "an input column that is a generated column is named as such",
+            input: b"a,g\n1,5\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["input column \"g\" is a generated column of table \"t\""],
+            stored: Some(("SELECT count(*) FROM t", vec![vec![i(0)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a generated column with --alter is named as such, not added",
+            input: b"a,G\n1,5\n".to_vec(),
+            args: &["--mode", "append", "--alter"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["input column \"G\" is a generated column"],
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON key that is a generated column is named as such",
+            file: "in.ndjson",
+            input: b"{\"a\":1,\"g\":5}\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["is a generated column"],
+            ..Case::default()
+        },
+        Case {
+            name: "appending without the generated column computes it",
+            input: b"a\n3\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            stored: Some(("SELECT a, g FROM t", vec![vec![i(3), i(6)]])),
             ..Case::default()
         },
         // A value or row longer than SQLite's length limit (lowered to 4000

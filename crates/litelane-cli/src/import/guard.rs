@@ -187,6 +187,105 @@ pub fn check_run(
     Ok(())
 }
 
+/// The table a `--table` (or `--rejects-table`) value names, in the main
+/// schema. A name without a dot that does not start with a quote character
+/// is taken as written (quotes inside included). Otherwise the value is read as SQL writes a name: one identifier, bare
+/// or quoted (`"a.b"`, `[a.b]`, `` `a.b` ``, with a doubled quote inside
+/// standing for one), or two separated by a dot, `schema.table`. Schema
+/// `main` is the database itself; `temp` (whose tables vanish when the
+/// import's connection closes) and any other schema (an attached database:
+/// the import's own connection has none) are refused, as is anything else
+/// that is not a name, with what to write instead.
+pub fn parse_table_flag(flag: &str, value: &str) -> Result<String, CliError> {
+    if !value.contains('.') && !value.trim_start().starts_with(['"', '`', '[']) {
+        return Ok(value.to_string());
+    }
+    let bad = |why: &str| {
+        CliError::Input(format!(
+            "{flag} {value:?}: {why}; write a table of the database as NAME or main.NAME, and a \
+             name holding a dot or a quote in double quotes, with quotes inside doubled \
+             (--table '\"my.table\"')"
+        ))
+    };
+    let parts = split_identifiers(value).map_err(|e| bad(&e))?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema.eq_ignore_ascii_case("main") => Ok(name.clone()),
+        [schema, _]
+            if schema.eq_ignore_ascii_case("temp") || schema.eq_ignore_ascii_case("temporary") =>
+        {
+            Err(bad(
+                "a temp table would vanish when the import ends (its connection closes)",
+            ))
+        }
+        [schema, _] => Err(bad(&format!(
+            "schema {} is not attached: litelane imports into the database given by --db \
+             (schema main); to import into another database file, give it as --db",
+            litelane::quote_ident(schema)
+        ))),
+        _ => Err(bad("more than two dot-separated parts")),
+    }
+}
+
+/// Splits `s` into SQL identifiers separated by dots: bare (up to the next
+/// dot, surrounding spaces trimmed) or quoted with `"`, `` ` `` (a doubled
+/// quote inside is one) or `[...]`.
+fn split_identifiers(s: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut chars = s.trim().chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let mut part = String::new();
+        match chars.peek().copied() {
+            Some(q @ ('"' | '`' | '[')) => {
+                chars.next();
+                let close = if q == '[' { ']' } else { q };
+                loop {
+                    match chars.next() {
+                        None => return Err(format!("the quote {q} is never closed")),
+                        Some(c) if c == close => {
+                            if close != ']' && chars.peek() == Some(&close) {
+                                chars.next();
+                                part.push(c);
+                            } else {
+                                break;
+                            }
+                        }
+                        Some(c) => part.push(c),
+                    }
+                }
+                while chars.peek() == Some(&' ') {
+                    chars.next();
+                }
+            }
+            _ => {
+                while let Some(&c) = chars.peek() {
+                    if c == '.' {
+                        break;
+                    }
+                    if matches!(c, '"' | '`' | '[') {
+                        return Err(format!("a quote {c} inside a bare name"));
+                    }
+                    part.push(c);
+                    chars.next();
+                }
+                part = part.trim_end().to_string();
+            }
+        }
+        if part.is_empty() {
+            return Err("an empty name".into());
+        }
+        parts.push(part);
+        match chars.next() {
+            None => return Ok(parts),
+            Some('.') => {}
+            Some(c) => return Err(format!("{c:?} after a quoted name")),
+        }
+    }
+}
+
 /// Table names litelane keeps for itself (compared ignoring ASCII case):
 /// `_litelane…` (the progress table) and SQLite's `sqlite_…`.
 pub fn check_table_name(table: &str) -> Result<(), CliError> {

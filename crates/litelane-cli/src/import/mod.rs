@@ -240,6 +240,12 @@ struct Prepared {
 /// [`EXIT_REJECTS`] or [`EXIT_INTERRUPTED`]); an error is status 1.
 pub fn run(mut args: ImportArgs) -> Result<i32, CliError> {
     args.nulls = sniff::null_tokens(&args.nulls, args.no_default_nulls);
+    if let Some(t) = &args.table {
+        args.table = Some(guard::parse_table_flag("--table", t)?);
+    }
+    if let Some(t) = &args.rejects_table {
+        args.rejects_table = Some(guard::parse_table_flag("--rejects-table", t)?);
+    }
     if let Some(list) = files::several(&args)? {
         return files::run_all(args, list);
     }

@@ -413,6 +413,7 @@ pub fn append_table(
     indexes: &[Vec<Option<String>>],
 ) -> Result<TablePlan, CliError> {
     let mut setup = Vec::new();
+    table::check_not_generated(&inputs.keys, t)?;
     let columns = if format == Format::Ndjson {
         if flags.alter {
             setup.extend(alter::add_missing(&inputs.keys, &inputs.types, t, true)?);
