@@ -385,6 +385,16 @@ fn run_case(c: &Case) -> Result<(), String> {
             }
         }
     }
+    // The import's lock file is gone once it ends, however it ended (the
+    // one a case holds itself stays).
+    if c.setup != Setup::Locked {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name.contains(".litelane-import-") {
+                problems.push(format!("left behind: {name}"));
+            }
+        }
+    }
     for (name, old) in &before {
         let now = std::fs::read(dir.join(name)).ok();
         if &now != old {
@@ -1873,4 +1883,58 @@ fn rejects_naming_the_plan_file_is_refused_and_the_plan_survives() {
         );
         assert!(!db.exists(), "{files:?}: the database was created");
     }
+}
+
+#[test]
+fn the_wal_is_truncated_after_an_import_unless_a_reader_holds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut csv = String::from("a,b\n");
+    for i in 0..2_000 {
+        csv.push_str(&format!("{i},{}\n", "x".repeat(40)));
+    }
+    std::fs::write(dir.join("in.csv"), &csv).unwrap();
+    let db = dir.join("t.db");
+    let wal = dir.join("t.db-wal");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA journal_mode=wal; CREATE TABLE keep(x); INSERT INTO keep VALUES (1);")
+        .unwrap();
+    // A reader in the middle of a read transaction holds the WAL.
+    c.execute_batch("BEGIN; SELECT * FROM keep;").unwrap();
+    let run = |table: &str| {
+        let args: Vec<String> = ["in.csv", "--db", "t.db", "--table", table, "--json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        litelane(dir, &args)
+    };
+    let o = run("held");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["wal_truncated"], false, "{s}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("was not truncated"), "{err}");
+    assert!(std::fs::metadata(&wal).unwrap().len() > 100_000);
+    c.execute_batch("COMMIT").unwrap();
+    drop(c);
+    let o = run("free");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["wal_truncated"], true, "{s}");
+    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+    let rows = query(
+        &db,
+        "SELECT count(*) FROM held UNION ALL SELECT count(*) FROM free",
+    );
+    assert_eq!(rows.unwrap(), vec![vec![i(2_000)], vec![i(2_000)]]);
 }

@@ -346,6 +346,59 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> 
     result
 }
 
+/// What became of the WAL after an import.
+enum WalAfter {
+    /// Copied into the database and truncated to 0 bytes.
+    Truncated,
+    /// The database is not in WAL mode.
+    NotWal,
+    /// Left as it is, and why (a reader holds it, an error).
+    Kept(String),
+}
+
+/// Copies the WAL an import grew into the database and truncates it (a
+/// TRUNCATE checkpoint), so that a bulk import does not leave a WAL as
+/// large as its data. It waits for no reader (a connection of its own with
+/// no busy timeout): when one holds the WAL, it is kept and the summary
+/// says so. The engine's background checkpointer may be copying the same
+/// WAL right after the last commit: busy, it is tried again for a moment.
+fn truncate_wal(db: &Path) -> WalAfter {
+    let c = match rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(c) => c,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    };
+    if let Err(e) = c.busy_timeout(std::time::Duration::ZERO) {
+        return WalAfter::Kept(e.to_string());
+    }
+    match c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)) {
+        Ok(m) if m.eq_ignore_ascii_case("wal") => {}
+        Ok(_) => return WalAfter::NotWal,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    }
+    for attempt in 0..TRUNCATE_ATTEMPTS {
+        let busy = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        match busy {
+            Ok(0) => return WalAfter::Truncated,
+            Ok(_) | Err(_) if attempt + 1 < TRUNCATE_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Ok(_) => {}
+            Err(e) => return WalAfter::Kept(e.to_string()),
+        }
+    }
+    WalAfter::Kept(format!(
+        "another connection is reading from it; tried {TRUNCATE_ATTEMPTS} times in 1 s"
+    ))
+}
+
+/// TRUNCATE checkpoints tried after an import, 50 ms apart.
+const TRUNCATE_ATTEMPTS: u32 = 20;
+
 /// Hidden test hook: lowers the length limit an import checks values
 /// against (bytes), to test a record too long for SQLite without writing a
 /// gigabyte.
@@ -527,6 +580,7 @@ fn import(
     if joined.is_err() {
         return Err(CliError::Input("the parser thread panicked".into()));
     }
+    let wal = truncate_wal(&args.db);
 
     let seconds = start.elapsed().as_secs_f64();
     let rate = counts.inserted as f64 / seconds.max(1e-9);
@@ -552,6 +606,14 @@ fn import(
         }
         if let Some(line) = nulls_line(&plan, &null_counts) {
             eprintln!("litelane: {line}");
+        }
+        if let WalAfter::Kept(why) = &wal {
+            eprintln!(
+                "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+                 `litelane checkpoint {} --mode truncate` when the readers are done",
+                args.db.display(),
+                args.db.display()
+            );
         }
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
@@ -591,6 +653,11 @@ fn import(
             .collect();
         summary["kept_as_text"] = kept_json.into();
         summary["null_tokens"] = nulls_json(&plan, &null_counts);
+        summary["wal_truncated"] = match &wal {
+            WalAfter::Truncated => true.into(),
+            WalAfter::NotWal => serde_json::Value::Null,
+            WalAfter::Kept(_) => false.into(),
+        };
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
