@@ -1938,3 +1938,49 @@ fn the_wal_is_truncated_after_an_import_unless_a_reader_holds_it() {
     );
     assert_eq!(rows.unwrap(), vec![vec![i(2_000)], vec![i(2_000)]]);
 }
+
+#[test]
+fn quiet_has_a_short_form_and_types_help_names_every_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("in.csv"), b"a\n1\n").unwrap();
+    let args: Vec<String> = ["in.csv", "--db", "t.db", "-q"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = litelane(dir, &args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    assert_eq!(
+        query(&dir.join("t.db"), "SELECT a FROM \"in\"").unwrap(),
+        vec![vec![i(1)]]
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["import", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    // From `--types` to the next option (`--type COL=TYPE` comes before).
+    let types = &help[help.find("--types <").expect("--types in the help")..];
+    let end = types[1..]
+        .find("\n      --")
+        .or_else(|| types[1..].find("\n  -"));
+    let types = &types[..end.map_or(types.len(), |e| e + 1)];
+    for ty in [
+        "BOOLEAN",
+        "INTEGER",
+        "REAL",
+        "DATE",
+        "TIMESTAMP",
+        "TEXT",
+        "NUMERIC",
+    ] {
+        assert!(types.contains(ty), "--types help lacks {ty}: {types}");
+    }
+    assert!(help.contains("-q, --quiet"), "{help}");
+}

@@ -59,7 +59,9 @@ const CHANNEL_BATCHES: usize = 4;
 /// How column types are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Types {
-    /// INTEGER, REAL or TEXT per column, from the data.
+    /// Each column's type from the data: BOOLEAN, INTEGER, REAL, DATE
+    /// (ISO `YYYY-MM-DD`), TIMESTAMP (ISO date and time) or TEXT (NUMERIC
+    /// only by --type).
     Infer,
     /// Every column TEXT, values kept as written.
     Text,
@@ -132,7 +134,9 @@ pub struct ImportArgs {
     /// rejected in a typed column); only the --null tokens are.
     #[arg(long, requires = "nulls")]
     pub no_default_nulls: bool,
-    /// Column types: inferred from the data, or all TEXT [default: infer].
+    /// Column types: inferred from the data (BOOLEAN, INTEGER, REAL, DATE,
+    /// TIMESTAMP or TEXT per column; --type sets one, NUMERIC included), or
+    /// all TEXT [default: infer].
     #[arg(long, value_enum)]
     pub types: Option<Types>,
     /// Create a STRICT table; values that do not fit their column's type are
@@ -190,7 +194,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "N")]
     pub max_rejects: Option<u64>,
     /// No progress bar and no summary on stderr.
-    #[arg(long)]
+    #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Print one JSON summary object on stdout.
     #[arg(long)]
