@@ -261,12 +261,22 @@ pub enum JsonArray {
     Closed,
 }
 
+/// JSON's whitespace: space, tab, LF, CR.
+fn json_space(c: &u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Whether `head` (the start of an input) opens a JSON array: its first
+/// byte that is not JSON whitespace is `[`.
+pub fn is_json_array(head: &[u8]) -> bool {
+    head.iter().find(|c| !json_space(c)) == Some(&b'[')
+}
+
 /// Whether the input's first byte that is not whitespace opens a JSON array
 /// (looked at without consuming anything; only the bytes already buffered
 /// are looked at, 1 MiB for a file).
 pub fn starts_json_array<R: BufRead + ?Sized>(rdr: &mut R) -> std::io::Result<bool> {
-    let head = rdr.fill_buf()?;
-    Ok(head.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'['))
+    Ok(is_json_array(rdr.fill_buf()?))
 }
 
 /// Whether the input's first byte that is not whitespace opens a JSON array
@@ -274,7 +284,7 @@ pub fn starts_json_array<R: BufRead + ?Sized>(rdr: &mut R) -> std::io::Result<bo
 pub fn starts_json<R: BufRead + ?Sized>(rdr: &mut R) -> std::io::Result<bool> {
     let head = rdr.fill_buf()?;
     Ok(matches!(
-        head.iter().find(|c| !c.is_ascii_whitespace()),
+        head.iter().find(|c| !json_space(c)),
         Some(b'[' | b'{')
     ))
 }
