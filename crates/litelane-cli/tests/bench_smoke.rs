@@ -380,3 +380,54 @@ fn all_writes_a_report_with_one_svg_per_scenario() {
     assert_eq!(curves, variants, "{svg}");
     assert_eq!(std::fs::read_dir(&dbs).unwrap().count(), 0);
 }
+
+#[test]
+fn insert_says_what_it_will_do_and_how_long_and_writes_for_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args([
+            "bench", "insert", "--rows", "2000", "--runs", "2", "--json", "--dir",
+        ])
+        .arg(tmp.path())
+        .output()
+        .expect("running litelane");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("4 variants x 2 run(s), each inserting 2,000 rows"),
+        "{err}"
+    );
+    assert!(err.contains("the first run took"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v.to_string();
+    assert!(
+        !text.contains("brief"),
+        "a text for users speaks of a brief: {text}"
+    );
+    // -q is --quiet: no progress lines.
+    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args([
+            "bench", "insert", "--rows", "500", "--runs", "1", "-q", "--json", "--dir",
+        ])
+        .arg(tmp.path())
+        .output()
+        .expect("running litelane");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // The default is stated in the help, and is not 5,000,000.
+    let help = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("default 1,000,000"), "{help}");
+    assert!(!help.contains("5,000,000"), "{help}");
+}

@@ -13,8 +13,14 @@ use rusqlite::{Connection, OpenFlags};
 
 /// Runs `litelane import ARGS...` in `cwd`.
 fn litelane(cwd: &Path, args: &[String]) -> Output {
+    litelane_env(cwd, args, &[])
+}
+
+/// Runs `litelane import ARGS...` in `cwd` with environment variables set.
+fn litelane_env(cwd: &Path, args: &[String], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_litelane"))
         .current_dir(cwd)
+        .envs(env.iter().copied())
         .arg("import")
         .args(args)
         .output()
@@ -109,6 +115,8 @@ enum Setup {
     Locked,
     /// A lock file of table `t` is left over by a killed import.
     StaleLock,
+    /// `t.db` has `t(a INTEGER, g INTEGER GENERATED ALWAYS AS (a * 2))`.
+    Generated,
 }
 
 /// One row of the table.
@@ -137,6 +145,11 @@ struct Case {
     kept: Option<&'static str>,
     /// The JSON summary's `blank_lines`, when checked.
     blank_lines: Option<u64>,
+    /// The JSON summary's `null_tokens` (per column, the null tokens met
+    /// and how many fields each made NULL), when checked.
+    null_tokens: Option<&'static str>,
+    /// Environment variables of the run (test hooks).
+    env: &'static [(&'static str, &'static str)],
 }
 
 impl Default for Case {
@@ -154,6 +167,8 @@ impl Default for Case {
             untouched: &[],
             kept: None,
             blank_lines: None,
+            null_tokens: None,
+            env: &[],
         }
     }
 }
@@ -199,6 +214,12 @@ fn setup(dir: &Path, s: Setup) -> Option<std::fs::File> {
                 // Keep the connection (and so -wal/-shm) open: leak it.
                 std::mem::forget(c);
             }
+            None
+        }
+        Setup::Generated => {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch("CREATE TABLE t(a INTEGER, g INTEGER GENERATED ALWAYS AS (a * 2));")
+                .unwrap();
             None
         }
         Setup::Typed => {
@@ -287,7 +308,7 @@ fn run_case(c: &Case) -> Result<(), String> {
     if !has("--json") {
         args.push("--json".into());
     }
-    let o = litelane(dir, &args);
+    let o = litelane_env(dir, &args, c.env);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let mut problems = Vec::new();
     if o.status.code() != Some(c.code) {
@@ -309,6 +330,15 @@ fn run_case(c: &Case) -> Result<(), String> {
                 if let Some(n) = c.blank_lines {
                     if s["blank_lines"].as_u64() != Some(n) {
                         problems.push(format!("blank_lines is {}, expected {n}", s["blank_lines"]));
+                    }
+                }
+                if let Some(k) = c.null_tokens {
+                    let want: serde_json::Value = serde_json::from_str(k).unwrap();
+                    if s["null_tokens"] != want {
+                        problems.push(format!(
+                            "null_tokens is {}, expected {want}",
+                            s["null_tokens"]
+                        ));
                     }
                 }
                 if let Some(k) = c.kept {
@@ -352,6 +382,16 @@ fn run_case(c: &Case) -> Result<(), String> {
                 {
                     problems.push(format!("reject {g}, expected line {line} and {why:?}"));
                 }
+            }
+        }
+    }
+    // The import's lock file is gone once it ends, however it ended (the
+    // one a case holds itself stays).
+    if c.setup != Setup::Locked {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name.contains(".litelane-import-") {
+                problems.push(format!("left behind: {name}"));
             }
         }
     }
@@ -624,7 +664,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "a one-column file keeps a quoted empty field as a row",
             input: b"a\nx\n\"\"\ny\n".to_vec(),
-            args: &["--null", "NULL"],
+            args: &["--null", "NULL", "--no-default-nulls"],
             stored: Some((T_ROWS, vec![vec![t("x")], vec![t("")], vec![t("y")]])),
             ..Case::default()
         },
@@ -1473,6 +1513,265 @@ fn cases() -> Vec<Case> {
             stored: Some(("SELECT n FROM t", vec![vec![i(1)]])),
             ..Case::default()
         },
+        // --null adds to the default null token (the empty field).
+        Case {
+            name: "--null NA adds to the empty field: blanks stay NULL, the column INTEGER",
+            input: b"n,s\n1,a\n,b\nNA,\n".to_vec(),
+            args: &["--null", "NA"],
+            stored: Some((
+                "SELECT n, typeof(n), s FROM t ORDER BY rowid",
+                vec![
+                    vec![i(1), t("integer"), t("a")],
+                    vec![Value::Null, t("null"), t("b")],
+                    vec![Value::Null, t("null"), Value::Null],
+                ],
+            )),
+            null_tokens: Some(r#"{"n":{"":1,"NA":1},"s":{"":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "--null NA --no-default-nulls: the empty field is text, NA is NULL",
+            input: b"n,s\n1,\n2,NA\n".to_vec(),
+            args: &["--null", "NA", "--no-default-nulls"],
+            stored: Some((T_ROWS, vec![vec![i(1), t("")], vec![i(2), Value::Null]])),
+            null_tokens: Some(r#"{"s":{"NA":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "--no-default-nulls without --null is a usage error",
+            input: b"n\n1\n".to_vec(),
+            args: &["--no-default-nulls"],
+            code: 2,
+            stderr: &["--null"],
+            ..Case::default()
+        },
+        Case {
+            name: "the summary names null tokens in TEXT columns and sniffed ones in typed columns",
+            input: b"n,s\n1,x\nNA,\n3,y\n,z\n".to_vec(),
+            stored: Some((
+                "SELECT count(*) FROM t WHERE n IS NULL OR s IS NULL",
+                vec![vec![i(2)]],
+            )),
+            null_tokens: Some(r#"{"n":{"NA":1,"":1},"s":{"":1}}"#),
+            ..Case::default()
+        },
+        Case {
+            name: "null tokens of a rejected record are not counted",
+            input: b"n,s\n1,x\n,y,extra\n2,\n".to_vec(),
+            code: 3,
+            rejects: &[(3, "expected 2 fields")],
+            null_tokens: Some(r#"{"s":{"":1}}"#),
+            ..Case::default()
+        },
+        // Schema-qualified and quoted --table names.
+        Case {
+            name: "--table main.base imports into table base of the database",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "main.base"],
+            stored: Some(("SELECT a FROM main.base", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a double-quoted --table keeps its dot (and a doubled quote) as part of the name",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "\"my.ta\"\"ble\""],
+            stored: Some(("SELECT a FROM \"my.ta\"\"ble\"", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table MAIN.\"x y\" and [a.b] are read as SQL names",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "MAIN.\"x y\""],
+            stored: Some(("SELECT a FROM \"x y\"", vec![vec![i(1)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table temp.t is refused: the table would vanish",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "temp.t"],
+            code: 1,
+            stderr: &["a temp table would vanish"],
+            ..Case::default()
+        },
+        Case {
+            name: "--table aux.t is refused: no schema aux is attached, nothing named aux.t made",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "aux.t"],
+            setup: Setup::WalDbClosed,
+            code: 1,
+            stderr: &["schema \"aux\" is not attached"],
+            stored: Some(("SELECT name FROM sqlite_master", vec![vec![t("keep")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "--table with an unclosed quote is refused",
+            input: b"a\n1\n".to_vec(),
+            args: &["--table", "\"t"],
+            code: 1,
+            stderr: &["is never closed"],
+            ..Case::default()
+        },
+        // A generated column of an existing table.
+        Case {
+            name: "an input column that is a generated column is named as such",
+            input: b"a,g\n1,5\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["input column \"g\" is a generated column of table \"t\""],
+            stored: Some(("SELECT count(*) FROM t", vec![vec![i(0)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a generated column with --alter is named as such, not added",
+            input: b"a,G\n1,5\n".to_vec(),
+            args: &["--mode", "append", "--alter"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["input column \"G\" is a generated column"],
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON key that is a generated column is named as such",
+            file: "in.ndjson",
+            input: b"{\"a\":1,\"g\":5}\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            code: 1,
+            stderr: &["is a generated column"],
+            ..Case::default()
+        },
+        Case {
+            name: "appending without the generated column computes it",
+            input: b"a\n3\n".to_vec(),
+            args: &["--mode", "append"],
+            setup: Setup::Generated,
+            stored: Some(("SELECT a, g FROM t", vec![vec![i(3), i(6)]])),
+            ..Case::default()
+        },
+        // A value or row longer than SQLite's length limit (lowered to 4000
+        // bytes by the test hook) rejects its record; the import goes on.
+        Case {
+            name: "a CSV field longer than SQLite's limit rejects its record, not the import",
+            input: format!("id,s\n1,a\n2,{}\n3,c\n", "x".repeat(5000)).into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(3, "column \"s\": a value of 5000 bytes, more than SQLite's limit of 4000")],
+            stored: Some(("SELECT id FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "an NDJSON string longer than SQLite's limit rejects its line",
+            file: "in.ndjson",
+            input: format!(
+                "{{\"id\":1}}\n{{\"id\":2,\"s\":\"{}\"}}\n{{\"id\":3}}\n",
+                "y".repeat(5000)
+            )
+            .into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(2, "a value of 5000 bytes, more than SQLite's limit")],
+            stored: Some(("SELECT id FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array element whose values together pass the limit is rejected",
+            file: "in.json",
+            input: format!(
+                "[{{\"a\":\"p\",\"b\":\"q\"}},\n{{\"a\":\"{0}\",\"b\":\"{0}\"}}]",
+                "z".repeat(3000)
+            )
+            .into_bytes(),
+            env: &[("LITELANE_TEST_MAX_LENGTH", "4000")],
+            code: 3,
+            rejects: &[(2, "the row's values total 6000 bytes")],
+            stored: Some((T_ROWS, vec![vec![t("p"), t("q")]])),
+            ..Case::default()
+        },
+        // JSON files holding one array of objects.
+        Case {
+            name: "a JSON array of objects is read like NDJSON, one row per element",
+            file: "in.json",
+            input: br#"[{"a":1,"b":"x"},{"a":2,"b":"y"}]"#.to_vec(),
+            stored: Some((T_ROWS, vec![vec![i(1), t("x")], vec![i(2), t("y")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a pretty-printed JSON array with CRLF line ends",
+            file: "in.json",
+            input: b"[\r\n  {\r\n    \"a\": 1\r\n  },\r\n  {\"a\": 2.5}\r\n]\r\n".to_vec(),
+            stored: Some((T_ROWS, vec![vec![r(1.0)], vec![r(2.5)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "bad JSON array elements are rejected with their line, the rest stored",
+            file: "in.json",
+            input: b"[\n{\"a\":1},\n{\"a\":\"x\",},\n 5, {\"a\":1,\"a\":2},\n{\"o\":{\"k\":1,\"k\":2}},\n{\"a\":3}\n]\n"
+                .to_vec(),
+            code: 3,
+            rejects: &[
+                (3, "trailing comma"),
+                (4, "not a JSON object"),
+                (4, "given twice"),
+                (5, "twice"),
+            ],
+            stored: Some(("SELECT a FROM t ORDER BY rowid", vec![vec![i(1)], vec![i(3)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "brackets, braces and escaped quotes inside JSON strings do not end an element",
+            file: "in.json",
+            input: br#"[{"s":"]\"}{[,"},{"s":"b"}]"#.to_vec(),
+            stored: Some((T_ROWS, vec![vec![t("]\"}{[,")], vec![t("b")]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a gzipped JSON array with no known extension is recognised by its content",
+            file: "in.data",
+            input: gzip(b"  \n[{\"a\":7}]"),
+            stored: Some((T_ROWS, vec![vec![i(7)]])),
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array cut short fails naming where it opened, nothing stored",
+            file: "in.json",
+            input: b"\n[{\"a\":1},\n{\"a\":2}".to_vec(),
+            code: 1,
+            stderr: &["in.json:3: the JSON array opened on line 2 is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "a JSON array element cut short fails naming its line",
+            file: "in.json",
+            input: b"[{\"a\":1},\n{\"a\":\"x}]".to_vec(),
+            code: 1,
+            stderr: &["element 2 of the JSON array, begun on line 2, is never closed"],
+            ..Case::default()
+        },
+        Case {
+            name: "text after a JSON array's closing bracket fails",
+            file: "in.json",
+            input: b"[{\"a\":1}]\n{\"a\":2}\n".to_vec(),
+            code: 1,
+            stderr: &["in.json:2: text after the closing bracket of the JSON array"],
+            ..Case::default()
+        },
+        Case {
+            name: "a missing comma between JSON array elements fails",
+            file: "in.json",
+            input: b"[{\"a\":1} {\"a\":2}]".to_vec(),
+            code: 1,
+            stderr: &["expected a comma or ']' after element 1"],
+            ..Case::default()
+        },
+        Case {
+            name: "two commas in a JSON array fail",
+            file: "in.json",
+            input: b"[{\"a\":1},,{\"a\":2}]".to_vec(),
+            code: 1,
+            stderr: &["an empty element"],
+            ..Case::default()
+        },
     ]
 }
 
@@ -1584,4 +1883,104 @@ fn rejects_naming_the_plan_file_is_refused_and_the_plan_survives() {
         );
         assert!(!db.exists(), "{files:?}: the database was created");
     }
+}
+
+#[test]
+fn the_wal_is_truncated_after_an_import_unless_a_reader_holds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut csv = String::from("a,b\n");
+    for i in 0..2_000 {
+        csv.push_str(&format!("{i},{}\n", "x".repeat(40)));
+    }
+    std::fs::write(dir.join("in.csv"), &csv).unwrap();
+    let db = dir.join("t.db");
+    let wal = dir.join("t.db-wal");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA journal_mode=wal; CREATE TABLE keep(x); INSERT INTO keep VALUES (1);")
+        .unwrap();
+    // A reader in the middle of a read transaction holds the WAL.
+    c.execute_batch("BEGIN; SELECT * FROM keep;").unwrap();
+    let run = |table: &str| {
+        let args: Vec<String> = ["in.csv", "--db", "t.db", "--table", table, "--json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        litelane(dir, &args)
+    };
+    let o = run("held");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["wal_truncated"], false, "{s}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("was not truncated"), "{err}");
+    assert!(std::fs::metadata(&wal).unwrap().len() > 100_000);
+    c.execute_batch("COMMIT").unwrap();
+    drop(c);
+    let o = run("free");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["wal_truncated"], true, "{s}");
+    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+    let rows = query(
+        &db,
+        "SELECT count(*) FROM held UNION ALL SELECT count(*) FROM free",
+    );
+    assert_eq!(rows.unwrap(), vec![vec![i(2_000)], vec![i(2_000)]]);
+}
+
+#[test]
+fn quiet_has_a_short_form_and_types_help_names_every_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("in.csv"), b"a\n1\n").unwrap();
+    let args: Vec<String> = ["in.csv", "--db", "t.db", "-q"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = litelane(dir, &args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    assert_eq!(
+        query(&dir.join("t.db"), "SELECT a FROM \"in\"").unwrap(),
+        vec![vec![i(1)]]
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args(["import", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    // From `--types` to the next option (`--type COL=TYPE` comes before).
+    let types = &help[help.find("--types <").expect("--types in the help")..];
+    let end = types[1..]
+        .find("\n      --")
+        .or_else(|| types[1..].find("\n  -"));
+    let types = &types[..end.map_or(types.len(), |e| e + 1)];
+    for ty in [
+        "BOOLEAN",
+        "INTEGER",
+        "REAL",
+        "DATE",
+        "TIMESTAMP",
+        "TEXT",
+        "NUMERIC",
+    ] {
+        assert!(types.contains(ty), "--types help lacks {ty}: {types}");
+    }
+    assert!(help.contains("-q, --quiet"), "{help}");
 }

@@ -488,9 +488,23 @@ fn sniff_reads_stdin_and_refuses_ndjson_and_empty_input() {
     assert_eq!(plan["sampled"]["places"], serde_json::json!(["start"]));
     let d = Dir::new();
     let nd = d.write("x.ndjson", b"{\"a\":1}\n");
+    // JSON is described (its keys name its columns), not given a CSV plan.
     let o = run(&["sniff", &nd]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NDJSON"));
+    let o = run(&["sniff", &nd, "--json"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("NDJSON"), "{}", stderr(&o));
+    for (name, data) in [
+        ("arr.json", &b"[{\"a\":1}]"[..]),
+        ("arr.txt", b" \n [\n{\"a\":1}]"),
+    ] {
+        let arr = d.write(name, data);
+        let o = run(&["sniff", &arr]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("a JSON array of objects"), "{name}: {out}");
+    }
     let empty = d.write("e.csv", b"");
     let o = run(&["sniff", &empty]);
     assert_eq!(o.status.code(), Some(1));

@@ -217,3 +217,51 @@ fn missing_or_foreign_files_are_clear_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a database"));
 }
+
+#[test]
+fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("h.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(x);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         INSERT INTO t SELECT randomblob(1000) FROM n;",
+    )
+    .unwrap();
+    // The connection stays open: its WAL (3 MB, the file nearly empty) stays.
+    let stale = d.path().join("h.db.litelane-import-0123456789abcdef.lock");
+    std::fs::write(&stale, b"").unwrap();
+    let running = d.path().join("h.db.litelane-import-fedcba9876543210.lock");
+    let held = std::fs::File::create(&running).unwrap();
+    assert!(fs4::fs_std::FileExt::try_lock_exclusive(&held).unwrap());
+    let scratch = d.path().join(".litelane-recover-12345");
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::write(scratch.join("work.db"), vec![0u8; 4096]).unwrap();
+    std::fs::write(scratch.join("lock"), b"").unwrap();
+    // Another database's lock file is not this one's business.
+    std::fs::write(d.path().join("other.db.litelane-import-00.lock"), b"").unwrap();
+
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let findings = r["findings"].as_array().unwrap();
+    let of = |check: &str| -> Vec<String> {
+        findings
+            .iter()
+            .filter(|f| f["check"] == check)
+            .map(|f| f["command"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let locks = of("stale_import_lock");
+    assert_eq!(locks.len(), 1, "{r}");
+    assert!(locks[0].starts_with("rm -- ") && locks[0].contains("0123456789abcdef"));
+    let dirs = of("stale_recover_dir");
+    assert_eq!(dirs.len(), 1, "{r}");
+    assert!(dirs[0].starts_with("rm -r -- ") && dirs[0].contains(".litelane-recover-12345"));
+    assert_eq!(of("wal_size").len(), 1, "{r}");
+    let human =
+        String::from_utf8_lossy(&litelane(&["doctor", db.to_str().unwrap()]).stdout).into_owned();
+    assert!(!human.contains("no problems found"), "{human}");
+    assert!(human.contains("larger than the database file"), "{human}");
+    drop(held);
+    drop(c);
+}

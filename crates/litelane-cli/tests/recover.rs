@@ -897,6 +897,10 @@ fn backup_and_recover_refuse_side_file_names_whether_or_not_they_exist() {
                 "{command} {out} {extra:?} must be refused"
             );
             assert!(err.contains(want), "{command} {out}: {err}");
+            assert!(
+                !err.contains("   "),
+                "{command} {out}: a run of spaces in {err:?}"
+            );
             assert!(!out_path.exists(), "{command} {out}: it was written");
             assert_eq!(std::fs::read(&db).unwrap(), db_bytes);
         }

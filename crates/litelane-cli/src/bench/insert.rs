@@ -22,9 +22,17 @@ use super::report::{Outcome, Row, Unit};
 use super::{median_of, Ctx};
 use crate::error::CliError;
 
+/// Rows each variant inserts per run when `--rows` is not given (outside
+/// `bench all`, which uses 2,000,000).
+pub const DEFAULT_ROWS: u64 = 1_000_000;
+
+/// Variants each run times (litelane, raw-ffi-multi, raw-ffi,
+/// litelane-1-row).
+const VARIANTS: usize = 4;
+
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
-    let rows = ctx.pick(ctx.args.rows, 5_000_000, 2_000_000);
+    let rows = ctx.pick(ctx.args.rows, DEFAULT_ROWS, 2_000_000);
     let runs = ctx.runs(3);
     let profiles: Vec<Profile> = match ctx.args.profile.as_deref() {
         Some("all") => Profile::ALL.to_vec(),
@@ -34,7 +42,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let names: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
     let mut o = Outcome::new(
         "insert",
-        "the \"one billion rows\" bulk-insert experiment (the brief's `insert` scenario)",
+        "the \"one billion rows\" bulk-insert experiment: litelane's bulk inserter beside \
+         hand-written C-API insert loops",
         format!(
             "{} rows into user(id, area, age, active), profile {}, median of {runs} run(s)",
             super::report::group_digits(rows as f64, 0),
@@ -48,9 +57,27 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     o.column("× raw-multi", "ratio_vs_raw_ffi_multi", 3);
     o.column("× raw-ffi", "ratio_vs_raw_ffi", 3);
     o.column("rows/stmt", "rows_per_statement", 0);
+    let total_runs = runs * profiles.len();
+    ctx.progress(format!(
+        "insert: {VARIANTS} variants x {total_runs} run(s), each inserting {} rows into a fresh \
+         database in {} (--rows N and --runs N make it shorter); the time it will take is \
+         printed after the first run",
+        super::report::group_digits(rows as f64, 0),
+        ctx.base.display()
+    ));
+    let started = Instant::now();
+    let mut done_runs = 0usize;
     for profile in profiles {
         let seed = ctx.args.seed;
         let mut measured = median_of(runs, |run| {
+            if done_runs == 1 {
+                let per = started.elapsed().as_secs_f64();
+                ctx.progress(format!(
+                    "insert: the first run took {per:.1} s; about {:.0} s more",
+                    per * (total_runs - 1) as f64
+                ));
+            }
+            done_runs += 1;
             ctx.progress(format!("insert {profile}: run {}/{runs}", run + 1));
             // Alternate the order so neither variant always runs on a warmer cache.
             let mut out = Vec::new();

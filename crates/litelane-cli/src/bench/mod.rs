@@ -67,7 +67,8 @@ pub struct BenchArgs {
     /// Durability profile: safe, balanced or fast (insert also takes all).
     #[arg(long)]
     pub profile: Option<String>,
-    /// insert: rows to insert (default 5,000,000). ladder: rows (default 100,000).
+    /// insert: rows each variant inserts per run (default 1,000,000; 4
+    /// variants × 3 runs). ladder: rows (default 100,000).
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
     /// threads: writer threads (default 4). contention: threads (default 8).
@@ -108,7 +109,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub sample: Option<u64>,
     /// No progress lines on stderr.
-    #[arg(long)]
+    #[arg(long, short = 'q')]
     pub quiet: bool,
 }
 

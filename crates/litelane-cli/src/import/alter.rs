@@ -86,6 +86,7 @@ mod tests {
                 rowid_alias: true,
             }],
             strict: false,
+            generated: Vec::new(),
         }
     }
 

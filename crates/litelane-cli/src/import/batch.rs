@@ -66,6 +66,15 @@ pub struct Batch {
     /// The last batch: the input ended normally after it. (A channel that
     /// closes without one means the parser died: nothing is committed.)
     pub last: bool,
+    /// Fields of the batch's rows read as NULL because they equal a null
+    /// token: `null_counts[column * null_stride + token]` (token: its index
+    /// among the column's tokens); empty when none was met.
+    pub null_counts: Vec<u64>,
+    /// Tokens per column in `null_counts` (the most any column has).
+    pub null_stride: usize,
+    /// Indexes into `null_counts` counted for the row being built (taken
+    /// back if it is rejected).
+    pub row_nulls: Vec<usize>,
 }
 
 impl Batch {
@@ -97,6 +106,19 @@ impl Batch {
             kind: Kind::Row(self.rows),
         });
         self.rows += 1;
+        self.row_nulls.clear();
+    }
+
+    /// Counts a field of the row being built read as NULL: column `col`'s
+    /// null token number `token`; `stride`: tokens per column, at most.
+    pub fn count_null(&mut self, col: usize, token: usize, stride: usize) {
+        if self.null_counts.is_empty() {
+            self.null_stride = stride;
+            self.null_counts = vec![0; self.ncols * stride];
+        }
+        let i = col * self.null_stride + token;
+        self.null_counts[i] += 1;
+        self.row_nulls.push(i);
     }
 
     /// Drops the cells and text pushed since `mark` (a row that turned out
@@ -104,6 +126,9 @@ impl Batch {
     pub fn undo_to(&mut self, mark: (usize, usize)) {
         self.cells.truncate(mark.0);
         self.text.truncate(mark.1);
+        for i in self.row_nulls.drain(..) {
+            self.null_counts[i] -= 1;
+        }
     }
 
     /// Where the next row starts, for [`undo_to`](Batch::undo_to).

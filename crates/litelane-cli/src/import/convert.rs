@@ -64,11 +64,42 @@ pub struct Plan {
     pub sniffed: Option<Sniffed>,
 }
 
+/// SQLite's default limit on the length of a value or a row
+/// (SQLITE_MAX_LENGTH), in bytes: 1,000,000,000.
+pub const DEFAULT_MAX_LENGTH: usize = 1_000_000_000;
+
+/// Bytes of a record too long to store kept in its reject (the record
+/// stays in the input, at the line the reject names).
+pub const RAW_KEPT: usize = 4096;
+
+/// The first [`RAW_KEPT`] bytes of `raw`.
+fn cut_raw(raw: &[u8]) -> Vec<u8> {
+    raw[..raw.len().min(RAW_KEPT)].to_vec()
+}
+
+/// The null tokens of each of the plan's columns: the column's own (sniffed
+/// `NA` and the like in a typed column), else the plan's (CSV/TSV; NDJSON
+/// has none that apply).
+pub fn column_nulls(plan: &Plan) -> Vec<Vec<String>> {
+    let sniffed = plan.sniffed.as_ref();
+    (0..plan.columns.len())
+        .map(|i| {
+            sniffed
+                .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
+                .unwrap_or_else(|| plan.nulls.clone())
+        })
+        .collect()
+}
+
 /// Turns records into rows following a [`Plan`].
 pub struct Converter {
     plan: Plan,
     /// Null tokens of each column (the plan's, or the column's own).
     nulls: Vec<Vec<Vec<u8>>>,
+    /// The most null tokens any column has.
+    null_stride: usize,
+    /// The most bytes of text a row may hold (SQLite's length limit).
+    max_length: usize,
     /// Space-padded numeric columns: surrounding spaces are dropped.
     trim: Vec<bool>,
     /// NDJSON: key → column, exact names.
@@ -84,15 +115,9 @@ impl Converter {
     /// A converter for `plan`.
     pub fn new(plan: Plan) -> Converter {
         let sniffed = plan.sniffed.as_ref();
-        let nulls = (0..plan.columns.len())
-            .map(|i| {
-                sniffed
-                    .and_then(|s| s.column_nulls.get(plan.columns[i].src).cloned().flatten())
-                    .unwrap_or_else(|| plan.nulls.clone())
-                    .iter()
-                    .map(|s| s.as_bytes().to_vec())
-                    .collect()
-            })
+        let nulls: Vec<Vec<Vec<u8>>> = column_nulls(&plan)
+            .into_iter()
+            .map(|ts| ts.into_iter().map(String::into_bytes).collect())
             .collect();
         let trim = (0..plan.columns.len())
             .map(|i| {
@@ -112,9 +137,12 @@ impl Converter {
             .map(|(i, c)| (c.key.to_ascii_lowercase(), i))
             .collect();
         let unique_keys = by_name.len() == plan.columns.len();
+        let null_stride = nulls.iter().map(Vec::len).max().unwrap_or(1);
         Converter {
             plan,
             nulls,
+            null_stride,
+            max_length: DEFAULT_MAX_LENGTH,
             trim,
             by_name,
             by_lower,
@@ -134,6 +162,26 @@ impl Converter {
             b.reject(at, record, reason, self.raw_csv(rec));
             return;
         }
+        // A field SQLite cannot store is rejected before it is copied.
+        if rec.as_slice().len() > self.max_length {
+            if let Some((i, f)) = rec
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.len() > self.max_length)
+                .max_by_key(|(_, f)| f.len())
+            {
+                let name = self
+                    .plan
+                    .columns
+                    .iter()
+                    .find(|c| c.src == i)
+                    .map_or_else(|| format!("field {}", i + 1), |c| c.name.clone());
+                let reason = self.too_long(f.len(), (f.len(), &name));
+                let raw = self.raw_csv_cut(rec);
+                b.reject(at, record, reason, raw);
+                return;
+            }
+        }
         let mark = b.mark();
         for (i, col) in self.plan.columns.iter().enumerate() {
             let field = &rec[col.src];
@@ -146,7 +194,20 @@ impl Converter {
                 }
             }
         }
-        b.finish_row(at, record);
+        self.finish_row_checked(b, mark, at, record, || self.raw_csv_cut(rec));
+    }
+
+    /// The start of a CSV record, as written back for the rejects file: the
+    /// fields up to [`RAW_KEPT`] bytes.
+    fn raw_csv_cut(&self, rec: &csv::ByteRecord) -> Vec<u8> {
+        let mut cut = csv::ByteRecord::new();
+        let mut left = RAW_KEPT;
+        for f in rec.iter() {
+            let n = f.len().min(left);
+            cut.push_field(&f[..n]);
+            left -= n;
+        }
+        self.raw_csv(&cut)
     }
 
     fn cell_from_bytes(
@@ -156,7 +217,8 @@ impl Converter {
         f: &[u8],
         b: &mut Batch,
     ) -> Result<Cell, String> {
-        if self.nulls[i].iter().any(|n| n.as_slice() == f) {
+        if let Some(k) = self.nulls[i].iter().position(|n| n.as_slice() == f) {
+            b.count_null(i, k, self.null_stride);
             return Ok(Cell::Null);
         }
         // A space-padded numeric column (planned): the spaces are layout of
@@ -332,7 +394,67 @@ impl Converter {
                 }
             }
         }
+        self.finish_row_checked(b, mark, at, record, || cut_raw(raw));
+    }
+
+    /// Ends the row begun at `mark` ([`Batch::finish_row`]), or rejects its
+    /// record when its text is longer than SQLite can store in one row
+    /// ([`max_length`](Converter::set_max_length)); `raw` gives the start
+    /// of the record as read, kept with such a reject.
+    pub(super) fn finish_row_checked(
+        &self,
+        b: &mut Batch,
+        mark: (usize, usize),
+        at: Place,
+        record: u64,
+        raw: impl FnOnce() -> Vec<u8>,
+    ) {
+        let text = b.text.len() - mark.1;
+        if text > self.max_length {
+            let widest = self
+                .plan
+                .columns
+                .iter()
+                .zip(&b.cells[mark.0..])
+                .map(|(c, cell)| match cell {
+                    Cell::Text(_, n) => (*n as usize, c.name.as_str()),
+                    _ => (0, c.name.as_str()),
+                })
+                .max_by_key(|(n, _)| *n)
+                .unwrap_or((0, ""));
+            let reason = self.too_long(text, widest);
+            b.undo_to(mark);
+            b.reject(at, record, reason, raw());
+            return;
+        }
         b.finish_row(at, record);
+    }
+
+    /// Why a record of `bytes` bytes of text is rejected; `widest`: its
+    /// longest value's length and column.
+    fn too_long(&self, bytes: usize, widest: (usize, &str)) -> String {
+        let limit = self.max_length;
+        if widest.0 > limit {
+            format!(
+                "column {:?}: a value of {} bytes, more than SQLite's limit of {} bytes for one \
+                 value or row (SQLITE_MAX_LENGTH); the rejects file keeps its first {} bytes",
+                widest.1, widest.0, limit, RAW_KEPT
+            )
+        } else {
+            format!(
+                "the row's values total {bytes} bytes (the longest, column {:?}, {} bytes), more \
+                 than SQLite's limit of {limit} bytes for one row (SQLITE_MAX_LENGTH); the \
+                 rejects file keeps its first {RAW_KEPT} bytes",
+                widest.1, widest.0
+            )
+        }
+    }
+
+    /// Sets the most bytes of text one row may hold (SQLite's length limit
+    /// of the connection; default [`DEFAULT_MAX_LENGTH`]): a record with
+    /// more is rejected, not sent to SQLite (which would fail the import).
+    pub fn set_max_length(&mut self, bytes: usize) {
+        self.max_length = bytes;
     }
 }
 

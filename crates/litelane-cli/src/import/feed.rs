@@ -137,6 +137,10 @@ struct Feed<'a> {
     typed: bool,
     /// The import's own error, carried through the inserter.
     failure: Option<CliError>,
+    /// Fields read as NULL by a null token, per column and token
+    /// (`column * null_stride + token`), summed over the batches received.
+    null_counts: Vec<u64>,
+    null_stride: usize,
 }
 
 impl Feed<'_> {
@@ -187,6 +191,15 @@ impl Feed<'_> {
             match self.rx.recv_timeout(POLL) {
                 Ok(Ok(b)) => {
                     self.sink.bar.update(self.handed, b.bytes_read);
+                    if !b.null_counts.is_empty() {
+                        if self.null_counts.is_empty() {
+                            self.null_stride = b.null_stride;
+                            self.null_counts = vec![0; b.null_counts.len()];
+                        }
+                        for (t, n) in self.null_counts.iter_mut().zip(&b.null_counts) {
+                            *t += n;
+                        }
+                    }
                     self.batch = Some(Arc::new(b));
                     self.pos = 0;
                 }
@@ -433,7 +446,7 @@ impl Sink<'_> {
     pub fn run(
         self,
         rx: Receiver<Result<Batch, CliError>>,
-    ) -> Result<(Counts, Vec<u64>), CliError> {
+    ) -> Result<(Counts, Vec<u64>, NullCounts), CliError> {
         let columns: Vec<&str> = self.columns.iter().map(String::as_str).collect();
         let inserter = self
             .db
@@ -461,6 +474,8 @@ impl Sink<'_> {
             kept_open: vec![0; ntypes],
             typed,
             failure: None,
+            null_counts: Vec::new(),
+            null_stride: 0,
         };
         feed.sink.rejects.start()?;
         match inserter.insert_from(&mut feed) {
@@ -470,6 +485,10 @@ impl Sink<'_> {
                     .iter()
                     .map(|&n| n.max(0) as u64)
                     .collect(),
+                NullCounts {
+                    counts: std::mem::take(&mut feed.null_counts),
+                    stride: feed.null_stride,
+                },
             )),
             Err(e) => {
                 let e = feed.failure.take().unwrap_or(CliError::Engine(e));
@@ -491,6 +510,26 @@ impl Sink<'_> {
                 Err(CliError::Input(format!("{e}; {kept}")))
             }
         }
+    }
+}
+
+/// Fields read as NULL because they equal a null token, per column and
+/// token: `counts[column * stride + token]` (empty: none).
+#[derive(Debug, Default)]
+pub struct NullCounts {
+    /// The counts.
+    pub counts: Vec<u64>,
+    /// Tokens per column in `counts`.
+    pub stride: usize,
+}
+
+impl NullCounts {
+    /// How many fields of column `col` were its token number `token`.
+    pub fn get(&self, col: usize, token: usize) -> u64 {
+        self.counts
+            .get(col * self.stride + token)
+            .copied()
+            .unwrap_or(0)
     }
 }
 

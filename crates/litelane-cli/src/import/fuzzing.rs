@@ -46,7 +46,7 @@ use serde_json::Value as Json;
 use super::batch::{Batch, Kind, RowRef};
 use super::convert::{self, ColumnPlan, Converter, Plan};
 use super::dialect::Sniffed;
-use super::parse::{RawOwned, RawRef, Records};
+use super::parse::{self, RawOwned, RawRef, Records};
 use super::source::{self, Format};
 use super::values::{
     is_big_integer, looks_numeric_to_sqlite, parse_bool, parse_real, Cell, ColType, Inference,
@@ -191,6 +191,9 @@ struct Run<'a> {
     dialect: (u8, Option<u8>),
     /// The place of the last record read (line, end offset).
     last: (u64, u64),
+    /// The input is read as one JSON array (NDJSON mode, `[` first): its
+    /// elements may share a line.
+    array: bool,
 }
 
 /// Runs `data` (two configuration bytes, then the file) through decode →
@@ -239,6 +242,7 @@ pub fn check(data: &[u8]) -> Outcome {
         blank: 0,
         dialect: (b',', Some(b'"')),
         last: (0, 0),
+        array: false,
     };
     if let Err(msg) = run.import(input, &mut out) {
         if let Some(line) = error_line(&msg) {
@@ -290,6 +294,25 @@ impl Run<'_> {
             2 => (Format::Csv, None),
             _ => (Format::Ndjson, None),
         };
+        self.array = format == Format::Ndjson && parse::is_json_array(self.text);
+        if self.array && !self.read_failed {
+            // Valid JSON as a whole: the reader must read it, element by
+            // element (checked in `cross_check`).
+            if serde_json::from_slice::<Vec<Json>>(self.text).is_ok() {
+                let mut records =
+                    Records::new(format, Box::new(std::io::Cursor::new(self.text.to_vec())));
+                let mut n = 0;
+                loop {
+                    match records.next_record(DISPLAY) {
+                        Ok(Some(_)) => n += 1,
+                        Ok(None) => break,
+                        Err(e) => {
+                            panic!("{cfg:?}: a valid JSON array failed after {n} elements: {e}")
+                        }
+                    }
+                }
+            }
+        }
         self.dialect = match (&sniffed, format) {
             (Some(p), _) => (p.sniffed().delimiter_byte(), p.sniffed().quote_byte()),
             (None, Format::Tsv) => (b'\t', None),
@@ -310,6 +333,19 @@ impl Run<'_> {
     /// The reader's records against an independent reading of the text.
     fn cross_check(&self, format: Format) {
         let cfg = self.cfg;
+        if self.array {
+            // When the whole text is valid JSON, the records are its
+            // elements, in order, each the same value.
+            if let Ok(all) = serde_json::from_slice::<Vec<Json>>(self.text) {
+                assert_eq!(all.len(), self.seen.len(), "{cfg:?}: JSON array elements");
+                for (want, got) in all.iter().zip(&self.seen) {
+                    let got: Json = serde_json::from_slice(&got[0])
+                        .unwrap_or_else(|e| panic!("{cfg:?}: an element that is not JSON: {e}"));
+                    assert_eq!(&got, want, "{cfg:?}: a JSON array element");
+                }
+            }
+            return;
+        }
         if format == Format::Ndjson {
             assert_eq!(
                 self.seen.len() as u64 + self.blank,
@@ -555,8 +591,11 @@ impl Run<'_> {
                 *at
             }
         };
+        // Elements of a JSON array may share a line; NDJSON records and
+        // CSV records may not.
+        let later = at.line > self.last.0 || (self.array && at.line == self.last.0);
         assert!(
-            at.line >= 1 && at.line <= lines && at.line > self.last.0,
+            at.line >= 1 && at.line <= lines && later,
             "{cfg:?}: a record on line {} of {lines}, after line {}",
             at.line,
             self.last.0
@@ -1021,6 +1060,12 @@ mod tests {
         // must not read it as the rejects file's own).
         let o = check(&seed("regress-bom-at-line-start"));
         assert!(o.rejects > 0, "{o:?}");
+        // Two elements of a JSON array on one line were taken for a line
+        // number going backwards.
+        let o = check(&seed("regress-json-array-elements-share-a-line"));
+        assert!(o.error.is_some(), "{o:?}");
+        let o = check(&seed("json-array-basic"));
+        assert_eq!((o.rows + o.rejects, o.error.as_deref()), (3, None), "{o:?}");
     }
 
     proptest! {

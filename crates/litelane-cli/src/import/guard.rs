@@ -187,6 +187,105 @@ pub fn check_run(
     Ok(())
 }
 
+/// The table a `--table` (or `--rejects-table`) value names, in the main
+/// schema. A name without a dot that does not start with a quote character
+/// is taken as written (quotes inside included). Otherwise the value is read as SQL writes a name: one identifier, bare
+/// or quoted (`"a.b"`, `[a.b]`, `` `a.b` ``, with a doubled quote inside
+/// standing for one), or two separated by a dot, `schema.table`. Schema
+/// `main` is the database itself; `temp` (whose tables vanish when the
+/// import's connection closes) and any other schema (an attached database:
+/// the import's own connection has none) are refused, as is anything else
+/// that is not a name, with what to write instead.
+pub fn parse_table_flag(flag: &str, value: &str) -> Result<String, CliError> {
+    if !value.contains('.') && !value.trim_start().starts_with(['"', '`', '[']) {
+        return Ok(value.to_string());
+    }
+    let bad = |why: &str| {
+        CliError::Input(format!(
+            "{flag} {value:?}: {why}; write a table of the database as NAME or main.NAME, and a \
+             name holding a dot or a quote in double quotes, with quotes inside doubled \
+             (--table '\"my.table\"')"
+        ))
+    };
+    let parts = split_identifiers(value).map_err(|e| bad(&e))?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema.eq_ignore_ascii_case("main") => Ok(name.clone()),
+        [schema, _]
+            if schema.eq_ignore_ascii_case("temp") || schema.eq_ignore_ascii_case("temporary") =>
+        {
+            Err(bad(
+                "a temp table would vanish when the import ends (its connection closes)",
+            ))
+        }
+        [schema, _] => Err(bad(&format!(
+            "schema {} is not attached: litelane imports into the database given by --db \
+             (schema main); to import into another database file, give it as --db",
+            litelane::quote_ident(schema)
+        ))),
+        _ => Err(bad("more than two dot-separated parts")),
+    }
+}
+
+/// Splits `s` into SQL identifiers separated by dots: bare (up to the next
+/// dot, surrounding spaces trimmed) or quoted with `"`, `` ` `` (a doubled
+/// quote inside is one) or `[...]`.
+fn split_identifiers(s: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut chars = s.trim().chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let mut part = String::new();
+        match chars.peek().copied() {
+            Some(q @ ('"' | '`' | '[')) => {
+                chars.next();
+                let close = if q == '[' { ']' } else { q };
+                loop {
+                    match chars.next() {
+                        None => return Err(format!("the quote {q} is never closed")),
+                        Some(c) if c == close => {
+                            if close != ']' && chars.peek() == Some(&close) {
+                                chars.next();
+                                part.push(c);
+                            } else {
+                                break;
+                            }
+                        }
+                        Some(c) => part.push(c),
+                    }
+                }
+                while chars.peek() == Some(&' ') {
+                    chars.next();
+                }
+            }
+            _ => {
+                while let Some(&c) = chars.peek() {
+                    if c == '.' {
+                        break;
+                    }
+                    if matches!(c, '"' | '`' | '[') {
+                        return Err(format!("a quote {c} inside a bare name"));
+                    }
+                    part.push(c);
+                    chars.next();
+                }
+                part = part.trim_end().to_string();
+            }
+        }
+        if part.is_empty() {
+            return Err("an empty name".into());
+        }
+        parts.push(part);
+        match chars.next() {
+            None => return Ok(parts),
+            Some('.') => {}
+            Some(c) => return Err(format!("{c:?} after a quoted name")),
+        }
+    }
+}
+
 /// Table names litelane keeps for itself (compared ignoring ASCII case):
 /// `_litelane…` (the progress table) and SQLite's `sqlite_…`.
 pub fn check_table_name(table: &str) -> Result<(), CliError> {
@@ -235,15 +334,35 @@ pub fn check_directory(db: &Path) -> Result<(), CliError> {
 /// database at a time. It is an advisory lock (`flock`) on a sidecar file
 /// `DB.litelane-import-HASH.lock`, released by the operating system when the
 /// process ends however it ends, so a killed import never blocks the next.
+/// The file is removed when the lock is dropped (the import ends), while it
+/// is still held; an import that locked the file just before it was
+/// removed sees that the path no longer leads to the file it locked, and
+/// starts over with a new file, so two imports never both hold the lock.
 pub struct ImportLock {
-    _file: File,
+    file: File,
+    path: PathBuf,
 }
 
-/// Takes the lock of `table` in `db`, or explains who holds it.
-pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
+impl Drop for ImportLock {
+    fn drop(&mut self) {
+        // Only when the path is still this file (always, unless the user
+        // replaced it): a file another import locked is never removed.
+        if let (Ok(held), Ok(now)) = (self.file.metadata(), std::fs::metadata(&self.path)) {
+            if meta_id(&held).is_some() && meta_id(&held) == meta_id(&now) {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// Attempts at taking the lock when its file is removed under us each time.
+const LOCK_ATTEMPTS: usize = 100;
+
+/// The path of the lock file of `table` in `db`: beside the real database
+/// file, however it is named (a symbolic link, `./`), so that every path to
+/// it shares one lock.
+pub fn lock_path(db: &Path, table: &str) -> Result<PathBuf, CliError> {
     let hash = super::source::fnv1a(0xcbf2_9ce4_8422_2325, table.to_ascii_lowercase().as_bytes());
-    // Beside the real database file, however it is named (a symbolic
-    // link, `./`), so that every path to it shares one lock.
     // A link to a database not created yet: SQLite will create its target.
     let target = follow_dangling(db);
     let real = match identity(&target, "the database")? {
@@ -253,28 +372,115 @@ pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
     };
     let mut name = real.into_os_string();
     name.push(format!(".litelane-import-{hash:016x}.lock"));
-    let path = PathBuf::from(name);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| {
-            CliError::io(
-                format!("creating the import lock file {}", path.display()),
-                e,
-            )
-        })?;
-    match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
-        Ok(true) => Ok(ImportLock { _file: file }),
-        Ok(false) => Err(CliError::Input(format!(
-            "another litelane import into table {} of {} is running (it holds {}); wait for it \
-             to finish (a killed import releases the lock by itself)",
-            litelane::quote_ident(table),
-            db.display(),
-            path.display()
-        ))),
-        Err(e) => Err(CliError::io(format!("locking {}", path.display()), e)),
+    Ok(PathBuf::from(name))
+}
+
+/// Takes the lock of `table` in `db`, or explains who holds it.
+pub fn lock(db: &Path, table: &str) -> Result<ImportLock, CliError> {
+    let path = lock_path(db, table)?;
+    for _ in 0..LOCK_ATTEMPTS {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| {
+                CliError::io(
+                    format!("creating the import lock file {}", path.display()),
+                    e,
+                )
+            })?;
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(CliError::Input(format!(
+                    "another litelane import into table {} of {} is running (it holds {}); \
+                     wait for it to finish (a killed import releases the lock by itself)",
+                    litelane::quote_ident(table),
+                    db.display(),
+                    path.display()
+                )))
+            }
+            Err(e) => return Err(CliError::io(format!("locking {}", path.display()), e)),
+        }
+        // Locked: is the path still this file? (The import that held it may
+        // have removed it between our open and our lock.)
+        let held = file
+            .metadata()
+            .map_err(|e| CliError::io(format!("examining {}", path.display()), e))?;
+        match std::fs::metadata(&path) {
+            Ok(now) if meta_id(&now) == meta_id(&held) => {
+                return Ok(ImportLock { file, path });
+            }
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(CliError::io(format!("examining {}", path.display()), e)),
+        }
+    }
+    Err(CliError::Input(format!(
+        "could not take the import lock {}: it was removed and created again {LOCK_ATTEMPTS} \
+         times while being taken",
+        path.display()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn the_lock_file_is_removed_when_the_import_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let held = lock(&db, "t").unwrap();
+        let path = lock_path(&db, "t").unwrap();
+        assert!(path.exists());
+        assert!(lock(&db, "T").is_err(), "the same table, another case");
+        drop(held);
+        assert!(!path.exists(), "{} left behind", path.display());
+        // A stale file (a killed import) is taken and removed too.
+        std::fs::write(&path, b"").unwrap();
+        drop(lock(&db, "t").unwrap());
+        assert!(!path.exists());
+    }
+
+    /// Imports that take and drop the lock over and over, as fast as they
+    /// can: never two at once, although each removes the file it held
+    /// (one that locked the file just before its removal starts over).
+    #[test]
+    fn removing_the_lock_file_never_lets_two_imports_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(dir.path().join("t.db"));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (db, inside, taken) =
+                    (Arc::clone(&db), Arc::clone(&inside), Arc::clone(&taken));
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        loop {
+                            if let Ok(l) = lock(&db, "t") {
+                                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                                std::thread::yield_now();
+                                inside.fetch_sub(1, Ordering::SeqCst);
+                                taken.fetch_add(1, Ordering::SeqCst);
+                                drop(l);
+                                break;
+                            }
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(taken.load(Ordering::SeqCst), 800);
+        assert!(!lock_path(&db, "t").unwrap().exists());
     }
 }

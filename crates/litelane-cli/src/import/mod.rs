@@ -20,7 +20,7 @@ mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod guard;
-mod parse;
+pub(crate) mod parse;
 mod plan;
 mod progress;
 mod rejects;
@@ -59,7 +59,9 @@ const CHANNEL_BATCHES: usize = 4;
 /// How column types are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Types {
-    /// INTEGER, REAL or TEXT per column, from the data.
+    /// Each column's type from the data: BOOLEAN, INTEGER, REAL, DATE
+    /// (ISO `YYYY-MM-DD`), TIMESTAMP (ISO date and time) or TEXT (NUMERIC
+    /// only by --type).
     Infer,
     /// Every column TEXT, values kept as written.
     Text,
@@ -121,11 +123,20 @@ pub struct ImportArgs {
     /// TIMESTAMP, NUMERIC) in the new table (repeatable).
     #[arg(long = "type", value_name = "COL=TYPE")]
     pub types_for: Vec<String>,
-    /// A field equal to TOKEN is stored as NULL (repeatable; default: the
-    /// empty field). `--null ''` adds the empty field to other tokens.
+    /// A field equal to TOKEN is stored as NULL, in every column
+    /// (repeatable). Added to the default, the empty field, which stays NULL
+    /// (`--no-default-nulls` removes it). Without `--null`, the empty field
+    /// is NULL and the sniffer adds NA, N/A, NULL, null, #N/A to the typed
+    /// columns it saw them in.
     #[arg(long = "null", value_name = "TOKEN")]
     pub nulls: Vec<String>,
-    /// Column types: inferred from the data, or all TEXT [default: infer].
+    /// With --null: the empty field is not NULL (stored as empty text, or
+    /// rejected in a typed column); only the --null tokens are.
+    #[arg(long, requires = "nulls")]
+    pub no_default_nulls: bool,
+    /// Column types: inferred from the data (BOOLEAN, INTEGER, REAL, DATE,
+    /// TIMESTAMP or TEXT per column; --type sets one, NUMERIC included), or
+    /// all TEXT [default: infer].
     #[arg(long, value_enum)]
     pub types: Option<Types>,
     /// Create a STRICT table; values that do not fit their column's type are
@@ -183,7 +194,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "N")]
     pub max_rejects: Option<u64>,
     /// No progress bar and no summary on stderr.
-    #[arg(long)]
+    #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Print one JSON summary object on stdout.
     #[arg(long)]
@@ -231,7 +242,14 @@ struct Prepared {
 
 /// Runs `litelane import`; returns the exit status ([`EXIT_OK`],
 /// [`EXIT_REJECTS`] or [`EXIT_INTERRUPTED`]); an error is status 1.
-pub fn run(args: ImportArgs) -> Result<i32, CliError> {
+pub fn run(mut args: ImportArgs) -> Result<i32, CliError> {
+    args.nulls = sniff::null_tokens(&args.nulls, args.no_default_nulls);
+    if let Some(t) = &args.table {
+        args.table = Some(guard::parse_table_flag("--table", t)?);
+    }
+    if let Some(t) = &args.rejects_table {
+        args.rejects_table = Some(guard::parse_table_flag("--rejects-table", t)?);
+    }
     if let Some(list) = files::several(&args)? {
         return files::run_all(args, list);
     }
@@ -330,6 +348,79 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, CliError> 
         }
     }
     result
+}
+
+/// What became of the WAL after an import.
+enum WalAfter {
+    /// Copied into the database and truncated to 0 bytes.
+    Truncated,
+    /// The database is not in WAL mode.
+    NotWal,
+    /// Left as it is, and why (a reader holds it, an error).
+    Kept(String),
+}
+
+/// Copies the WAL an import grew into the database and truncates it (a
+/// TRUNCATE checkpoint), so that a bulk import does not leave a WAL as
+/// large as its data. It waits for no reader (a connection of its own with
+/// no busy timeout): when one holds the WAL, it is kept and the summary
+/// says so. The engine's background checkpointer may be copying the same
+/// WAL right after the last commit: busy, it is tried again for a moment.
+fn truncate_wal(db: &Path) -> WalAfter {
+    let c = match rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(c) => c,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    };
+    if let Err(e) = c.busy_timeout(std::time::Duration::ZERO) {
+        return WalAfter::Kept(e.to_string());
+    }
+    match c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)) {
+        Ok(m) if m.eq_ignore_ascii_case("wal") => {}
+        Ok(_) => return WalAfter::NotWal,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    }
+    for attempt in 0..TRUNCATE_ATTEMPTS {
+        let busy = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        match busy {
+            Ok(0) => return WalAfter::Truncated,
+            Ok(_) | Err(_) if attempt + 1 < TRUNCATE_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Ok(_) => {}
+            Err(e) => return WalAfter::Kept(e.to_string()),
+        }
+    }
+    WalAfter::Kept(format!(
+        "another connection is reading from it; tried {TRUNCATE_ATTEMPTS} times in 1 s"
+    ))
+}
+
+/// TRUNCATE checkpoints tried after an import, 50 ms apart.
+const TRUNCATE_ATTEMPTS: u32 = 20;
+
+/// Hidden test hook: lowers the length limit an import checks values
+/// against (bytes), to test a record too long for SQLite without writing a
+/// gigabyte.
+const MAX_LENGTH_HOOK: &str = "LITELANE_TEST_MAX_LENGTH";
+
+/// The most bytes of text one row may hold: the database connection's
+/// SQLite length limit (SQLITE_LIMIT_LENGTH, 1,000,000,000 by default),
+/// or the test hook's lower value.
+fn max_length(db: &Database) -> Result<usize, CliError> {
+    let limit = db.read(|c| {
+        c.limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH)
+            .map_err(litelane::Error::from)
+    })?;
+    let limit = usize::try_from(limit).unwrap_or(convert::DEFAULT_MAX_LENGTH);
+    let hook = std::env::var(MAX_LENGTH_HOOK)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    Ok(hook.map_or(limit, |h| h.min(limit)))
 }
 
 /// The journal mode of an existing database file, read without changing it.
@@ -431,10 +522,12 @@ fn import(
         eprintln!("litelane: {line}");
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
+    let mut converter = Converter::new(plan.clone());
+    converter.set_max_length(max_length(db)?);
     let job = ParseJob {
         records,
         sample,
-        converter: Converter::new(plan.clone()),
+        converter,
         skip,
         resume: point,
         bytes_read,
@@ -480,7 +573,7 @@ fn import(
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
-    let (counts, kept) = match result {
+    let (counts, kept, null_counts) = match result {
         Ok(c) => c,
         Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
             eprintln!("litelane: {e}");
@@ -491,6 +584,7 @@ fn import(
     if joined.is_err() {
         return Err(CliError::Input("the parser thread panicked".into()));
     }
+    let wal = truncate_wal(&args.db);
 
     let seconds = start.elapsed().as_secs_f64();
     let rate = counts.inserted as f64 / seconds.max(1e-9);
@@ -513,6 +607,17 @@ fn import(
         }
         if let Some(line) = kept_line(&plan, &kept) {
             eprintln!("litelane: {line}");
+        }
+        if let Some(line) = nulls_line(&plan, &null_counts) {
+            eprintln!("litelane: {line}");
+        }
+        if let WalAfter::Kept(why) = &wal {
+            eprintln!(
+                "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+                 `litelane checkpoint {} --mode truncate` when the readers are done",
+                args.db.display(),
+                args.db.display()
+            );
         }
         eprintln!(
             "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
@@ -551,6 +656,12 @@ fn import(
             .map(|(c, &n)| (c.name.clone(), n.into()))
             .collect();
         summary["kept_as_text"] = kept_json.into();
+        summary["null_tokens"] = nulls_json(&plan, &null_counts);
+        summary["wal_truncated"] = match &wal {
+            WalAfter::Truncated => true.into(),
+            WalAfter::NotWal => serde_json::Value::Null,
+            WalAfter::Kept(_) => false.into(),
+        };
         files::emit(args, summary);
     }
     Ok(if counts.rejected > 0 {
@@ -583,6 +694,57 @@ fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
     ))
 }
 
+/// Per column, each null token met and how many fields it made NULL:
+/// `{"col": {"": 3, "NA": 1}}` (columns and tokens never met left out).
+fn nulls_json(plan: &Plan, counts: &feed::NullCounts) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(convert::column_nulls(plan))
+        .enumerate()
+    {
+        let met: serde_json::Map<String, serde_json::Value> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| (t.clone(), counts.get(i, k).into()))
+            .collect();
+        if !met.is_empty() {
+            out.insert(col.name.clone(), met.into());
+        }
+    }
+    out.into()
+}
+
+/// The summary line naming the null tokens stored as NULL, per column:
+/// `None` when no field was a null token.
+fn nulls_line(plan: &Plan, counts: &feed::NullCounts) -> Option<String> {
+    let mut per = Vec::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(convert::column_nulls(plan))
+        .enumerate()
+    {
+        let met: Vec<String> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| format!("{t:?} {}", group(counts.get(i, k))))
+            .collect();
+        if !met.is_empty() {
+            per.push(format!(
+                "{} {} ({})",
+                quote_ident(&col.name),
+                col.ty.sql(),
+                met.join(", ")
+            ));
+        }
+    }
+    (!per.is_empty()).then(|| format!("stored as NULL (null tokens): {}", per.join("; ")))
+}
+
 fn absolute(p: &std::path::Path) -> Result<PathBuf, CliError> {
     std::path::absolute(p).map_err(|e| CliError::io(format!("resolving {}", p.display()), e))
 }
@@ -612,7 +774,16 @@ fn prepare_fresh(
 
     // Read: the sniffed (or given) plan of a CSV/TSV file, then the
     // preamble, the header and the sample.
-    let format = plan::given_format(args.format, &args.source);
+    let mut format = plan::given_format(args.format, &args.source);
+    if args.format.is_none()
+        && args.plan.is_none()
+        && source::Format::from_name(&args.source).is_none()
+        && parse::starts_json(&mut input.reader)
+            .map_err(|e| CliError::io(format!("reading {display}"), e))?
+    {
+        // No extension to go by, and the content is JSON.
+        format = Format::Ndjson;
+    }
     let sniffed = sniff::plan_for_import(
         args.plan.as_ref(),
         format,

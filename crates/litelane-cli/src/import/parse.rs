@@ -234,7 +234,251 @@ pub enum Records {
         offset: u64,
         /// Blank lines skipped.
         blank: u64,
+        /// Whether the input is one JSON array of objects (decided from its
+        /// first byte that is not whitespace) and where its reading is.
+        array: JsonArray,
     },
+}
+
+/// The reading of a JSON array (`[{...}, {...}]`), one element per record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonArray {
+    /// Not decided yet (nothing read).
+    Unknown,
+    /// The input is NDJSON (one value per line).
+    Lines,
+    /// Inside the array: `elements` read so far, `opened` is the line of
+    /// its `[`, `cr` says the last byte read was a CR.
+    Open {
+        /// Elements read so far.
+        elements: u64,
+        /// The line of the opening bracket.
+        opened: u64,
+        /// The last byte read was a CR (for counting CRLF as one break).
+        cr: bool,
+    },
+    /// The closing bracket was read.
+    Closed,
+}
+
+/// JSON's whitespace: space, tab, LF, CR.
+fn json_space(c: &u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Whether `head` (the start of an input) opens a JSON array: its first
+/// byte that is not JSON whitespace is `[`.
+pub fn is_json_array(head: &[u8]) -> bool {
+    head.iter().find(|c| !json_space(c)) == Some(&b'[')
+}
+
+/// Whether the input's first byte that is not whitespace opens a JSON array
+/// (looked at without consuming anything; only the bytes already buffered
+/// are looked at, 1 MiB for a file).
+pub fn starts_json_array<R: BufRead + ?Sized>(rdr: &mut R) -> std::io::Result<bool> {
+    Ok(is_json_array(rdr.fill_buf()?))
+}
+
+/// Whether the input's first byte that is not whitespace opens a JSON array
+/// or object (a JSON file whatever its name).
+pub fn starts_json<R: BufRead + ?Sized>(rdr: &mut R) -> std::io::Result<bool> {
+    let head = rdr.fill_buf()?;
+    Ok(matches!(
+        head.iter().find(|c| !json_space(c)),
+        Some(b'[' | b'{')
+    ))
+}
+
+/// Reads the next element of a JSON array into `buf` (cleared first):
+/// `Ok(true)` with the element, `Ok(false)` after the closing bracket (and
+/// only whitespace after it). The element's bytes are copied as written
+/// (whitespace and line breaks inside it included) for the NDJSON
+/// converter to parse; a malformed element is its concern (a rejected
+/// record). Only the array's own structure is checked here: a missing
+/// comma, text after the closing bracket or an input that ends inside the
+/// array are errors naming their line.
+fn next_array_element<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    state: &mut JsonArray,
+    display: &str,
+) -> Result<Option<u64>, CliError> {
+    let JsonArray::Open {
+        elements,
+        opened,
+        cr,
+    } = state
+    else {
+        return Ok(None);
+    };
+    buf.clear();
+    let io = |line: u64, e: std::io::Error| CliError::io(format!("{display}:{line}: reading"), e);
+    // Whitespace, then a comma (after an element) or the closing bracket.
+    let mut want_comma = *elements > 0;
+    let start_line;
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+        if avail.is_empty() {
+            return Err(CliError::Input(format!(
+                "{display}:{line}: the JSON array opened on line {opened} is never closed: the \
+                 input ends after {elements} elements (is the file cut short?)"
+            )));
+        }
+        let c = avail[0];
+        rdr.consume(1);
+        *offset += 1;
+        match c {
+            b'\n' => {
+                if !*cr {
+                    *line += 1;
+                }
+                *cr = false;
+                continue;
+            }
+            b'\r' => {
+                *line += 1;
+                *cr = true;
+                continue;
+            }
+            b' ' | b'\t' => {
+                *cr = false;
+                continue;
+            }
+            _ => *cr = false,
+        }
+        match c {
+            b']' => {
+                *state = JsonArray::Closed;
+                // Only whitespace may follow.
+                loop {
+                    let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+                    if avail.is_empty() {
+                        return Ok(None);
+                    }
+                    let n = avail.len();
+                    if let Some(i) = avail.iter().position(|c| !c.is_ascii_whitespace()) {
+                        let at = *line + line_breaks(&avail[..i]);
+                        return Err(CliError::Input(format!(
+                            "{display}:{at}: text after the closing bracket of the JSON array \
+                 (a JSON file holds one array of objects; NDJSON holds one object \
+                 per line)"
+                        )));
+                    }
+                    *line += line_breaks(avail);
+                    rdr.consume(n);
+                }
+            }
+            b',' if want_comma => want_comma = false,
+            _ if want_comma => {
+                return Err(CliError::Input(format!(
+                    "{display}:{line}: expected a comma or ']' after element {elements} of the \
+                     JSON array, found {:?}",
+                    c as char
+                )))
+            }
+            b',' => {
+                return Err(CliError::Input(format!(
+                    "{display}:{line}: an empty element (two commas, or a comma first) in the \
+                     JSON array after element {elements}"
+                )))
+            }
+            _ => {
+                buf.push(c);
+                start_line = *line;
+                break;
+            }
+        }
+    }
+    // The element: up to the end of its outermost brackets (or, for a bare
+    // value, up to the next comma, bracket or whitespace).
+    let mut depth: u32 = matches!(buf[0], b'{' | b'[') as u32;
+    let mut in_string = buf[0] == b'"';
+    let mut escaped = false;
+    if depth == 0 && !in_string {
+        // A bare number or word: its end is the next delimiter.
+        loop {
+            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+            if avail.is_empty() {
+                break;
+            }
+            match avail
+                .iter()
+                .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                Some(i) => {
+                    buf.extend_from_slice(&avail[..i]);
+                    rdr.consume(i);
+                    *offset += i as u64;
+                    break;
+                }
+                None => {
+                    let n = avail.len();
+                    buf.extend_from_slice(avail);
+                    rdr.consume(n);
+                    *offset += n as u64;
+                }
+            }
+        }
+    } else {
+        'outer: loop {
+            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+            if avail.is_empty() {
+                return Err(CliError::Input(format!(
+                    "{display}:{start_line}: element {} of the JSON array, begun on line \
+                 {start_line}, is never closed: the input ends inside it (is the file cut \
+                 short?)",
+                    *elements + 1
+                )));
+            }
+            let mut used = avail.len();
+            let mut done = false;
+            for (i, &c) in avail.iter().enumerate() {
+                if depth == 0 && !in_string {
+                    // A string element ended at its closing quote.
+                    used = i;
+                    done = true;
+                    break;
+                }
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                    } else if c == b'\\' {
+                        escaped = true;
+                    } else if c == b'"' {
+                        in_string = false;
+                    }
+                    continue;
+                }
+                match c {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            used = i + 1;
+                            done = true;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let chunk = &avail[..used];
+            // A CRLF split between two reads is one line break.
+            *line += line_breaks(chunk) - (*cr && chunk.first() == Some(&b'\n')) as u64;
+            *cr = chunk.last() == Some(&b'\r');
+            buf.extend_from_slice(chunk);
+            rdr.consume(used);
+            *offset += used as u64;
+            if done {
+                break 'outer;
+            }
+        }
+    }
+    *elements += 1;
+    Ok(Some(start_line))
 }
 
 impl Records {
@@ -271,6 +515,7 @@ impl Records {
                 line: 0,
                 offset: 0,
                 blank: 0,
+                array: JsonArray::Unknown,
             },
         }
     }
@@ -361,7 +606,41 @@ impl Records {
                 line,
                 offset,
                 blank,
+                array,
             } => loop {
+                if *array == JsonArray::Unknown {
+                    let is_array = starts_json_array(rdr.as_mut())
+                        .map_err(|e| CliError::io(format!("{display}:1: reading"), e))?;
+                    *array = JsonArray::Lines;
+                    if is_array {
+                        // Up to and including the '['.
+                        let head = rdr
+                            .fill_buf()
+                            .map_err(|e| CliError::io(format!("{display}:1: reading"), e))?;
+                        let i = head.iter().position(|&c| c == b'[').unwrap_or(0);
+                        let opened = 1 + line_breaks(&head[..i]);
+                        rdr.consume(i + 1);
+                        *offset += i as u64 + 1;
+                        *line = opened;
+                        *array = JsonArray::Open {
+                            elements: 0,
+                            opened,
+                            cr: false,
+                        };
+                    }
+                }
+                if matches!(array, JsonArray::Open { .. } | JsonArray::Closed) {
+                    let at = next_array_element(rdr.as_mut(), buf, line, offset, array, display)?;
+                    return Ok(at.map(|start| {
+                        RawRef::Json(
+                            buf,
+                            Place {
+                                line: start,
+                                end: *offset,
+                            },
+                        )
+                    }));
+                }
                 buf.clear();
                 let n = read_line_any(rdr.as_mut(), buf)
                     .map_err(|e| CliError::io(format!("{display}:{}: reading", *line + 1), e))?;
@@ -386,6 +665,22 @@ impl Records {
                 )));
             },
         }
+    }
+}
+
+impl Records {
+    /// The next record, owned: [`next_record`](Records::next_record)'s,
+    /// moved out of the reader rather than copied (a huge record is held
+    /// once, not twice, while it waits in the inference sample).
+    pub fn next_owned(&mut self, display: &str) -> Result<Option<RawOwned>, CliError> {
+        let place = match self.next_record(display)? {
+            None => return Ok(None),
+            Some(RawRef::Csv(_, at) | RawRef::Json(_, at)) => at,
+        };
+        Ok(Some(match self {
+            Records::Csv { rec, .. } => RawOwned::Csv(std::mem::take(rec), place),
+            Records::Ndjson { buf, .. } => RawOwned::Json(std::mem::take(buf), place),
+        }))
     }
 }
 

@@ -133,8 +133,8 @@ pub fn read_header(
 pub fn read_sample(records: &mut Records, display: &str) -> Result<Vec<RawOwned>, CliError> {
     let mut sample = Vec::new();
     while sample.len() < SAMPLE_RECORDS {
-        match records.next_record(display)? {
-            Some(r) => sample.push(r.to_owned()),
+        match records.next_owned(display)? {
+            Some(r) => sample.push(r),
             None => break,
         }
     }
@@ -413,6 +413,7 @@ pub fn append_table(
     indexes: &[Vec<Option<String>>],
 ) -> Result<TablePlan, CliError> {
     let mut setup = Vec::new();
+    table::check_not_generated(&inputs.keys, t)?;
     let columns = if format == Format::Ndjson {
         if flags.alter {
             setup.extend(alter::add_missing(&inputs.keys, &inputs.types, t, true)?);

@@ -933,9 +933,35 @@ pub struct SniffArgs {
     /// The first record is data.
     #[arg(long)]
     pub no_header: bool,
-    /// A field equal to TOKEN is NULL in every column (repeatable).
+    /// A field equal to TOKEN is NULL in every column (repeatable), as well
+    /// as the empty field unless --no-default-nulls is given.
     #[arg(long = "null", value_name = "TOKEN")]
     pub nulls: Vec<String>,
+    /// With --null: the empty field is not NULL; only the --null tokens are.
+    #[arg(long, requires = "nulls")]
+    pub no_default_nulls: bool,
+}
+
+/// The null tokens `--null` flags give: none (the defaults apply: the empty
+/// field, and the sniffer's per-column tokens) when no flag is given; else
+/// the empty field (unless `no_defaults`, `--no-default-nulls`) followed by
+/// each flag's token, once each. Giving the result again returns it as it
+/// is.
+pub fn null_tokens(flags: &[String], no_defaults: bool) -> Vec<String> {
+    if flags.is_empty() {
+        return Vec::new();
+    }
+    let mut tokens = if no_defaults {
+        Vec::new()
+    } else {
+        vec![String::new()]
+    };
+    for f in flags {
+        if !tokens.contains(f) {
+            tokens.push(f.clone());
+        }
+    }
+    tokens
 }
 
 /// The sniffer's options from flags shared by `sniff` and `import`.
@@ -1034,21 +1060,41 @@ pub fn run(args: SniffArgs) -> Result<(), CliError> {
         .format
         .or_else(|| Format::from_name(&args.source))
         .unwrap_or(Format::Csv);
-    if format == Format::Ndjson {
-        return Err(CliError::Input(format!(
-            "{}: sniff reads CSV and TSV; NDJSON names its columns itself",
-            args.source
-        )));
+    let mut input = source::open(&args.source)?;
+    let json = format == Format::Ndjson
+        || (args.format.is_none()
+            && Format::from_name(&args.source).is_none()
+            && crate::import::parse::starts_json(&mut input.reader)
+                .map_err(|e| CliError::io(format!("reading {}", args.source), e))?);
+    if json {
+        let array = crate::import::parse::starts_json_array(&mut input.reader)
+            .map_err(|e| CliError::io(format!("reading {}", args.source), e))?;
+        let what = if array {
+            "a JSON array of objects (one record per element)"
+        } else {
+            "NDJSON (one JSON object per line)"
+        };
+        if args.json {
+            return Err(CliError::Input(format!(
+                "{}: {what}; a plan (--json) is for CSV and TSV: JSON names its columns \
+                 itself, and `litelane import` reads it as it is",
+                args.source
+            )));
+        }
+        println!("file:        {}", input.display);
+        println!("format:      {what}");
+        println!("columns:     the keys of the objects (import takes them from the first {SAMPLE} records)",
+            SAMPLE = crate::import::SAMPLE_RECORDS);
+        return Ok(());
     }
     let opts = options(
         format,
         args.delimiter,
         args.header,
         args.no_header,
-        &args.nulls,
+        &null_tokens(&args.nulls, args.no_default_nulls),
         false,
     )?;
-    let mut input = source::open(&args.source)?;
     let plan = sniff_input(&mut input, &args.source, &opts)?;
     if args.json {
         println!(

@@ -54,6 +54,10 @@ pub struct Existing {
     pub columns: Vec<ExistingColumn>,
     /// It is a STRICT table.
     pub strict: bool,
+    /// Its generated columns (`GENERATED ALWAYS AS ...`, virtual or
+    /// stored): SQLite computes their values; nothing can be imported into
+    /// them.
+    pub generated: Vec<String>,
 }
 
 impl Existing {
@@ -106,6 +110,10 @@ pub fn existing(db: &Database, table: &str) -> Result<Option<Existing>, CliError
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        let generated = c
+            .prepare("SELECT name FROM pragma_table_xinfo(?1) WHERE hidden IN (2, 3)")?
+            .query_map([&name], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
         let pk_cols = cols.iter().filter(|c| c.2 > 0).count();
         let columns = cols
             .into_iter()
@@ -119,6 +127,7 @@ pub fn existing(db: &Database, table: &str) -> Result<Option<Existing>, CliError
             name,
             columns,
             strict,
+            generated,
         })))
     })?;
     match found {
@@ -129,6 +138,34 @@ pub fn existing(db: &Database, table: &str) -> Result<Option<Existing>, CliError
             quote_ident(table)
         ))),
     }
+}
+
+/// Fails when an input column (`names`, matched ignoring ASCII case) is a
+/// generated column of `table`: its values are computed by SQLite and
+/// cannot be imported (adding it with `--alter` would fail too: the name
+/// is taken).
+pub fn check_not_generated(names: &[String], table: &Existing) -> Result<(), CliError> {
+    let hit: Vec<String> = names
+        .iter()
+        .filter(|n| table.generated.iter().any(|g| g.eq_ignore_ascii_case(n)))
+        .map(|n| quote_ident(n))
+        .collect();
+    if hit.is_empty() {
+        return Ok(());
+    }
+    let one = hit.len() == 1;
+    Err(CliError::Input(format!(
+        "input column{} {} {} a generated column of table {} (GENERATED ALWAYS AS ...): SQLite \
+         computes {} values, so {} cannot be imported; remove {} from the input, or import into \
+         another table",
+        if one { "" } else { "s" },
+        hit.join(", "),
+        if one { "is" } else { "are" },
+        quote_ident(&table.name),
+        if one { "its" } else { "their" },
+        if one { "it" } else { "they" },
+        if one { "it" } else { "them" },
+    )))
 }
 
 /// Matches input columns (by name, ignoring ASCII case) to the columns of

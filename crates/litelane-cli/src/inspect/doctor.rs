@@ -12,6 +12,9 @@ use crate::error::CliError;
 /// A WAL file larger than this is worth a checkpoint (64 MiB, litelane's
 /// `journal_size_limit`).
 pub const WAL_WARN_BYTES: u64 = 64 << 20;
+/// A WAL at least this large (1 MiB) that is also larger than the database
+/// file is reported: what a bulk write left, not a working set.
+pub const WAL_LEFTOVER_BYTES: u64 = 1 << 20;
 /// Free pages above this share of the file are worth a VACUUM.
 pub const FREELIST_WARN_RATIO: f64 = 0.10;
 /// ...when there are at least this many of them.
@@ -132,14 +135,23 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
             "PRAGMA journal_mode=WAL;".into(),
         ));
     }
-    if s.wal_bytes > WAL_WARN_BYTES {
+    let wal_leftover = s.wal_bytes >= WAL_LEFTOVER_BYTES && s.wal_bytes > s.file_bytes;
+    if s.wal_bytes > WAL_WARN_BYTES || wal_leftover {
         f.push(Finding {
             check: "wal_size".into(),
             severity: "warning",
             message: format!(
-                "the WAL file is {}: reads get slower as it grows, and it holds space; a \
+                "the WAL file is {}{}: reads get slower as it grows, and it holds space; a \
                  reader that never ends, or no checkpoints, keeps it from being reset",
-                human_bytes(s.wal_bytes)
+                human_bytes(s.wal_bytes),
+                if wal_leftover {
+                    format!(
+                        ", larger than the database file ({})",
+                        human_bytes(s.file_bytes)
+                    )
+                } else {
+                    String::new()
+                }
             ),
             sql: Some("PRAGMA wal_checkpoint(TRUNCATE);".into()),
             command: format!("litelane checkpoint {} --mode truncate", shell_quote(db)),
@@ -223,6 +235,7 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
             sql,
         ));
     }
+    f.extend(leftovers(std::path::Path::new(&s.path)));
     let has_stat1 = s
         .tables
         .iter()
@@ -239,6 +252,81 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
         ));
     }
     Ok(f)
+}
+
+/// Files litelane leaves beside the database only when a run of it was
+/// killed: an import's lock file (`DB.litelane-import-HASH.lock`) and a
+/// recover's working directory (`.litelane-recover-*`, made beside its
+/// output; those in the database's directory are looked at), each reported
+/// only when no running litelane holds its lock (probed with a shared lock,
+/// released at once).
+pub fn leftovers(db: &std::path::Path) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let real = std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
+    let Some(dir) = real.parent() else {
+        return out;
+    };
+    let Some(file) = real.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return out;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut names: Vec<(String, std::path::PathBuf)> = entries
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    names.sort();
+    let held = |p: &std::path::Path| {
+        std::fs::File::open(p)
+            .is_ok_and(|f| !matches!(fs4::fs_std::FileExt::try_lock_shared(&f), Ok(true)))
+    };
+    let lock_prefix = format!("{file}.litelane-import-");
+    for (name, path) in &names {
+        let shown = path.display().to_string();
+        if name.starts_with(&lock_prefix) && name.ends_with(".lock") {
+            if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) || held(path) {
+                continue;
+            }
+            out.push(Finding {
+                check: "stale_import_lock".into(),
+                severity: "info",
+                message: format!(
+                    "{shown} is the lock file of an import that was killed (no import holds \
+                     it): harmless, but nothing uses it"
+                ),
+                sql: None,
+                command: format!("rm -- {}", shell_quote(&shown)),
+            });
+        } else if name.starts_with(".litelane-recover-") {
+            if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+                || held(&path.join("lock"))
+            {
+                continue;
+            }
+            let bytes: u64 = std::fs::read_dir(path)
+                .map(|es| {
+                    es.flatten()
+                        .filter_map(|e| e.metadata().ok())
+                        .map(|m| m.len())
+                        .sum()
+                })
+                .unwrap_or(0);
+            out.push(Finding {
+                check: "stale_recover_dir".into(),
+                severity: "warning",
+                message: format!(
+                    "{shown} ({}) is the working directory of a `litelane recover` that was \
+                     killed (no recover holds it); the next recover into this directory \
+                     removes it, or remove it yourself",
+                    human_bytes(bytes)
+                ),
+                sql: None,
+                command: format!("rm -r -- {}", shell_quote(&shown)),
+            });
+        }
+    }
+    out
 }
 
 /// Runs `litelane doctor`.

@@ -137,7 +137,9 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
     for side in files {
         if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&side)).is_err() {
             return Err(CliError::Input(format!(
-                "refusing {command} OUT {}: it is {} ({}), whether or not that file exists now:                  SQLite takes it for part of {} and deletes it or rolls it into the database                  when the database is next opened; give another path",
+                "refusing {command} OUT {}: it is {} ({}), whether or not that file exists now: \
+                 SQLite takes it for part of {} and deletes it or rolls it into the database \
+                 when the database is next opened; give another path",
                 out.display(),
                 side.0,
                 side.1.display(),
@@ -151,7 +153,9 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
         let s = PathBuf::from(name);
         if std::fs::symlink_metadata(&s).is_ok() {
             return Err(CliError::Input(format!(
-                "refusing {command} OUT {}: {} exists beside it, and SQLite would read the new                  database through that stale {side} file (or delete it); move it away or give                  another path",
+                "refusing {command} OUT {}: {} exists beside it, and SQLite would read the new \
+                 database through that stale {side} file (or delete it); move it away or give \
+                 another path",
                 out.display(),
                 s.display()
             )));

@@ -304,7 +304,7 @@ impl Converter {
             b.reject(at, record, reason, raw.to_vec());
             return true;
         }
-        b.finish_row(at, record);
+        self.finish_row_checked(b, mark, at, record, || super::cut_raw(raw));
         true
     }
 }

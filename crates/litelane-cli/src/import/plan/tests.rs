@@ -890,6 +890,7 @@ fn existing() -> Existing {
             col("src", "TEXT", false),
         ],
         strict: false,
+        generated: Vec::new(),
     }
 }
 
