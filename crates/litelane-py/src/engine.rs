@@ -272,6 +272,7 @@ fn build_options(
             "slow_statement" => o.slow_statement = seconds(py, &name, &v)?,
             "long_wait" => o.long_wait = seconds(py, &name, &v)?,
             "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
+            "process_queue" => o.process_queue = flag()?,
             _ => {
                 return Err(exc(
                     py,
@@ -280,7 +281,8 @@ fn build_options(
                         "unknown option {name:?}: expected one of cache_size_kib, mmap_size, \
                          busy_timeout, statement_cache, journal_size_limit, persistent_wal, \
                          group_commit, group_commit_max_jobs, group_commit_max_wait, \
-                         background_checkpoints, slow_statement, long_wait, async_threads"
+                         background_checkpoints, slow_statement, long_wait, async_threads, \
+                         process_queue"
                     ),
                 ))
             }
@@ -403,6 +405,19 @@ impl Engine {
         outcome_tuple(py, &o)
     }
 
+    /// Runs `sql` if it only reads (`None` if it would write): on the writer
+    /// when it is free (its page cache is warm after this process's writes),
+    /// else on a reader.
+    fn read_first(&self, sh: &Shared, sql: &str, p: &Params) -> litelane::Result<Option<Outcome>> {
+        let run = |c: &litelane::rusqlite::Connection| {
+            self.hooks.around(c, || exec::run_if_readonly(c, sql, p))
+        };
+        match sh.db.try_read_on_writer(run) {
+            Some(r) => r,
+            None => sh.db.read(run),
+        }
+    }
+
     pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
         let sh = lock(&self.shared).clone().ok_or_else(|| {
             exc(
@@ -470,10 +485,7 @@ impl Engine {
         let sh = self.get(py)?;
         let out = py
             .detach(|| -> litelane::Result<Option<Outcome>> {
-                if let Some(o) = sh
-                    .db
-                    .read(|c| self.hooks.around(c, || exec::run_if_readonly(c, &sql, &p)))?
-                {
+                if let Some(o) = self.read_first(&sh, &sql, &p)? {
                     return Ok(Some(o));
                 }
                 if !allow_write {
@@ -515,10 +527,7 @@ impl Engine {
         let sh = self.get(py)?;
         let o = py
             .detach(|| -> litelane::Result<Outcome> {
-                if let Some(o) = sh
-                    .db
-                    .read(|c| self.hooks.around(c, || exec::run_if_readonly(c, &sql, &p)))?
-                {
+                if let Some(o) = self.read_first(&sh, &sql, &p)? {
                     return Ok(o);
                 }
                 sh.check_no_open_txn()?;

@@ -497,6 +497,28 @@ impl Database {
         backup::run(self, wal, dest.as_ref(), opts, progress)
     }
 
+    /// Runs a read on the writer's connection if the writer is free right
+    /// now (`None`, with nothing done, if another write holds it or waits):
+    /// one snapshot, as [`read`](Database::read) gives. A read right after
+    /// this process's own write is several times cheaper there (measured: a
+    /// one-row lookup 2.5 µs on a reader, 10.4 µs on a reader after each
+    /// write, because SQLite resets a connection's page cache when the WAL
+    /// changed under it); writers that arrive meanwhile wait for it.
+    ///
+    /// ```
+    /// let db = litelane::Database::open_in_memory(Default::default())?;
+    /// db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (7);")?))?;
+    /// let x = db.try_read_on_writer(|c| Ok(c.query_row("SELECT x FROM t", [], |r| r.get::<_, i64>(0))?));
+    /// assert_eq!(x.transpose()?, Some(7));
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn try_read_on_writer<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        self.inner.writer.try_read(f)
+    }
+
     /// Starts a write transaction that the caller holds across calls and
     /// runs on its own thread ([`HeldWrite`]), if the writer is free right
     /// now; `Ok(None)` if another write holds or waits for it (then nothing

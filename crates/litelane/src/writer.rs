@@ -575,6 +575,48 @@ impl Writer {
         }
     }
 
+    /// Runs `f` on the writer's connection, in a read transaction of its
+    /// own, if the writer's turn is free right now (nobody holds it or waits
+    /// for it, the gate is open); `None` otherwise, with nothing done. The
+    /// writer's page cache is warm after the process's own writes, where a
+    /// reader's is reset whenever the WAL changed (see `Database::read`).
+    pub(crate) fn try_read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let turn = try_enter_owned(&self.queue)?;
+        let out = {
+            let mut slot = lock(&self.slot);
+            self.catch_up(&mut slot);
+            let conn = &slot.conn;
+            let mark = HoldingMark::set(self.id);
+            let out = end_stale_transaction(conn)
+                .and_then(|()| {
+                    control(conn, "BEGIN").context(|| "BEGIN (read on the writer)".into())
+                })
+                .map(|()| catch_unwind(AssertUnwindSafe(|| f(conn))));
+            drop(mark);
+            if !conn.is_autocommit() {
+                // A read leaves nothing to commit; COMMIT ends the snapshot
+                // (ROLLBACK if a statement of `f` wrote after all).
+                if control(conn, "COMMIT").is_err() {
+                    let _ = control(conn, "ROLLBACK");
+                }
+            }
+            out
+        };
+        // Not `released`: a read is not write activity, so it must not
+        // postpone the checkpointer's idle checkpoint (its idle hook).
+        if turn.release() == Released::Idle {
+            drop(lock(&self.carried).take());
+        }
+        Some(match out {
+            Ok(Ok(r)) => r,
+            Ok(Err(panic)) => resume_unwind(panic),
+            Err(e) => Err(e),
+        })
+    }
+
     /// Starts a [`HeldWrite`] on the calling thread if the writer's turn is
     /// free right now (`None` otherwise: nothing was done).
     pub(crate) fn try_hold(self: &Arc<Self>, label: &str) -> Result<Option<HeldWrite>> {

@@ -170,3 +170,39 @@ fn a_deferred_foreign_key_violation_fails_the_commit_and_rolls_back() {
     let m = db.metrics();
     assert!(m.rollbacks >= 1, "{m:?}");
 }
+
+#[test]
+fn a_read_on_the_writer_runs_only_when_the_writer_is_free_and_sees_what_was_committed() {
+    let (_dir, db) = temp_db(Options::default());
+    exec(&db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+    let count = |db: &Database| {
+        db.try_read_on_writer(|c| {
+            Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?)
+        })
+    };
+    assert_eq!(count(&db).transpose().unwrap(), Some(1));
+    // While a write holds the writer: nothing runs, the caller reads elsewhere.
+    let mut tx = hold(&db);
+    tx.run(|tx| Ok(tx.execute("INSERT INTO t VALUES (2)", [])?))
+        .unwrap();
+    assert!(count(&db).is_none());
+    tx.commit().unwrap();
+    assert_eq!(count(&db).transpose().unwrap(), Some(2));
+    // A read that tries to write is rolled back and the writer stays usable.
+    let wrote = db.try_read_on_writer(|c| Ok(c.execute("INSERT INTO t VALUES (3)", [])?));
+    assert!(wrote.is_some());
+    exec(&db, "INSERT INTO t VALUES (4)");
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t WHERE x IN (2, 4)"),
+        2
+    );
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t WHERE x = 3"),
+        0,
+        "a read never commits"
+    );
+    // An error in the read is its own; the writer stays usable.
+    let err = db.try_read_on_writer(|c| Ok(c.execute_batch("SELECT * FROM missing")?));
+    assert!(err.unwrap().is_err());
+    exec(&db, "INSERT INTO t VALUES (5)");
+}
