@@ -314,3 +314,15 @@ def test_process_exits_cleanly_with_everything_left_open(tmp_path):
     with litelane.open(path) as d:
         # the table was created in autocommit; the uncommitted row is gone
         assert d.query("SELECT count(*) FROM t") == [(0,)]
+
+
+def test_the_process_queue_option(tmp_path):
+    with litelane.open(str(tmp_path / "solo.db"), process_queue=False) as d:
+        d.execute("CREATE TABLE t(x)")
+        d.execute("INSERT INTO t VALUES (1)")
+        assert not os.path.exists(str(tmp_path / "solo.db-lane"))
+    with litelane.open(str(tmp_path / "shared.db")) as d:
+        d.execute("CREATE TABLE t(x)")
+        assert os.path.exists(str(tmp_path / "shared.db-lane"))
+    with pytest.raises(litelane.ProgrammingError, match="process_queue"):
+        litelane.open(str(tmp_path / "x.db"), process_queue="yes please")
