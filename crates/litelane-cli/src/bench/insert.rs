@@ -42,8 +42,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let names: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
     let mut o = Outcome::new(
         "insert",
-        "the \"one billion rows\" bulk-insert experiment: litelane's bulk inserter beside \
-         hand-written C-API insert loops",
+        "the \"one billion rows\" bulk insert: litelane's inserter beside C-API loops",
         format!(
             "{} rows into user(id, area, age, active), profile {}, median of {runs} run(s)",
             super::report::group_digits(rows as f64, 0),
