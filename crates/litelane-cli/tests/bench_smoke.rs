@@ -8,11 +8,13 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Runs `litelane bench ARGS... --json --quiet --dir TMP` and parses stdout.
-fn bench(tmp: &Path, args: &[&str]) -> Value {
+/// Runs `litelane bench ARGS --dir TMP` and returns its output, which must
+/// be a success.
+fn run_ok(tmp: &Path, args: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
         .arg("bench")
         .args(args)
-        .args(["--json", "--quiet", "--dir"])
+        .arg("--dir")
         .arg(tmp)
         .output()
         .expect("running litelane");
@@ -22,6 +24,12 @@ fn bench(tmp: &Path, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
+    out
+}
+
+fn bench(tmp: &Path, args: &[&str]) -> Value {
+    let args = [args, &["--json", "--quiet"]].concat();
+    let out = run_ok(tmp, &args);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
@@ -384,17 +392,9 @@ fn all_writes_a_report_with_one_svg_per_scenario() {
 #[test]
 fn insert_says_what_it_will_do_and_how_long_and_writes_for_users() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args([
-            "bench", "insert", "--rows", "2000", "--runs", "2", "--json", "--dir",
-        ])
-        .arg(tmp.path())
-        .output()
-        .expect("running litelane");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tmp.path(),
+        &["insert", "--rows", "2000", "--runs", "2", "--json"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -409,17 +409,9 @@ fn insert_says_what_it_will_do_and_how_long_and_writes_for_users() {
         "a text for users speaks of a brief: {text}"
     );
     // -q is --quiet: no progress lines.
-    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args([
-            "bench", "insert", "--rows", "500", "--runs", "1", "-q", "--json", "--dir",
-        ])
-        .arg(tmp.path())
-        .output()
-        .expect("running litelane");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tmp.path(),
+        &["insert", "--rows", "500", "--runs", "1", "-q", "--json"],
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     // The default is stated in the help, and is not 5,000,000.
