@@ -36,6 +36,7 @@
 mod asyncio;
 mod backup;
 mod bulk;
+mod carry;
 mod checkpoint;
 mod configure;
 mod connection;
@@ -46,6 +47,7 @@ mod metrics;
 mod options;
 mod pool;
 mod queue;
+mod wal_space;
 mod writer;
 pub mod xproc;
 
@@ -227,6 +229,7 @@ impl Database {
             opts.long_wait,
             opts.busy_timeout,
             process_queue,
+            opts.process_turn_linger,
             Arc::clone(&recorder),
             Arc::clone(&tracer),
             Arc::clone(&config),

@@ -228,6 +228,14 @@ pub struct Options {
     /// back to the busy timeout and says why in
     /// [`Metrics::process_queue_off`](crate::Metrics::process_queue_off).
     pub process_queue: bool,
+    /// How long this process keeps the cross-process turn after its writer
+    /// goes idle, for its own next write (turn cohorting; see
+    /// docs/concurrency.md, "Across processes"). It lingers only while this
+    /// process's last pause between writes was shorter than this, so a
+    /// process that writes rarely never makes others wait; a linger that is
+    /// not used costs the next process at most this. `Duration::ZERO` hands
+    /// the turn on as soon as the writer is idle. Default 250 µs.
+    pub process_turn_linger: Duration,
     /// Name of a registered SQLite VFS to open every connection through
     /// (`sqlite3_open_v2`'s `zVfs`), e.g. a fault-injecting shim in tests.
     /// Default `None`: SQLite's default VFS. Ignored for in-memory databases,
@@ -254,6 +262,7 @@ impl Default for Options {
             slow_statement: Duration::from_millis(100),
             long_wait: Duration::from_millis(50),
             process_queue: true,
+            process_turn_linger: Duration::from_micros(250),
             async_threads: 4,
             vfs: None,
         }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
 
+use crate::carry::{Carry, HeldProcessTurn};
 use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, Result};
@@ -42,6 +43,7 @@ use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
+use crate::wal_space::WalSpace;
 use crate::xproc::{ProcessQueue, ProcessTurn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
@@ -214,7 +216,10 @@ impl HeldWrite {
         };
         let writer = Arc::clone(&self.writer);
         let result = {
-            let slot = lock(&writer.slot);
+            let mut slot = lock(&writer.slot);
+            if commit && self.ended.is_none() {
+                writer.reserve_wal(&mut slot);
+            }
             let conn = &slot.conn;
             let result = match self.ended.take() {
                 Some(e) if commit => Err(e),
@@ -252,7 +257,7 @@ impl HeldWrite {
             );
             result
         };
-        *lock(&writer.carried) = self.process_turn.take();
+        writer.carry.put(self.process_turn.take());
         writer.released(turn.release());
         result
     }
@@ -401,12 +406,6 @@ impl Group<'_> {
 /// queue's system calls on every group.
 pub(crate) const PROCESS_TURN_BUDGET: Duration = Duration::from_millis(5);
 
-/// The cross-process turn and when this process took it.
-struct HeldProcessTurn {
-    turn: ProcessTurn,
-    since: Instant,
-}
-
 /// The writer connection and what the turn holder keeps between turns.
 struct Slot {
     conn: Connection,
@@ -417,6 +416,8 @@ struct Slot {
     wait_attributed: bool,
     /// The configuration generation applied to `conn` (see `configure.rs`).
     config_seen: u64,
+    /// The WAL file's space ahead of the frames (None: not a file).
+    wal_space: Option<WalSpace>,
 }
 
 pub(crate) struct Writer {
@@ -429,8 +430,8 @@ pub(crate) struct Writer {
     busy_timeout: Duration,
     /// The writers of other processes on the same file (None: off).
     process_queue: Option<ProcessQueue>,
-    /// The cross-process turn between two leaders of this process.
-    carried: Mutex<Option<HeldProcessTurn>>,
+    /// The cross-process turn between two writes of this process.
+    carry: Arc<Carry>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     config: Arc<Registry>,
@@ -486,12 +487,31 @@ fn end_stale_transaction(conn: &Connection) -> Result<()> {
         .context(|| "rolling back a transaction an earlier failure left open on the writer".into())
 }
 
+/// The WAL space of a file database (see `wal_space.rs`), sized from the
+/// connection's page size and `journal_size_limit` (no limit: 64 MiB).
+fn wal_space_of(conn: &Connection) -> Option<WalSpace> {
+    let path = conn.path().filter(|p| !p.is_empty())?;
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).ok()?;
+    let limit: i64 = conn
+        .query_row("PRAGMA journal_size_limit", [], |r| r.get(0))
+        .ok()?;
+    let limit = u64::try_from(limit).unwrap_or(64 * 1024 * 1024);
+    Some(WalSpace::new(path, u64::try_from(page_size).ok()?, limit))
+}
+
 fn deferred_fk_error() -> Error {
     Error::Sqlite {
         code: codes::SQLITE_CONSTRAINT,
         extended_code: codes::SQLITE_CONSTRAINT_FOREIGNKEY,
         message: "FOREIGN KEY constraint failed (deferred)".into(),
         context: "checking the deferred foreign keys of a write".into(),
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Gives back a lingering cross-process turn and ends its reaper.
+        self.carry.close();
     }
 }
 
@@ -504,6 +524,7 @@ impl Writer {
         long_wait: Duration,
         busy_timeout: Duration,
         process_queue: Option<ProcessQueue>,
+        process_turn_linger: Duration,
         recorder: Arc<Recorder>,
         tracer: Arc<Tracer>,
         config: Arc<Registry>,
@@ -514,6 +535,7 @@ impl Writer {
         // Returning true turns the COMMIT into a rollback.
         conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
             .context(|| "installing the writer's commit hook".into())?;
+        let wal_space = wal_space_of(&conn);
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
             queue,
@@ -522,12 +544,13 @@ impl Writer {
                 last_label: String::new(),
                 wait_attributed: false,
                 config_seen,
+                wal_space,
             }),
             group,
             long_wait,
             busy_timeout,
             process_queue,
-            carried: Mutex::new(None),
+            carry: Carry::new(PROCESS_TURN_BUDGET, process_turn_linger),
             recorder,
             tracer,
             config,
@@ -568,7 +591,7 @@ impl Writer {
 
     fn released(&self, how: Released) {
         if how == Released::Idle {
-            drop(lock(&self.carried).take());
+            self.carry.idle();
             if let Some(hook) = lock(&self.idle_hook).as_ref() {
                 hook();
             }
@@ -606,10 +629,9 @@ impl Writer {
             out
         };
         // Not `released`: a read is not write activity, so it must not
-        // postpone the checkpointer's idle checkpoint (its idle hook).
-        if turn.release() == Released::Idle {
-            drop(lock(&self.carried).take());
-        }
+        // postpone the checkpointer's idle checkpoint (its idle hook), nor
+        // end or start the linger of the cross-process turn.
+        let _ = turn.release();
         Some(match out {
             Ok(Ok(r)) => r,
             Ok(Err(panic)) => resume_unwind(panic),
@@ -625,9 +647,7 @@ impl Writer {
         let Some(turn) = try_enter_owned(&self.queue) else {
             return Ok(None);
         };
-        let carried = lock(&self.carried)
-            .take()
-            .filter(|held| held.since.elapsed() < PROCESS_TURN_BUDGET);
+        let carried = self.carry.take();
         let process_turn = match carried {
             Some(held) => Some(held),
             None => match self.process_turn(label) {
@@ -777,9 +797,7 @@ impl Writer {
         // The turn among processes, held for the whole turn (every group it
         // commits): handed on by the previous leader of this process if it
         // is young enough, or taken from the queue.
-        let carried = lock(&self.carried)
-            .take()
-            .filter(|held| held.since.elapsed() < PROCESS_TURN_BUDGET);
+        let carried = self.carry.take();
         let fresh = carried.is_none();
         let process_turn = match carried {
             Some(held) => Some(held),
@@ -820,6 +838,7 @@ impl Writer {
             }
         }
         if let Some(g) = group.take() {
+            self.reserve_wal(&mut slot);
             self.commit(&slot.conn, g);
         }
         drop(mark);
@@ -831,7 +850,7 @@ impl Writer {
         // The next leader of this process may take the cross-process turn
         // over (no system call); if nobody of this process is waiting, it
         // goes back to the queue at once.
-        *lock(&self.carried) = process_turn;
+        self.carry.put(process_turn);
         self.release(turn);
     }
 
@@ -1007,6 +1026,16 @@ impl Writer {
                 .rollbacks
                 .fetch_add(g.members.len() as u64, Ordering::Relaxed);
             g.roll_back_all(by, cause);
+        }
+    }
+
+    /// Before a `COMMIT`, inside the transaction (so under SQLite's WAL write
+    /// lock): keeps the WAL file allocated ahead of its frames.
+    fn reserve_wal(&self, slot: &mut Slot) {
+        if let Some(space) = &mut slot.wal_space {
+            if !slot.conn.is_autocommit() {
+                space.before_commit(self.recorder.wal_pages.load(Ordering::Relaxed));
+            }
         }
     }
 

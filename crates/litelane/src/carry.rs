@@ -1,0 +1,247 @@
+//! The cross-process turn between two writes of this process (turn
+//! cohorting).
+//!
+//! Taking the cross-process turn costs a few system calls, and handing it to
+//! another process costs that process a kernel wake-up: on a loaded machine,
+//! more than the transaction itself. So a process keeps the turn across its
+//! own writes for up to a *budget* ([`PROCESS_TURN_BUDGET`](crate::writer::PROCESS_TURN_BUDGET)):
+//!
+//! * while writers of this process keep queuing, each leader hands it to the
+//!   next ([`Carry::put`], [`Carry::take`]);
+//! * when the writer goes idle ([`Carry::idle`]), the turn is kept for a
+//!   short *linger* (`Options::process_turn_linger`) in case this process
+//!   writes again that soon (a single-threaded worker between two
+//!   transactions). A reaper thread gives it back when the linger ends. It
+//!   lingers only while this process's last idle gap was shorter than the
+//!   linger, so a process that writes rarely never makes others wait for it.
+//!
+//! Unfairness is therefore bounded: a process waits for at most one budget
+//! (plus one transaction) of each process ahead of it in the queue, and a
+//! linger that is not used costs the next process at most the linger.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::xproc::ProcessTurn;
+
+/// The cross-process turn and when this process took it.
+pub(crate) struct HeldProcessTurn {
+    pub turn: ProcessTurn,
+    pub since: Instant,
+}
+
+/// Where the turn waits between two leaders of this process.
+pub(crate) struct Carry {
+    state: Mutex<State>,
+    /// Tells the reaper that a linger started or the writer closed.
+    wake: Condvar,
+    /// How long one process may keep the turn over several writes.
+    budget: Duration,
+    /// How long an idle writer keeps the turn for its next write (0: never).
+    linger: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    held: Option<HeldProcessTurn>,
+    /// When the reaper gives `held` back (a linger is running).
+    release_at: Option<Instant>,
+    /// When the writer last went idle (cleared by the next `take`).
+    idle_since: Option<Instant>,
+    /// The last gap between the writer going idle and its next write.
+    last_gap: Duration,
+    /// A reaper thread is running for this carry.
+    reaper: bool,
+    /// The writer is gone: the reaper ends, nothing is kept.
+    closed: bool,
+}
+
+impl Carry {
+    /// A carry with the given budget and linger (see the module docs).
+    pub fn new(budget: Duration, linger: Duration) -> Arc<Carry> {
+        Arc::new(Carry {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            budget,
+            linger,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The turn for the next leader of this process, if one is kept and
+    /// still inside its budget; taking it ends any linger.
+    pub fn take(&self) -> Option<HeldProcessTurn> {
+        let (kept, expired) = {
+            let mut st = self.lock();
+            if let Some(idle) = st.idle_since.take() {
+                st.last_gap = idle.elapsed();
+            }
+            st.release_at = None;
+            match st.held.take() {
+                Some(h) if h.since.elapsed() < self.budget => (Some(h), None),
+                other => (None, other),
+            }
+        };
+        drop(expired); // the system call outside the lock
+        kept
+    }
+
+    /// Keeps the turn for the next leader of this process (the writer is
+    /// still busy: someone of this process is queued).
+    pub fn put(&self, held: Option<HeldProcessTurn>) {
+        let old = std::mem::replace(&mut self.lock().held, held);
+        debug_assert!(old.is_none(), "one cross-process turn at a time");
+    }
+
+    /// The writer went idle: keep the turn for a linger, or give it back.
+    pub fn idle(self: &Arc<Self>) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        st.idle_since = Some(now);
+        let young = st
+            .held
+            .as_ref()
+            .is_some_and(|h| h.since.elapsed() + self.linger < self.budget);
+        let linger = young && !st.closed && st.last_gap < self.linger;
+        if linger && (st.reaper || self.spawn_reaper()) {
+            st.reaper = true;
+            st.release_at = Some(now + self.linger);
+            self.wake.notify_one();
+            return;
+        }
+        let given_back = st.held.take();
+        drop(st);
+        drop(given_back);
+    }
+
+    fn spawn_reaper(self: &Arc<Self>) -> bool {
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("litelane-turn-linger".into())
+            .spawn(move || me.reap())
+            .is_ok()
+    }
+
+    /// The reaper: gives the turn back when a linger ends.
+    fn reap(&self) {
+        let mut st = self.lock();
+        while !st.closed {
+            st = match st.release_at {
+                Some(at) if Instant::now() >= at => {
+                    st.release_at = None;
+                    drop(st.held.take());
+                    st
+                }
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    self.wake
+                        .wait_timeout(st, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                None => self.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+    }
+
+    /// The writer is closing: give the turn back and end the reaper.
+    pub fn close(&self) {
+        let given_back = {
+            let mut st = self.lock();
+            st.closed = true;
+            st.release_at = None;
+            st.held.take()
+        };
+        self.wake.notify_all();
+        drop(given_back);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xproc::ProcessQueue;
+
+    fn turn(q: &ProcessQueue) -> HeldProcessTurn {
+        HeldProcessTurn {
+            turn: q.acquire("test").expect("turn"),
+            since: Instant::now(),
+        }
+    }
+
+    fn queue() -> (tempfile::TempDir, ProcessQueue) {
+        let dir = tempfile::tempdir().unwrap();
+        let q = ProcessQueue::open(&dir.path().join("c.db")).expect("queue");
+        (dir, q)
+    }
+
+    #[test]
+    fn a_linger_gives_the_turn_back_when_it_ends() {
+        let (_dir, q) = queue();
+        let carry = Carry::new(Duration::from_secs(5), Duration::from_millis(20));
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        assert!(q.holder().is_some(), "kept during the linger");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while q.holder().is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(q.holder().is_none(), "given back after the linger");
+        assert!(carry.take().is_none());
+        carry.close();
+    }
+
+    #[test]
+    fn a_write_within_the_linger_takes_the_turn_over() {
+        let (_dir, q) = queue();
+        let carry = Carry::new(Duration::from_secs(5), Duration::from_secs(5));
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        let held = carry.take().expect("kept for the next write");
+        assert!(q.holder().is_some());
+        drop(held);
+        assert!(q.holder().is_none());
+        carry.close();
+    }
+
+    #[test]
+    fn a_slow_writer_stops_lingering_and_close_gives_back() {
+        let (_dir, q) = queue();
+        let carry = Carry::new(Duration::from_secs(5), Duration::from_millis(10));
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        std::thread::sleep(Duration::from_millis(30)); // a gap past the linger
+        assert!(carry.take().is_none(), "the reaper gave it back");
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        assert!(
+            q.holder().is_none(),
+            "after a gap longer than the linger, idle gives the turn back at once"
+        );
+        // With no linger at all, close still gives back what is held.
+        let never = Carry::new(Duration::from_secs(5), Duration::ZERO);
+        never.put(Some(turn(&q)));
+        never.close();
+        assert!(q.holder().is_none());
+        carry.close();
+    }
+
+    #[test]
+    fn an_exhausted_budget_is_not_carried() {
+        let (_dir, q) = queue();
+        let carry = Carry::new(Duration::from_millis(1), Duration::from_secs(5));
+        carry.put(Some(HeldProcessTurn {
+            turn: q.acquire("old").unwrap(),
+            since: Instant::now() - Duration::from_millis(2),
+        }));
+        assert!(carry.take().is_none());
+        assert!(
+            q.holder().is_none(),
+            "an expired turn goes back to the queue"
+        );
+        carry.close();
+    }
+}
