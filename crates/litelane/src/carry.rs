@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn a_write_within_the_linger_takes_the_turn_over() {
         let (_dir, q) = queue();
-        let carry = Carry::new(Duration::from_secs(5), Duration::from_secs(5));
+        let carry = Carry::new(Duration::from_secs(10), Duration::from_secs(5));
         carry.put(Some(turn(&q)));
         carry.idle();
         let held = carry.take().expect("kept for the next write");

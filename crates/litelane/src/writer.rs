@@ -29,6 +29,7 @@
 use std::cell::Cell;
 use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -234,8 +235,12 @@ impl HeldWrite {
                 }),
                 None => {
                     writer.committing.store(true, Ordering::Release);
-                    let r =
-                        control(conn, "COMMIT").context(|| format!("COMMIT of {:?}", self.label));
+                    let r = control(conn, "COMMIT")
+                        .context(|| format!("COMMIT of {:?}", self.label))
+                        .and_then(|()| {
+                            writer
+                                .make_durable(&mut self.process_turn, &format!("{:?}", self.label))
+                        });
                     writer.committing.store(false, Ordering::Release);
                     if r.is_ok() {
                         writer.recorder.record_group(1);
@@ -432,6 +437,11 @@ pub(crate) struct Writer {
     process_queue: Option<ProcessQueue>,
     /// The cross-process turn between two writes of this process.
     carry: Arc<Carry>,
+    /// `safe` with the cross-process queue: the writer commits with
+    /// `synchronous=NORMAL` and makes each commit durable after its turn,
+    /// sharing the WAL's fsync with other processes (`xproc/durable.rs`).
+    /// The WAL file to sync.
+    shared_sync: Option<PathBuf>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     config: Arc<Registry>,
@@ -499,6 +509,27 @@ fn wal_space_of(conn: &Connection) -> Option<WalSpace> {
     Some(WalSpace::new(path, u64::try_from(page_size).ok()?, limit))
 }
 
+/// For a writer under `synchronous=FULL` in WAL mode: switches it to
+/// `NORMAL` and returns its WAL file, which the writer then syncs after each
+/// commit (see `Writer::shared_sync`). `None` (nothing changed) otherwise.
+fn shared_sync_of(conn: &Connection) -> Result<Option<PathBuf>> {
+    let Some(path) = conn.path().filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let sync: i64 = conn
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .context(|| "reading synchronous".into())?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .context(|| "reading journal_mode".into())?;
+    if sync != 2 || !mode.eq_ignore_ascii_case("wal") {
+        return Ok(None);
+    }
+    control(conn, "PRAGMA synchronous = NORMAL")
+        .context(|| "synchronous=NORMAL (the writer syncs after its turn)".into())?;
+    Ok(Some(PathBuf::from(format!("{path}-wal"))))
+}
+
 fn deferred_fk_error() -> Error {
     Error::Sqlite {
         code: codes::SQLITE_CONSTRAINT,
@@ -536,6 +567,10 @@ impl Writer {
         conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
             .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
+        let shared_sync = match &process_queue {
+            Some(_) => shared_sync_of(&conn)?,
+            None => None,
+        };
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
             queue,
@@ -551,6 +586,7 @@ impl Writer {
             busy_timeout,
             process_queue,
             carry: Carry::new(PROCESS_TURN_BUDGET, process_turn_linger),
+            shared_sync,
             recorder,
             tracer,
             config,
@@ -837,9 +873,10 @@ impl Writer {
                 next = turn.claim_next().map(Member::Claimed);
             }
         }
+        let mut process_turn = process_turn;
         if let Some(g) = group.take() {
             self.reserve_wal(&mut slot);
-            self.commit(&slot.conn, g);
+            self.commit(&slot.conn, g, &mut process_turn);
         }
         drop(mark);
         debug_assert!(
@@ -1039,8 +1076,45 @@ impl Writer {
         }
     }
 
+    /// Makes a commit that just returned durable when the writer syncs after
+    /// its turn (`shared_sync`): hands the cross-process turn on first, so
+    /// the next process commits during this one's fsync.
+    fn make_durable(&self, process_turn: &mut Option<HeldProcessTurn>, what: &str) -> Result<()> {
+        let (Some(wal), Some(q)) = (&self.shared_sync, &self.process_queue) else {
+            return Ok(());
+        };
+        drop(process_turn.take());
+        q.make_durable(wal).map_err(|e| {
+            let crate::xproc::NotDurable::SyncFailed { error, failed_at } = e;
+            let message = match error {
+                Some(e) => format!(
+                    "the commit is written and visible, but the fsync of {} that makes it \
+                     durable failed ({e}): it may or may not survive a power loss",
+                    wal.display()
+                ),
+                None => format!(
+                    "an fsync of {} failed earlier (at commit {failed_at} counted in {}): \
+                     this commit is visible, but no commit since then can be confirmed \
+                     durable; check the disk, then remove that lock file while no process \
+                     has the database open",
+                    wal.display(),
+                    q.lock_path().display()
+                ),
+            };
+            Error::Io {
+                context: format!("making {what} durable (outcome unknown)"),
+                message,
+            }
+        })
+    }
+
     /// Commits the group and settles every member with the result.
-    fn commit(&self, conn: &Connection, mut g: Group<'_>) {
+    fn commit(
+        &self,
+        conn: &Connection,
+        mut g: Group<'_>,
+        process_turn: &mut Option<HeldProcessTurn>,
+    ) {
         let jobs = g.members.len();
         let result = match file_has_moved(conn) {
             // Committing would acknowledge writes into a file nobody can
@@ -1056,7 +1130,9 @@ impl Writer {
                 let r = control(conn, "COMMIT")
                     .context(|| format!("COMMIT of a group of {jobs} write(s)"));
                 self.committing.store(false, Ordering::Release);
-                r
+                r.and_then(|()| {
+                    self.make_durable(process_turn, &format!("a group of {jobs} write(s)"))
+                })
             }
         };
         match result {

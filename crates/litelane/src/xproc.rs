@@ -631,6 +631,9 @@ mod imp {
     use super::layout::{self, HeaderBytes};
     use super::{Header, HolderInfo, Record, STATE_HOLDING, STATE_WAITING};
 
+    /// A write lock, for [`lock_wait`].
+    pub const WRITE: libc::c_short = libc::F_WRLCK as libc::c_short;
+
     fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
         libc::flock {
             l_type: kind,
@@ -644,7 +647,7 @@ mod imp {
 
     /// Takes a lock of `kind` on one byte, sleeping in the kernel until it
     /// is granted (signals are retried).
-    fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
+    pub fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
         let fl = flock(kind, byte, 1);
         loop {
             match fcntl(file, FcntlArg::F_OFD_SETLKW(&fl)) {
@@ -666,7 +669,7 @@ mod imp {
         }
     }
 
-    fn unlock(file: &File, start: u64, len: u64) -> io::Result<()> {
+    pub fn unlock(file: &File, start: u64, len: u64) -> io::Result<()> {
         let fl = flock(libc::F_UNLCK as libc::c_short, start, len);
         fcntl(file, FcntlArg::F_OFD_SETLK(&fl))
             .map(drop)
@@ -749,7 +752,7 @@ mod imp {
         Ok(layout::decode_header(&b[..n]))
     }
 
-    fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    pub fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut done = 0;
         while done < buf.len() {
             match file.read_at(&mut buf[done..], offset + done as u64) {
@@ -1114,6 +1117,57 @@ mod imp {
     }
     pub fn queued(_: &File) -> u64 {
         0
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod durable;
+#[cfg(target_os = "linux")]
+pub use durable::NotDurable;
+
+/// Why a commit could not be confirmed durable (see
+/// [`ProcessQueue::make_durable`]).
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub enum NotDurable {
+    /// The WAL's fsync failed: the commit may or may not survive power loss.
+    SyncFailed {
+        /// The failure.
+        error: Option<std::io::Error>,
+        /// Always 0 here.
+        failed_at: u64,
+    },
+}
+
+impl ProcessQueue {
+    /// Makes a commit that the calling thread has just made with
+    /// `synchronous=NORMAL` durable, sharing one `fdatasync` of the WAL
+    /// (`wal`, the database's `-wal` file) with the commits that other
+    /// processes made meanwhile (see `xproc/durable.rs`). Call it right after
+    /// `COMMIT` returned, after dropping the turn so that the next process
+    /// commits while this one syncs. Falls back to an fsync of its own when
+    /// the lock file cannot be used.
+    pub fn make_durable(&self, wal: &Path) -> Result<(), NotDurable> {
+        #[cfg(target_os = "linux")]
+        {
+            let shared = self.shared.take_idle();
+            let out = shared.as_ref().ok().and_then(|file| {
+                let seq = durable::count(file).ok()?;
+                durable::wait_durable(file, seq, || durable::sync_wal(wal)).ok()
+            });
+            if let Ok(file) = shared {
+                self.shared.put_idle(file);
+            }
+            if let Some(out) = out {
+                return out;
+            }
+        }
+        File::open(wal)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| NotDurable::SyncFailed {
+                error: Some(e),
+                failed_at: 0,
+            })
     }
 }
 
