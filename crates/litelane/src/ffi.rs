@@ -72,6 +72,55 @@ pub(crate) fn set_persistent_wal(conn: &rusqlite::Connection, on: bool) -> Resul
     }
 }
 
+/// Syncs the WAL (or rollback journal) of `conn`'s main database through
+/// the connection's own VFS: `xSync(SQLITE_SYNC_NORMAL)` on the file that
+/// `SQLITE_FCNTL_JOURNAL_POINTER` returns, the call SQLite's `COMMIT` makes
+/// under `synchronous=FULL`. The writer uses it to make a commit durable
+/// after its turn (see `xproc/durable.rs`); going through the VFS keeps
+/// whatever that VFS does on a sync (a fault-injecting shim in the tests,
+/// a replicating or encrypting VFS in production). Fails when no journal
+/// file is open.
+pub(crate) fn sync_journal(conn: &rusqlite::Connection) -> std::io::Result<()> {
+    let mut file: *mut ffi::sqlite3_file = ptr::null_mut();
+    // SAFETY: valid handle, NUL-terminated schema name, and the out-pointer
+    // type SQLITE_FCNTL_JOURNAL_POINTER documents (`sqlite3_file**`). The
+    // caller holds the writer's connection (no other thread uses it), so the
+    // file object stays open for the duration of the call below.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_JOURNAL_POINTER,
+            (&mut file as *mut *mut ffi::sqlite3_file).cast(),
+        )
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(std::io::Error::other(format!(
+            "SQLITE_FCNTL_JOURNAL_POINTER failed (SQLite code {rc})"
+        )));
+    }
+    // SAFETY: `file` is null or a live `sqlite3_file` of this connection;
+    // its `pMethods` is null when the file is not open.
+    let sync = unsafe {
+        file.as_ref()
+            .and_then(|f| f.pMethods.as_ref())
+            .and_then(|m| m.xSync)
+    };
+    let Some(sync) = sync else {
+        return Err(std::io::Error::other("the database has no WAL file open"));
+    };
+    // SAFETY: xSync of the file's own methods, on that file, with a flag it
+    // accepts.
+    let rc = unsafe { sync(file, ffi::SQLITE_SYNC_NORMAL) };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "the VFS's sync of the WAL failed (SQLite code {rc})"
+        )))
+    }
+}
+
 /// True when `conn`'s open transaction has deferred foreign-key violations
 /// that would make its `COMMIT` fail (`SQLITE_DBSTATUS_DEFERRED_FKS`).
 pub(crate) fn has_deferred_fk_violations(conn: &rusqlite::Connection) -> bool {

@@ -235,13 +235,13 @@ impl HeldWrite {
                 }),
                 None => {
                     writer.committing.store(true, Ordering::Release);
-                    let r = control(conn, "COMMIT")
-                        .context(|| format!("COMMIT of {:?}", self.label))
-                        .and_then(|()| {
-                            writer
-                                .make_durable(&mut self.process_turn, &format!("{:?}", self.label))
-                        });
+                    let r =
+                        control(conn, "COMMIT").context(|| format!("COMMIT of {:?}", self.label));
                     writer.committing.store(false, Ordering::Release);
+                    let r = r.and_then(|()| {
+                        let what = format!("{:?}", self.label);
+                        writer.make_durable(conn, &mut self.process_turn, &what)
+                    });
                     if r.is_ok() {
                         writer.recorder.record_group(1);
                         writer.recorder.transactions.fetch_add(1, Ordering::Relaxed);
@@ -1079,32 +1079,40 @@ impl Writer {
     /// Makes a commit that just returned durable when the writer syncs after
     /// its turn (`shared_sync`): hands the cross-process turn on first, so
     /// the next process commits during this one's fsync.
-    fn make_durable(&self, process_turn: &mut Option<HeldProcessTurn>, what: &str) -> Result<()> {
+    fn make_durable(
+        &self,
+        conn: &Connection,
+        process_turn: &mut Option<HeldProcessTurn>,
+        what: &str,
+    ) -> Result<()> {
         let (Some(wal), Some(q)) = (&self.shared_sync, &self.process_queue) else {
             return Ok(());
         };
         drop(process_turn.take());
-        q.make_durable(wal).map_err(|e| {
-            let crate::xproc::NotDurable::SyncFailed { error, failed_at } = e;
-            let message = match error {
-                Some(e) => format!(
-                    "the commit is written and visible, but the fsync of {} that makes it \
-                     durable failed ({e}): it may or may not survive a power loss",
-                    wal.display()
-                ),
-                None => format!(
-                    "an fsync of {} failed earlier (at commit {failed_at} counted in {}): \
-                     this commit is visible, but no commit since then can be confirmed \
-                     durable; check the disk, then remove that lock file while no process \
-                     has the database open",
-                    wal.display(),
-                    q.lock_path().display()
-                ),
-            };
-            Error::Io {
-                context: format!("making {what} durable (outcome unknown)"),
-                message,
-            }
+        let Err(crate::xproc::NotDurable::SyncFailed { error, failed_at }) =
+            q.make_durable(&mut || crate::ffi::sync_journal(conn))
+        else {
+            return Ok(());
+        };
+        let wal = wal.display();
+        let message = match error {
+            Some(e) => format!(
+                "the commit is written and visible, but the fsync of {wal} that makes it \
+                 durable failed ({e}): it may or may not survive a power loss (outcome unknown)"
+            ),
+            None => format!(
+                "an fsync of {wal} failed earlier (at commit {failed_at} counted in {}): this \
+                 commit is visible, but no commit since then can be confirmed durable (outcome \
+                 unknown); check the disk, then remove that lock file while no process has the \
+                 database open",
+                q.lock_path().display()
+            ),
+        };
+        Err(Error::Sqlite {
+            code: codes::SQLITE_IOERR,
+            extended_code: codes::SQLITE_IOERR_FSYNC,
+            message,
+            context: format!("making {what} durable after its COMMIT"),
         })
     }
 
@@ -1131,7 +1139,7 @@ impl Writer {
                     .context(|| format!("COMMIT of a group of {jobs} write(s)"));
                 self.committing.store(false, Ordering::Release);
                 r.and_then(|()| {
-                    self.make_durable(process_turn, &format!("a group of {jobs} write(s)"))
+                    self.make_durable(conn, process_turn, &format!("a group of {jobs} write(s)"))
                 })
             }
         };

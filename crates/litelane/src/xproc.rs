@@ -1142,18 +1142,22 @@ pub enum NotDurable {
 impl ProcessQueue {
     /// Makes a commit that the calling thread has just made with
     /// `synchronous=NORMAL` durable, sharing one `fdatasync` of the WAL
-    /// (`wal`, the database's `-wal` file) with the commits that other
+    /// with the commits that other
     /// processes made meanwhile (see `xproc/durable.rs`). Call it right after
     /// `COMMIT` returned, after dropping the turn so that the next process
-    /// commits while this one syncs. Falls back to an fsync of its own when
-    /// the lock file cannot be used.
-    pub fn make_durable(&self, wal: &Path) -> Result<(), NotDurable> {
+    /// commits while this one syncs. `sync` flushes the WAL file (an
+    /// `fdatasync` of it flushes what every process wrote); it is called at
+    /// most twice, and as the fallback when the lock file cannot be used.
+    pub fn make_durable(
+        &self,
+        sync: &mut dyn FnMut() -> std::io::Result<()>,
+    ) -> Result<(), NotDurable> {
         #[cfg(target_os = "linux")]
         {
             let shared = self.shared.take_idle();
             let out = shared.as_ref().ok().and_then(|file| {
                 let seq = durable::count(file).ok()?;
-                durable::wait_durable(file, seq, || durable::sync_wal(wal)).ok()
+                durable::wait_durable(file, seq, &mut *sync).ok()
             });
             if let Ok(file) = shared {
                 self.shared.put_idle(file);
@@ -1162,12 +1166,10 @@ impl ProcessQueue {
                 return out;
             }
         }
-        File::open(wal)
-            .and_then(|f| f.sync_data())
-            .map_err(|e| NotDurable::SyncFailed {
-                error: Some(e),
-                failed_at: 0,
-            })
+        sync().map_err(|e| NotDurable::SyncFailed {
+            error: Some(e),
+            failed_at: 0,
+        })
     }
 }
 

@@ -41,7 +41,6 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
 
 use super::imp;
 
@@ -175,12 +174,6 @@ pub fn wait_durable(
     })();
     let _ = imp::unlock(file, SYNCER_BYTE, 1);
     out
-}
-
-/// `fdatasync` of the WAL file of the database at `db_path`, opened by
-/// path (never created): the file SQLite writes, whichever descriptor wrote.
-pub fn sync_wal(wal: &Path) -> io::Result<()> {
-    File::open(wal)?.sync_data()
 }
 
 #[cfg(test)]
