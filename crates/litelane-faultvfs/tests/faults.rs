@@ -299,8 +299,19 @@ fn disk_full_mid_import_keeps_whole_batches_and_a_rerun_finishes() {
 /// One row's write fails with the armed fault, the row is not stored, and
 /// the next write succeeds.
 fn one_failed_write(profile: Profile, fault: Fault, code: i32, ext: i32, words: &[&str]) {
+    one_failed_write_with(profile, |_| {}, fault, code, ext, words)
+}
+
+fn one_failed_write_with(
+    profile: Profile,
+    tweak: impl FnOnce(&mut Options),
+    fault: Fault,
+    code: i32,
+    ext: i32,
+    words: &[&str],
+) {
     let vfs = FaultVfs::register().unwrap();
-    let (_dir, db) = open(&vfs, profile, |_| {});
+    let (_dir, db) = open(&vfs, profile, tweak);
     let mut want = committed(&db, 0, 5);
     vfs.arm(fault.clone()).unwrap();
     let err = insert(&db, 100, 3000).unwrap_err();
@@ -332,15 +343,47 @@ fn an_io_error_on_write_fails_that_write_alone() {
     }
 }
 
+/// Without the cross-process queue, `safe` commits with
+/// `synchronous=FULL`: SQLite syncs inside `COMMIT`, and a failed sync
+/// leaves the commit invisible.
 #[test]
-fn an_fsync_error_fails_the_commit_under_safe() {
-    one_failed_write(
+fn an_fsync_error_fails_the_commit_under_safe_without_the_process_queue() {
+    one_failed_write_with(
         Profile::Safe,
+        |o| o.process_queue = false,
         Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal),
         SQLITE_IOERR,
         SQLITE_IOERR_FSYNC,
         &["i/o"],
     );
+}
+
+/// With the queue (the default), `safe` makes a commit durable after its
+/// turn (xproc/durable.rs): the commit is visible when its fsync fails, so
+/// the caller is told the outcome is unknown, not that it failed; no later
+/// commit is confirmed either (its frames chain on the lost ones); reads go
+/// on.
+#[test]
+fn an_fsync_error_under_safe_says_the_outcome_is_unknown_and_confirms_nothing_after() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |_| {});
+    let want = committed(&db, 0, 5);
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = insert(&db, 100, 3000).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert_clear(&err, SQLITE_IOERR, &["outcome unknown"]);
+    assert_eq!(
+        err.sqlite_extended_code(),
+        Some(SQLITE_IOERR_FSYNC),
+        "{err}"
+    );
+    vfs.clear_faults();
+    let later = insert(&db, 101, 10).unwrap_err();
+    assert_clear(&later, SQLITE_IOERR, &["failed earlier"]);
+    let seen = ids(&db);
+    assert!(seen.is_superset(&want), "reads go on and lose nothing");
+    integrity_ok(&db);
 }
 
 #[test]
@@ -619,16 +662,16 @@ fn explicit_checkpoint_queued_behind_a_group_strands_it() {
     );
 }
 
+/// Issue 18's finding: with `synchronous=FULL` a caller was told "failed"
+/// when the WAL fsync of its COMMIT failed, yet its frames could come back
+/// after a crash (11 of 60 cuts). With the queue on (the default), the
+/// caller is told the outcome is unknown: no caller is told "failed" whose
+/// row survives, and nothing committed before is lost.
 #[test]
-#[ignore = "finding (SQLite behaviour the engine passes on): after SQLITE_IOERR_FSYNC on the WAL \
-            sync of a COMMIT the caller is told the write failed, but its frames, commit marker \
-            included, stay in the WAL file; a crash that keeps them lets WAL recovery bring the \
-            write back (11 of 60 cuts). The error should say the outcome is unknown"]
-fn a_commit_whose_fsync_failed_stays_failed_after_a_crash() {
+fn a_commit_whose_fsync_failed_is_reported_unknown_and_nothing_before_is_lost() {
     // The WAL frames of a commit whose fsync failed are in the OS cache with
-    // a valid commit marker; if a crash keeps them, WAL recovery could bring
-    // back a write its caller was told had failed. Check what the cut images
-    // hold across seeds.
+    // a valid commit marker; a crash may keep them or not. Whichever the cut
+    // image holds, the caller must have been told "unknown".
     let mut came_back = 0;
     for seed in 0..60u64 {
         let vfs = FaultVfs::register().unwrap();
@@ -636,7 +679,8 @@ fn a_commit_whose_fsync_failed_stays_failed_after_a_crash() {
         let before = committed(&db, 0, 3);
         vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
             .unwrap();
-        insert(&db, 100, 10).unwrap_err();
+        let err = insert(&db, 100, 10).unwrap_err();
+        assert_clear(&err, SQLITE_IOERR, &["outcome unknown"]);
         let out = dir.path().join("cut");
         let report = vfs.cut_now(seed, &out);
         drop(db);
@@ -657,8 +701,7 @@ fn a_commit_whose_fsync_failed_stays_failed_after_a_crash() {
             came_back += 1;
         }
     }
-    assert_eq!(
-        came_back, 0,
-        "a write told it failed came back after a crash in {came_back} of 60 cuts"
-    );
+    // Either outcome may happen across the seeds (11 of 60 came back in
+    // issue 18's run), which is why "unknown" is the only true answer.
+    eprintln!("the write whose fsync failed came back in {came_back} of 60 cuts");
 }

@@ -97,6 +97,14 @@ pub struct Metrics {
     /// when `Options::process_queue` turned it off): writers of other
     /// processes then meet through SQLite's busy timeout.
     pub process_queue_off: Option<String>,
+    /// Under `safe` with the cross-process queue: fsyncs of the WAL that this
+    /// process ran after its commits' turns (see docs/concurrency.md, "One
+    /// fsync for many processes").
+    pub wal_syncs: u64,
+    /// Under `safe` with the cross-process queue: commits of this process
+    /// made durable by an fsync that another commit (of any process) ran
+    /// after them, with no fsync of their own.
+    pub syncs_shared: u64,
 }
 
 /// Upper bounds of the group-size buckets.
@@ -114,6 +122,8 @@ pub(crate) struct Recorder {
     pub checkpoint_pages: AtomicU64,
     pub checkpoint_nanos: AtomicU64,
     pub wal_pages: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub syncs_shared: AtomicU64,
     group_sizes: [AtomicU64; 8],
     waits: Mutex<Waits>,
     events: Mutex<Events>,
@@ -244,6 +254,8 @@ impl Recorder {
             checkpoint_pages: self.checkpoint_pages.load(Relaxed),
             checkpoint_time: Duration::from_nanos(self.checkpoint_nanos.load(Relaxed)),
             wal_pages: self.wal_pages.load(Relaxed),
+            wal_syncs: self.wal_syncs.load(Relaxed),
+            syncs_shared: self.syncs_shared.load(Relaxed),
             wal_file_bytes: 0,
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),

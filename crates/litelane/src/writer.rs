@@ -1089,10 +1089,16 @@ impl Writer {
             return Ok(());
         };
         drop(process_turn.take());
-        let Err(crate::xproc::NotDurable::SyncFailed { error, failed_at }) =
-            q.make_durable(&mut || crate::ffi::sync_journal(conn))
-        else {
-            return Ok(());
+        let (error, failed_at) = match q.make_durable(&mut || crate::ffi::sync_journal(conn)) {
+            Ok(ran) => {
+                let counter = match ran {
+                    true => &self.recorder.wal_syncs,
+                    false => &self.recorder.syncs_shared,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Err(crate::xproc::NotDurable::SyncFailed { error, failed_at }) => (error, failed_at),
         };
         let wal = wal.display();
         let message = match error {

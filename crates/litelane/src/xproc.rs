@@ -1148,10 +1148,13 @@ impl ProcessQueue {
     /// commits while this one syncs. `sync` flushes the WAL file (an
     /// `fdatasync` of it flushes what every process wrote); it is called at
     /// most twice, and as the fallback when the lock file cannot be used.
+    ///
+    /// `Ok(true)`: this call ran the fsync; `Ok(false)`: one that another
+    /// call (of any process) ran after this commit covered it.
     pub fn make_durable(
         &self,
         sync: &mut dyn FnMut() -> std::io::Result<()>,
-    ) -> Result<(), NotDurable> {
+    ) -> Result<bool, NotDurable> {
         #[cfg(target_os = "linux")]
         {
             let shared = self.shared.take_idle();
@@ -1166,7 +1169,7 @@ impl ProcessQueue {
                 return out;
             }
         }
-        sync().map_err(|e| NotDurable::SyncFailed {
+        sync().map(|()| true).map_err(|e| NotDurable::SyncFailed {
             error: Some(e),
             failed_at: 0,
         })

@@ -21,20 +21,28 @@ use litelane::{Database, Options, Profile};
 const DB: &str = "LITELANE_PROCESSES_DB";
 const ROLE: &str = "LITELANE_PROCESSES_ROLE";
 const PROC: &str = "LITELANE_PROCESSES_ID";
+/// The child's profile (`safe`; default `balanced`) and writer threads.
+const PROFILE: &str = "LITELANE_PROCESSES_PROFILE";
+const THREADS: &str = "LITELANE_PROCESSES_THREADS";
 
 fn long() -> bool {
     std::env::var("LITELANE_PROCESSES_LONG").is_ok_and(|v| v == "1")
 }
 
 fn options() -> Options {
-    let mut o = Options::with_profile(Profile::Balanced);
+    let profile = match std::env::var(PROFILE).as_deref() {
+        Ok("safe") => Profile::Safe,
+        _ => Profile::Balanced,
+    };
+    let mut o = Options::with_profile(profile);
     // A writer waiting longer than this for another process fails: the
     // queue must keep every wait far below it.
     o.busy_timeout = Duration::from_secs(10);
     o
 }
 
-/// The child. Role `writer`: 4 threads × N single-row transactions; prints
+/// The child. Role `writer`: 4 threads (or `THREADS`) × N single-row
+/// transactions; prints
 /// each acknowledged id. Role `holder`: holds the writer for 50 ms per
 /// transaction, forever, printing `HOLDING` inside each one (the parent
 /// kills it).
@@ -58,7 +66,8 @@ fn processes_child() {
             .unwrap();
         }
     }
-    let threads: Vec<_> = (0..4i64)
+    let threads: i64 = std::env::var(THREADS).map_or(4, |t| t.parse().unwrap());
+    let threads: Vec<_> = (0..threads)
         .map(|t| {
             let db = db.clone();
             thread::spawn(move || {
@@ -82,9 +91,14 @@ fn processes_child() {
     println!("\nBUSY {}", m.busy_errors);
     println!("MAXWAIT_MS {}", m.queue_wait_max.as_millis());
     println!("QUEUE_OFF {}", m.process_queue_off.is_some());
+    println!("SYNCS {} {}", m.wal_syncs, m.syncs_shared);
 }
 
 fn spawn(db: &Path, role: &str, id: usize) -> Child {
+    spawn_with(db, role, id, &[])
+}
+
+fn spawn_with(db: &Path, role: &str, id: usize, env: &[(&str, &str)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -96,6 +110,7 @@ fn spawn(db: &Path, role: &str, id: usize) -> Child {
         .env(DB, db)
         .env(ROLE, role)
         .env(PROC, id.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -108,6 +123,8 @@ struct Outcome {
     busy: u64,
     max_wait_ms: u64,
     queue_off: bool,
+    /// WAL fsyncs this process ran, and commits another's fsync covered.
+    syncs: (u64, u64),
 }
 
 fn collect(child: Child) -> Outcome {
@@ -117,6 +134,7 @@ fn collect(child: Child) -> Outcome {
         busy: 0,
         max_wait_ms: 0,
         queue_off: true,
+        syncs: (0, 0),
     };
     let mut child = child;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -127,6 +145,9 @@ fn collect(child: Child) -> Outcome {
             out.busy = n.parse().unwrap();
         } else if let Some(n) = line.strip_prefix("MAXWAIT_MS ") {
             out.max_wait_ms = n.parse().unwrap();
+        } else if let Some(s) = line.strip_prefix("SYNCS ") {
+            let (own, shared) = s.split_once(' ').unwrap();
+            out.syncs = (own.parse().unwrap(), shared.parse().unwrap());
         } else if let Some(b) = line.strip_prefix("QUEUE_OFF ") {
             out.queue_off = b == "true";
         } else if let Some(id) = line.strip_prefix("ACK ") {
@@ -186,6 +207,49 @@ fn processes_writing_at_once_never_see_busy_and_lose_nothing() {
     assert_eq!(acked, stored.len(), "every stored row was acknowledged");
     let max = outcomes.iter().map(|o| o.max_wait_ms).max().unwrap();
     eprintln!("{processes} processes × 4 threads: {acked} rows, 0 errors, longest wait {max} ms");
+}
+
+/// The worker-processes shape under `safe`: single-threaded processes, each
+/// commit its own transaction. Every commit is made durable after its turn
+/// by one WAL fsync shared with the commits other processes made meanwhile;
+/// nothing acknowledged is lost, nobody sees `SQLITE_BUSY`, and the fsyncs
+/// are fewer than the commits.
+#[test]
+fn safe_single_threaded_processes_share_fsyncs_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    create(&path);
+    let processes = if long() { 8 } else { 4 };
+    let env = [(PROFILE, "safe"), (THREADS, "1")];
+    let children: Vec<_> = (0..processes)
+        .map(|i| spawn_with(&path, "writer", i, &env))
+        .collect();
+    let outcomes: Vec<_> = children.into_iter().map(collect).collect();
+    let stored = stored(&path);
+    let (mut own, mut shared) = (0, 0);
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(!o.queue_off, "process {i}: the cross-process queue was off");
+        assert!(o.errors.is_empty(), "process {i}: {:?}", &o.errors[..1]);
+        assert_eq!(o.busy, 0, "process {i} saw SQLITE_BUSY");
+        assert!(
+            o.acked.iter().all(|id| stored.contains(id)),
+            "process {i} lost a row"
+        );
+        assert_eq!(
+            o.syncs.0 + o.syncs.1,
+            o.acked.len() as u64,
+            "process {i}: every acknowledged commit was made durable after its turn"
+        );
+        own += o.syncs.0;
+        shared += o.syncs.1;
+    }
+    let acked: usize = outcomes.iter().map(|o| o.acked.len()).sum();
+    assert_eq!(acked, stored.len());
+    assert!(
+        shared > 0,
+        "no commit was covered by another process's fsync ({own} fsyncs for {acked} commits)"
+    );
+    eprintln!("{processes} single-threaded processes, safe: {acked} commits, {own} WAL fsyncs");
 }
 
 #[test]
@@ -277,4 +341,59 @@ fn process_queue_cost() {
             );
         }
     }
+}
+
+/// A process that dies while it runs the shared fsync of `safe` (it holds
+/// the syncer lock, byte 2 of the lock file) holds nobody up: the kernel
+/// drops its lock with its descriptors, and the next commit runs the fsync
+/// itself. The "other process" here is an open file description of the lock
+/// file holding that byte, closed to simulate the death.
+#[test]
+fn a_syncer_that_dies_holds_nobody_up() {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+    use std::sync::mpsc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE acked(id INTEGER PRIMARY KEY)")?))
+        .unwrap();
+    let before = db.metrics();
+    let lane = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(litelane::xproc::lock_path_for(&path))
+        .unwrap();
+    let syncer = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 2,
+        l_len: 1,
+        l_pid: 0,
+    };
+    fcntl(&lane, FcntlArg::F_OFD_SETLK(&syncer)).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let writer = db.clone();
+    let h = thread::spawn(move || {
+        let r = writer.write(|t| Ok(t.execute("INSERT INTO acked VALUES (1)", [])?));
+        tx.send(r.map_err(|e| e.to_string())).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the commit waits for the fsync running in the other process"
+    );
+    drop(lane); // the syncer dies
+    let out = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a dead syncer releases the others at once");
+    assert_eq!(out, Ok(1));
+    h.join().unwrap();
+    let after = db.metrics();
+    assert_eq!(
+        after.wal_syncs,
+        before.wal_syncs + 1,
+        "it ran the fsync itself"
+    );
+    assert_eq!(stored(&path), BTreeSet::from([1]));
 }

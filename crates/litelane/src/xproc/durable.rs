@@ -133,14 +133,15 @@ pub fn count(file: &File) -> io::Result<u64> {
     })
 }
 
-/// Steps 2 and 3: returns once commit `seq` is durable (`Ok(Ok(()))`), or
-/// known not to be confirmable (`Ok(Err(_))`). `Err` is an I/O error of the
-/// lock file: the caller syncs by itself.
+/// Steps 2 and 3: returns once commit `seq` is durable (`Ok(Ok(ran))`,
+/// `ran` true when this call ran the fsync), or known not to be confirmable
+/// (`Ok(Err(_))`). `Err` is an I/O error of the lock file: the caller syncs
+/// by itself.
 pub fn wait_durable(
     file: &File,
     seq: u64,
     sync: impl FnOnce() -> io::Result<()>,
-) -> io::Result<Result<(), NotDurable>> {
+) -> io::Result<Result<bool, NotDurable>> {
     imp::lock_wait(file, imp::WRITE, SYNCER_BYTE)?;
     let out = (|| {
         let r = with_record(file, |r| *r)?;
@@ -151,7 +152,7 @@ pub fn wait_durable(
             }));
         }
         if r.synced >= seq {
-            return Ok(Ok(()));
+            return Ok(Ok(false));
         }
         // Every commit counted by now was written before the sync begins.
         // (After a reset of the record, `seq` may be above the count: the
@@ -160,7 +161,7 @@ pub fn wait_durable(
         match sync() {
             Ok(()) => {
                 with_record(file, |r| r.synced = r.synced.max(target))?;
-                Ok(Ok(()))
+                Ok(Ok(true))
             }
             Err(e) => {
                 let target = target.max(seq).max(1);
@@ -206,13 +207,12 @@ mod tests {
         let b = count(&f).unwrap();
         let c = count(&f).unwrap();
         assert_eq!((a, b, c), (1, 2, 3));
-        assert!(wait_durable(&f, b, sync).unwrap().is_ok());
+        assert!(wait_durable(&f, b, sync).unwrap().unwrap(), "ran the fsync");
         assert_eq!(syncs.load(Ordering::SeqCst), 1);
         // a and c were counted before that sync began: covered, no fsync.
         for seq in [a, c] {
-            assert!(wait_durable(&f, seq, || panic!("no fsync needed"))
-                .unwrap()
-                .is_ok());
+            let ran = wait_durable(&f, seq, || panic!("no fsync needed")).unwrap();
+            assert!(!ran.unwrap(), "covered by the earlier fsync");
         }
         // A commit counted after it needs a sync of its own.
         let d = count(&f).unwrap();
