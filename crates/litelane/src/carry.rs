@@ -52,6 +52,9 @@ struct State {
     last_gap: Duration,
     /// A reaper thread is running for this carry.
     reaper: bool,
+    /// The reaper sleeps with no deadline: a new linger must wake it. (One
+    /// with a deadline wakes by itself and then sees a later one.)
+    parked: bool,
     /// The writer is gone: the reaper ends, nothing is kept.
     closed: bool,
 }
@@ -109,7 +112,9 @@ impl Carry {
         if linger && (st.reaper || self.spawn_reaper()) {
             st.reaper = true;
             st.release_at = Some(now + self.linger);
-            self.wake.notify_one();
+            if std::mem::take(&mut st.parked) {
+                self.wake.notify_one();
+            }
             return;
         }
         let given_back = st.held.take();
@@ -142,7 +147,12 @@ impl Carry {
                         .unwrap_or_else(|e| e.into_inner())
                         .0
                 }
-                None => self.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
+                None => {
+                    st.parked = true;
+                    let mut st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    st.parked = false;
+                    st
+                }
             };
         }
     }
