@@ -121,6 +121,76 @@ pub(crate) fn sync_journal(conn: &rusqlite::Connection) -> std::io::Result<()> {
     }
 }
 
+/// The first page of a file mapped `MAP_SHARED`: words that every process
+/// mapping the file reads and writes with atomic instructions (the
+/// cross-process queue's sync counters, `xproc/durable.rs`).
+#[cfg(target_os = "linux")]
+pub(crate) struct SharedPage {
+    ptr: std::ptr::NonNull<std::ffi::c_void>,
+}
+
+#[cfg(target_os = "linux")]
+impl SharedPage {
+    /// Bytes mapped: 4 KiB.
+    pub(crate) const LEN: usize = 4096;
+
+    /// Maps the first [`LEN`](Self::LEN) bytes of `file`. The caller makes
+    /// sure the file has them, written (not a hole, which a write through
+    /// the map would have to allocate, and a full disk would turn into
+    /// `SIGBUS`), and that nobody truncates it below them.
+    pub(crate) fn map(file: &std::fs::File) -> std::io::Result<SharedPage> {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        let len = std::num::NonZeroUsize::new(Self::LEN).expect("non-zero");
+        // SAFETY: a fresh shared mapping of a file we hold open, at an
+        // address the kernel picks; nothing else in this process aliases it
+        // as Rust memory. Only `word` hands out references into it.
+        let ptr = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                file,
+                0,
+            )
+        }?;
+        Ok(SharedPage { ptr })
+    }
+
+    /// The 8-byte word at `offset` (a multiple of 8 inside the page).
+    pub(crate) fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(offset % 8 == 0 && offset + 8 <= Self::LEN, "word {offset}");
+        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
+        // valid for as long as `self` (unmapped in Drop). `AtomicU64` has
+        // the layout of `u64` and mutates through `UnsafeCell`; every other
+        // process touches these words with atomic instructions too.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<std::sync::atomic::AtomicU64>()
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, of that length; no reference
+        // from `word` outlives `self`.
+        let _ = unsafe { nix::sys::mman::munmap(self.ptr, Self::LEN) };
+    }
+}
+
+// SAFETY: the page is only accessed through atomics (`word`); the pointer
+// itself is never written after `map`.
+#[cfg(target_os = "linux")]
+unsafe impl Send for SharedPage {}
+#[cfg(target_os = "linux")]
+unsafe impl Sync for SharedPage {}
+
 /// True when `conn`'s open transaction has deferred foreign-key violations
 /// that would make its `COMMIT` fail (`SQLITE_DBSTATUS_DEFERRED_FKS`).
 pub(crate) fn has_deferred_fk_violations(conn: &rusqlite::Connection) -> bool {

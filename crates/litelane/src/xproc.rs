@@ -122,6 +122,9 @@ struct Shared {
     /// on first use and kept (starting a thread per contended turn costs
     /// more than the turn).
     waiter: Mutex<Option<std::sync::mpsc::Sender<WaitJob>>>,
+    /// The shared sync counters (`None`: not mapped; commits sync alone).
+    #[cfg(target_os = "linux")]
+    counters: Option<durable::Counters>,
 }
 
 /// A kernel wait handed to the waiter thread.
@@ -389,12 +392,16 @@ impl ProcessQueue {
         };
         let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
         imp::initialize(&file).map_err(degraded)?;
+        #[cfg(target_os = "linux")]
+        let counters = durable::Counters::map(&file).ok();
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,
                 idle: Mutex::new(vec![file]),
                 pid: std::process::id(),
                 waiter: Mutex::new(None),
+                #[cfg(target_os = "linux")]
+                counters,
             }),
         })
     }
@@ -829,7 +836,20 @@ mod imp {
                 ctx("cannot lock the lock file", e)
             }
         })?;
-        header_locked(file, true).map(drop)
+        header_locked(file, true)?;
+        // The first page is mapped shared for the sync counters
+        // (`durable.rs`): it must be written, not a hole.
+        let len = file
+            .metadata()
+            .map_err(|e| ctx("cannot read the lock file's size", e))?
+            .len();
+        let page = crate::ffi::SharedPage::LEN as u64;
+        if len < page {
+            let zeros = vec![0u8; (page - len) as usize];
+            file.write_all_at(&zeros, len)
+                .map_err(|e| ctx("cannot extend the lock file", e))?;
+        }
+        Ok(())
     }
 
     /// What taking a ticket led to.
@@ -1156,17 +1176,14 @@ impl ProcessQueue {
         sync: &mut dyn FnMut() -> std::io::Result<()>,
     ) -> Result<bool, NotDurable> {
         #[cfg(target_os = "linux")]
-        {
-            let shared = self.shared.take_idle();
-            let out = shared.as_ref().ok().and_then(|file| {
-                let seq = durable::count(file).ok()?;
-                durable::wait_durable(file, seq, &mut *sync).ok()
-            });
-            if let Ok(file) = shared {
+        if let Some(counters) = &self.shared.counters {
+            let seq = counters.count();
+            if let Ok(file) = self.shared.take_idle() {
+                let out = counters.wait_durable(&file, seq, &mut *sync);
                 self.shared.put_idle(file);
-            }
-            if let Some(out) = out {
-                return out;
+                if let Ok(out) = out {
+                    return out;
+                }
             }
         }
         sync().map(|()| true).map_err(|e| NotDurable::SyncFailed {
