@@ -3,8 +3,8 @@
 //! Under `safe`, SQLite syncs the WAL inside every `COMMIT`
 //! (`synchronous=FULL`), while the committing process holds the write lock:
 //! processes queued behind it wait for its fsync, and every commit pays one.
-//! When other processes are waiting for the turn, litelane's writer commits
-//! with `synchronous=NORMAL` instead (the frames are written, the commit is
+//! With the cross-process queue on, litelane's writer commits with
+//! `synchronous=NORMAL` instead (the frames are written, the commit is
 //! visible) and makes the commit durable *after* its turn, through this
 //! module, the way database servers group their log flushes. Three counters
 //! live in the first page of the lock file, mapped shared by every process
