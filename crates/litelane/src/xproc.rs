@@ -392,8 +392,14 @@ impl ProcessQueue {
         };
         let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
         imp::initialize(&file).map_err(degraded)?;
+        // Mapped through an open file description of its own, which no lock
+        // is ever taken on: a mapping keeps its description alive after the
+        // descriptor is closed, and with it every OFD lock of that
+        // description (a turn's file is closed to drop its ticket).
         #[cfg(target_os = "linux")]
-        let counters = durable::Counters::map(&file).ok();
+        let counters = imp::reopen(&lock_path)
+            .ok()
+            .and_then(|f| durable::Counters::map(&f).ok());
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,

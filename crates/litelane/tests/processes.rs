@@ -254,14 +254,27 @@ fn safe_single_threaded_processes_share_fsyncs_and_lose_nothing() {
 
 #[test]
 fn a_holder_killed_mid_transaction_does_not_stall_the_others() {
+    holders_killed(&[]);
+}
+
+/// The same with the worker-processes shape: single-threaded writers under
+/// `safe`, whose commits are made durable after their turns.
+#[test]
+fn a_holder_killed_does_not_stall_single_threaded_safe_writers() {
+    holders_killed(&[(PROFILE, "safe"), (THREADS, "1")]);
+}
+
+fn holders_killed(env: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("k.db");
     create(&path);
     let kills = if long() { 20 } else { 3 };
-    let writers: Vec<_> = (0..2).map(|i| spawn(&path, "writer", i)).collect();
+    let writers: Vec<_> = (0..2)
+        .map(|i| spawn_with(&path, "writer", i, env))
+        .collect();
     let mut killed_at = Vec::new();
     for k in 0..kills {
-        let mut holder = spawn(&path, "holder", 100 + k);
+        let mut holder = spawn_with(&path, "holder", 100 + k, env);
         let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
         // Kill it inside one of its transactions (it holds the writer of
         // every process then).

@@ -72,7 +72,9 @@ pub struct Counters {
 
 impl Counters {
     /// Maps the counters of `file`, a lock file whose first page is written
-    /// (see [`imp::initialize`]).
+    /// (see [`imp::initialize`]). Take no lock through `file`'s open file
+    /// description afterwards: the mapping keeps it alive, and its locks
+    /// with it, after `file` is closed.
     pub fn map(file: &File) -> io::Result<Counters> {
         Ok(Counters {
             page: SharedPage::map(file)?,
@@ -154,7 +156,7 @@ mod tests {
             .open(&path)
             .unwrap();
         imp::initialize(&f).unwrap();
-        let c = Counters::map(&f).unwrap();
+        let c = Counters::map(&imp::reopen(&path).unwrap()).unwrap();
         (dir, f, c)
     }
 
@@ -186,8 +188,8 @@ mod tests {
 
     #[test]
     fn every_mapping_of_the_file_shares_the_counters() {
-        let (_d, f, c) = lock_file();
-        let other = Counters::map(&f.try_clone().unwrap()).unwrap();
+        let (d, f, c) = lock_file();
+        let other = Counters::map(&imp::reopen(&d.path().join("d.db-lane")).unwrap()).unwrap();
         assert_eq!(c.count(), 1);
         assert_eq!(other.count(), 2);
         assert!(c.wait_durable(&f, 2, || Ok(())).unwrap().unwrap());
