@@ -118,10 +118,20 @@ def test_factory_subclass_with_extra_keyword_arguments(mod, db_path):
 
 def test_a_drop_in_connection_is_safe_by_default_and_mixes_with_the_native_api(db_path):
     con = dbapi.connect(db_path)
-    assert con.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     # the native API without options joins the engine as it is
     with litelane.open(db_path) as db:
         assert db.profile == "safe"
+        # safe: every commit is made durable by a WAL fsync, its own or one
+        # shared with other processes' commits (the writer connection itself
+        # reads synchronous=NORMAL: it syncs after its turn)
+        before = db.metrics()
+        con.execute("CREATE TABLE durable(x)")
+        for i in range(3):
+            con.execute("INSERT INTO durable VALUES (?)", (i,))
+            con.commit()
+        after = db.metrics()
+        synced = lambda m: m["wal_syncs"] + m["syncs_shared"]  # noqa: E731
+        assert synced(after) - synced(before) == after["commits"] - before["commits"] >= 3
     with pytest.raises(dbapi.ProgrammingError, match="other options"):
         litelane.open(db_path, profile="balanced")
     con.close()

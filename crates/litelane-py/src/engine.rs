@@ -650,6 +650,8 @@ impl Engine {
         d.set_item("checkpoint_time", m.checkpoint_time.as_secs_f64())?;
         d.set_item("wal_pages", m.wal_pages)?;
         d.set_item("wal_file_bytes", m.wal_file_bytes)?;
+        d.set_item("wal_syncs", m.wal_syncs)?;
+        d.set_item("syncs_shared", m.syncs_shared)?;
         let slow = PyList::empty(py);
         for s in &m.slow_statements {
             let e = PyDict::new(py);
