@@ -7,20 +7,16 @@
 //! finished but rejected records, and 130 when interrupted by Ctrl-C).
 //! The binary (`src/main.rs`) only calls [`main`].
 //!
-//! The library exists for the fuzz target (`fuzz/`): everything but
-//! [`main`] and the hidden `fuzzing` module stays private to the crate.
+//! The import itself is the `litelane-import` library; `import` and
+//! `sniff` here only parse flags, print and choose the exit status.
 
 #![deny(unsafe_code)]
 
 mod bench;
 mod error;
-pub(crate) mod import;
+mod import;
 mod inspect;
-
-/// The input → records → rows path with its invariants checked, for the
-/// fuzz target and the tests (not a stable interface).
-#[doc(hidden)]
-pub use import::fuzzing;
+mod sniff;
 
 use clap::{Parser, Subcommand};
 
@@ -39,11 +35,11 @@ enum Command {
     /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
     /// record stored, 3 finished with rejected records, 1 failed, 2 usage
     /// error, 130 interrupted (Ctrl-C; what is committed stays).
-    Import(import::ImportArgs),
+    Import(litelane_import::ImportArgs),
     /// Print the plan an import of a CSV/TSV file would use: delimiter,
     /// quote, header, skipped lines, index column, column types and null
     /// tokens (`--json`: the form `import --plan` reads).
-    Sniff(import::sniff::SniffArgs),
+    Sniff(sniff::SniffArgs),
     /// Run a benchmark scenario beside its peers.
     Bench(bench::BenchArgs),
     /// Show file, WAL, page and table statistics of a database.
@@ -86,7 +82,7 @@ where
     let mut status = 0;
     let result: Result<(), CliError> = match cli.command {
         Command::Import(a) => import::run(a).map(|code| status = code),
-        Command::Sniff(a) => import::sniff::run(a),
+        Command::Sniff(a) => sniff::run(a).map_err(CliError::from),
         Command::Bench(a) => bench::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
@@ -98,7 +94,7 @@ where
     match result {
         Ok(()) => status,
         Err(e) => {
-            eprintln!("litelane: error: {e}");
+            eprintln!("litelane: error: {}", error::chain(&e));
             1
         }
     }

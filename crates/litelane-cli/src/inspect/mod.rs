@@ -123,10 +123,12 @@ fn parse_mode(s: &str) -> Result<litelane::CheckpointMode, String> {
 /// canonical directory and name for files that do not exist.
 fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError> {
     // An OUT that cannot be resolved (its directory is missing) is named as such.
-    crate::import::guard::check_output("OUT", out, &[])?;
-    let mut files = crate::import::guard::database_files(db).into_iter();
+    litelane_import::read::guard::check_output("OUT", out, &[])?;
+    let mut files = litelane_import::read::guard::database_files(db).into_iter();
     if let Some(me) = files.next() {
-        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&me)).is_err() {
+        if litelane_import::read::guard::check_output("OUT", out, std::slice::from_ref(&me))
+            .is_err()
+        {
             return Err(CliError::Input(format!(
                 "refusing {command} OUT {}: it is the database {} itself; give another path",
                 out.display(),
@@ -135,7 +137,9 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
         }
     }
     for side in files {
-        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&side)).is_err() {
+        if litelane_import::read::guard::check_output("OUT", out, std::slice::from_ref(&side))
+            .is_err()
+        {
             return Err(CliError::Input(format!(
                 "refusing {command} OUT {}: it is {} ({}), whether or not that file exists now: \
                  SQLite takes it for part of {} and deletes it or rolls it into the database \
@@ -161,8 +165,8 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
             )));
         }
     }
-    let theirs = crate::import::guard::database_files(out);
-    crate::import::guard::check_output("DB", db, &theirs[1..]).map_err(|_| {
+    let theirs = litelane_import::read::guard::database_files(out);
+    litelane_import::read::guard::check_output("DB", db, &theirs[1..]).map_err(|_| {
         CliError::Input(format!(
             "refusing {command} {} {}: DB is a side file of OUT, not a database",
             db.display(),
