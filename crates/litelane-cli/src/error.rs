@@ -96,7 +96,7 @@ mod tests {
     fn the_chain_names_each_cause_once() {
         let os = std::io::Error::other("disk on fire");
         let inner = litelane_import::Error::io("reading b.csv", os);
-        let e = CliError::Import(litelane_import::Error::File {
+        let e = CliError::Import(litelane_import::Error::Context {
             message: format!("file 2 of 2 (b.csv): {inner}"),
             source: Box::new(inner),
         });
@@ -105,7 +105,7 @@ mod tests {
             "file 2 of 2 (b.csv): reading b.csv: disk on fire"
         );
         // A cause the message does not hold is added.
-        let e = CliError::Import(litelane_import::Error::File {
+        let e = CliError::Import(litelane_import::Error::Context {
             message: "file 1 of 1 (a.csv)".into(),
             source: Box::new(litelane_import::Error::Input("bad".into())),
         });

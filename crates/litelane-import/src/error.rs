@@ -53,12 +53,14 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// One file of a run over several failed (`message` names it and what
-    /// became of the others); `source` is why.
-    File {
-        /// Which file, and what became of the files before and after it.
+    /// An error with what it ended and what became of the work: one file
+    /// of several (which, and the files before and after it), or the rows
+    /// of an import (rolled back, or committed up to a line). `message`
+    /// holds the cause's text too; `source` is the cause itself.
+    Context {
+        /// The whole message, the cause's text included.
         message: String,
-        /// Why that file failed.
+        /// The error that ended the work.
         source: Box<Error>,
     },
 }
@@ -74,7 +76,7 @@ impl fmt::Display for Error {
                 line,
                 message,
             } => write!(f, "{file}:{line}: {message}"),
-            Error::File { message, .. } => f.write_str(message),
+            Error::Context { message, .. } => f.write_str(message),
         }
     }
 }
@@ -84,7 +86,7 @@ impl std::error::Error for Error {
         match self {
             Error::Engine(e) => Some(e),
             Error::Io { source, .. } => Some(source),
-            Error::File { source, .. } => Some(source.as_ref()),
+            Error::Context { source, .. } => Some(source.as_ref()),
             Error::Input(_) | Error::Record { .. } => None,
         }
     }
@@ -126,7 +128,7 @@ impl Error {
             Error::Engine(_) => ErrorKind::Engine,
             Error::Io { .. } => ErrorKind::Io,
             Error::Input(_) | Error::Record { .. } => ErrorKind::Input,
-            Error::File { source, .. } => source.kind(),
+            Error::Context { source, .. } => source.kind(),
         }
     }
 
@@ -134,7 +136,7 @@ impl Error {
     pub fn file(&self) -> Option<&str> {
         match self {
             Error::Record { file, .. } => Some(file),
-            Error::File { source, .. } => source.file(),
+            Error::Context { source, .. } => source.file(),
             _ => None,
         }
     }
@@ -143,7 +145,7 @@ impl Error {
     pub fn line(&self) -> Option<u64> {
         match self {
             Error::Record { line, .. } => Some(*line),
-            Error::File { source, .. } => source.line(),
+            Error::Context { source, .. } => source.line(),
             _ => None,
         }
     }
@@ -163,7 +165,7 @@ impl Error {
     pub fn engine(&self) -> Option<&litelane::Error> {
         match self {
             Error::Engine(e) => Some(e),
-            Error::File { source, .. } => source.engine(),
+            Error::Context { source, .. } => source.engine(),
             _ => None,
         }
     }
@@ -187,7 +189,7 @@ mod tests {
             .unwrap()
             .execute("INSERT INTO missing VALUES (1)", [])
             .unwrap_err();
-        let e = Error::File {
+        let e = Error::Context {
             message: "file 2 of 3 (b.csv): ...".into(),
             source: Box::new(Error::from(sqlite)),
         };

@@ -507,7 +507,10 @@ impl Sink<'_> {
                         committed.inserted, committed.line, feed.sink.input
                     )
                 };
-                Err(Error::Input(format!("{e}; {kept}")))
+                Err(Error::Context {
+                    message: format!("{e}; {kept}"),
+                    source: Box::new(e),
+                })
             }
         }
     }

@@ -158,7 +158,7 @@ fn each_file(
                 } else {
                     String::new()
                 };
-                return Err(Error::File {
+                return Err(Error::Context {
                     message: format!(
                         "file {} of {} ({f}): {e}{before}{after}",
                         i + 1,

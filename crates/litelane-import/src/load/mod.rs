@@ -90,11 +90,12 @@ pub fn run(args: ImportArgs) -> Result<Outcome, Error> {
     run_with(args, None)
 }
 
-/// [`run`] into a database the caller already holds open (its engine
-/// options apply; `args.db` must be its path: the lock file, the WAL
-/// truncation and the path checks use it, and `args.profile` only names
-/// the profile in the summary).
-pub fn run_into(db: &Database, args: ImportArgs) -> Result<Outcome, Error> {
+/// [`run`] into a database the caller already holds open: its engine and
+/// options apply (`args.profile` is replaced by the engine's profile, which
+/// the summary names). `args.db` must be its path: the lock file, the WAL
+/// truncation and the path checks use it.
+pub fn run_into(db: &Database, mut args: ImportArgs) -> Result<Outcome, Error> {
+    args.profile = db.options().profile;
     run_with(args, Some(db))
 }
 
