@@ -1,5 +1,5 @@
-//! The `litelane` command: import, sniff, bench, stats, doctor, checkpoint,
-//! backup, recover.
+//! The `litelane` command: import, sniff, stats, doctor, checkpoint,
+//! backup, recover. (The benchmarks are the separate `litelane-bench`.)
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
@@ -12,7 +12,6 @@
 
 #![deny(unsafe_code)]
 
-mod bench;
 mod error;
 mod import;
 mod inspect;
@@ -35,13 +34,11 @@ enum Command {
     /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
     /// record stored, 3 finished with rejected records, 1 failed, 2 usage
     /// error, 130 interrupted (Ctrl-C; what is committed stays).
-    Import(litelane_import::ImportArgs),
+    Import(Box<litelane_import::ImportArgs>),
     /// Print the plan an import of a CSV/TSV file would use: delimiter,
     /// quote, header, skipped lines, index column, column types and null
     /// tokens (`--json`: the form `import --plan` reads).
     Sniff(sniff::SniffArgs),
-    /// Run a benchmark scenario beside its peers.
-    Bench(bench::BenchArgs),
     /// Show file, WAL, page and table statistics of a database.
     Stats(inspect::StatsArgs),
     /// Check a database's settings against best practice.
@@ -52,9 +49,6 @@ enum Command {
     Backup(inspect::BackupArgs),
     /// Salvage what can be read from a damaged database into a new file.
     Recover(inspect::RecoverArgs),
-    /// One worker process of `bench threads --processes` (internal).
-    #[command(hide = true, name = "bench-worker")]
-    BenchWorker(bench::WorkerArgs),
 }
 
 /// Runs the `litelane` command with the process's arguments, and exits the
@@ -81,15 +75,13 @@ where
     };
     let mut status = 0;
     let result: Result<(), CliError> = match cli.command {
-        Command::Import(a) => import::run(a).map(|code| status = code),
+        Command::Import(a) => import::run(*a).map(|code| status = code),
         Command::Sniff(a) => sniff::run(a).map_err(CliError::from),
-        Command::Bench(a) => bench::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
         Command::Checkpoint(a) => inspect::checkpoint(a),
         Command::Backup(a) => inspect::backup(a),
         Command::Recover(a) => inspect::recover(a),
-        Command::BenchWorker(a) => bench::worker_main(a),
     };
     match result {
         Ok(()) => status,

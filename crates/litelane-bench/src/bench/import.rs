@@ -4,7 +4,8 @@
 //!
 //! * `sqlite3-shell-import`: the `sqlite3` shell's `.import --csv` (when
 //!   `sqlite3` is on `PATH`; skipped with a note otherwise);
-//! * `litelane-import`: `litelane import FILE --db DB --json --quiet`, run as a
+//! * `litelane-import`: `litelane import FILE --db DB --json --quiet` (the
+//!   same library, as `litelane-bench import-child`), run as a
 //!   child process of this very executable;
 //! * `bulk-insert`: the parsed rows inserted from structs by the engine's
 //!   bulk inserter (the report's "insert within a transaction");
@@ -33,7 +34,7 @@ use serde_json::Value;
 use super::data::{trips, write_trips_csv, Trip, TRIP_ROWS};
 use super::report::{group_digits, round, Outcome, Row, Unit};
 use super::Ctx;
-use crate::error::CliError;
+use crate::error::BenchError;
 
 const TTC_SCHEMA: &str = "CREATE TABLE ttc(id INTEGER PRIMARY KEY, route_id INTEGER, \
      service_id INTEGER, trip_id INTEGER, trip_headsign TEXT, direction_id INTEGER, \
@@ -116,7 +117,7 @@ fn count(path: &Path, table: &str) -> u64 {
 }
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let rows = ctx.pick(ctx.args.csv_rows, TRIP_ROWS, TRIP_ROWS).max(1);
     let profile = ctx.profile(Profile::Balanced)?;
     let mut o = Outcome::new(
@@ -137,11 +138,11 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let data: Vec<Trip> = trips(ctx.args.seed, rows).collect();
     {
         let file = std::fs::File::create(&csv)
-            .map_err(|e| CliError::io(format!("creating {}", csv.display()), e))?;
+            .map_err(|e| BenchError::io(format!("creating {}", csv.display()), e))?;
         let mut out = std::io::BufWriter::new(file);
         write_trips_csv(&mut out, data.iter().cloned())
             .and_then(|_| std::io::Write::flush(&mut out))
-            .map_err(|e| CliError::io(format!("writing {}", csv.display()), e))?;
+            .map_err(|e| BenchError::io(format!("writing {}", csv.display()), e))?;
     }
     let bytes = std::fs::metadata(&csv).map_or(0, |m| m.len());
     o.param("csv_bytes", bytes);
@@ -211,7 +212,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
-        .map_err(|e| CliError::io("starting a tokio runtime", e))?;
+        .map_err(|e| BenchError::io("starting a tokio runtime", e))?;
     ctx.progress("import: insert-async-per-batch");
     o.rows.push(rt.block_on(insert_async(&db, &data, BATCH))?);
     db.write(|tx| Ok(tx.execute_batch("DELETE FROM ttc2")?))?;
@@ -300,7 +301,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
 
 /// `sqlite3 DB ".import --csv FILE trips"` on a fresh file (the shell's
 /// defaults: rollback journal, `synchronous=FULL`, every column TEXT).
-fn shell_import(ctx: &Ctx, shell: &Path, csv: &Path, rows: u64) -> Result<Row, CliError> {
+fn shell_import(ctx: &Ctx, shell: &Path, csv: &Path, rows: u64) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let db = dir.path().join("shell.db");
     let start = Instant::now();
@@ -339,7 +340,8 @@ struct Imported {
     table: Option<(String, String)>,
 }
 
-/// `litelane import CSV --db DB --json --quiet` as a child process. An
+/// `litelane import CSV --db DB --json --quiet` as a child process (this
+/// binary's hidden `import-child`, the same library as the command). An
 /// import that fails (or is not built) becomes a row with errors and a note,
 /// not a failed benchmark.
 fn litelane_import(
@@ -347,14 +349,14 @@ fn litelane_import(
     csv: &Path,
     rows: u64,
     profile: Profile,
-) -> Result<Imported, CliError> {
+) -> Result<Imported, BenchError> {
     let dir = ctx.fresh_dir()?;
     let db = dir.path().join("import.db");
-    let exe =
-        std::env::current_exe().map_err(|e| CliError::io("finding the litelane executable", e))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("finding the litelane-bench executable", e))?;
     let start = Instant::now();
     let out = Command::new(&exe)
-        .arg("import")
+        .arg("import-child")
         .arg(csv)
         .arg("--db")
         .arg(&db)
@@ -441,18 +443,18 @@ fn text_copy_floor(
     create: &str,
     rows: u64,
     profile: Profile,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let text_db = dir.path().join("text.db");
     let engine = |e: rusqlite::Error, what: &str| {
-        CliError::Engine(litelane::Error::from_sqlite(e, what.to_string()))
+        BenchError::Engine(litelane::Error::from_sqlite(e, what.to_string()))
     };
     let mut reader = csv::ReaderBuilder::new()
         .from_path(csv)
-        .map_err(|e| CliError::Input(format!("reading {}: {e}", csv.display())))?;
+        .map_err(|e| BenchError::Input(format!("reading {}: {e}", csv.display())))?;
     let width = reader
         .headers()
-        .map_err(|e| CliError::Input(format!("reading {}: {e}", csv.display())))?
+        .map_err(|e| BenchError::Input(format!("reading {}: {e}", csv.display())))?
         .len();
     let cols: Vec<String> = (1..=width).map(|i| format!("c{i}")).collect();
     {
@@ -471,7 +473,7 @@ fn text_copy_floor(
             let mut st = tx.prepare(&sql).map_err(|e| engine(e, &sql))?;
             for rec in reader.byte_records() {
                 let rec =
-                    rec.map_err(|e| CliError::Input(format!("reading {}: {e}", csv.display())))?;
+                    rec.map_err(|e| BenchError::Input(format!("reading {}: {e}", csv.display())))?;
                 for (i, f) in rec.iter().enumerate() {
                     st.raw_bind_parameter(i + 1, std::str::from_utf8(f).unwrap_or(""))
                         .map_err(|e| engine(e, "binding"))?;
@@ -519,7 +521,7 @@ fn text_copy_floor(
 
 /// Inserts every trip into `ttc2` through `write_async`, `per_hop` rows per
 /// hop (each hop one transaction), awaiting each before the next.
-async fn insert_async(db: &Database, data: &[Trip], per_hop: u64) -> Result<Row, CliError> {
+async fn insert_async(db: &Database, data: &[Trip], per_hop: u64) -> Result<Row, BenchError> {
     let start = Instant::now();
     let mut errors = 0u64;
     let mut hops = 0u64;
@@ -566,7 +568,7 @@ async fn insert_async(db: &Database, data: &[Trip], per_hop: u64) -> Result<Row,
 }
 
 /// Reads every trip back through `read_async`, `per_hop` rows per hop.
-async fn read_async(db: &Database, data: &[Trip], per_hop: u64) -> Result<Row, CliError> {
+async fn read_async(db: &Database, data: &[Trip], per_hop: u64) -> Result<Row, BenchError> {
     let n = data.len() as u64;
     let start = Instant::now();
     let mut out: Vec<Trip> = Vec::with_capacity(data.len());

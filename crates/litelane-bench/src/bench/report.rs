@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::{json, Map, Value};
 
-use crate::error::CliError;
+use crate::error::BenchError;
 
 /// Whether a row counts rows written or operations done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -521,9 +521,9 @@ pub fn write_report(
     outcomes: &[Outcome],
     machine: &Machine,
     seconds: f64,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::io(format!("creating {}", dir.display()), e))?;
+        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
     let mut md = String::new();
     let _ = writeln!(md, "# litelane benchmarks\n");
     let _ = writeln!(
@@ -539,10 +539,10 @@ pub fn write_report(
         let svg = svg_chart(o, machine)?;
         let path = dir.join(format!("{}.svg", o.scenario));
         std::fs::write(&path, svg)
-            .map_err(|e| CliError::io(format!("writing {}", path.display()), e))?;
+            .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))?;
     }
     let path = dir.join("report.md");
-    std::fs::write(&path, md).map_err(|e| CliError::io(format!("writing {}", path.display()), e))
+    std::fs::write(&path, md).map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
 }
 
 // ---------------------------------------------------------------- SVG ----
@@ -704,7 +704,7 @@ fn latency_rows(o: &Outcome) -> Vec<(&Row, &Latency)> {
 /// or, when values span more than 30×, a log axis; then, when the variants
 /// have latencies, their distributions as cumulative curves on a log time
 /// axis with the 16 ms frame budget marked.
-pub fn svg_chart(o: &Outcome, machine: &Machine) -> Result<String, CliError> {
+pub fn svg_chart(o: &Outcome, machine: &Machine) -> Result<String, BenchError> {
     let title = wrapped(&o.title, 12.0);
     let about = wrapped(
         &format!("{} · reproduces {}", machine.one_line(), o.reproduces),
@@ -734,7 +734,7 @@ pub fn svg_chart(o: &Outcome, machine: &Machine) -> Result<String, CliError> {
             root.present()?;
             Ok(())
         })();
-        drawn.map_err(|e| CliError::Input(format!("drawing the {} chart: {e}", o.scenario)))?;
+        drawn.map_err(|e| BenchError::Input(format!("drawing the {} chart: {e}", o.scenario)))?;
     }
     Ok(svg)
 }
@@ -746,7 +746,7 @@ fn header(area: &Area, o: &Outcome, title: &[String], about: &[String]) -> Drawn
         .style(FontStyle::Bold)
         .color(&INK);
     area.draw(&Text::new(
-        format!("litelane bench {}", o.scenario),
+        format!("litelane-bench {}", o.scenario),
         (20, 14),
         bold,
     ))?;
@@ -1135,7 +1135,7 @@ mod tests {
             t.iter().any(|x| x.contains(&m.cpu)),
             "no machine line in {t:?}"
         );
-        assert!(t.iter().any(|x| x == "litelane bench insert"), "{t:?}");
+        assert!(t.iter().any(|x| x == "litelane-bench insert"), "{t:?}");
         // One bar per variant (one series), litelane's in its own colour.
         assert_eq!(bar_fills(&doc), ["#0F7B6C", "#8AA4C8"]);
         // The latency curve of the one variant that has latencies.

@@ -24,7 +24,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension};
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Series, Unit};
 use super::{median_of, release_and_join, Ctx};
-use crate::error::CliError;
+use crate::error::BenchError;
 
 const SCHEMA: &str = "CREATE TABLE test_table(id INTEGER PRIMARY KEY, value TEXT)";
 const INSERT: &str = "INSERT INTO test_table(value) VALUES (?)";
@@ -51,7 +51,7 @@ struct Tally {
 }
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let shape = Shape {
         writers: ctx.pick(ctx.args.writers, 12, 12).max(1),
         readers: ctx.pick(ctx.args.readers, 40, 40),
@@ -191,7 +191,7 @@ fn finish(
 }
 
 /// A plain connection per thread, the report's way.
-fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Result<Row, CliError> {
+fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("wal.db");
     let open = |path: &Path| -> rusqlite::Result<Connection> {
@@ -301,7 +301,12 @@ fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Resul
 }
 
 /// The same work through one litelane database.
-fn litelane_variant(ctx: &Ctx, profile: Profile, shape: Shape, seed: u64) -> Result<Row, CliError> {
+fn litelane_variant(
+    ctx: &Ctx,
+    profile: Profile,
+    shape: Shape,
+    seed: u64,
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("wal.db");
     let db = Database::open(&path, Options::with_profile(profile))?;

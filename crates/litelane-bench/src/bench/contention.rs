@@ -22,7 +22,7 @@ use rusqlite::{Connection, ErrorCode};
 use super::data::SplitMix64;
 use super::report::{round, Latency, Outcome, Row, Unit};
 use super::{mean_group_size, median_of, release_and_join, Ctx};
-use crate::error::CliError;
+use crate::error::BenchError;
 
 const SCHEMA: &str = "CREATE TABLE message(id INTEGER PRIMARY KEY, chat INTEGER NOT NULL, \
      sender TEXT NOT NULL, body TEXT NOT NULL, ts INTEGER NOT NULL); \
@@ -131,7 +131,7 @@ impl Tally {
 }
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let threads = ctx.pick(ctx.args.threads, 8, 8).max(1);
     let ops = ctx.pick(ctx.args.ops, 20_000, 20_000).max(threads as u64);
     let per_thread = ops / threads as u64;
@@ -266,7 +266,7 @@ fn shared_handle(
     profile: Profile,
     work: &[Vec<Op>],
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("contention.db");
     let conn = plain_connection(&path, profile)?;
@@ -282,7 +282,7 @@ fn shared_handle(
     Ok(finish("shared-handle-mutex", elapsed, tallies))
 }
 
-fn busy_retry(ctx: &Ctx, profile: Profile, work: &[Vec<Op>], seed: u64) -> Result<Row, CliError> {
+fn busy_retry(ctx: &Ctx, profile: Profile, work: &[Vec<Op>], seed: u64) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("contention.db");
     {
@@ -315,7 +315,7 @@ fn litelane_variant(
     profile: Profile,
     work: &[Vec<Op>],
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("contention.db");
     let db = Database::open(&path, Options::with_profile(profile))?;

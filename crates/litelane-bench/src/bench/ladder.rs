@@ -23,7 +23,7 @@ use rusqlite::Connection;
 use super::data::{records, Record, RECORD_INSERT, RECORD_SCHEMA};
 use super::report::{group_digits, round, Outcome, Row, Unit};
 use super::{median_of, Ctx};
-use crate::error::CliError;
+use crate::error::BenchError;
 
 impl BulkRow for Record {
     fn len(&self) -> usize {
@@ -89,7 +89,7 @@ const RUNGS: [Rung; 5] = [
 ];
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let rows = ctx.pick(ctx.args.rows, 100_000, 100_000).max(1);
     let sample = ctx.pick(ctx.args.sample, 2_000, 2_000).clamp(1, rows);
     let mut o = Outcome::new(
@@ -157,7 +157,7 @@ fn count_rows(path: &Path) -> u64 {
         .map_or(0, |n| n as u64)
 }
 
-fn plain_rung(ctx: &Ctx, rung: Rung, rows: u64, seed: u64) -> Result<Row, CliError> {
+fn plain_rung(ctx: &Ctx, rung: Rung, rows: u64, seed: u64) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("ladder.db");
     let conn = Connection::open(&path)?;
@@ -203,7 +203,7 @@ fn litelane_rung(
     profile: Profile,
     rows: u64,
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("ladder.db");
     let db = Database::open(&path, Options::with_profile(profile))?;

@@ -1,4 +1,4 @@
-//! `litelane bench SCENARIO`: each scenario reproduces one field report's
+//! `litelane-bench SCENARIO`: each scenario reproduces one field report's
 //! experiment on this machine, beside litelane, on fresh databases in a
 //! temporary directory that is removed afterwards.
 //!
@@ -32,14 +32,14 @@ use std::time::Instant;
 use litelane::Profile;
 use serde_json::Value;
 
-use crate::error::CliError;
+use crate::error::BenchError;
 use report::{Machine, Outcome, Row};
 pub use threads::{worker_main, WorkerArgs};
 
 /// The scenarios `bench` knows, in the order `all` runs them.
 pub const SCENARIOS: [&str; 6] = ["insert", "threads", "wal", "contention", "import", "ladder"];
 
-/// Arguments of `litelane bench`. Options a scenario does not use are
+/// Arguments of `litelane-bench`. Options a scenario does not use are
 /// ignored by it.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -126,11 +126,13 @@ pub struct Ctx {
 
 impl Ctx {
     /// A fresh, empty directory for one variant, removed when dropped.
-    pub fn fresh_dir(&self) -> Result<tempfile::TempDir, CliError> {
+    pub fn fresh_dir(&self) -> Result<tempfile::TempDir, BenchError> {
         tempfile::Builder::new()
             .prefix("litelane-bench-")
             .tempdir_in(&self.base)
-            .map_err(|e| CliError::io(format!("creating a temp dir in {}", self.base.display()), e))
+            .map_err(|e| {
+                BenchError::io(format!("creating a temp dir in {}", self.base.display()), e)
+            })
     }
 
     /// Prints a progress line on stderr (unless `--quiet`).
@@ -151,10 +153,10 @@ impl Ctx {
     }
 
     /// The profile given by `--profile`, or `default`.
-    pub fn profile(&self, default: Profile) -> Result<Profile, CliError> {
+    pub fn profile(&self, default: Profile) -> Result<Profile, BenchError> {
         match self.args.profile.as_deref() {
             None => Ok(default),
-            Some(p) => p.parse().map_err(CliError::from),
+            Some(p) => p.parse().map_err(BenchError::from),
         }
     }
 }
@@ -192,8 +194,8 @@ pub fn mean_group_size(before: &litelane::Metrics, after: &litelane::Metrics) ->
 /// run's seconds in `seconds_runs`.
 pub fn median_of(
     runs: usize,
-    mut once: impl FnMut(usize) -> Result<Vec<Row>, CliError>,
-) -> Result<Vec<Row>, CliError> {
+    mut once: impl FnMut(usize) -> Result<Vec<Row>, BenchError>,
+) -> Result<Vec<Row>, BenchError> {
     let mut all: Vec<Vec<Row>> = Vec::with_capacity(runs);
     for i in 0..runs {
         all.push(once(i)?);
@@ -224,9 +226,9 @@ pub fn median_of(
 }
 
 /// Runs one scenario, timing it.
-fn run_one(name: &str, ctx: &Ctx) -> Result<Outcome, CliError> {
+fn run_one(name: &str, ctx: &Ctx) -> Result<Outcome, BenchError> {
     if !ctx.args.quiet {
-        eprintln!("litelane bench {name}");
+        eprintln!("litelane-bench {name}");
     }
     let start = Instant::now();
     let mut o = match name {
@@ -236,19 +238,19 @@ fn run_one(name: &str, ctx: &Ctx) -> Result<Outcome, CliError> {
         "contention" => contention::run(ctx)?,
         "import" => import::run(ctx)?,
         "ladder" => ladder::run(ctx)?,
-        other => return Err(CliError::Input(format!("unknown scenario {other:?}"))),
+        other => return Err(BenchError::Input(format!("unknown scenario {other:?}"))),
     };
     o.wall_seconds = start.elapsed().as_secs_f64();
     o.param("seed", ctx.args.seed);
     Ok(o)
 }
 
-/// Entry point of `litelane bench`.
-pub fn run(args: BenchArgs) -> Result<(), CliError> {
+/// Entry point of `litelane-bench`.
+pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     let base = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
-                .map_err(|e| CliError::io(format!("creating {}", d.display()), e))?;
+                .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
             d.clone()
         }
         None => std::env::temp_dir(),
@@ -279,7 +281,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             report::scenario_json(&outcomes[0], &machine)
         };
         let text = serde_json::to_string_pretty(&v)
-            .map_err(|e| CliError::Input(format!("encoding the JSON: {e}")))?;
+            .map_err(|e| BenchError::Input(format!("encoding the JSON: {e}")))?;
         println!("{text}");
     } else if in_all {
         println!("bench all: {seconds:.1} s");

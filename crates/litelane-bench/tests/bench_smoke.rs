@@ -1,4 +1,4 @@
-//! Smoke tests of `litelane bench`: every scenario at a tiny size, through the
+//! Smoke tests of `litelane-bench`: every scenario at a tiny size, through the
 //! real binary, checked through its `--json` output. No timing is asserted:
 //! speed is shown by the benchmarks' ratios, never tested.
 
@@ -7,26 +7,25 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Runs `litelane bench ARGS... --json --quiet --dir TMP` and parses stdout.
-/// Runs `litelane bench ARGS --dir TMP` and returns its output, which must
+/// Runs `litelane-bench ARGS --dir TMP` and returns its output, which must
 /// be a success.
 fn run_ok(tmp: &Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .arg("bench")
+    let out = Command::new(env!("CARGO_BIN_EXE_litelane-bench"))
         .args(args)
         .arg("--dir")
         .arg(tmp)
         .output()
-        .expect("running litelane");
+        .expect("running litelane-bench");
     assert!(
         out.status.success(),
-        "litelane bench {args:?} failed: {}\n{}",
+        "litelane-bench {args:?} failed: {}\n{}",
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
     out
 }
 
+/// Runs `litelane-bench ARGS --json --quiet --dir TMP` and parses stdout.
 fn bench(tmp: &Path, args: &[&str]) -> Value {
     let args = [args, &["--json", "--quiet"]].concat();
     let out = run_ok(tmp, &args);
@@ -145,7 +144,7 @@ fn threads_with_processes_stores_every_row() {
         0
     );
     // The hidden worker command refuses a bad mode with a clear message.
-    let out = Command::new(env!("CARGO_BIN_EXE_litelane"))
+    let out = Command::new(env!("CARGO_BIN_EXE_litelane-bench"))
         .args(["bench-worker", "--db", "x.db", "--mode", "bogus"])
         .args(["--threads", "1", "--rows", "1", "--profile", "safe"])
         .args(["--seed", "1", "--index", "0"])
@@ -357,7 +356,7 @@ fn all_writes_a_report_with_one_svg_per_scenario() {
             .map(str::trim)
             .collect();
         assert!(
-            texts.contains(&format!("litelane bench {s}").as_str()),
+            texts.contains(&format!("litelane-bench {s}").as_str()),
             "{s}.svg has no title: {texts:?}"
         );
         // Every variant of the scenario is named on its chart.
@@ -415,8 +414,8 @@ fn insert_says_what_it_will_do_and_how_long_and_writes_for_users() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     // The default is stated in the help, and is not 5,000,000.
-    let help = Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args(["bench", "--help"])
+    let help = Command::new(env!("CARGO_BIN_EXE_litelane-bench"))
+        .arg("--help")
         .output()
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);

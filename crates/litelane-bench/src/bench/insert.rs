@@ -20,7 +20,7 @@ use litelane::{Database, Options, Profile};
 use super::data::{users, USER_COLUMNS, USER_SCHEMA};
 use super::report::{Outcome, Row, Unit};
 use super::{median_of, Ctx};
-use crate::error::CliError;
+use crate::error::BenchError;
 
 /// Rows each variant inserts per run when `--rows` is not given (outside
 /// `bench all`, which uses 2,000,000).
@@ -31,7 +31,7 @@ pub const DEFAULT_ROWS: u64 = 1_000_000;
 const VARIANTS: usize = 4;
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let rows = ctx.pick(ctx.args.rows, DEFAULT_ROWS, 2_000_000);
     let runs = ctx.runs(3);
     let profiles: Vec<Profile> = match ctx.args.profile.as_deref() {
@@ -146,7 +146,7 @@ fn litelane_variant(
     rows: u64,
     seed: u64,
     rows_per_statement: Option<usize>,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("insert.db");
     let db = Database::open(&path, Options::with_profile(profile))?;
@@ -203,7 +203,7 @@ fn raw_ffi(
     rows: u64,
     seed: u64,
     per_stmt: usize,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("insert.db");
     let conn = RawConnection::open(&path)?;

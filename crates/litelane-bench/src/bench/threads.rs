@@ -27,7 +27,7 @@ use rusqlite::{Connection, ErrorCode};
 use super::data::{Accounts, ACCOUNT_INSERT, ACCOUNT_SCHEMA};
 use super::report::{group_digits, round, Latency, Outcome, Row, Unit};
 use super::{mean_group_size, median_of, release_and_join, Ctx};
-use crate::error::CliError;
+use crate::error::BenchError;
 
 /// What one worker thread did.
 #[derive(Default)]
@@ -49,7 +49,7 @@ impl Work {
 }
 
 /// Runs the scenario.
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let threads = ctx.pick(ctx.args.threads, 4, 4).max(1);
     let per_thread = ctx.pick(ctx.args.rows_per_thread, 10_000, 5_000);
     let single = ctx.pick(ctx.args.single_rows, 1_000, 1_000);
@@ -216,7 +216,7 @@ fn single_thread(
     synchronous: i64,
     rows: u64,
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("threads.db");
     let conn = Connection::open(&path)?;
@@ -257,7 +257,7 @@ fn per_thread_connections(
     per_thread: u64,
     busy_timeout: Option<Duration>,
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("threads.db");
     {
@@ -331,7 +331,7 @@ fn litelane_threads(
     threads: usize,
     per_thread: u64,
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("threads.db");
     let mut opts = Options::with_profile(profile);
@@ -415,7 +415,7 @@ fn litelane_threads(
     Ok(row)
 }
 
-/// Arguments of the hidden `litelane bench-worker` command: one process of
+/// Arguments of the hidden `litelane-bench bench-worker` command: one process of
 /// `bench threads --processes P`. It opens the database, prints `READY`,
 /// waits for a line on stdin, runs `threads` threads × `rows` single-row
 /// inserts, and prints one JSON line with what it did.
@@ -461,8 +461,8 @@ struct WorkerReport {
     mean_group_size: f64,
 }
 
-/// Entry point of `litelane bench-worker`.
-pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
+/// Entry point of `litelane-bench bench-worker`.
+pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
     use std::io::{BufRead, Write};
     let profile: Profile = args.profile.parse()?;
     let threads = args.threads.max(1);
@@ -485,7 +485,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
     };
     let queue = if args.mode == "queued" {
         Some(litelane::xproc::ProcessQueue::open(&args.db).map_err(|e| {
-            CliError::Input(format!(
+            BenchError::Input(format!(
                 "the queued variant needs the cross-process queue: {e}"
             ))
         })?)
@@ -499,7 +499,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
     std::io::stdin()
         .lock()
         .read_line(&mut go)
-        .map_err(|e| CliError::io("waiting for the start signal", e))?;
+        .map_err(|e| BenchError::io("waiting for the start signal", e))?;
     let mut conns = conns.into_iter();
     let works: Vec<Work> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -540,7 +540,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), CliError> {
         report.mean_group_size = mean_group_size(before, &after);
     }
     let line = serde_json::to_string(&report)
-        .map_err(|e| CliError::Input(format!("encoding the worker report: {e}")))?;
+        .map_err(|e| BenchError::Input(format!("encoding the worker report: {e}")))?;
     println!("{line}");
     Ok(())
 }
@@ -606,7 +606,7 @@ fn processes(
     threads: usize,
     per_thread: u64,
     seed: u64,
-) -> Result<Row, CliError> {
+) -> Result<Row, BenchError> {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
     let dir = ctx.fresh_dir()?;
@@ -616,8 +616,8 @@ fn processes(
         apply_profile(&conn, profile)?;
         conn.execute_batch(ACCOUNT_SCHEMA)?;
     }
-    let exe =
-        std::env::current_exe().map_err(|e| CliError::io("finding the litelane executable", e))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("finding the litelane-bench executable", e))?;
     let mut children = Vec::with_capacity(procs);
     for i in 0..procs {
         let mut child = Command::new(&exe)
@@ -632,15 +632,15 @@ fn processes(
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| CliError::io("starting a bench-worker process", e))?;
+            .map_err(|e| BenchError::io("starting a bench-worker process", e))?;
         let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
         let mut line = String::new();
         out.read_line(&mut line)
-            .map_err(|e| CliError::io("reading a bench-worker", e))?;
+            .map_err(|e| BenchError::io("reading a bench-worker", e))?;
         if line.trim() != "READY" {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(CliError::Input(format!(
+            return Err(BenchError::Input(format!(
                 "bench-worker {i} did not start: {:?}",
                 line.trim()
             )));
@@ -659,7 +659,7 @@ fn processes(
         let _ = out.read_line(&mut line);
         let status = child
             .wait()
-            .map_err(|e| CliError::io("waiting for a bench-worker", e))?;
+            .map_err(|e| BenchError::io("waiting for a bench-worker", e))?;
         let report =
             serde_json::from_str::<WorkerReport>(line.trim()).unwrap_or_else(|_| WorkerReport {
                 failed: threads as u64 * per_thread,
