@@ -41,14 +41,18 @@
 //!    upserts, `ALTER TABLE` for new columns, rejects and the summary.
 //!
 //! [`run`] and [`run_into`] are the entry points; the layers' modules are
-//! public for the command line (`litelane sniff`) and the fuzz target, and
-//! are not a stable interface. The behaviour of every option is described
+//! public for the command line (`litelane sniff`) and the fuzz target
+//! (feature `fuzzing`), and are not a stable interface. The behaviour of every option is described
 //! in `docs/import.md`.
 
 #![deny(unsafe_code)]
 
 pub mod convert;
 pub mod error;
+/// The read → convert → SQLite path with its invariants checked, for the
+/// fuzz target (`fuzz/`, which turns on the `fuzzing` feature) and this
+/// crate's tests; not compiled otherwise, not a stable interface.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod load;

@@ -57,6 +57,7 @@ pub enum Mode {
     Replace,
 }
 
+#[cfg(feature = "clap")]
 fn parse_profile(s: &str) -> Result<Profile, String> {
     s.parse::<Profile>().map_err(|e| e.to_string())
 }
