@@ -330,7 +330,7 @@ fn shell_import(ctx: &Ctx, shell: &Path, csv: &Path, rows: u64) -> Result<Row, B
     Ok(row)
 }
 
-/// What [`litelane_import`] measured.
+/// What [`litelane_import()`] measured.
 struct Imported {
     /// The variant's row.
     row: Row,

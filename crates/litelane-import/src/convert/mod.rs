@@ -1,6 +1,7 @@
 //! Layer 3, *convert*: records to rows. The conversion of one record into
 //! one row of a [`Batch`] following the [`Plan`], or into a reject
-//! ([`Converter`], [`ndjson`]), and the parser thread that feeds batches to
+//! ([`Converter`]; NDJSON lines in the private `ndjson` module), and the
+//! parser thread that feeds batches to
 //! the writer ([`job`]). Uses the *read* and *plan* layers.
 
 use std::collections::HashMap;

@@ -5,10 +5,12 @@
 //! files ([`files`]).
 //!
 //! One thread reads and parses the input into batches of typed rows
-//! ([`parse`], [`convert`]); the calling thread stores them ([`sink`]) through
-//! the engine's writer, with a bounded channel of batches between the two.
-//! Column types are inferred from the first [`SAMPLE_RECORDS`] records
-//! ([`values`]). Every record is either stored or rejected ([`rejects`]). By
+//! ([`records`], [`crate::convert`]); the
+//! calling thread stores them ([`feed`]) through the engine's writer, with a
+//! bounded channel of batches between the two. Column types are inferred
+//! from the first [`SAMPLE_RECORDS`](crate::SAMPLE_RECORDS) records
+//! ([`values`](crate::values)). Every record is either stored or rejected
+//! ([`rejects`]). By
 //! default the whole import is one transaction; with `--commit-every` it
 //! commits every N rows and keeps its progress in the database ([`resume`]).
 //! Output paths, the per-table lock and reserved names are checked first

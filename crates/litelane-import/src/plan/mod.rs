@@ -591,7 +591,8 @@ pub fn import_plan(
 /// `--rejects-table` (and, with `--mode replace`, the removal of the
 /// replaced table's rejects), the progress table with `--commit-every`,
 /// and the removal of progress records that no longer apply (`recorded`:
-/// the table has some; `source`: this input's [`super::source_key`]).
+/// the table has some; `source`: this input's canonical path, the key of
+/// its progress record).
 pub fn bookkeeping_sql(
     args: &ImportArgs,
     mode: Mode,

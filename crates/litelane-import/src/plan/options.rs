@@ -1,5 +1,5 @@
 //! What the caller asks of an import: the options of `litelane import`,
-//! also the library's [`ImportArgs`](crate::ImportArgs).
+//! also the library's [`ImportArgs`].
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -2,7 +2,7 @@
 //! quote), the preamble lines to skip, whether the first row is a header,
 //! an index column (R's row names), each column's type and the null tokens.
 //! The functions here are pure (bytes in, a [`SniffPlan`] out) except
-//! [`read_head`] and [`read_regions`], which take the samples. The plan is
+//! [`sniff_input`] and [`read_regions`], which take the samples. The plan is
 //! what `litelane sniff` prints and what `litelane import --plan` reads back.
 //! See `docs/import.md`, "Sniffing".
 

@@ -49,7 +49,7 @@ const SENTINEL: &[u8] = b"\x00litelane:end-of-input\xff";
 
 /// The input of the CSV reader: counts line breaks (LF, CRLF, lone CR) as
 /// the bytes pass, so that a record's starting byte can be turned into its
-/// physical line, and appends [`SENTINEL`] at the end.
+/// physical line, and appends a sentinel (bytes no text holds) at the end.
 pub struct Lines {
     inner: Box<dyn BufRead + Send>,
     /// Bytes of the input passed on so far.
