@@ -63,7 +63,7 @@ fn parse_profile(s: &str) -> Result<Profile, String> {
 }
 
 /// Arguments of `litelane import`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct ImportArgs {
     /// The file to import (`.csv`, `.tsv`, `.ndjson`/`.jsonl`, optionally
@@ -212,37 +212,8 @@ impl ImportArgs {
     pub fn new(source: impl Into<String>, db: impl Into<PathBuf>) -> Self {
         ImportArgs {
             source: source.into(),
-            more: Vec::new(),
             db: db.into(),
-            table: None,
-            format: None,
-            no_header: false,
-            header: false,
-            delimiter: None,
-            plan: None,
-            types_for: Vec::new(),
-            nulls: Vec::new(),
-            no_default_nulls: false,
-            types: None,
-            strict: false,
-            pk: None,
-            on_conflict: None,
-            alter: false,
-            source_column: None,
-            mode: None,
-            profile: Profile::Balanced,
-            commit_every: None,
-            resume: false,
-            rejects: None,
-            rejects_table: None,
-            max_rejects: None,
-            quiet: false,
-            json: false,
-            keep_other_progress: false,
-            rejects_append: false,
-            summaries: None,
-            all_inputs: Vec::new(),
-            interrupt: None,
+            ..ImportArgs::default()
         }
     }
 }

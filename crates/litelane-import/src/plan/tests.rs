@@ -20,7 +20,8 @@ struct Cli {
     args: ImportArgs,
 }
 
-fn args(flags: &[&str]) -> ImportArgs {
+/// `litelane import in.csv --db d.db FLAGS` as clap parses it.
+pub(super) fn args(flags: &[&str]) -> ImportArgs {
     let argv = ["litelane", "in.csv", "--db", "d.db"]
         .into_iter()
         .chain(flags.iter().copied());

@@ -4,23 +4,13 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
-
 use super::*;
 use crate::plan::columns::ColumnPlan;
 use crate::read::dialect::Sniffed;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: ImportArgs,
-}
-
+/// `litelane import in.csv --db d.db --resume FLAGS` as clap parses it.
 fn args(flags: &[&str]) -> ImportArgs {
-    let argv = ["litelane", "in.csv", "--db", "d.db", "--resume"]
-        .into_iter()
-        .chain(flags.iter().copied());
-    Cli::try_parse_from(argv).unwrap().args
+    crate::plan::tests::args(&[&["--resume"], flags].concat())
 }
 
 /// A recorded plan: CSV split on `;` after 2 skipped records and a header,
