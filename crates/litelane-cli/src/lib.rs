@@ -76,7 +76,7 @@ where
     let mut status = 0;
     let result: Result<(), CliError> = match cli.command {
         Command::Import(a) => import::run(*a).map(|code| status = code),
-        Command::Sniff(a) => sniff::run(a).map_err(CliError::from),
+        Command::Sniff(a) => sniff::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
         Command::Checkpoint(a) => inspect::checkpoint(a),

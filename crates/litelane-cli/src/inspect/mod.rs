@@ -189,16 +189,21 @@ fn require_file(path: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Opens `path` read-only with everything that could run stored code turned
-/// off, and checks that it is a database.
-pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
-    require_file(path)?;
-    let ctx = |what: &str| format!("{what} {}", path.display());
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+/// Opens `path` with `flags` and nothing stored in the file able to run:
+/// triggers, views and the trusted schema off, double-quoted strings
+/// refused; `defensive` turns on SQLite's defensive mode. `name`: the file
+/// in messages.
+pub fn open_inert(
+    path: &Path,
+    flags: OpenFlags,
+    defensive: bool,
+    name: &str,
+) -> Result<Connection, CliError> {
+    let ctx = |what: &str| format!("{what} {name}");
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| litelane::Error::from_sqlite(e, ctx("opening")))?;
     for (cfg, on) in [
-        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, defensive),
         (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
         (DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false),
         (DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false),
@@ -208,6 +213,16 @@ pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
         conn.set_db_config(cfg, on)
             .map_err(|e| litelane::Error::from_sqlite(e, ctx("configuring")))?;
     }
+    Ok(conn)
+}
+
+/// Opens `path` read-only with everything that could run stored code turned
+/// off, and checks that it is a database.
+pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
+    require_file(path)?;
+    let ctx = |what: &str| format!("{what} {}", path.display());
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = open_inert(path, flags, true, &path.display().to_string())?;
     conn.execute_batch("PRAGMA query_only = ON; PRAGMA trusted_schema = OFF;")
         .map_err(|e| litelane::Error::from_sqlite(e, ctx("configuring")))?;
     // The first read of the file: fails here for a file that is not a
