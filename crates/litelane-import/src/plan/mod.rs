@@ -678,5 +678,6 @@ pub fn sql_string(s: &str) -> String {
 
 pub mod resumed;
 
-#[cfg(test)]
+// The steps are tested with flags as the command parses them (clap).
+#[cfg(all(test, feature = "clap"))]
 mod tests;

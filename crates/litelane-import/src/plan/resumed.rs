@@ -250,5 +250,6 @@ fn format_name(f: Format) -> &'static str {
     }
 }
 
-#[cfg(test)]
+// The steps are tested with flags as the command parses them (clap).
+#[cfg(all(test, feature = "clap"))]
 mod tests;
