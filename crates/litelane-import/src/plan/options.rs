@@ -176,6 +176,8 @@ pub struct ImportArgs {
     /// No progress bar and no summary on stderr.
     #[cfg_attr(feature = "clap", arg(long, short = 'q'))]
     pub quiet: bool,
+    // Read by the command only: the library returns the summary in every
+    // `Outcome` and prints nothing on stdout.
     /// Print one JSON summary object on stdout.
     #[cfg_attr(feature = "clap", arg(long))]
     pub json: bool,
