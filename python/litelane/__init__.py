@@ -21,8 +21,6 @@ import asyncio
 import functools
 import json
 import os
-import subprocess
-import sys
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, TypeVar
 
 from . import _litelane
@@ -263,28 +261,26 @@ class Database:
         return self._engine.insert_many(table, rows, columns, batch, commit_every)
 
     def import_file(self, path: str, table: str, **options: Any) -> Dict[str, Any]:
-        """Imports a CSV/TSV/JSON file with the ``litelane import`` command:
-        the one this package ships (``python -m litelane._cli``), or the
-        binary named by ``$LITELANE_BIN``. ``options`` become flags:
-        ``delimiter=";"`` -> ``--delimiter ;``, ``replace=True`` ->
-        ``--replace``. Returns the command's JSON summary."""
-        exe = os.environ.get("LITELANE_BIN")
-        command = [exe] if exe else [sys.executable, "-m", "litelane._cli"]
-        args = [*command, "import", os.fspath(path), "--db", self.path, "--table", table, "--json"]
+        """Imports a CSV/TSV/NDJSON file into ``table`` with the import
+        library behind ``litelane import``, in this process (no subprocess),
+        through this database's engine, the GIL released while it runs.
+        ``options`` are the command's flags: ``delimiter=";"`` ->
+        ``--delimiter ;``, ``mode="append"`` -> ``--mode append``,
+        ``strict=True`` -> ``--strict`` (``False``/``None`` leave a flag
+        out). Returns the summary ``litelane import --json`` prints. A
+        failure raises ``OperationalError`` (an SQLite one its own class,
+        with ``sqlite_errorcode``/``sqlite_errorname``); a bad option is a
+        ``ProgrammingError``."""
+        flags: List[str] = []
         for key, value in options.items():
             flag = "--" + key.replace("_", "-")
             if value is True:
-                args.append(flag)
+                flags.append(flag)
             elif value is False or value is None:
                 continue
             else:
-                args += [flag, str(value)]
-        proc = subprocess.run(args, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise OperationalError(
-                f"litelane import of {path} failed (exit {proc.returncode}): {proc.stderr.strip()}"
-            )
-        return json.loads(proc.stdout)
+                flags += [flag, str(value)]
+        return json.loads(self._engine.import_file(os.fspath(path), table, flags))
 
     # -- engine ----------------------------------------------------------------
 

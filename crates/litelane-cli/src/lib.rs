@@ -1,5 +1,5 @@
-//! The `litelane` command: import, sniff, bench, stats, doctor, checkpoint,
-//! backup, recover.
+//! The `litelane` command: import, sniff, stats, doctor, checkpoint,
+//! backup, recover. (The benchmarks are the separate `litelane-bench`.)
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
@@ -7,20 +7,15 @@
 //! finished but rejected records, and 130 when interrupted by Ctrl-C).
 //! The binary (`src/main.rs`) only calls [`main`].
 //!
-//! The library exists for the fuzz target (`fuzz/`): everything but
-//! [`main`] and the hidden `fuzzing` module stays private to the crate.
+//! The import itself is the `litelane-import` library; `import` and
+//! `sniff` here only parse flags, print and choose the exit status.
 
 #![deny(unsafe_code)]
 
-mod bench;
 mod error;
-pub(crate) mod import;
+mod import;
 mod inspect;
-
-/// The input → records → rows path with its invariants checked, for the
-/// fuzz target and the tests (not a stable interface).
-#[doc(hidden)]
-pub use import::fuzzing;
+mod sniff;
 
 use clap::{Parser, Subcommand};
 
@@ -39,13 +34,11 @@ enum Command {
     /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
     /// record stored, 3 finished with rejected records, 1 failed, 2 usage
     /// error, 130 interrupted (Ctrl-C; what is committed stays).
-    Import(import::ImportArgs),
+    Import(Box<litelane_import::ImportArgs>),
     /// Print the plan an import of a CSV/TSV file would use: delimiter,
     /// quote, header, skipped lines, index column, column types and null
     /// tokens (`--json`: the form `import --plan` reads).
-    Sniff(import::sniff::SniffArgs),
-    /// Run a benchmark scenario beside its peers.
-    Bench(bench::BenchArgs),
+    Sniff(sniff::SniffArgs),
     /// Show file, WAL, page and table statistics of a database.
     Stats(inspect::StatsArgs),
     /// Check a database's settings against best practice.
@@ -56,9 +49,6 @@ enum Command {
     Backup(inspect::BackupArgs),
     /// Salvage what can be read from a damaged database into a new file.
     Recover(inspect::RecoverArgs),
-    /// One worker process of `bench threads --processes` (internal).
-    #[command(hide = true, name = "bench-worker")]
-    BenchWorker(bench::WorkerArgs),
 }
 
 /// Runs the `litelane` command with the process's arguments, and exits the
@@ -85,20 +75,18 @@ where
     };
     let mut status = 0;
     let result: Result<(), CliError> = match cli.command {
-        Command::Import(a) => import::run(a).map(|code| status = code),
-        Command::Sniff(a) => import::sniff::run(a),
-        Command::Bench(a) => bench::run(a),
+        Command::Import(a) => import::run(*a).map(|code| status = code),
+        Command::Sniff(a) => sniff::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Doctor(a) => inspect::doctor(a),
         Command::Checkpoint(a) => inspect::checkpoint(a),
         Command::Backup(a) => inspect::backup(a),
         Command::Recover(a) => inspect::recover(a),
-        Command::BenchWorker(a) => bench::worker_main(a),
     };
     match result {
         Ok(()) => status,
         Err(e) => {
-            eprintln!("litelane: error: {e}");
+            eprintln!("litelane: error: {}", error::chain(&e));
             1
         }
     }

@@ -628,6 +628,21 @@ impl Engine {
         crate::bulk::insert_many(py, sh, table, rows, columns, batch.max(1), commit_every)
     }
 
+    /// Imports the file `path` into `table` with the `litelane-import`
+    /// library, in this process, the GIL released; `flags` are `litelane
+    /// import` flags. Returns the `--json` summary as JSON text.
+    #[pyo3(signature = (path, table, flags = Vec::new()))]
+    fn import_file(
+        &self,
+        py: Python<'_>,
+        path: String,
+        table: String,
+        flags: Vec<String>,
+    ) -> PyResult<String> {
+        let sh = self.get(py)?;
+        crate::import::import_file(py, sh, path, table, flags)
+    }
+
     /// A snapshot of the engine's metrics; durations in seconds.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = self.get(py)?.db.metrics();

@@ -16,6 +16,7 @@ mod engine;
 mod errors;
 mod exec;
 mod functions;
+mod import;
 mod txn;
 mod workers;
 

@@ -123,10 +123,12 @@ fn parse_mode(s: &str) -> Result<litelane::CheckpointMode, String> {
 /// canonical directory and name for files that do not exist.
 fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError> {
     // An OUT that cannot be resolved (its directory is missing) is named as such.
-    crate::import::guard::check_output("OUT", out, &[])?;
-    let mut files = crate::import::guard::database_files(db).into_iter();
+    litelane_import::read::guard::check_output("OUT", out, &[])?;
+    let mut files = litelane_import::read::guard::database_files(db).into_iter();
     if let Some(me) = files.next() {
-        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&me)).is_err() {
+        if litelane_import::read::guard::check_output("OUT", out, std::slice::from_ref(&me))
+            .is_err()
+        {
             return Err(CliError::Input(format!(
                 "refusing {command} OUT {}: it is the database {} itself; give another path",
                 out.display(),
@@ -135,7 +137,9 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
         }
     }
     for side in files {
-        if crate::import::guard::check_output("OUT", out, std::slice::from_ref(&side)).is_err() {
+        if litelane_import::read::guard::check_output("OUT", out, std::slice::from_ref(&side))
+            .is_err()
+        {
             return Err(CliError::Input(format!(
                 "refusing {command} OUT {}: it is {} ({}), whether or not that file exists now: \
                  SQLite takes it for part of {} and deletes it or rolls it into the database \
@@ -161,8 +165,8 @@ fn check_side_files(command: &str, db: &Path, out: &Path) -> Result<(), CliError
             )));
         }
     }
-    let theirs = crate::import::guard::database_files(out);
-    crate::import::guard::check_output("DB", db, &theirs[1..]).map_err(|_| {
+    let theirs = litelane_import::read::guard::database_files(out);
+    litelane_import::read::guard::check_output("DB", db, &theirs[1..]).map_err(|_| {
         CliError::Input(format!(
             "refusing {command} {} {}: DB is a side file of OUT, not a database",
             db.display(),
@@ -185,16 +189,21 @@ fn require_file(path: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Opens `path` read-only with everything that could run stored code turned
-/// off, and checks that it is a database.
-pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
-    require_file(path)?;
-    let ctx = |what: &str| format!("{what} {}", path.display());
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+/// Opens `path` with `flags` and nothing stored in the file able to run:
+/// triggers, views and the trusted schema off, double-quoted strings
+/// refused; `defensive` turns on SQLite's defensive mode. `name`: the file
+/// in messages.
+pub fn open_inert(
+    path: &Path,
+    flags: OpenFlags,
+    defensive: bool,
+    name: &str,
+) -> Result<Connection, CliError> {
+    let ctx = |what: &str| format!("{what} {name}");
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| litelane::Error::from_sqlite(e, ctx("opening")))?;
     for (cfg, on) in [
-        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, defensive),
         (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
         (DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false),
         (DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false),
@@ -204,6 +213,16 @@ pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
         conn.set_db_config(cfg, on)
             .map_err(|e| litelane::Error::from_sqlite(e, ctx("configuring")))?;
     }
+    Ok(conn)
+}
+
+/// Opens `path` read-only with everything that could run stored code turned
+/// off, and checks that it is a database.
+pub fn open_untrusted(path: &Path) -> Result<Connection, CliError> {
+    require_file(path)?;
+    let ctx = |what: &str| format!("{what} {}", path.display());
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = open_inert(path, flags, true, &path.display().to_string())?;
     conn.execute_batch("PRAGMA query_only = ON; PRAGMA trusted_schema = OFF;")
         .map_err(|e| litelane::Error::from_sqlite(e, ctx("configuring")))?;
     // The first read of the file: fails here for a file that is not a

@@ -318,19 +318,8 @@ fn write_header(path: &Path, h: &[u8; 100]) -> Result<(), CliError> {
 fn open_copy(path: &Path) -> Result<Connection, CliError> {
     let ctx = |what: &str| format!("{what} the working copy {}", path.display());
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| litelane::Error::from_sqlite(e, ctx("opening")))?;
-    for (cfg, on) in [
-        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, false),
-        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
-        (DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false),
-        (DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false),
-        (DbConfig::SQLITE_DBCONFIG_DQS_DML, false),
-        (DbConfig::SQLITE_DBCONFIG_DQS_DDL, false),
-    ] {
-        conn.set_db_config(cfg, on)
-            .map_err(|e| litelane::Error::from_sqlite(e, ctx("configuring")))?;
-    }
+    let name = format!("the working copy {}", path.display());
+    let conn = super::open_inert(path, flags, false, &name)?;
     // writable_schema: a truncated file or a bad schema entry is read as far
     // as possible instead of failing at open. query_only: never write.
     conn.execute_batch(

@@ -1,0 +1,194 @@
+//! Several files in one command: paths and glob patterns (expanded here,
+//! sorted, so no shell is needed), imported one after the other into one
+//! table, columns matched by name (a column a file lacks is NULL for its
+//! rows; a column the table lacks is added), with `--source-column`
+//! holding each row's file. Each file is its own import: its own
+//! transaction (or `--commit-every` commits) and its own progress record
+//! (keyed by table and file), so `--resume` with the same list skips the
+//! files that finished, continues the one that was interrupted and starts
+//! the others.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use litelane::quote_ident;
+
+use super::{Outcome, EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::Error;
+use crate::plan::options::{ImportArgs, Mode, Summaries};
+
+/// Keeps a JSON summary for the caller (one file) or for the summary of a
+/// run over several files.
+pub fn emit(args: &ImportArgs, summary: serde_json::Value) {
+    if let Some(s) = &args.summaries {
+        s.push(summary);
+    }
+}
+
+/// Sources of `table` with a progress record in `db` (read-only; none when
+/// the database or the progress table does not exist).
+fn recorded_sources(db: &Path, table: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    if !db.is_file() {
+        return out;
+    }
+    let Ok(c) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return out;
+    };
+    let sql = format!(
+        "SELECT source FROM {} WHERE table_name = ?1 COLLATE NOCASE",
+        quote_ident(crate::plan::resume::TABLE)
+    );
+    if let Ok(mut st) = c.prepare(&sql) {
+        if let Ok(rows) = st.query_map([table], |r| r.get::<_, String>(0)) {
+            out.extend(rows.flatten());
+        }
+    }
+    out
+}
+
+/// Imports `files` into one table, one after the other; prints one summary
+/// line per file (stderr, unless quiet) and returns one summary object with
+/// the totals and a `files` array of the per-file summaries. Stops at the first file
+/// that fails: the files before it stay imported, and the error says so.
+pub fn run_all(
+    args: ImportArgs,
+    files: Vec<String>,
+    shared: Option<&litelane::Database>,
+) -> Result<Outcome, Error> {
+    let Some(table) = args.table.clone() else {
+        return Err(Error::Input(format!(
+            "--table is required to import several files ({} given)",
+            files.len()
+        )));
+    };
+    // Every file against the database, and --rejects against every file
+    // and the database, before the first file is touched.
+    crate::read::guard::check_run(
+        &files,
+        &args.db,
+        args.rejects.as_deref(),
+        args.plan.as_deref(),
+    )?;
+    let summaries = Summaries::default();
+    // One database open for all the files: one close (and its checkpoint)
+    // instead of one per file. With `fast`, the journal mode is restored
+    // once, after the last file.
+    crate::read::guard::check_directory(&args.db)?;
+    let journal_before = if args.profile == litelane::Profile::Fast && shared.is_none() {
+        super::journal_mode(&args.db)
+    } else {
+        None
+    };
+    let owned = match shared {
+        Some(_) => None,
+        None => Some(super::open_db(&args)?),
+    };
+    let db = shared.or(owned.as_ref()).expect("opened above");
+    let result = each_file(&args, &files, &table, db, &summaries);
+    drop(owned);
+    if let Some(mode) = journal_before {
+        if let Err(e) = super::restore_journal_mode(&args.db, &mode) {
+            return Err(match result {
+                Ok(_) => e,
+                Err(first) => Error::Input(format!("{first}; and then: {e}")),
+            });
+        }
+    }
+    result
+}
+
+/// The files of [`run_all`], one after the other, into `db`.
+fn each_file(
+    args: &ImportArgs,
+    files: &[String],
+    table: &str,
+    db: &litelane::Database,
+    summaries: &Summaries,
+) -> Result<Outcome, Error> {
+    let recorded = if args.resume {
+        recorded_sources(&args.db, table)
+    } else {
+        HashSet::new()
+    };
+    let mut status = EXIT_OK;
+    let mut done: Vec<&str> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let mut a = args.clone();
+        a.source = f.clone();
+        a.more.clear();
+        a.keep_other_progress = true;
+        a.summaries = Some(summaries.clone());
+        a.rejects_append = i > 0;
+        a.all_inputs = files.to_vec();
+        if args.resume {
+            // A file with a progress record is resumed (or reported done);
+            // one without, after the first, was not reached: started anew.
+            let key = super::source_key(f);
+            if i > 0 && !recorded.contains(&key) && !recorded.contains(f) {
+                a.resume = false;
+                a.mode = Some(Mode::Append);
+                a.alter = true;
+            }
+        } else if i > 0 {
+            a.mode = Some(Mode::Append);
+            a.alter = true;
+        }
+        match super::run_in(a, Some(db)) {
+            Ok(s) => {
+                status = status.max(s);
+                if s == EXIT_INTERRUPTED {
+                    return Ok(Outcome {
+                        status: s,
+                        summary: serde_json::Value::Null,
+                    });
+                }
+            }
+            Err(e) => {
+                let before = if done.is_empty() {
+                    String::new()
+                } else {
+                    format!("; the files before it stay imported ({})", done.join(", "))
+                };
+                let left = files.len() - i - 1;
+                let after = if left > 0 {
+                    format!("; {left} file(s) after it were not read")
+                } else {
+                    String::new()
+                };
+                return Err(Error::Context {
+                    message: format!(
+                        "file {} of {} ({f}): {e}{before}{after}",
+                        i + 1,
+                        files.len()
+                    ),
+                    source: Box::new(e),
+                });
+            }
+        }
+        done.push(f);
+    }
+    let list = summaries.take();
+    let sum = |k: &str| list.iter().filter_map(|s| s[k].as_u64()).sum::<u64>();
+    if !args.quiet {
+        eprintln!(
+            "litelane: {} files into {}: {} rows imported, {} skipped, {} rejected",
+            files.len(),
+            quote_ident(table),
+            sum("rows_inserted"),
+            sum("rows_skipped"),
+            sum("rows_rejected")
+        );
+    }
+    let summary = serde_json::json!({
+        "table": table,
+        "files": list,
+        "rows_inserted": sum("rows_inserted"),
+        "rows_skipped": sum("rows_skipped"),
+        "rows_rejected": sum("rows_rejected"),
+        "profile": args.profile.name(),
+    });
+    Ok(Outcome { status, summary })
+}

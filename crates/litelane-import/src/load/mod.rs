@@ -1,0 +1,846 @@
+//! Layer 4, *load*: the import run from start to end — open the database,
+//! prepare (the *plan* layer), start the parser thread (the *convert*
+//! layer) and store its batches through the engine's bulk path ([`feed`]),
+//! with rejects ([`rejects`]), progress ([`bar`]) and runs over several
+//! files ([`files`]).
+//!
+//! One thread reads and parses the input into batches of typed rows
+//! ([`records`], [`crate::convert`]); the
+//! calling thread stores them ([`feed`]) through the engine's writer, with a
+//! bounded channel of batches between the two. Column types are inferred
+//! from the first [`SAMPLE_RECORDS`](crate::SAMPLE_RECORDS) records
+//! ([`values`](crate::values)). Every record is either stored or rejected
+//! ([`rejects`]). By
+//! default the whole import is one transaction; with `--commit-every` it
+//! commits every N rows and keeps its progress in the database ([`resume`]).
+//! Output paths, the per-table lock and reserved names are checked first
+//! ([`guard`]). See `docs/import.md`.
+
+pub mod bar;
+pub mod feed;
+pub mod files;
+pub mod rejects;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use litelane::{quote_ident, Database, Options, Profile};
+
+use crate::convert::job::ParseJob;
+use crate::convert::Converter;
+use crate::error::Error;
+use crate::load::bar::{group, Bar};
+use crate::load::feed::Sink;
+use crate::load::rejects::Rejects;
+use crate::plan::columns::{self, Plan};
+use crate::plan::conflict::{self, OnConflict};
+use crate::plan::options::{ImportArgs, Mode, Summaries, Types};
+use crate::plan::resume::{self, Progress, ResumePoint};
+use crate::plan::{self, sniff, table};
+use crate::read::records::{self, RawOwned, Records};
+use crate::read::source::{self, Format};
+use crate::read::{files as inputs, guard};
+
+/// Batches in flight between the parser and the writer.
+const CHANNEL_BATCHES: usize = 4;
+
+/// Exit status: every record stored.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: the import finished, but some records were rejected.
+pub const EXIT_REJECTS: i32 = 3;
+/// Exit status: interrupted by Ctrl-C (SIGINT), as shells report it.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Everything decided before the rows flow.
+struct Prepared {
+    table: String,
+    plan: Plan,
+    records: Records,
+    sample: Vec<RawOwned>,
+    skip: u64,
+    resume: Option<ResumePoint>,
+    setup: Vec<String>,
+    progress: Option<Progress>,
+    rejects: Rejects,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The exit status `litelane import` gives it: [`EXIT_OK`] (every
+    /// record stored), [`EXIT_REJECTS`] (finished, some records rejected)
+    /// or [`EXIT_INTERRUPTED`] (stopped through
+    /// [`ImportArgs::interrupt`]; what was committed stays).
+    pub status: i32,
+    /// The summary `litelane import --json` prints: one object (`table`,
+    /// `rows_inserted`, `rows_rejected`, `columns`, ...; see
+    /// `docs/import.md`), or, for several files, the totals with a `files`
+    /// array of these. `Null` when the import was interrupted before it
+    /// finished.
+    pub summary: serde_json::Value,
+}
+
+/// Runs an import described by `args`, opening (or creating) the database
+/// `args.db` with the import's own engine options (`args.profile`, one
+/// reader). Several files (`args.more`, or a glob pattern) are imported one
+/// after the other into one table. A bad input, flag or table is an
+/// [`Error`] of kind [`ErrorKind::Input`](crate::ErrorKind::Input) naming
+/// the file and line where known.
+pub fn run(args: ImportArgs) -> Result<Outcome, Error> {
+    run_with(args, None)
+}
+
+/// [`run`] into a database the caller already holds open: its engine and
+/// options apply (`args.profile` is replaced by the engine's profile, which
+/// the summary names). `args.db` must be its path: the lock file, the WAL
+/// truncation and the path checks use it.
+pub fn run_into(db: &Database, mut args: ImportArgs) -> Result<Outcome, Error> {
+    args.profile = db.options().profile;
+    run_with(args, Some(db))
+}
+
+fn run_with(mut args: ImportArgs, shared: Option<&Database>) -> Result<Outcome, Error> {
+    args.nulls = sniff::null_tokens(&args.nulls, args.no_default_nulls);
+    if let Some(t) = &args.table {
+        args.table = Some(guard::parse_table_flag("--table", t)?);
+    }
+    if let Some(t) = &args.rejects_table {
+        args.rejects_table = Some(guard::parse_table_flag("--rejects-table", t)?);
+    }
+    if let Some(list) = inputs::several(&args.source, &args.more)? {
+        return files::run_all(args, list, shared);
+    }
+    let sink = Summaries::default();
+    args.summaries = Some(sink.clone());
+    let status = run_in(args, shared)?;
+    let summary = sink.take().pop().unwrap_or_default();
+    Ok(Outcome { status, summary })
+}
+
+/// The engine options of an import's database.
+fn open_db(args: &ImportArgs) -> Result<Database, Error> {
+    let opts = Options {
+        profile: args.profile,
+        readers: 1,
+        async_threads: 1,
+        ..Options::default()
+    };
+    Ok(Database::open(&args.db, opts)?)
+}
+
+/// One file into the database `shared` holds open (several files in one
+/// command: opened, and with `fast` its journal mode restored, once by the
+/// caller), or into the database opened here.
+fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, Error> {
+    let start = Instant::now();
+    if args.commit_every == Some(0) {
+        return Err(Error::Input("--commit-every must be at least 1".into()));
+    }
+    if args.resume && args.source == "-" {
+        return Err(Error::Input(
+            "cannot --resume an import from stdin: there is no way to tell it is the same input"
+                .into(),
+        ));
+    }
+    let table = match &args.table {
+        Some(t) => t.clone(),
+        None if args.source == "-" => {
+            return Err(Error::Input(
+                "--table is required when reading stdin".into(),
+            ))
+        }
+        None => source::table_stem(&args.source).ok_or_else(|| {
+            Error::Input(format!(
+                "cannot make a table name from {:?}; give --table",
+                args.source
+            ))
+        })?,
+    };
+    guard::check_table_name(&table)?;
+    if let Some(rt) = &args.rejects_table {
+        guard::check_table_name(rt)?;
+        if rt.eq_ignore_ascii_case(&table) {
+            return Err(Error::Input(format!(
+                "--rejects-table {} is the table being imported into; give another name",
+                quote_ident(rt)
+            )));
+        }
+    }
+    let input = source::open(&args.source)?;
+    guard::check_input(&args.source, input.id, &args.db)?;
+    if let Some(r) = &args.rejects {
+        let mut protected = guard::database_files(&args.db);
+        if args.source != "-" {
+            protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+        }
+        if let Some(p) = &args.plan {
+            protected.push(("the --plan file".to_string(), p.clone()));
+        }
+        guard::check_output("--rejects", r, &protected)?;
+    }
+    guard::check_directory(&args.db)?;
+    let _lock = guard::lock(&args.db, &table)?;
+    let journal_before = if args.profile == Profile::Fast && shared.is_none() {
+        journal_mode(&args.db)
+    } else {
+        None
+    };
+
+    let owned = match shared {
+        Some(_) => None,
+        None => Some(open_db(&args)?),
+    };
+    let db = shared.or(owned.as_ref()).expect("opened above");
+    let result = import(&args, db, &table, input, start);
+    drop(owned);
+    if let Some(mode) = journal_before {
+        if let Err(e) = restore_journal_mode(&args.db, &mode) {
+            return Err(match result {
+                Ok(_) => e,
+                Err(first) => Error::Input(format!("{first}; and then: {e}")),
+            });
+        }
+    }
+    result
+}
+
+/// What became of the WAL after an import.
+enum WalAfter {
+    /// Copied into the database and truncated to 0 bytes.
+    Truncated,
+    /// The database is not in WAL mode.
+    NotWal,
+    /// Left as it is, and why (a reader holds it, an error).
+    Kept(String),
+}
+
+/// Copies the WAL an import grew into the database and truncates it (a
+/// TRUNCATE checkpoint), so that a bulk import does not leave a WAL as
+/// large as its data. It waits for no reader (a connection of its own with
+/// no busy timeout): when one holds the WAL, it is kept and the summary
+/// says so. The engine's background checkpointer may be copying the same
+/// WAL right after the last commit: busy, it is tried again for a moment.
+fn truncate_wal(db: &Path) -> WalAfter {
+    let c = match rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(c) => c,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    };
+    if let Err(e) = c.busy_timeout(std::time::Duration::ZERO) {
+        return WalAfter::Kept(e.to_string());
+    }
+    match c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)) {
+        Ok(m) if m.eq_ignore_ascii_case("wal") => {}
+        Ok(_) => return WalAfter::NotWal,
+        Err(e) => return WalAfter::Kept(e.to_string()),
+    }
+    for attempt in 0..TRUNCATE_ATTEMPTS {
+        let busy = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        match busy {
+            Ok(0) => return WalAfter::Truncated,
+            Ok(_) | Err(_) if attempt + 1 < TRUNCATE_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Ok(_) => {}
+            Err(e) => return WalAfter::Kept(e.to_string()),
+        }
+    }
+    WalAfter::Kept(format!(
+        "another connection is reading from it; tried {TRUNCATE_ATTEMPTS} times in 1 s"
+    ))
+}
+
+/// TRUNCATE checkpoints tried after an import, 50 ms apart.
+const TRUNCATE_ATTEMPTS: u32 = 20;
+
+/// Hidden test hook: lowers the length limit an import checks values
+/// against (bytes), to test a record too long for SQLite without writing a
+/// gigabyte.
+const MAX_LENGTH_HOOK: &str = "LITELANE_TEST_MAX_LENGTH";
+
+/// The most bytes of text one row may hold: the database connection's
+/// SQLite length limit (SQLITE_LIMIT_LENGTH, 1,000,000,000 by default),
+/// or the test hook's lower value.
+fn max_length(db: &Database) -> Result<usize, Error> {
+    let limit = db.read(|c| {
+        c.limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH)
+            .map_err(litelane::Error::from)
+    })?;
+    let limit = usize::try_from(limit).unwrap_or(crate::convert::DEFAULT_MAX_LENGTH);
+    let hook = std::env::var(MAX_LENGTH_HOOK)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    Ok(hook.map_or(limit, |h| h.min(limit)))
+}
+
+/// The journal mode of an existing database file, read without changing it.
+fn journal_mode(db: &Path) -> Option<String> {
+    if !db.is_file() || std::fs::metadata(db).ok()?.len() == 0 {
+        return None;
+    }
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .ok()?;
+    c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+        .ok()
+}
+
+/// Puts back the journal mode a `--profile fast` import changed.
+fn restore_journal_mode(db: &Path, mode: &str) -> Result<(), Error> {
+    let c = rusqlite::Connection::open(db)?;
+    let now: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if now.eq_ignore_ascii_case(mode) {
+        return Ok(());
+    }
+    let got: String = c.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))?;
+    if !got.eq_ignore_ascii_case(mode) {
+        return Err(Error::Input(format!(
+            "the import is done, but {} could not be put back into journal mode {mode} (it is \
+             {got}); run: sqlite3 {} 'PRAGMA journal_mode={mode}'",
+            db.display(),
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The canonical name of the source, the key of its progress record.
+fn source_key(source: &str) -> String {
+    if source == "-" {
+        return "-".into();
+    }
+    std::fs::canonicalize(source)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| source.to_string())
+}
+
+/// The import proper, on an open database: prepare (fresh or resumed), run
+/// the parser thread and the sink, and report. Returns the exit status.
+fn import(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    input: source::Input,
+    start: Instant,
+) -> Result<i32, Error> {
+    let never = AtomicBool::new(false);
+    let interrupted: &AtomicBool = args.interrupt.as_deref().unwrap_or(&never);
+    let recorded = resume::load(db, table)?;
+    let migrate = resume::migrate_sql(db)?;
+    let bytes_read = Arc::clone(&input.bytes_read);
+    let size = input.size;
+    let display = input.display.clone();
+    let prepared = if args.resume {
+        match prepare_resume(args, db, table, input, recorded)? {
+            Some(p) => p,
+            None => return Ok(EXIT_OK),
+        }
+    } else {
+        prepare_fresh(args, db, table, input, recorded)?
+    };
+    let Prepared {
+        table,
+        plan,
+        records,
+        sample,
+        skip,
+        resume: point,
+        mut setup,
+        progress,
+        mut rejects,
+    } = prepared;
+    if args.keep_other_progress {
+        rejects.name_source();
+    }
+    if !migrate.is_empty() {
+        setup.splice(0..0, migrate);
+    }
+    if interrupted.load(Ordering::SeqCst) {
+        eprintln!(
+            "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
+
+    // What the sniffer decided (header, preamble, dialect) and why: said
+    // before the rows flow when a progress bar shows, so that a wrong guess
+    // can be stopped at once; said in the summary otherwise.
+    let sniffed_line = plan
+        .sniffed
+        .as_ref()
+        .and_then(|s| sniff::summary_line(s, plan.header));
+    let bar = Bar::new(!args.quiet, size);
+    let said_early = bar.visible() && sniffed_line.is_some();
+    if let (true, Some(line)) = (said_early, &sniffed_line) {
+        eprintln!("litelane: {line}");
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
+    let mut converter = Converter::new(plan.clone());
+    converter.set_max_length(max_length(db)?);
+    let job = ParseJob {
+        records,
+        sample,
+        converter,
+        skip,
+        resume: point,
+        bytes_read,
+        size,
+        display: display.clone(),
+    };
+    let parser = std::thread::Builder::new()
+        .name("litelane-parse".into())
+        .spawn(move || job.run(tx))
+        .map_err(|e| Error::io("starting the parser thread", e))?;
+    let rejects_path = rejects.path().map(|p| p.display().to_string());
+    let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
+    let key: Vec<usize> = plan
+        .recurring
+        .key
+        .iter()
+        .filter_map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k)))
+        .collect();
+    let extra = plan.recurring.source_column.as_ref().map(|c| {
+        columns.push(c.clone());
+        args.source.as_str()
+    });
+    let on_conflict = conflict::engine(plan.recurring.on_conflict, &plan.recurring.key);
+    let sink = Sink {
+        db,
+        table: table.clone(),
+        columns,
+        on_conflict,
+        key,
+        extra,
+        commit_every: plan.commit_every,
+        setup,
+        progress,
+        rejects,
+        max_rejects: args.max_rejects,
+        bar: &bar,
+        input: display.clone(),
+        interrupted,
+        rejects_table: plan.rejects_table.clone(),
+        source: source_key(&args.source),
+        types: plan.columns.iter().map(|c| c.ty).collect(),
+    };
+    let result = sink.run(rx);
+    let joined = parser.join();
+    bar.finish();
+    let (counts, kept, null_counts) = match result {
+        Ok(c) => c,
+        Err(e) if interrupted.load(Ordering::SeqCst) => {
+            eprintln!("litelane: {e}");
+            return Ok(EXIT_INTERRUPTED);
+        }
+        Err(e) => return Err(e),
+    };
+    if joined.is_err() {
+        return Err(Error::Input("the parser thread panicked".into()));
+    }
+    let wal = truncate_wal(&args.db);
+
+    let seconds = start.elapsed().as_secs_f64();
+    let rate = counts.inserted as f64 / seconds.max(1e-9);
+    if !args.quiet {
+        let rejected = match (counts.rejected, &rejects_path) {
+            (0, _) => String::new(),
+            (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
+            (n, None) => format!("; {} records rejected (reported above)", group(n)),
+        };
+        let blank = match counts.blank {
+            0 => String::new(),
+            n => format!("; {} blank lines skipped", group(n)),
+        };
+        let blank = match counts.skipped {
+            0 => blank,
+            n => format!("{blank}; {} rows skipped: key already present", group(n)),
+        };
+        if let (false, Some(line)) = (said_early, &sniffed_line) {
+            eprintln!("litelane: {line}");
+        }
+        if let Some(line) = kept_line(&plan, &kept) {
+            eprintln!("litelane: {line}");
+        }
+        if let Some(line) = nulls_line(&plan, &null_counts) {
+            eprintln!("litelane: {line}");
+        }
+        if let WalAfter::Kept(why) = &wal {
+            eprintln!(
+                "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+                 `litelane checkpoint {} --mode truncate` when the readers are done",
+                args.db.display(),
+                args.db.display()
+            );
+        }
+        eprintln!(
+            "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
+            group(counts.inserted),
+            quote_ident(&table),
+            group(rate as u64),
+        );
+    }
+    {
+        let columns: Vec<serde_json::Value> = plan
+            .columns
+            .iter()
+            .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
+            .collect();
+        let mut summary = serde_json::json!({
+            "table": table,
+            "rows_inserted": counts.inserted,
+            "rows_rejected": counts.rejected,
+            "blank_lines": counts.blank,
+            "seconds": seconds,
+            "rows_per_sec": rate,
+            "columns": columns,
+            "profile": args.profile.name(),
+            "rows_skipped": counts.skipped,
+            "source": args.source,
+        });
+        if let Some(s) = &plan.sniffed {
+            summary["sniffed"] = sniff::summary_json(s, plan.header);
+        }
+        // Values that did not fit their column's type, stored as written.
+        let kept_json: serde_json::Map<String, serde_json::Value> = plan
+            .columns
+            .iter()
+            .zip(&kept)
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (c.name.clone(), n.into()))
+            .collect();
+        summary["kept_as_text"] = kept_json.into();
+        summary["null_tokens"] = nulls_json(&plan, &null_counts);
+        summary["wal_truncated"] = match &wal {
+            WalAfter::Truncated => true.into(),
+            WalAfter::NotWal => serde_json::Value::Null,
+            WalAfter::Kept(_) => false.into(),
+        };
+        files::emit(args, summary);
+    }
+    Ok(if counts.rejected > 0 {
+        EXIT_REJECTS
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The summary line for values that did not fit their column's type and
+/// were stored as written (text SQLite keeps as text): `None` when there
+/// were none.
+fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
+    let per: Vec<String> = plan
+        .columns
+        .iter()
+        .zip(kept)
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| format!("{} {} {}", quote_ident(&c.name), c.ty.sql(), group(n)))
+        .collect();
+    if per.is_empty() {
+        return None;
+    }
+    let total: u64 = kept.iter().sum();
+    Some(format!(
+        "{} values did not fit their column's type and were stored as written (text): {} \
+         (--strict rejects them instead; `typeof()` finds them)",
+        group(total),
+        per.join(", ")
+    ))
+}
+
+/// Per column, each null token met and how many fields it made NULL:
+/// `{"col": {"": 3, "NA": 1}}` (columns and tokens never met left out).
+fn nulls_json(plan: &Plan, counts: &feed::NullCounts) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(columns::column_nulls(plan))
+        .enumerate()
+    {
+        let met: serde_json::Map<String, serde_json::Value> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| (t.clone(), counts.get(i, k).into()))
+            .collect();
+        if !met.is_empty() {
+            out.insert(col.name.clone(), met.into());
+        }
+    }
+    out.into()
+}
+
+/// The summary line naming the null tokens stored as NULL, per column:
+/// `None` when no field was a null token.
+fn nulls_line(plan: &Plan, counts: &feed::NullCounts) -> Option<String> {
+    let mut per = Vec::new();
+    for (i, (col, tokens)) in plan
+        .columns
+        .iter()
+        .zip(columns::column_nulls(plan))
+        .enumerate()
+    {
+        let met: Vec<String> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| counts.get(i, *k) > 0)
+            .map(|(k, t)| format!("{t:?} {}", group(counts.get(i, k))))
+            .collect();
+        if !met.is_empty() {
+            per.push(format!(
+                "{} {} ({})",
+                quote_ident(&col.name),
+                col.ty.sql(),
+                met.join(", ")
+            ));
+        }
+    }
+    (!per.is_empty()).then(|| format!("stored as NULL (null tokens): {}", per.join("; ")))
+}
+
+fn absolute(p: &std::path::Path) -> Result<PathBuf, Error> {
+    std::path::absolute(p).map_err(|e| Error::io(format!("resolving {}", p.display()), e))
+}
+
+/// A new import: read the sniffed layout, the header and a sample (and the
+/// existing table), decide the plan in the pure steps of [`plan`], then
+/// open the rejects output and collect the statements to run first.
+fn prepare_fresh(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    mut input: source::Input,
+    recorded: Vec<Progress>,
+) -> Result<Prepared, Error> {
+    let mode = args.mode.unwrap_or(Mode::Create);
+    let types = args.types.unwrap_or(Types::Infer);
+    let flags = plan::ColumnFlags {
+        overrides: sniff::type_overrides(&args.types_for)?,
+        strict: args.strict,
+        alter: args.alter,
+        source_column: args.source_column.clone(),
+    };
+    plan::check_interrupted(mode, &recorded)?;
+    let mut existing = table::existing(db, table)?;
+    plan::check_create(mode, existing.as_ref(), table, &args.db)?;
+    let display = input.display.clone();
+
+    // Read: the sniffed (or given) plan of a CSV/TSV file, then the
+    // preamble, the header and the sample.
+    let mut format = plan::given_format(args.format, &args.source);
+    if args.format.is_none()
+        && args.plan.is_none()
+        && source::Format::from_name(&args.source).is_none()
+        && records::starts_json(&mut input.reader)
+            .map_err(|e| Error::io(format!("reading {display}"), e))?
+    {
+        // No extension to go by, and the content is JSON.
+        format = Format::Ndjson;
+    }
+    let sniffed = sniff::plan_for_import(
+        args.plan.as_ref(),
+        format,
+        args.delimiter,
+        args.header,
+        args.no_header,
+        &args.nulls,
+        types == Types::Text,
+        &mut input,
+        &args.source,
+    )?;
+    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
+    let mut records = match &sniffed {
+        Some(p) => p.sniffed().records(layout.format, input.reader),
+        None => Records::new(layout.format, input.reader),
+    };
+    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
+    let sample = plan::read_sample(&mut records, &display)?;
+
+    // Decide: the input's columns, the key, the table's columns and DDL.
+    let inputs = match &sniffed {
+        Some(p) => plan::csv_inputs(p, types),
+        None => plan::ndjson_inputs(&sample, types, existing.is_some(), &display)?,
+    };
+    let fields = inputs.fields;
+    let key = plan::key_flags(args.pk.as_deref(), args.on_conflict)?;
+    let drop_first = mode == Mode::Replace && existing.is_some();
+    let (target, appended) = match (existing.as_mut(), mode) {
+        (Some(t), Mode::Append) => {
+            // Read only when --on-conflict needs the key to be unique.
+            let indexes = match !key.names.is_empty() && key.on_conflict != OnConflict::Fail {
+                true => conflict::unique_indexes(db, &t.name)?,
+                false => Vec::new(),
+            };
+            let target = plan::append_table(t, layout.format, inputs, &flags, &key, &indexes)?;
+            (target, Some(&*t))
+        }
+        _ => {
+            let target = plan::new_table(table, inputs, &flags, &key, drop_first, &display)?;
+            (target, None)
+        }
+    };
+    plan::check_key_imported(key.on_conflict, &target.key, &target.columns)?;
+    let source_column =
+        plan::finish_columns(&target, args.source_column.as_deref(), appended, &display)?;
+    let plan = plan::import_plan(
+        layout,
+        fields,
+        &target,
+        key.on_conflict,
+        sniffed.as_ref(),
+        args,
+    );
+
+    // Write: the rejects output, the statements, the progress record.
+    let rejects = fresh_rejects(args, &display)?;
+    let source = source_key(&args.source);
+    let mut setup = target.setup;
+    setup.extend(source_column);
+    setup.extend(plan::bookkeeping_sql(
+        args,
+        mode,
+        &target.table,
+        !recorded.is_empty(),
+        &source,
+    ));
+    let progress = plan::progress_record(
+        &target.table,
+        &source,
+        input.fingerprint.clone(),
+        &plan,
+        rejects.path().map(|p| p.display().to_string()),
+        args.commit_every,
+    );
+    Ok(Prepared {
+        table: target.table,
+        plan,
+        records,
+        sample,
+        skip: 0,
+        resume: None,
+        setup,
+        progress,
+        rejects,
+    })
+}
+
+/// The rejects output of a fresh import: `--rejects` FILE (started anew,
+/// or appended to for the files after the first of a run over several), or
+/// stderr.
+fn fresh_rejects(args: &ImportArgs, display: &str) -> Result<Rejects, Error> {
+    let Some(p) = &args.rejects else {
+        return Ok(Rejects::stderr(display));
+    };
+    let p = absolute(p)?;
+    let keep = match args.rejects_append {
+        true => std::fs::metadata(&p).map_or(0, |m| m.len()),
+        false => 0,
+    };
+    Rejects::file(&p, keep, display)
+}
+
+/// `--resume`: the recorded plan, the same file, and where to continue.
+/// `None` when the recorded import already finished.
+fn prepare_resume(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    input: source::Input,
+    recorded: Vec<Progress>,
+) -> Result<Option<Prepared>, Error> {
+    use plan::resumed;
+    let display = input.display.clone();
+    let rec = resumed::pick_record(
+        &recorded,
+        &source_key(&args.source),
+        &args.source,
+        &display,
+        &args.db,
+        table,
+    )?;
+    if rec.state == resume::DONE {
+        already_finished(args, &rec);
+        return Ok(None);
+    }
+    resumed::check_resume_flags(args, &rec.plan)?;
+    resumed::check_fingerprint(&rec, input.fingerprint.as_deref(), &display)?;
+    if table::existing(db, &rec.table)?.is_none() {
+        return Err(Error::Input(format!(
+            "table {} of the interrupted import no longer exists; start over without --resume",
+            quote_ident(&rec.table)
+        )));
+    }
+    let (plan, setup) = resumed::resumed_plan(&rec.plan, args);
+    let mut records = match &plan.sniffed {
+        Some(s) => s.records(plan.format, input.reader),
+        None => Records::new(plan.format, input.reader),
+    };
+    for _ in 0..resumed::records_before_data(&plan) {
+        records.next_record(&display)?;
+    }
+    let given = match &args.rejects {
+        Some(p) => Some(absolute(p)?.display().to_string()),
+        None => None,
+    };
+    let target = resumed::rejects_target(given, &rec);
+    let rejects = match &target.path {
+        Some(p) => {
+            let path = Path::new(p);
+            if target.recheck {
+                let mut protected = guard::database_files(&args.db);
+                protected.push(("the input".to_string(), PathBuf::from(&args.source)));
+                for f in &args.all_inputs {
+                    protected.push((format!("the input {f}"), PathBuf::from(f)));
+                }
+                guard::check_output("the recorded rejects file", path, &protected)?;
+            }
+            Rejects::file(path, target.keep, &display)?
+        }
+        None => Rejects::stderr(&display),
+    };
+    let mut progress = rec.clone();
+    progress.plan = plan.clone();
+    Ok(Some(Prepared {
+        table: rec.table.clone(),
+        plan,
+        records,
+        sample: Vec::new(),
+        skip: rec.records_read,
+        resume: resumed::resume_point(&rec),
+        setup,
+        progress: Some(progress),
+        rejects,
+    }))
+}
+
+/// Says that the recorded import already finished (stderr, and the JSON
+/// summary when asked).
+fn already_finished(args: &ImportArgs, rec: &Progress) {
+    if !args.quiet {
+        eprintln!(
+            "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
+            rec.source,
+            quote_ident(&rec.table),
+            group(rec.rows_inserted)
+        );
+    }
+    {
+        let summary = serde_json::json!({
+            "table": rec.table,
+            "already_finished": true,
+            "rows_inserted": 0,
+            "rows_skipped": 0,
+            "rows_rejected": 0,
+            "total_rows_inserted": rec.rows_inserted,
+            "total_rows_rejected": rec.rows_rejected,
+            "source": rec.source,
+            "profile": args.profile.name(),
+        });
+        files::emit(args, summary);
+    }
+}

@@ -1,0 +1,59 @@
+//! Scanning NDJSON lines as written, before they are parsed: long numbers,
+//! tiny exponents, the raw text of each value.
+
+use std::collections::HashMap;
+
+/// A run of this many ASCII digits may be an integer beyond 64 bits
+/// (`i64::MAX` has 19 digits).
+pub const LONG_DIGITS: usize = 19;
+
+/// True when `raw` holds a run of at least [`LONG_DIGITS`] ASCII digits: a
+/// number in it may be an integer beyond 64 bits, which the JSON parser
+/// reads as a double.
+pub fn has_long_number(raw: &[u8]) -> bool {
+    // Looks at every LONG_DIGITS-th byte only: a long run holds one of
+    // them. Invariant: every long run starts at `p + 1 - LONG_DIGITS` or
+    // later. A byte at `p` that is not a digit moves that bound past `p`;
+    // a digit's run, measured, is long or moves the bound past its end.
+    let mut p = LONG_DIGITS - 1;
+    while p < raw.len() {
+        if raw[p].is_ascii_digit() {
+            let start = raw[..p]
+                .iter()
+                .rposition(|c| !c.is_ascii_digit())
+                .map_or(0, |q| q + 1);
+            let end = raw[p..]
+                .iter()
+                .position(|c| !c.is_ascii_digit())
+                .map_or(raw.len(), |q| p + q);
+            if end - start >= LONG_DIGITS {
+                return true;
+            }
+            p = end + LONG_DIGITS;
+        } else {
+            p += LONG_DIGITS;
+        }
+    }
+    false
+}
+
+/// True when `raw` holds `e-` or `E-` followed by three digits or more: a
+/// number there may be below a double's range (`1e-400`), which the JSON
+/// parser reads as 0.0. (A number written without an exponent needs a run
+/// of over 300 zeros to be that small: [`has_long_number`] finds it.)
+pub fn has_tiny_exponent(raw: &[u8]) -> bool {
+    // Found from the `-` (rarer in a line than an `e`): one fast pass.
+    memchr::memchr_iter(b'-', raw).any(|i| {
+        i > 0
+            && matches!(raw[i - 1], b'e' | b'E')
+            && raw
+                .get(i + 1..i + 4)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    })
+}
+
+/// The JSON text of each top-level value of the object in `raw`, as
+/// written; `None` when it is not an object.
+pub fn raw_values(raw: &[u8]) -> Option<HashMap<String, &serde_json::value::RawValue>> {
+    serde_json::from_slice(raw).ok()
+}
