@@ -115,7 +115,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
     driver."""
 
     vendor = "sqlite"
-    display_name = "SQLite (litelane)"
+    display_name = "SQLite"
     Database = Database
     creation_class = DatabaseCreation
 
