@@ -177,9 +177,20 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
             if not command:
                 continue
             words = command.lower().replace("=", " ").split()
-            if len(words) >= 2 and words[0] == "pragma" and words[1].split(".")[-1] in _IGNORED_PRAGMAS:
+            if words[0] != "pragma":
+                engine.execute_write(command)
                 continue
-            engine.execute_outside_transaction(command)
+            if len(words) >= 2 and words[1].split(".")[-1] in _IGNORED_PRAGMAS:
+                continue
+            try:
+                # A setting of the writer's connection (cache_size...).
+                engine.execute_outside_transaction(command)
+            except Database.IntegrityError as e:
+                if getattr(e, "sqlite_errorname", "") != "SQLITE_CONSTRAINT_COMMITHOOK":
+                    raise
+                # A pragma that writes the file (user_version...): the engine
+                # commits writes only in its own transactions.
+                engine.execute_write(command)
 
     def create_cursor(self, name: Optional[str] = None) -> Any:
         return self.connection.cursor(factory=SQLiteCursorWrapper)
