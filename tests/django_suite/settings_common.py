@@ -1,15 +1,14 @@
 """What both runs of Django's own test suite share (scripts/django-tests):
-the settings Django's tests/test_sqlite.py gives, with the engine chosen by
-the module that imports this one, and a runner that records each test's
-outcome."""
+the settings module of the Django version under test, its tests/test_sqlite.py
+(runtests.py's directory is on sys.path), with a runner that records each
+test's outcome; the module that imports this one picks the engine."""
 
-SECRET_KEY = "litelane-django-suite"
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
-USE_TZ = False
+from test_sqlite import *  # noqa: F401,F403
+from test_sqlite import DATABASES as _SUITE_DATABASES
+
 TEST_RUNNER = "outcomes.OutcomeRunner"
 
 
 def databases(engine, **options):
-    """Django's two test aliases, "default" and "other", on ``engine``."""
-    return {alias: {"ENGINE": engine, "OPTIONS": dict(options)} for alias in ("default", "other")}
+    """The suite's own DATABASES with every alias on ``engine``."""
+    return {alias: dict(cfg, ENGINE=engine, OPTIONS=dict(options)) for alias, cfg in _SUITE_DATABASES.items()}
