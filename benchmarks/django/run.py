@@ -84,6 +84,18 @@ class Load:
         self.other = 0
         self.acked: List[tuple] = []
         self.errors: Dict[str, int] = {}
+        self.max_gap = 0.0
+
+    def ticker(self) -> None:
+        """The longest this process went without running a 10 ms tick: a
+        large gap means the load driver itself (or the machine) stalled."""
+        last = time.perf_counter()
+        while not self.stop:
+            time.sleep(0.01)
+            now = time.perf_counter()
+            if self.measuring:
+                self.max_gap = max(self.max_gap, now - last)
+            last = now
 
     def client(self, cid: int) -> None:
         seq = 0
@@ -143,6 +155,7 @@ def cell(backend: str, workers: int, seconds: float, clients: int, warmup: float
         wait_up(port, proc)
         load = Load(port, clients)
         threads = [threading.Thread(target=load.client, args=(i,)) for i in range(clients)]
+        threads.append(threading.Thread(target=load.ticker))
         for t in threads:
             t.start()
         time.sleep(warmup)
@@ -175,7 +188,7 @@ def cell(backend: str, workers: int, seconds: float, clients: int, warmup: float
         "backend": backend, "workers": workers, "clients": clients, "seconds": round(elapsed, 2),
         "rps": load.ok / elapsed, "p50_ms": p(0.50), "p99_ms": p(0.99), "http_500": load.e500,
         "other_failures": load.other + sum(load.errors.values()), "acknowledged": len(load.acked),
-        "lost": lost,
+        "lost": lost, "driver_max_gap_ms": round(load.max_gap * 1000, 1),
     }
 
 
@@ -187,14 +200,20 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="runs per cell; medians are reported (default 2)")
     ap.add_argument("--clients", type=int, default=32, help="concurrent client threads (default 32)")
     ap.add_argument("--json", help="append one JSON line per cell and run to this file")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="default: stock,litelane")
+    ap.add_argument("--keep", help="keep the databases and gunicorn logs in this directory")
     args = ap.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     results: Dict[tuple, List[dict]] = {}
+    backends = tuple(args.backends.split(","))
     with tempfile.TemporaryDirectory(prefix="litelane-django-bench-") as tmp:
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            tmp = args.keep
         for run in range(args.runs):
             for w in workers:
                 # Alternate the order per run so neither side always goes first.
-                order = BACKENDS if (run + w) % 2 == 0 else BACKENDS[::-1]
+                order = backends if (run + w) % 2 == 0 else backends[::-1]
                 for backend in order:
                     r = cell(backend, w, args.seconds, args.clients, args.warmup, tmp)
                     r["run"] = run + 1
@@ -208,11 +227,13 @@ def main() -> int:
     head = ("workers", "backend", "req/s", "p50 ms", "p99 ms", "500s", "other", "lost")
     print(" ".join(f"{h:>{n}}" for h, n in zip(head, (7, 9, 8, 8, 8, 6, 6, 5))))
     for w in workers:
-        for b in BACKENDS:
+        for b in backends:
             rs = results[(b, w)]
             print(f"{w:>7} {b:>9} {med(r['rps'] for r in rs):>8.0f} {med(r['p50_ms'] for r in rs):>8.1f} "
                   f"{med(r['p99_ms'] for r in rs):>8.1f} {sum(r['http_500'] for r in rs):>6} "
                   f"{sum(r['other_failures'] for r in rs):>6} {sum(r['lost'] for r in rs):>5}")
+        if len(backends) < 2:
+            continue
         s, lt = results[("stock", w)], results[("litelane", w)]
         print(f"{w:>7} {'ratio':>9} {med(r['rps'] for r in lt) / med(r['rps'] for r in s):>8.2f}x"
               f" {'':>8} {med(r['p99_ms'] for r in lt) / med(r['p99_ms'] for r in s):>8.2f}x (litelane / stock)")
