@@ -46,11 +46,20 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module", autouse=True)
 def tables():
+    # litelane.django registers Django's converters and adapters on
+    # litelane.dbapi (process-wide, as Django does on sqlite3): put back what
+    # the other test modules expect when this one is done.
+    converters, adapters = dict(litelane.dbapi.converters), dict(litelane.dbapi.adapters)
     with connection.schema_editor() as editor:
         editor.create_model(Author)
         editor.create_model(Book)
     yield
-    connection.close()
+    connections.close_all()
+    lbase.release_all_engines()
+    litelane.dbapi.converters.clear()
+    litelane.dbapi.converters.update(converters)
+    litelane.dbapi.adapters.clear()
+    litelane.dbapi.adapters.update(adapters)
 
 
 @pytest.fixture(autouse=True)

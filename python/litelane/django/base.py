@@ -35,16 +35,20 @@ import litelane.dbapi as Database
 from .. import _litelane
 from .creation import DatabaseCreation
 
-# Django registers its converters ("bool", "date", "time", "datetime",
-# "timestamp") and adapters (Decimal, date, datetime) on the standard
-# library's module when its SQLite backend is imported; litelane.dbapi keeps
-# registries of its own, so the same callables go there too.
-for _name in ("BOOL", "DATE", "TIME", "DATETIME", "TIMESTAMP"):
-    if _name in sqlite3.converters:
-        Database.register_converter(_name, sqlite3.converters[_name])
-for (_type, _proto), _adapter in list(sqlite3.adapters.items()):
-    if _proto is sqlite3.PrepareProtocol and _type.__module__ in ("decimal", "datetime"):
-        Database.register_adapter(_type, _adapter)
+
+def _register_types() -> None:
+    """Django registers its converters ("bool", "date", "time", "datetime",
+    "timestamp") and adapters (Decimal, date, datetime) on the standard
+    library's module when its SQLite backend is imported; litelane.dbapi keeps
+    registries of its own, so the same callables go there too (process-wide,
+    as Django's are; done at each new connection, a few dict stores)."""
+    for name in ("BOOL", "DATE", "TIME", "DATETIME", "TIMESTAMP"):
+        if name in sqlite3.converters:
+            Database.register_converter(name, sqlite3.converters[name])
+    for (type_, proto), adapter in list(sqlite3.adapters.items()):
+        if proto is sqlite3.PrepareProtocol and type_.__module__ in ("decimal", "datetime"):
+            Database.register_adapter(type_, adapter)
+
 
 #: Statements of ``init_command`` that litelane does not run: the journal
 #: mode and ``synchronous`` come from the profile, the wait for other
@@ -139,6 +143,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
         return kwargs
 
     def get_new_connection(self, conn_params: Dict[str, Any]) -> Any:
+        _register_types()
         conn = Database.connect(**conn_params)
         try:
             self._litelane_pid = os.getpid()
