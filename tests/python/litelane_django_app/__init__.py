@@ -1,0 +1,1 @@
+"""A Django app for tests/python/test_django.py."""
