@@ -2,8 +2,8 @@
 //! package `litelane` (see `python/litelane/` for the Python half and
 //! `docs/python.md` for the user's guide).
 //!
-//! Everything a Python caller reaches goes through [`engine::Engine`] (one
-//! shared litelane `Database` per file in the process) and [`txn::Txn`] (a
+//! Everything a Python caller reaches goes through `engine::Engine` (one
+//! shared litelane `Database` per file in the process) and `txn::Txn` (a
 //! write transaction held across Python calls). SQLite always runs with the
 //! GIL released.
 
