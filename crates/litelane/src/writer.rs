@@ -440,7 +440,8 @@ pub(crate) struct Writer {
     /// `safe` with the cross-process queue: the writer commits with
     /// `synchronous=NORMAL` and makes each commit durable after its turn,
     /// sharing the WAL's fsync with other processes (`xproc/durable.rs`).
-    /// The WAL file to sync.
+    /// The WAL file's path, for messages (the sync itself goes through the
+    /// connection's VFS).
     shared_sync: Option<PathBuf>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
