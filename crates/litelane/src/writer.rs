@@ -227,21 +227,9 @@ impl HeldWrite {
                 Some(_) => Ok(()),
                 None if !commit => control(conn, "ROLLBACK").context(|| "ROLLBACK".into()),
                 None if crate::ffi::has_deferred_fk_violations(conn) => Err(deferred_fk_error()),
-                None if file_has_moved(conn) => Err(Error::Io {
-                    context: format!("COMMIT of {:?}", self.label),
-                    message: "the database file was moved, deleted or replaced while open; \
-                              nothing was committed: reopen the database"
-                        .into(),
-                }),
                 None => {
-                    writer.committing.store(true, Ordering::Release);
-                    let r =
-                        control(conn, "COMMIT").context(|| format!("COMMIT of {:?}", self.label));
-                    writer.committing.store(false, Ordering::Release);
-                    let r = r.and_then(|()| {
-                        let what = format!("{:?}", self.label);
-                        writer.make_durable(conn, &mut self.process_turn, &what)
-                    });
+                    let what = format!("{:?}", self.label);
+                    let r = writer.commit_now(conn, &what, &mut self.process_turn);
                     if r.is_ok() {
                         writer.recorder.record_group(1);
                         writer.recorder.transactions.fetch_add(1, Ordering::Relaxed);
@@ -1077,6 +1065,30 @@ impl Writer {
         }
     }
 
+    /// Runs the `COMMIT` of `what` (the writer's own, past its commit hook)
+    /// and makes it durable: every commit of the writer goes through here.
+    fn commit_now(
+        &self,
+        conn: &Connection,
+        what: &str,
+        process_turn: &mut Option<HeldProcessTurn>,
+    ) -> Result<()> {
+        if file_has_moved(conn) {
+            // Committing would acknowledge writes into a file nobody can
+            // open again.
+            return Err(Error::Io {
+                context: format!("COMMIT of {what}"),
+                message: "the database file was moved, deleted or replaced while open; \
+                          nothing was committed: reopen the database"
+                    .into(),
+            });
+        }
+        self.committing.store(true, Ordering::Release);
+        let r = control(conn, "COMMIT").context(|| format!("COMMIT of {what}"));
+        self.committing.store(false, Ordering::Release);
+        r.and_then(|()| self.make_durable(conn, process_turn, what))
+    }
+
     /// Makes a commit that just returned durable when the writer syncs after
     /// its turn (`shared_sync`): hands the cross-process turn on first, so
     /// the next process commits during this one's fsync.
@@ -1131,25 +1143,8 @@ impl Writer {
         process_turn: &mut Option<HeldProcessTurn>,
     ) {
         let jobs = g.members.len();
-        let result = match file_has_moved(conn) {
-            // Committing would acknowledge writes into a file nobody can
-            // open again.
-            true => Err(Error::Io {
-                context: format!("COMMIT of a group of {jobs} write(s)"),
-                message: "the database file was moved, deleted or replaced while open; \
-                          nothing was committed: reopen the database"
-                    .into(),
-            }),
-            false => {
-                self.committing.store(true, Ordering::Release);
-                let r = control(conn, "COMMIT")
-                    .context(|| format!("COMMIT of a group of {jobs} write(s)"));
-                self.committing.store(false, Ordering::Release);
-                r.and_then(|()| {
-                    self.make_durable(conn, process_turn, &format!("a group of {jobs} write(s)"))
-                })
-            }
-        };
+        let what = format!("a group of {jobs} write(s)");
+        let result = self.commit_now(conn, &what, process_turn);
         match result {
             Ok(()) => {
                 self.recorder.record_group(jobs);

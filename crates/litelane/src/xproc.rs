@@ -1148,19 +1148,18 @@ mod imp {
 
 #[cfg(target_os = "linux")]
 mod durable;
-#[cfg(target_os = "linux")]
-pub use durable::NotDurable;
-
 /// Why a commit could not be confirmed durable (see
 /// [`ProcessQueue::make_durable`]).
-#[cfg(not(target_os = "linux"))]
 #[derive(Debug)]
 pub enum NotDurable {
-    /// The WAL's fsync failed: the commit may or may not survive power loss.
+    /// An `fdatasync` of the WAL that covered this commit, or one before it,
+    /// failed (in this process or another): the commit is visible now, and
+    /// may or may not survive a power loss.
     SyncFailed {
-        /// The failure.
+        /// The failure, when it was this process's own fsync.
         error: Option<std::io::Error>,
-        /// Always 0 here.
+        /// The commit count at which an fsync failed (0 when the commit
+        /// synced alone, without the shared counters).
         failed_at: u64,
     },
 }

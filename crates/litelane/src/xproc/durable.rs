@@ -40,7 +40,7 @@ use std::fs::File;
 use std::io;
 use std::sync::atomic::Ordering::SeqCst;
 
-use super::imp;
+use super::{imp, NotDurable};
 use crate::ffi::SharedPage;
 
 /// Byte 2 of the lock file: held by the process running an fsync for all.
@@ -50,20 +50,6 @@ pub const SYNCER_BYTE: u64 = 2;
 const COUNTED: usize = 64;
 const SYNCED: usize = 72;
 const FAILED: usize = 80;
-
-/// Why a commit could not be confirmed durable.
-#[derive(Debug)]
-pub enum NotDurable {
-    /// An `fdatasync` of the WAL that covered this commit, or one before it,
-    /// failed (in this process or another): the commit is visible now, and
-    /// may or may not survive a power loss.
-    SyncFailed {
-        /// The failure, when it was this process's own fsync.
-        error: Option<io::Error>,
-        /// The commit count at which an fsync failed.
-        failed_at: u64,
-    },
-}
 
 /// The counters of one lock file.
 pub struct Counters {
