@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 from threading import get_ident as _get_ident
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _blob, _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
@@ -597,7 +597,8 @@ class Connection:
         run for it, shown to the trace callback (the implicit ``BEGIN`` by
         default)."""
         engine = self._check()
-        self._traced(f"BEGIN {self._isolation_level or ''}" if sql is None else sql)
+        if self._trace is not None:
+            self._traced(f"BEGIN {self._isolation_level or ''}" if sql is None else sql)
         self._txn = engine.begin(self._timeout)
         return self._txn
 
@@ -628,7 +629,8 @@ class Connection:
         txn, self._txn = self._txn, None
         self._savepoint_opened = None
         if txn is not None:
-            self._traced(_sql)
+            if self._trace is not None:
+                self._traced(_sql)
             txn.commit()
 
     def rollback(self, _sql: str = "ROLLBACK") -> None:
@@ -711,9 +713,9 @@ class Connection:
 
     def _run(self, sql: str, params: Any) -> Any:
         engine = self._check()
-        if not isinstance(sql, str):
+        if type(sql) is not str and not isinstance(sql, str):
             raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
-        kind, name = _classify(sql)
+        kind, name = _kinds.get(sql) or _classify(sql)
         if kind == "empty":
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
@@ -788,7 +790,9 @@ class Connection:
         """A new cursor, made by ``factory(self)`` (``Cursor`` by default),
         which must return a ``Cursor`` (a subclass is fine)."""
         self._check()
-        cur = (Cursor if factory is _MISSING else factory)(self)
+        if factory is _MISSING:
+            return Cursor(self)
+        cur = factory(self)
         if not issubclass(type(cur), Cursor):
             raise TypeError("factory must return a cursor, not " + type(cur).__name__)
         return cur
@@ -975,22 +979,22 @@ class Cursor:
 
     _closed: Optional[bool] = None  # None until __init__ ran
     _busy = False  # converters, adapters or a parameter iterator are running
+    # What a new cursor starts with (set per instance once it changes).
+    arraysize = 1
+    description: Optional[Tuple[Tuple[Any, ...], ...]] = None
+    rowcount = -1
+    lastrowid: Optional[int] = None
+    _rows: Sequence[Tuple[Any, ...]] = ()
+    _converters: Optional[List[Optional[Callable[[bytes], Any]]]] = None
+    _pos = 0
 
     def __init__(self, connection: Connection, /) -> None:
         if self._busy:
             raise ProgrammingError(_RECURSIVE)
         if not issubclass(type(connection), Connection):
             raise TypeError("connection must be a litelane.dbapi.Connection")
-        self._busy = False
         self.connection = connection
-        self.arraysize = 1
-        self.description: Optional[Tuple[Tuple[Any, ...], ...]] = None
-        self.rowcount = -1
-        self.lastrowid: Optional[int] = None
         self.row_factory = connection.row_factory
-        self._rows: List[Tuple[Any, ...]] = []
-        self._converters: Optional[List[Optional[Callable[[bytes], Any]]]] = None
-        self._pos = 0
         self._closed = False
 
     def _check(self) -> None:
@@ -1028,8 +1032,9 @@ class Cursor:
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
         if self._busy or self._closed is not False:
             self._check()  # raises, saying why
-        _check_sql(sql)
-        self._rows = []
+        if type(sql) is not str or "\0" in sql:
+            _check_sql(sql)
+        self._rows = ()
         self.description = None
         self._busy = True  # adapters run user code while parameters bind
         try:

@@ -571,6 +571,9 @@ fn the_database_file_deleted_underneath_fails_writes_clearly() {
     insert(&db, 1, 10).unwrap();
     std::fs::remove_file(&path).unwrap();
     let _ = std::fs::remove_file(dir.path().join("db-wal"));
+    // Past the writer's 1 ms recheck of the file's identity
+    // (docs/durability.md, "Faults").
+    std::thread::sleep(std::time::Duration::from_millis(5));
     let r = insert(&db, 2, 10);
     let err = r.expect_err("a write into a deleted database was acknowledged");
     let text = err.to_string().to_lowercase();
@@ -605,6 +608,9 @@ fn the_database_file_replaced_underneath_fails_writes_clearly() {
         .unwrap();
     insert(&db, 1, 10).unwrap();
     std::fs::rename(&other, &path).unwrap();
+    // Past the writer's 1 ms recheck of the file's identity
+    // (docs/durability.md, "Faults").
+    std::thread::sleep(std::time::Duration::from_millis(5));
     let r = insert(&db, 2, 10);
     let err = r.expect_err("a write into a replaced database was acknowledged");
     let text = err.to_string().to_lowercase();

@@ -412,7 +412,7 @@ impl Engine {
         let run = |c: &litelane::rusqlite::Connection| {
             self.hooks.around(c, || exec::run_if_readonly(c, sql, p))
         };
-        match sh.db.try_read_on_writer(run) {
+        match sh.db.try_read_statement_on_writer(run) {
             Some(r) => r,
             None => sh.db.read(run),
         }

@@ -42,8 +42,8 @@ fn invalid(message: String) -> Error {
     Error::InvalidInput { message }
 }
 
-/// The first keyword of `sql`, upper-cased, after whitespace and comments.
-pub fn leading_keyword(sql: &str) -> String {
+/// The first word of `sql` after whitespace and comments, as written.
+fn leading_word(sql: &str) -> &str {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -55,18 +55,26 @@ pub fn leading_keyword(sql: &str) -> String {
             break;
         }
     }
-    rest.chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_ascii_uppercase()
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The first keyword of `sql`, upper-cased, after whitespace and comments.
+pub fn leading_keyword(sql: &str) -> String {
+    leading_word(sql).to_ascii_uppercase()
+}
+
+/// True when `sql` starts with one of `keywords` (upper-case), in any case.
+fn starts_with_keyword(sql: &str, keywords: &[&str]) -> bool {
+    let word = leading_word(sql);
+    keywords.iter().any(|k| word.eq_ignore_ascii_case(k))
 }
 
 /// True for the statements whose changes `sqlite3` counts in `rowcount`.
 pub fn is_dml(sql: &str) -> bool {
-    matches!(
-        leading_keyword(sql).as_str(),
-        "INSERT" | "UPDATE" | "DELETE" | "REPLACE"
-    )
+    starts_with_keyword(sql, &["INSERT", "UPDATE", "DELETE", "REPLACE"])
 }
 
 pub fn bind_params(stmt: &mut Statement<'_>, params: &Params) -> Result<()> {
@@ -211,10 +219,7 @@ fn run_prepared(
 /// then planned queries without that index: found with a deterministic
 /// function in an index, tests/python/test_functions.py.)
 fn changes_schema(sql: &str) -> bool {
-    matches!(
-        leading_keyword(sql).as_str(),
-        "CREATE" | "DROP" | "ALTER" | "REINDEX"
-    )
+    starts_with_keyword(sql, &["CREATE", "DROP", "ALTER", "REINDEX"])
 }
 
 /// On a reader: runs the statement if it is read-only, or returns `None`

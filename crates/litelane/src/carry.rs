@@ -130,20 +130,34 @@ impl Carry {
             .is_ok()
     }
 
-    /// The reaper: gives the turn back when a linger ends.
+    /// The reaper: gives the turn back when a linger ends. When a linger
+    /// ends with nothing to give back (a write took the turn over), it
+    /// watches for one more linger before it parks: between the writes of a
+    /// steady stream, [`Carry::idle`] then only sets a deadline, and the
+    /// reaper wakes once a linger instead of once a write.
     fn reap(&self) {
         let mut st = self.lock();
+        let mut watching = false;
         while !st.closed {
             st = match st.release_at {
                 Some(at) if Instant::now() >= at => {
                     st.release_at = None;
+                    watching = false;
                     drop(st.held.take());
                     st
                 }
                 Some(at) => {
+                    watching = true;
                     let left = at.saturating_duration_since(Instant::now());
                     self.wake
                         .wait_timeout(st, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                None if watching => {
+                    watching = false;
+                    self.wake
+                        .wait_timeout(st, self.linger)
                         .unwrap_or_else(|e| e.into_inner())
                         .0
                 }

@@ -519,7 +519,31 @@ impl Database {
         &self,
         f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
     ) -> Option<Result<T>> {
-        self.inner.writer.try_read(f)
+        self.inner.writer.try_read(f, false)
+    }
+
+    /// [`try_read_on_writer`](Database::try_read_on_writer) for a closure
+    /// that runs exactly one statement, which SQLite runs as a snapshot of
+    /// its own: no `BEGIN` and `COMMIT` around it (two statements fewer). A
+    /// statement that writes fails (`SQLITE_CONSTRAINT_COMMITHOOK`): only
+    /// the writer's own `COMMIT` commits.
+    ///
+    /// ```
+    /// let db = litelane::Database::open_in_memory(Default::default())?;
+    /// db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (7);")?))?;
+    /// let x = db.try_read_statement_on_writer(|c| {
+    ///     Ok(c.query_row("SELECT x FROM t", [], |r| r.get::<_, i64>(0))?)
+    /// });
+    /// assert_eq!(x.transpose()?, Some(7));
+    /// let wrote = db.try_read_statement_on_writer(|c| Ok(c.execute("INSERT INTO t VALUES (8)", [])?));
+    /// assert!(wrote.expect("the writer was free").is_err());
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn try_read_statement_on_writer<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        self.inner.writer.try_read(f, true)
     }
 
     /// Starts a write transaction that the caller holds across calls and

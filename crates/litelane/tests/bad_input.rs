@@ -134,6 +134,9 @@ fn writes_into_a_deleted_or_replaced_file_are_refused_not_acknowledged() {
         } else {
             std::fs::remove_file(&path).unwrap();
         }
+        // Past the writer's 1 ms recheck of the file's identity
+        // (docs/durability.md, "Faults").
+        std::thread::sleep(std::time::Duration::from_millis(5));
         let err = db
             .write(|tx| Ok(tx.execute("INSERT INTO t VALUES (2)", [])?))
             .unwrap_err();
