@@ -234,6 +234,7 @@ impl Database {
             Arc::clone(&tracer),
             Arc::clone(&config),
             writer_seen,
+            || connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None),
         )?);
         let readers = (0..opts.readers.max(1))
             .map(|i| {

@@ -45,7 +45,7 @@ use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
 use crate::wal_space::WalSpace;
-use crate::xproc::{ProcessQueue, ProcessTurn};
+use crate::xproc::{CountedCommit, ProcessQueue, ProcessTurn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -216,6 +216,7 @@ impl HeldWrite {
             return Ok(());
         };
         let writer = Arc::clone(&self.writer);
+        let mut to_sync = None;
         let result = {
             let mut slot = lock(&writer.slot);
             if commit && self.ended.is_none() {
@@ -227,15 +228,9 @@ impl HeldWrite {
                 Some(_) => Ok(()),
                 None if !commit => control(conn, "ROLLBACK").context(|| "ROLLBACK".into()),
                 None if crate::ffi::has_deferred_fk_violations(conn) => Err(deferred_fk_error()),
-                None => {
-                    let what = format!("{:?}", self.label);
-                    let r = writer.commit_now(conn, &what, &mut self.process_turn);
-                    if r.is_ok() {
-                        writer.recorder.record_group(1);
-                        writer.recorder.transactions.fetch_add(1, Ordering::Relaxed);
-                    }
-                    r
-                }
+                None => writer
+                    .commit_now(conn, &format!("{:?}", self.label))
+                    .map(|counted| to_sync = counted),
             };
             if let Err(e) = &result {
                 writer.recorder.note_error(e);
@@ -252,6 +247,18 @@ impl HeldWrite {
         };
         writer.carry.put(self.process_turn.take());
         writer.released(turn.release());
+        let result = result.and_then(|()| {
+            let durable = writer.make_durable(to_sync, &format!("{:?}", self.label));
+            if let Err(e) = &durable {
+                writer.recorder.note_error(e);
+                writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            durable
+        });
+        if result.is_ok() && commit {
+            writer.recorder.record_group(1);
+            writer.recorder.transactions.fetch_add(1, Ordering::Relaxed);
+        }
         result
     }
 }
@@ -433,6 +440,10 @@ pub(crate) struct Writer {
     /// The WAL file's path, for messages (the sync itself goes through the
     /// connection's VFS).
     shared_sync: Option<PathBuf>,
+    /// Under `shared_sync`: a connection of the writer's own whose handle on
+    /// the WAL makes commits durable after the turn is handed on, while the
+    /// writer's connection already runs the next turn.
+    syncer: Option<Mutex<Connection>>,
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     config: Arc<Registry>,
@@ -547,6 +558,14 @@ fn shared_sync_of(conn: &Connection) -> Result<Option<PathBuf>> {
     Ok(Some(PathBuf::from(format!("{path}-wal"))))
 }
 
+/// `conn` with its handle on the WAL open: a read opens it (SQLite opens
+/// a connection's WAL at its first read transaction).
+fn open_wal(conn: Connection) -> Result<Connection> {
+    conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
+        .context(|| "opening the WAL for the syncer connection".into())?;
+    Ok(conn)
+}
+
 fn deferred_fk_error() -> Error {
     Error::Sqlite {
         code: codes::SQLITE_CONSTRAINT,
@@ -577,6 +596,7 @@ impl Writer {
         tracer: Arc<Tracer>,
         config: Arc<Registry>,
         config_seen: u64,
+        open_syncer: impl FnOnce() -> Result<Connection>,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
         let ours = Arc::clone(&committing);
@@ -586,6 +606,10 @@ impl Writer {
         let wal_space = wal_space_of(&conn);
         let shared_sync = match &process_queue {
             Some(_) => shared_sync_of(&conn)?,
+            None => None,
+        };
+        let syncer = match shared_sync {
+            Some(_) => Some(Mutex::new(open_wal(open_syncer()?)?)),
             None => None,
         };
         Ok(Writer {
@@ -602,9 +626,18 @@ impl Writer {
             long_wait,
             busy_timeout,
             process_queue,
-            carry: Carry::new(PROCESS_TURN_BUDGET, process_turn_linger),
+            // Under `shared_sync` an idle process gives the turn back at
+            // once: the next process commits while this one syncs.
+            carry: Carry::new(
+                PROCESS_TURN_BUDGET,
+                match shared_sync {
+                    Some(_) => Duration::ZERO,
+                    None => process_turn_linger,
+                },
+            ),
             moved: MovedCheck::default(),
             shared_sync,
+            syncer,
             recorder,
             tracer,
             config,
@@ -896,10 +929,10 @@ impl Writer {
                 next = turn.claim_next().map(Member::Claimed);
             }
         }
-        let mut process_turn = process_turn;
+        let mut to_sync = None;
         if let Some(g) = group.take() {
             self.reserve_wal(&mut slot);
-            self.commit(&slot.conn, g, &mut process_turn);
+            to_sync = self.commit(&slot.conn, g);
         }
         drop(mark);
         debug_assert!(
@@ -912,6 +945,9 @@ impl Writer {
         // goes back to the queue at once.
         self.carry.put(process_turn);
         self.release(turn);
+        if let Some((g, counted)) = to_sync {
+            self.settle_durable(g, counted);
+        }
     }
 
     /// Waits for the turn among the litelane processes writing to this file
@@ -1099,14 +1135,11 @@ impl Writer {
         }
     }
 
-    /// Runs the `COMMIT` of `what` (the writer's own, past its commit hook)
-    /// and makes it durable: every commit of the writer goes through here.
-    fn commit_now(
-        &self,
-        conn: &Connection,
-        what: &str,
-        process_turn: &mut Option<HeldProcessTurn>,
-    ) -> Result<()> {
+    /// Runs the `COMMIT` of `what` (the writer's own, past its commit hook):
+    /// every commit of the writer goes through here. Under `shared_sync`
+    /// the commit is not durable yet: it is counted, and the caller hands
+    /// the turns on and then calls [`Writer::make_durable`] with it.
+    fn commit_now(&self, conn: &Connection, what: &str) -> Result<Option<CountedCommit>> {
         if self.moved.has_moved(conn) {
             // Committing would acknowledge writes into a file nobody can
             // open again.
@@ -1120,23 +1153,27 @@ impl Writer {
         self.committing.store(true, Ordering::Release);
         let r = control(conn, "COMMIT").context(|| format!("COMMIT of {what}"));
         self.committing.store(false, Ordering::Release);
-        r.and_then(|()| self.make_durable(conn, process_turn, what))
+        r?;
+        Ok(match (&self.shared_sync, &self.process_queue) {
+            (Some(_), Some(q)) => Some(q.count_commit()),
+            _ => None,
+        })
     }
 
-    /// Makes a commit that just returned durable when the writer syncs after
-    /// its turn (`shared_sync`): hands the cross-process turn on first, so
-    /// the next process commits during this one's fsync.
-    fn make_durable(
-        &self,
-        conn: &Connection,
-        process_turn: &mut Option<HeldProcessTurn>,
-        what: &str,
-    ) -> Result<()> {
-        let (Some(wal), Some(q)) = (&self.shared_sync, &self.process_queue) else {
+    /// Makes a commit counted by [`Writer::commit_now`] durable, after the
+    /// caller handed the turns on: the next writer of any thread or process
+    /// commits while this one syncs, and one fsync covers every commit
+    /// counted before it began. The sync goes through the syncer
+    /// connection's handle on the WAL, never the writer's connection, which
+    /// the next turn is using.
+    fn make_durable(&self, commit: Option<CountedCommit>, what: &str) -> Result<()> {
+        let (Some(commit), Some(wal), Some(q), Some(syncer)) =
+            (commit, &self.shared_sync, &self.process_queue, &self.syncer)
+        else {
             return Ok(());
         };
-        drop(process_turn.take());
-        let (error, failed_at) = match q.make_durable(&mut || crate::ffi::sync_journal(conn)) {
+        let mut sync = || crate::ffi::sync_journal(&lock(syncer));
+        let (error, failed_at) = match q.make_durable(commit, &mut sync) {
             Ok(ran) => {
                 let counter = match ran {
                     true => &self.recorder.wal_syncs,
@@ -1169,16 +1206,53 @@ impl Writer {
         })
     }
 
-    /// Commits the group and settles every member with the result.
-    fn commit(
+    /// Commits the group. A failed commit settles every member at once; a
+    /// commit still to be made durable is returned, to be settled by
+    /// [`Writer::settle_durable`] once the turns are handed on.
+    fn commit<'a>(
         &self,
         conn: &Connection,
-        mut g: Group<'_>,
-        process_turn: &mut Option<HeldProcessTurn>,
-    ) {
+        mut g: Group<'a>,
+    ) -> Option<(Group<'a>, CountedCommit)> {
+        let what = format!("a group of {} write(s)", g.members.len());
+        match self.commit_now(conn, &what) {
+            Ok(Some(counted)) => Some((g, counted)),
+            Ok(None) => {
+                self.settle_group(conn, &mut g, Ok(()));
+                None
+            }
+            Err(e) => {
+                self.settle_group(conn, &mut g, Err(e));
+                None
+            }
+        }
+    }
+
+    /// Makes a committed group durable, then settles its members.
+    fn settle_durable(&self, mut g: Group<'_>, counted: CountedCommit) {
+        let what = format!("a group of {} write(s)", g.members.len());
+        let result = self.make_durable(Some(counted), &what);
+        if let Err(e) = &result {
+            self.recorder.note_error(e);
+        }
+        self.settle_group_outcome(&mut g, result);
+    }
+
+    /// Settles every member of a group with the outcome of its `COMMIT`,
+    /// rolling back what a failed one left open.
+    fn settle_group(&self, conn: &Connection, g: &mut Group<'_>, result: Result<()>) {
+        if let Err(e) = &result {
+            self.recorder.note_error(e);
+            if !conn.is_autocommit() {
+                let _ = control(conn, "ROLLBACK");
+            }
+        }
+        self.settle_group_outcome(g, result);
+    }
+
+    /// Records the group's outcome and tells every member.
+    fn settle_group_outcome(&self, g: &mut Group<'_>, result: Result<()>) {
         let jobs = g.members.len();
-        let what = format!("a group of {jobs} write(s)");
-        let result = self.commit_now(conn, &what, process_turn);
         match result {
             Ok(()) => {
                 self.recorder.record_group(jobs);
@@ -1193,13 +1267,9 @@ impl Writer {
                 }
             }
             Err(e) => {
-                self.recorder.note_error(&e);
                 self.recorder
                     .rollbacks
                     .fetch_add(jobs as u64, Ordering::Relaxed);
-                if !conn.is_autocommit() {
-                    let _ = control(conn, "ROLLBACK");
-                }
                 for m in g.members.drain(..) {
                     m.settle(Err(e.clone()));
                 }

@@ -1164,25 +1164,48 @@ pub enum NotDurable {
     },
 }
 
+/// A commit made with `synchronous=NORMAL`, counted for the shared fsync
+/// ([`ProcessQueue::count_commit`]) and not yet known durable.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "a counted commit is durable only once make_durable returned Ok"]
+pub struct CountedCommit {
+    /// Its place in the shared count (`None`: the counters are not mapped;
+    /// the commit syncs alone).
+    seq: Option<u64>,
+}
+
 impl ProcessQueue {
-    /// Makes a commit that the calling thread has just made with
-    /// `synchronous=NORMAL` durable, sharing one `fdatasync` of the WAL
-    /// with the commits that other
-    /// processes made meanwhile (see `xproc/durable.rs`). Call it right after
-    /// `COMMIT` returned, after dropping the turn so that the next process
-    /// commits while this one syncs. `sync` flushes the WAL file (an
-    /// `fdatasync` of it flushes what every process wrote); it is called at
-    /// most twice, and as the fallback when the lock file cannot be used.
+    /// Counts a commit that the calling thread has just made with
+    /// `synchronous=NORMAL`, while it still holds the writer's turn: an
+    /// fsync that starts after this covers it. Then hand the turns on, and
+    /// call [`make_durable`](ProcessQueue::make_durable).
+    pub fn count_commit(&self) -> CountedCommit {
+        #[cfg(target_os = "linux")]
+        if let Some(counters) = &self.shared.counters {
+            return CountedCommit {
+                seq: Some(counters.count()),
+            };
+        }
+        CountedCommit { seq: None }
+    }
+
+    /// Makes a counted commit durable, sharing one `fdatasync` of the WAL
+    /// with the commits that other threads and processes counted meanwhile
+    /// (see `xproc/durable.rs`). Call it after handing the turns on, so that
+    /// the next writer commits while this one syncs. `sync` flushes the WAL
+    /// file (an `fdatasync` of it flushes what every process wrote); it is
+    /// called at most twice, and as the fallback when the lock file cannot
+    /// be used.
     ///
     /// `Ok(true)`: this call ran the fsync; `Ok(false)`: one that another
     /// call (of any process) ran after this commit covered it.
     pub fn make_durable(
         &self,
+        commit: CountedCommit,
         sync: &mut dyn FnMut() -> std::io::Result<()>,
     ) -> Result<bool, NotDurable> {
         #[cfg(target_os = "linux")]
-        if let Some(counters) = &self.shared.counters {
-            let seq = counters.count();
+        if let (Some(counters), Some(seq)) = (&self.shared.counters, commit.seq) {
             if let Ok(file) = self.shared.take_idle() {
                 let out = counters.wait_durable(&file, seq, &mut *sync);
                 self.shared.put_idle(file);
@@ -1191,6 +1214,8 @@ impl ProcessQueue {
                 }
             }
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = commit;
         sync().map(|()| true).map_err(|e| NotDurable::SyncFailed {
             error: Some(e),
             failed_at: 0,

@@ -206,3 +206,58 @@ fn a_read_on_the_writer_runs_only_when_the_writer_is_free_and_sees_what_was_comm
     assert!(err.unwrap().is_err());
     exec(&db, "INSERT INTO t VALUES (5)");
 }
+
+#[test]
+fn threads_of_one_process_share_fsyncs_under_safe() {
+    // Under `safe` with the queue on, a held write commits, hands the
+    // writer's turn on, and only then syncs: the commits other threads make
+    // during that fsync are covered by the next one. Every commit is still
+    // acknowledged only once durable, so every row is there.
+    let (dir, db) = temp_db(Options::with_profile(Profile::Safe));
+    exec(&db, "CREATE TABLE t(th INTEGER, i INTEGER)");
+    let (threads, each) = (8, 40);
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|th| {
+            let (db, start) = (db.clone(), Arc::clone(&start));
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..each {
+                    // A transaction held across calls, never grouped with
+                    // another thread's: without the shared fsync each would
+                    // sync alone.
+                    let mut tx = loop {
+                        match db.try_hold_writer("t").unwrap() {
+                            Some(tx) => break tx,
+                            None => thread::yield_now(),
+                        }
+                    };
+                    tx.run(|tx| {
+                        Ok(tx.execute("INSERT INTO t VALUES (?1, ?2)", (th as i64, i as i64))?)
+                    })
+                    .unwrap();
+                    tx.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let m = db.metrics();
+    assert_eq!(
+        m.wal_syncs + m.syncs_shared,
+        (threads * each) as u64 + 1,
+        "one durable commit per transaction (and the CREATE): {m:?}"
+    );
+    assert!(
+        m.syncs_shared > 0,
+        "no commit was covered by another thread's fsync: {m:?}"
+    );
+    drop(db);
+    let c = rusqlite::Connection::open(dir.path().join("test.db")).unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, (threads * each) as i64);
+}
