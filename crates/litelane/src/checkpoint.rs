@@ -370,12 +370,62 @@ fn checkpoint_loop(
         }
         if !report.busy {
             settled_at = commits;
+            if let Some(r) = catch_up(&conn, &writer, &signal, &report) {
+                record(&recorder, &r);
+            }
         } else if report.wal_frames >= limit {
             if let Ok(r) = escalate_when_useful(report.wal_frames) {
                 record(&recorder, &r);
             }
         }
     }
+}
+
+/// Frames committed during a complete PASSIVE checkpoint that
+/// [`catch_up`] copies with the writers held back: up to 256 (1 MiB of
+/// 4 KiB pages).
+const CATCH_UP_FRAMES: u64 = 256;
+
+/// Lets the next write start the WAL over from its beginning. SQLite
+/// restarts the WAL only in a write transaction that began with every frame
+/// copied, which a checkpoint running beside the writers almost never
+/// leaves: the WAL then grows to `limit_pages` and new space is written
+/// (and, under `safe`, synced) for every commit. SQLite's own
+/// autocheckpoint runs inside a commit and leaves it every time. So when a
+/// complete PASSIVE checkpoint ends with a few frames committed meanwhile
+/// (at most [`CATCH_UP_FRAMES`]), this copies them in a turn of its own
+/// (ahead of queued writers) with a FULL checkpoint, which also holds off
+/// the writers of other processes (it takes SQLite's WAL write lock, and
+/// gives up at once if a writer has it). `None` when there was nothing to
+/// do or the catch-up failed.
+fn catch_up(
+    conn: &Connection,
+    writer: &Writer,
+    signal: &Signal,
+    report: &CheckpointReport,
+) -> Option<CheckpointReport> {
+    let behind = signal
+        .lock()
+        .pages
+        .saturating_sub(report.checkpointed_frames);
+    if behind == 0 || behind > CATCH_UP_FRAMES {
+        return None;
+    }
+    let r = writer
+        .with_turn(
+            "checkpoint (catching up, so the next write restarts the WAL)",
+            true,
+            |_| {
+                // Never wait: for another process's writer or an old reader.
+                conn.busy_timeout(Duration::ZERO)
+                    .context(|| "setting the checkpoint's wait".into())
+                    .and_then(|()| run(conn, CheckpointMode::Full))
+            },
+        )
+        .ok()?
+        .ok()?;
+    signal.lock().backfilled = r.checkpointed_frames;
+    Some(r)
 }
 
 fn record(recorder: &Recorder, report: &CheckpointReport) {
