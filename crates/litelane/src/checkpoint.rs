@@ -32,7 +32,7 @@ use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 use crate::options::Checkpoints;
 use crate::pool::Pool;
-use crate::writer::{Writer, WriterQueue};
+use crate::writer::{Writer, WriterQueue, PROCESS_TURN_BUDGET};
 
 /// A checkpoint mode (see <https://sqlite.org/c3ref/wal_checkpoint_v2.html>).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,11 +393,12 @@ const CATCH_UP_FRAMES: u64 = 256;
 /// (and, under `safe`, synced) for every commit. SQLite's own
 /// autocheckpoint runs inside a commit and leaves it every time. So when a
 /// complete PASSIVE checkpoint ends with a few frames committed meanwhile
-/// (at most [`CATCH_UP_FRAMES`]), this copies them in a turn of its own
-/// (ahead of queued writers) with a FULL checkpoint, which also holds off
-/// the writers of other processes (it takes SQLite's WAL write lock, and
-/// gives up at once if a writer has it). `None` when there was nothing to
-/// do or the catch-up failed.
+/// (at most [`CATCH_UP_FRAMES`]), this copies them with another PASSIVE
+/// checkpoint while holding the writer's turn (ahead of queued writers) and
+/// the turn among processes (waiting for it at most
+/// [`PROCESS_TURN_BUDGET`], the longest a process keeps it), so no litelane
+/// writer commits meanwhile. `None` when there was nothing to do or the
+/// turns did not come in time.
 fn catch_up(
     conn: &Connection,
     writer: &Writer,
@@ -412,17 +413,12 @@ fn catch_up(
         return None;
     }
     let r = writer
-        .with_turn(
+        .with_every_turn(
             "checkpoint (catching up, so the next write restarts the WAL)",
-            true,
-            |_| {
-                // Never wait: for another process's writer or an old reader.
-                conn.busy_timeout(Duration::ZERO)
-                    .context(|| "setting the checkpoint's wait".into())
-                    .and_then(|()| run(conn, CheckpointMode::Full))
-            },
+            PROCESS_TURN_BUDGET,
+            |_| run(conn, CheckpointMode::Passive),
         )
-        .ok()?
+        .ok()??
         .ok()?;
     signal.lock().backfilled = r.checkpointed_frames;
     Some(r)

@@ -854,6 +854,34 @@ impl Writer {
         out.map_err(|p| resume_unwind(p))
     }
 
+    /// [`Writer::with_turn`], ahead of queued writers, also holding the turn
+    /// among processes, for which it waits at most `wait`: no litelane
+    /// writer of any process is in a transaction while `f` runs. `Ok(None)`,
+    /// with `f` not run, when the turn among processes did not come in time.
+    pub fn with_every_turn<T>(
+        &self,
+        label: &str,
+        wait: Duration,
+        f: impl FnOnce(&mut Connection) -> T,
+    ) -> Result<Option<T>> {
+        self.with_turn(label, true, |conn| {
+            let held = match (self.carry.take(), &self.process_queue) {
+                (Some(held), _) => Some(held),
+                (None, None) => None,
+                (None, Some(q)) => match q.acquire_timeout(label, wait) {
+                    Ok(Some(turn)) => Some(HeldProcessTurn {
+                        turn,
+                        since: Instant::now(),
+                    }),
+                    Ok(None) | Err(_) => return None,
+                },
+            };
+            let out = f(conn);
+            self.carry.put(held);
+            Some(out)
+        })
+    }
+
     /// Runs one write job whose closure may run on the turn holder's thread
     /// (group commit by flat combining); see the module documentation.
     pub fn write<T, F>(&self, label: &str, f: F) -> Result<T>
