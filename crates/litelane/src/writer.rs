@@ -436,9 +436,9 @@ pub(crate) struct Writer {
     moved: MovedCheck,
     /// `safe` with the cross-process queue: the writer commits with
     /// `synchronous=NORMAL` and makes each commit durable after its turn,
-    /// sharing the WAL's fsync with other processes (`xproc/durable.rs`).
-    /// The WAL file's path, for messages (the sync itself goes through the
-    /// connection's VFS).
+    /// sharing the WAL's fsync with other threads and processes
+    /// (`xproc/durable.rs`). The WAL file's path, for messages (the sync
+    /// itself goes through the `syncer` connection's VFS).
     shared_sync: Option<PathBuf>,
     /// Under `shared_sync`: a connection of the writer's own whose handle on
     /// the WAL makes commits durable after the turn is handed on, while the
