@@ -1,6 +1,6 @@
 //! Bad input is a clear error, never a panic, and leaves the database as it was.
 
-mod common;
+use crate::common;
 
 use common::{exec, query_i64, temp_db};
 use litelane::{Database, Error, Options, Profile, Value};

@@ -4,9 +4,9 @@
 //! rows stored must be exactly the set of writes that were told `Ok`.
 //!
 //! Short by default (a couple of seconds per profile). The long form:
-//! `LITELANE_STRESS_SECS=300 cargo test --release -p litelane --test stress`.
+//! `LITELANE_STRESS_SECS=300 cargo test --release -p litelane --test it stress::`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,7 +1,7 @@
 //! `HeldWrite`: a transaction its caller holds across calls on its own
 //! thread, taken only when the writer is free.
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};

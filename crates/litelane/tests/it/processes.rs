@@ -7,8 +7,6 @@
 //! ignored test `processes_child` selected and its role in the environment.
 //! `LITELANE_PROCESSES_LONG=1` runs the long forms.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -103,7 +101,7 @@ fn spawn_with(db: &Path, role: &str, id: usize, env: &[(&str, &str)]) -> Child {
         .args([
             "--ignored",
             "--exact",
-            "processes_child",
+            "processes::processes_child",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -318,7 +316,7 @@ fn holders_killed(env: &[(&str, &str)]) {
 
 /// What the cross-process queue costs one process: single-row writes from
 /// one thread and from 16, with the queue and without. A measurement, not
-/// a check: `cargo test --release -p litelane --test processes
+/// a check: `cargo test --release -p litelane --test it processes::
 /// process_queue_cost -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, prints figures"]

@@ -210,7 +210,7 @@ fn xproc_child() {
 
 fn spawn(role: &str, db: &Path, env: &[(&str, String)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "xproc_child", "--nocapture"])
+        .args(["--ignored", "--exact", "xproc::xproc_child", "--nocapture"])
         .env(ROLE, role)
         .env(DB, db)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))

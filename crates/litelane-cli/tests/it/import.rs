@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
-mod common;
+use crate::common;
 
 use common::{litelane, query, stderr, Dir};
 

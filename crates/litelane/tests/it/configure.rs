@@ -1,7 +1,7 @@
 //! `Database::configure`: a setup (here: user-defined functions) in force on
 //! the writer, on every reader of the pool, and on connections opened later.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};

@@ -1,6 +1,6 @@
 //! Commit, rollback on error and on panic, savepoints, and profiles.
 
-mod common;
+use crate::common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -1,6 +1,6 @@
 //! Bulk insert: typed values, hostile names, batches, progress, channels.
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 use std::thread;

@@ -1,7 +1,7 @@
 //! Online backup: consistent under concurrent writers, never overwrites what
 //! the user owns.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -393,7 +393,7 @@ fn manual_checkpoints_under_concurrent_writers_never_fail_nor_hang() {
 
 /// Figures for docs/durability.md: one-row commits from 2 threads before
 /// and during a backup of a ~64 MB database, per profile. Run with
-/// `cargo test --release -p litelane --test backup backup_figures -- --ignored --nocapture`.
+/// `cargo test --release -p litelane --test it backup::backup_figures -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, prints figures"]
 fn backup_figures() {

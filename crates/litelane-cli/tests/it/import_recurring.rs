@@ -7,7 +7,7 @@ use std::process::Output;
 
 use rusqlite::types::Value;
 
-mod common;
+use crate::common;
 
 use common::{litelane, query, stderr, Dir};
 

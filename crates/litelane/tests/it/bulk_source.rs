@@ -2,7 +2,7 @@
 //! transactions, refused rows come back one by one, an abort rolls back only
 //! the transaction in progress, and conflict handling counts what it skips.
 
-mod common;
+use crate::common;
 
 use common::{exec, query_i64, temp_db};
 use litelane::{Error, InsertReport, OnConflict, Options, RowSource, Tx, Value};

@@ -1,7 +1,7 @@
 //! Checkpoints run off the write path, the WAL stays bounded, and its file
 //! stays allocated.
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 use std::thread;

@@ -5,7 +5,7 @@
 //! closing after every commit. For each caller the test checks the promise
 //! (told Ok ⇔ its row is stored) and the exact kind of error it was told.
 
-mod common;
+use crate::common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;

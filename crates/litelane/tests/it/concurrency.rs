@@ -1,7 +1,7 @@
 //! Many writers and readers at once: every row lands, order is kept, the
 //! queue is FIFO, nobody sees SQLITE_BUSY, readers see only committed data.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
-mod common;
+use crate::common;
 
 use common::{litelane, stderr};
 

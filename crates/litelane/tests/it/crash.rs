@@ -6,8 +6,6 @@
 //! test `crash_child_writes_until_killed` selected and the database path and
 //! profile in environment variables.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -58,7 +56,7 @@ fn crash_once(profile: Profile) {
         .args([
             "--ignored",
             "--exact",
-            "crash_child_writes_until_killed",
+            "crash::crash_child_writes_until_killed",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -1,7 +1,7 @@
 //! Group commit: queued writes share one commit, fail alone, and are
 //! acknowledged only after the commit that holds them.
 
-mod common;
+use crate::common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;

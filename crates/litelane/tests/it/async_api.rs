@@ -1,6 +1,6 @@
 //! write_async / read_async: one hop per transaction, one wake-up.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::pin;
