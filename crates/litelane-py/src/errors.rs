@@ -64,6 +64,12 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             };
             build(py, class_for(code), message, Some(extended_code))
         }
+        // A failed fsync at COMMIT: neither failed nor committed. Its own
+        // class (a subclass of OperationalError), with SQLite's codes.
+        litelane::Error::OutcomeUnknown { extended_code, .. } => {
+            build(py, "OutcomeUnknown", e.to_string(), Some(extended_code))
+        }
+        litelane::Error::WritesStopped { .. } => build(py, "WritesStopped", e.to_string(), None),
         litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
         other => build(py, "OperationalError", other.to_string(), None),
     };

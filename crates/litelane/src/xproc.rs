@@ -1175,6 +1175,17 @@ pub struct CountedCommit {
 }
 
 impl ProcessQueue {
+    /// The commit count at which an fsync of the WAL failed, in any process
+    /// using this lock file (`None`: never, or no shared counters). Once
+    /// set it stays until the lock file is removed (see `xproc/durable.rs`).
+    pub fn sync_failed_at(&self) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        if let Some(counters) = &self.shared.counters {
+            return counters.failed_at();
+        }
+        None
+    }
+
     /// Counts a commit that the calling thread has just made with
     /// `synchronous=NORMAL`, while it still holds the writer's turn: an
     /// fsync that starts after this covers it. Then hand the turns on, and

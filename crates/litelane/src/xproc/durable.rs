@@ -112,6 +112,14 @@ impl Counters {
         Ok(out)
     }
 
+    /// The commit count at which an fsync failed (`None`: never).
+    pub fn failed_at(&self) -> Option<u64> {
+        match self.page.word(FAILED).load(SeqCst) {
+            0 => None,
+            at => Some(at),
+        }
+    }
+
     /// `Some` when commit `seq` needs no fsync of its caller: durable
     /// already, or never confirmable after a failure.
     fn settled(&self, seq: u64) -> Option<Result<(), NotDurable>> {
