@@ -341,6 +341,51 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_outcome_keeps_the_codes_and_says_what_to_do() {
+        let e = Error::OutcomeUnknown {
+            path: "/data/d.db".into(),
+            file: "/data/d.db-wal".into(),
+            code: 10,
+            extended_code: rusqlite::ffi::SQLITE_IOERR_FSYNC,
+            cause: "Input/output error (os error 5)".into(),
+            context: "COMMIT of \"a\"".into(),
+        };
+        assert!(e.is_outcome_unknown());
+        assert!(!e.is_retryable(), "never retried blindly");
+        assert_eq!(e.sqlite_code(), Some(10));
+        assert_eq!(e.sqlite_extended_code(), Some(1034));
+        let text = e.to_string();
+        for words in [
+            "may or may not be durable",
+            "/data/d.db-wal",
+            "os error 5",
+            "reopen the database /data/d.db",
+            "check whether the change is there",
+            "check the disk",
+        ] {
+            assert!(text.contains(words), "{text:?} lacks {words:?}");
+        }
+        let plain = Error::from(
+            rusqlite::Connection::open_in_memory()
+                .unwrap()
+                .prepare("SELEC 1")
+                .unwrap_err(),
+        );
+        assert!(!plain.is_outcome_unknown());
+        let stopped = Error::WritesStopped {
+            path: "/data/d.db".into(),
+            reason: "an earlier commit's outcome is unknown".into(),
+        };
+        assert!(!stopped.is_outcome_unknown());
+        assert_eq!(stopped.sqlite_code(), None);
+        let text = stopped.to_string();
+        assert!(
+            text.contains("/data/d.db") && text.contains("reopen"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn syntax_errors_name_the_statement() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         let err = Error::from(conn.prepare("SELEC 1").unwrap_err());
