@@ -958,3 +958,104 @@ fn no_caller_is_told_failed_whose_row_survives_an_fsync_failure() {
     }
     eprintln!("all: {all:?}");
 }
+
+/// Under `balanced` a COMMIT does not fsync; a checkpoint does (the WAL,
+/// then the database file). When the database file's fsync fails, SQLite
+/// does not record the checkpoint as done (the WAL keeps every frame): the
+/// checkpoint fails with the I/O error, no commit is in doubt (its outcome
+/// is not OutcomeUnknown), nothing is lost, writes go on, and the next
+/// checkpoint copies the pages again and completes.
+#[test]
+fn a_checkpoint_fsync_error_under_balanced_fails_the_checkpoint_alone() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Balanced, |o| {
+        o.checkpoints.background = false;
+    });
+    let mut want = committed(&db, 0, 20);
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::MainDb))
+        .unwrap();
+    let err = db.checkpoint(CheckpointMode::Truncate).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(!err.is_outcome_unknown(), "{err}");
+    assert_eq!(
+        err.sqlite_extended_code(),
+        Some(SQLITE_IOERR_FSYNC),
+        "{err}"
+    );
+    assert_eq!(ids(&db), want, "rows lost after a failed checkpoint");
+    insert(&db, 100, 10).expect("writes go on");
+    want.insert(100);
+    let rep = db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert!(!rep.busy);
+    // Cut the power now: the completed checkpoint made every row durable.
+    let out = dir.path().join("cut");
+    let report = vfs.cut_now(7, &out);
+    drop(db);
+    let c = rusqlite::Connection::open(out.join("db")).unwrap();
+    let stored: BTreeSet<i64> = c
+        .prepare("SELECT id FROM t")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(stored, want, "{report:?}");
+}
+
+/// An import (`commit_every`) whose batch's fsync fails under `safe`
+/// without the queue: the error is OutcomeUnknown and says the last batch
+/// may or may not be stored, not "rolled back"; after reopening, `--resume`
+/// continues from whatever is stored and the table ends with every row
+/// exactly once.
+#[test]
+fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
+    let csv = dir.path().join("rows.csv");
+    let mut text = String::from("id,v\n");
+    for i in 0..1000 {
+        text.push_str(&format!("{i},value {i}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let args = || {
+        let mut a = litelane_import::ImportArgs::new(csv.to_str().unwrap(), dir.path().join("db"));
+        a.table = Some("imp".into());
+        a.commit_every = Some(100);
+        a.quiet = true;
+        a
+    };
+    vfs.arm(
+        Fault::new(Op::Sync, Effect::IoError)
+            .file(FileKind::Wal)
+            .after(4),
+    )
+    .unwrap();
+    let err = litelane_import::run_into(&db, args()).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    let engine = err.engine().expect("an engine error");
+    assert!(engine.is_outcome_unknown(), "{err}");
+    let text = err.to_string();
+    eprintln!("the import said: {text}");
+    assert!(text.contains("may or may not be stored"), "{text}");
+    assert!(text.contains("--resume"), "{text}");
+    assert!(!text.contains("rolled back"), "{text}");
+    vfs.clear_faults();
+    drop(db);
+    let mut o = Options::with_profile(Profile::Safe);
+    o.vfs = Some(vfs.name().to_string());
+    o.process_queue = false;
+    let db = Database::open(dir.path().join("db"), o).unwrap();
+    let mut again = args();
+    again.resume = true;
+    litelane_import::run_into(&db, again).expect("the resumed import finishes");
+    let (n, distinct, lo, hi): (i64, i64, i64, i64) = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*), count(DISTINCT \"id\"), min(\"id\"), max(\"id\") FROM \"imp\"",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?)
+        })
+        .unwrap();
+    assert_eq!((n, distinct, lo, hi), (1000, 1000, 0, 999));
+}
