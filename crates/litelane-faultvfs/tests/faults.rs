@@ -401,6 +401,16 @@ fn an_fsync_error_under_safe_without_the_process_queue_is_an_unknown_outcome() {
         .err()
         .expect("a held write is refused too");
     assert_stopped(&held, &[]);
+    let vacuum = db
+        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
+        .unwrap_err();
+    assert_stopped(&vacuum, &[]);
+    let bulk = db
+        .inserter("t", &["id", "pad"])
+        .unwrap()
+        .insert((200..210).map(|i| vec![Value::Integer(i), Value::Null]))
+        .unwrap_err();
+    assert_stopped(&bulk, &[]);
     assert_eq!(
         ids(&db),
         want,

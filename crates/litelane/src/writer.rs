@@ -1257,6 +1257,40 @@ impl Writer {
         }
     }
 
+    /// For a write outside the writer's transactions
+    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)):
+    /// an fsync failure of a statement that committed on its own (a
+    /// `VACUUM` under `synchronous=FULL`) is an [`Error::OutcomeUnknown`]
+    /// and stops the writer, as at a `COMMIT`.
+    pub(crate) fn settle_outside<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Err(e) if e.is_sync_failure() => {
+                let Error::Sqlite {
+                    code,
+                    extended_code,
+                    message,
+                    context,
+                } = e
+                else {
+                    return Err(e);
+                };
+                let file = format!("{}-wal (or its journal)", self.db_path);
+                self.stop_writes(format!(
+                    "an earlier write's outcome is unknown (the fsync of {file} failed)"
+                ));
+                Err(Error::OutcomeUnknown {
+                    path: self.db_path.clone(),
+                    file,
+                    code,
+                    extended_code,
+                    cause: message,
+                    context,
+                })
+            }
+            r => r,
+        }
+    }
+
     /// Marks the writer as taking no more writes (see [`Writer::check_writable`]).
     fn stop_writes(&self, reason: String) {
         let mut stopped = lock(&self.stopped);
@@ -1269,7 +1303,7 @@ impl Writer {
     /// unknown: on this handle ([`Writer::stop_writes`]), or in any process
     /// of the cross-process queue (the failure mark of its lock file, see
     /// `xproc/durable.rs`: no commit after it could be confirmed).
-    fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         let mark = self.process_queue.as_ref().and_then(|q| {
             let at = q.sync_failed_at()?;
             Some((at, q.lock_path().display().to_string()))
