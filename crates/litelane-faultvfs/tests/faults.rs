@@ -5,7 +5,10 @@
 //! For each: the caller gets a clear error, the transaction rolls back,
 //! every caller of a group is told its exact outcome (told Ok ⇔ its row is
 //! stored, checked by reading back once the fault is cleared), nothing
-//! committed is lost, and the next write succeeds without reopening.
+//! committed is lost, and the next write succeeds without reopening;
+//! except a failed fsync at COMMIT, whose outcome is unknown: every caller
+//! of that commit is told `Error::OutcomeUnknown` and the handle refuses
+//! writes (`Error::WritesStopped`) until reopened (issue 18).
 
 use std::collections::BTreeSet;
 use std::sync::mpsc;
@@ -216,6 +219,34 @@ fn disk_full_at_a_group_commit_fails_every_member_and_stores_none() {
     assert!(ids(&db).is_superset(&before), "a committed row was lost");
     insert(&db, 2000, 10).expect("the next write succeeds");
     integrity_ok(&db);
+}
+
+/// A group whose COMMIT's fsync fails: every member, the leader and the
+/// writers whose closures it ran, is told OutcomeUnknown naming the group,
+/// with the queue on and off.
+#[test]
+fn an_fsync_error_at_a_group_commit_tells_every_member_unknown() {
+    for queue in [true, false] {
+        let vfs = FaultVfs::register().unwrap();
+        let (_dir, db) = open(&vfs, Profile::Safe, |o| {
+            o.group_commit.max_wait = Duration::from_secs(5);
+            o.process_queue = queue;
+        });
+        let before = committed(&db, 0, 5);
+        let outcomes = group_under_fault(&db, 6, 100, || {
+            vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+                .unwrap()
+        });
+        assert_eq!(vfs.faults_fired(), 1);
+        assert_eq!(outcomes.len(), 7);
+        for (id, r) in &outcomes {
+            let e = r.as_ref().err().unwrap_or_else(|| panic!("{id} told Ok"));
+            assert_unknown(e);
+            assert!(e.to_string().contains("group of 7"), "queue {queue}: {e}");
+        }
+        assert!(ids(&db).is_superset(&before), "a committed row was lost");
+        assert_stopped(&insert(&db, 2000, 10).unwrap_err(), &[]);
+    }
 }
 
 #[test]
