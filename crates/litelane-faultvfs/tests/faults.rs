@@ -1149,3 +1149,27 @@ fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
         .unwrap();
     assert_eq!((n, distinct, lo, hi), (1000, 1000, 0, 999));
 }
+
+/// A `VACUUM` (run outside the writer's transactions) whose WAL fsync
+/// fails under `safe` without the queue is an unknown outcome too, and
+/// stops the handle's writes.
+#[test]
+fn a_vacuum_whose_fsync_failed_is_an_unknown_outcome() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
+    let want = committed(&db, 0, 20);
+    db.write(|tx| Ok(tx.execute("DELETE FROM t WHERE id >= 10", [])?))
+        .unwrap();
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = db
+        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
+        .unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(err.is_outcome_unknown(), "{err}");
+    assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_FSYNC));
+    vfs.clear_faults();
+    assert_stopped(&insert(&db, 100, 10).unwrap_err(), &[]);
+    let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
+    assert_eq!(ids(&db), left, "reads go on");
+}
