@@ -480,9 +480,16 @@ fn an_fsync_error_under_safe_says_the_outcome_is_unknown_and_confirms_nothing_af
     let want = committed(&db, 0, 5);
     vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
         .unwrap();
+    let path = dir.path().join("db");
+    assert_eq!(litelane::xproc::recorded_sync_failure(&path), None);
     let err = insert(&db, 100, 3000).unwrap_err();
     assert_eq!(vfs.faults_fired(), 1);
     assert_unknown(&err);
+    let (lock, at) = litelane::xproc::recorded_sync_failure(&path).expect("recorded");
+    assert!(
+        lock.to_string_lossy().ends_with("db-lane") && at > 0,
+        "{lock:?} {at}"
+    );
     vfs.clear_faults();
     let later = insert(&db, 101, 10).unwrap_err();
     assert_stopped(&later, &["-lane"]);

@@ -49,7 +49,7 @@ pub const SYNCER_BYTE: u64 = 2;
 /// 32-byte header): commits counted, synced up to, failed at (0: never).
 const COUNTED: usize = 64;
 const SYNCED: usize = 72;
-const FAILED: usize = 80;
+pub(super) const FAILED: usize = 80;
 
 /// The counters of one lock file.
 pub struct Counters {
