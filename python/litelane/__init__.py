@@ -33,8 +33,10 @@ from ._errors import (
     InternalError,
     NotSupportedError,
     OperationalError,
+    OutcomeUnknown,
     ProgrammingError,
     Warning,
+    WritesStopped,
 )
 
 if hasattr(os, "register_at_fork"):
@@ -46,6 +48,7 @@ __all__ = [
     "open", "Database", "Transaction", "AsyncTransaction", "Executed", "sqlite_version",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "OutcomeUnknown", "WritesStopped",
 ]
 
 __version__: str = _litelane.__version__

@@ -31,6 +31,8 @@ __all__ = [
     "InternalError",
     "ProgrammingError",
     "NotSupportedError",
+    "OutcomeUnknown",
+    "WritesStopped",
 ]
 
 
@@ -66,6 +68,22 @@ class DataError(DatabaseError, *_std_base("DataError")):
 class OperationalError(DatabaseError, *_std_base("OperationalError")):
     """An error in the database's operation: syntax, missing table, I/O,
     a transaction wait that timed out."""
+
+
+class OutcomeUnknown(OperationalError):
+    """A commit whose fsync failed: it may or may not be durable (the change
+    may be there after a crash, or not). Not a plain failure: do not retry
+    blindly. Reopen the database (this handle takes no more writes), check
+    whether the change is there, retry only if it is not, and check the
+    disk. ``sqlite_errorcode`` is 1034 (``SQLITE_IOERR_FSYNC``) for a failed
+    fsync. A subclass of ``OperationalError``, so code that catches
+    ``sqlite3.OperationalError`` still catches it."""
+
+
+class WritesStopped(OperationalError):
+    """The database handle takes no more writes after a commit's outcome was
+    unknown (``OutcomeUnknown``): nothing of this write was done. Reads go
+    on; reopen the database to write again."""
 
 
 class IntegrityError(DatabaseError, *_std_base("IntegrityError")):

@@ -37,8 +37,10 @@ from ._errors import (
     InternalError,
     NotSupportedError,
     OperationalError,
+    OutcomeUnknown,
     ProgrammingError,
     Warning,
+    WritesStopped,
     _std,
 )
 
@@ -48,6 +50,7 @@ __all__ = [
     "sqlite_version", "sqlite_version_info",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "OutcomeUnknown", "WritesStopped",
     "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
     "Binary", "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID",
     "register_adapter", "register_converter", "adapters", "converters",

@@ -21,9 +21,45 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// True when `e` or one of its causes is a commit whose outcome is unknown
+/// ([`litelane::Error::OutcomeUnknown`]).
+pub fn outcome_unknown(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if err
+            .downcast_ref::<litelane::Error>()
+            .is_some_and(litelane::Error::is_outcome_unknown)
+        {
+            return true;
+        }
+        next = err.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outcome_unknown_is_found_through_the_chain() {
+        let unknown = litelane::Error::OutcomeUnknown {
+            path: "d.db".into(),
+            file: "d.db-wal".into(),
+            code: 10,
+            extended_code: 1034,
+            cause: "Input/output error".into(),
+            context: "COMMIT".into(),
+        };
+        let e = CliError::Context {
+            message: "importing".into(),
+            source: Box::new(CliError::Engine(unknown)),
+        };
+        assert!(outcome_unknown(&e));
+        let plain = CliError::Engine(litelane::Error::ReadOnly { path: "d".into() });
+        assert!(!outcome_unknown(&plain));
+        assert!(!outcome_unknown(&CliError::Input("bad".into())));
+    }
 
     #[test]
     fn the_chain_names_each_cause_once() {

@@ -3,8 +3,9 @@
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! command line and turns an error into a message and an exit code
-//! (0 success, 1 failure, 2 usage error; `import` also exits 3 when it
-//! finished but rejected records, and 130 when interrupted by Ctrl-C).
+//! (0 success, 1 failure, 2 usage error, 4 a commit's outcome unknown;
+//! `import` also exits 3 when it finished but rejected records, and 130
+//! when interrupted by Ctrl-C).
 //! The binary (`src/main.rs`) only calls [`main`].
 //!
 //! The import itself is the `litelane-import` library; `import` and
@@ -33,7 +34,9 @@ struct Cli {
 enum Command {
     /// Import a CSV, TSV or NDJSON file into a table. Exit status: 0 every
     /// record stored, 3 finished with rejected records, 1 failed, 2 usage
-    /// error, 130 interrupted (Ctrl-C; what is committed stays).
+    /// error, 4 the last commit's outcome is unknown (its fsync failed: it
+    /// may or may not be stored), 130 interrupted (Ctrl-C; what is
+    /// committed stays).
     Import(Box<litelane_import::ImportArgs>),
     /// Print the plan an import of a CSV/TSV file would use: delimiter,
     /// quote, header, skipped lines, index column, column types and null
@@ -57,10 +60,15 @@ pub fn main() {
     std::process::exit(run(std::env::args_os()));
 }
 
+/// Exit status when a commit's outcome is unknown ([`litelane::Error::OutcomeUnknown`]:
+/// its fsync failed, the change may or may not be stored).
+pub const EXIT_OUTCOME_UNKNOWN: i32 = 4;
+
 /// Runs the `litelane` command with `args` (the first is the program's name)
 /// and returns its exit status: 0 on success, 1 on an error (printed on
-/// stderr), 2 on bad arguments (clap's usage message), or the import's own
-/// status. The Python package's `litelane` console script calls this.
+/// stderr), 2 on bad arguments (clap's usage message),
+/// [`EXIT_OUTCOME_UNKNOWN`] (4) when a commit's outcome is unknown, or the
+/// import's own status. The Python package's `litelane` console script calls this.
 pub fn run<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
@@ -85,6 +93,16 @@ where
     };
     match result {
         Ok(()) => status,
+        Err(e) if error::outcome_unknown(&e) => {
+            eprintln!("litelane: outcome unknown: {}", error::chain(&e));
+            eprintln!(
+                "litelane: the last commit may or may not be stored (exit status {EXIT_OUTCOME_UNKNOWN}): \
+                 do not simply run the command again; check the disk, open the database again and \
+                 check whether the change is there first (docs/durability.md, \"What a caller \
+                 should do on OutcomeUnknown\")"
+            );
+            EXIT_OUTCOME_UNKNOWN
+        }
         Err(e) => {
             eprintln!("litelane: error: {}", error::chain(&e));
             1

@@ -5,7 +5,10 @@
 //! For each: the caller gets a clear error, the transaction rolls back,
 //! every caller of a group is told its exact outcome (told Ok ⇔ its row is
 //! stored, checked by reading back once the fault is cleared), nothing
-//! committed is lost, and the next write succeeds without reopening.
+//! committed is lost, and the next write succeeds without reopening;
+//! except a failed fsync at COMMIT, whose outcome is unknown: every caller
+//! of that commit is told `Error::OutcomeUnknown` and the handle refuses
+//! writes (`Error::WritesStopped`) until reopened (issue 18).
 
 use std::collections::BTreeSet;
 use std::sync::mpsc;
@@ -18,6 +21,7 @@ use litelane_faultvfs::{Effect, Fault, FaultVfs, FileKind, Op};
 
 const SQLITE_IOERR: i32 = 10;
 const SQLITE_FULL: i32 = 13;
+const SQLITE_SCHEMA: i32 = 17;
 const SQLITE_IOERR_READ: i32 = 266;
 const SQLITE_IOERR_WRITE: i32 = 778;
 const SQLITE_IOERR_FSYNC: i32 = 1034;
@@ -217,6 +221,34 @@ fn disk_full_at_a_group_commit_fails_every_member_and_stores_none() {
     integrity_ok(&db);
 }
 
+/// A group whose COMMIT's fsync fails: every member, the leader and the
+/// writers whose closures it ran, is told OutcomeUnknown naming the group,
+/// with the queue on and off.
+#[test]
+fn an_fsync_error_at_a_group_commit_tells_every_member_unknown() {
+    for queue in [true, false] {
+        let vfs = FaultVfs::register().unwrap();
+        let (_dir, db) = open(&vfs, Profile::Safe, |o| {
+            o.group_commit.max_wait = Duration::from_secs(5);
+            o.process_queue = queue;
+        });
+        let before = committed(&db, 0, 5);
+        let outcomes = group_under_fault(&db, 6, 100, || {
+            vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+                .unwrap()
+        });
+        assert_eq!(vfs.faults_fired(), 1);
+        assert_eq!(outcomes.len(), 7);
+        for (id, r) in &outcomes {
+            let e = r.as_ref().err().unwrap_or_else(|| panic!("{id} told Ok"));
+            assert_unknown(e);
+            assert!(e.to_string().contains("group of 7"), "queue {queue}: {e}");
+        }
+        assert!(ids(&db).is_superset(&before), "a committed row was lost");
+        assert_stopped(&insert(&db, 2000, 10).unwrap_err(), &[]);
+    }
+}
+
 #[test]
 fn disk_full_inside_one_job_of_a_group_tells_each_member_its_own_outcome() {
     // A tiny page cache makes each job's pages spill to the WAL as it runs,
@@ -343,46 +375,136 @@ fn an_io_error_on_write_fails_that_write_alone() {
     }
 }
 
-/// Without the cross-process queue, `safe` commits with
-/// `synchronous=FULL`: SQLite syncs inside `COMMIT`, and a failed sync
-/// leaves the commit invisible.
-#[test]
-fn an_fsync_error_fails_the_commit_under_safe_without_the_process_queue() {
-    one_failed_write_with(
-        Profile::Safe,
-        |o| o.process_queue = false,
-        Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal),
-        SQLITE_IOERR,
-        SQLITE_IOERR_FSYNC,
-        &["i/o"],
-    );
-}
-
-/// With the queue (the default), `safe` makes a commit durable after its
-/// turn (xproc/durable.rs): the commit is visible when its fsync fails, so
-/// the caller is told the outcome is unknown, not that it failed; no later
-/// commit is confirmed either (its frames chain on the lost ones); reads go
-/// on.
-#[test]
-fn an_fsync_error_under_safe_says_the_outcome_is_unknown_and_confirms_nothing_after() {
-    let vfs = FaultVfs::register().unwrap();
-    let (_dir, db) = open(&vfs, Profile::Safe, |_| {});
-    let want = committed(&db, 0, 5);
-    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
-        .unwrap();
-    let err = insert(&db, 100, 3000).unwrap_err();
-    assert_eq!(vfs.faults_fired(), 1);
-    assert_clear(&err, SQLITE_IOERR, &["outcome unknown"]);
+/// An [`Error::OutcomeUnknown`] of a failed WAL fsync: SQLite's codes, the
+/// database named, words a user can act on.
+fn assert_unknown(err: &Error) {
+    assert!(err.is_outcome_unknown(), "not OutcomeUnknown: {err}");
+    assert_eq!(err.sqlite_code(), Some(SQLITE_IOERR), "{err}");
     assert_eq!(
         err.sqlite_extended_code(),
         Some(SQLITE_IOERR_FSYNC),
         "{err}"
     );
+    let text = err.to_string();
+    for words in [
+        "may or may not be durable",
+        "reopen",
+        "-wal",
+        "check the disk",
+    ] {
+        assert!(text.contains(words), "{text:?} does not say {words:?}");
+    }
+}
+
+/// A refused write: [`Error::WritesStopped`] naming the database and
+/// saying to reopen.
+fn assert_stopped(err: &Error, words: &[&str]) {
+    assert!(
+        matches!(err, Error::WritesStopped { .. }),
+        "not WritesStopped: {err}"
+    );
+    let text = err.to_string();
+    for w in ["takes no more writes", "reopen"].iter().chain(words) {
+        assert!(text.contains(w), "{text:?} does not say {w:?}");
+    }
+}
+
+/// Without the cross-process queue, `safe` commits with
+/// `synchronous=FULL`: SQLite syncs inside `COMMIT`. A failed sync leaves
+/// the commit invisible to this process, but its frames (commit marker
+/// included) stay in the WAL file and can come back after a crash: the
+/// caller is told the outcome is unknown (issue 18), the handle takes no
+/// more writes, reads go on, and a reopened handle writes again.
+#[test]
+fn an_fsync_error_under_safe_without_the_process_queue_is_an_unknown_outcome() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
+    let mut want = committed(&db, 0, 5);
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = insert(&db, 100, 3000).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert_unknown(&err);
     vfs.clear_faults();
     let later = insert(&db, 101, 10).unwrap_err();
-    assert_clear(&later, SQLITE_IOERR, &["failed earlier"]);
+    assert_stopped(&later, &[&dir.path().join("db").display().to_string()]);
+    let held = db
+        .try_hold_writer("held")
+        .err()
+        .expect("a held write is refused too");
+    assert_stopped(&held, &[]);
+    let vacuum = db
+        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
+        .unwrap_err();
+    assert_stopped(&vacuum, &[]);
+    let bulk = db
+        .inserter("t", &["id", "pad"])
+        .unwrap()
+        .insert((200..210).map(|i| vec![Value::Integer(i), Value::Null]))
+        .unwrap_err();
+    assert_stopped(&bulk, &[]);
+    assert_eq!(
+        ids(&db),
+        want,
+        "reads go on; the unknown row is not visible here"
+    );
+    // Reopening runs WAL recovery, which finds the frames of the commit
+    // whose fsync failed, commit marker included: the row SQLite called
+    // failed can be there now. Either way is allowed; "failed" was wrong.
+    drop(db);
+    let mut o = Options::with_profile(Profile::Safe);
+    o.vfs = Some(vfs.name().to_string());
+    o.process_queue = false;
+    let db = Database::open(dir.path().join("db"), o).unwrap();
+    let back = ids(&db).contains(&100);
+    eprintln!("after reopening, the row whose fsync failed is there: {back}");
+    insert(&db, 102, 10).expect("a reopened handle writes again");
+    want.insert(102);
+    if back {
+        want.insert(100);
+    }
+    assert_eq!(ids(&db), want);
+    integrity_ok(&db);
+}
+
+/// With the queue (the default), `safe` makes a commit durable after its
+/// turn (xproc/durable.rs): the commit is visible when its fsync fails, so
+/// the caller is told the outcome is unknown, not that it failed; the
+/// handle takes no more writes, and neither does any other handle on the
+/// file while the lock file carries the failure (no later commit could be
+/// confirmed: its frames chain on the lost ones); reads go on.
+#[test]
+fn an_fsync_error_under_safe_says_the_outcome_is_unknown_and_confirms_nothing_after() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |_| {});
+    let want = committed(&db, 0, 5);
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let path = dir.path().join("db");
+    assert_eq!(litelane::xproc::recorded_sync_failure(&path), None);
+    let err = insert(&db, 100, 3000).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert_unknown(&err);
+    let (lock, at) = litelane::xproc::recorded_sync_failure(&path).expect("recorded");
+    assert!(
+        lock.to_string_lossy().ends_with("db-lane") && at > 0,
+        "{lock:?} {at}"
+    );
+    vfs.clear_faults();
+    let later = insert(&db, 101, 10).unwrap_err();
+    assert_stopped(&later, &["-lane"]);
     let seen = ids(&db);
     assert!(seen.is_superset(&want), "reads go on and lose nothing");
+    assert!(seen.contains(&100), "the unknown commit is visible");
+    assert!(!seen.contains(&101), "the refused write did nothing");
+    // Another handle on the file (as another process would be) refuses
+    // too, before doing anything: the lock file carries the failure.
+    let mut o = Options::with_profile(Profile::Safe);
+    o.vfs = Some(vfs.name().to_string());
+    let other = Database::open(dir.path().join("db"), o).unwrap();
+    let refused = insert(&other, 102, 10).unwrap_err();
+    assert_stopped(&refused, &["-lane", "remove"]);
+    assert!(!ids(&other).contains(&102));
     integrity_ok(&db);
 }
 
@@ -498,26 +620,73 @@ fn a_read_error_is_reported_with_sqlites_code() {
     assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_READ), "{err}");
 }
 
-#[test]
-#[ignore = "finding (SQLite behaviour seen through litelane, not the writer): an I/O error while a \
-            reader connection loads the schema is reported as `no such table: t` (SQLITE_ERROR), \
-            not as an I/O error"]
-fn a_read_error_while_loading_the_schema_is_reported_as_an_io_error() {
+/// A reader that has not loaded the schema since the table was created,
+/// whose page reads fail (`times` of them): SQLite answers from its cached
+/// schema ("no such table: t") and drops the error of re-reading the
+/// schema; litelane reports the I/O error instead.
+fn schema_read_fails(times: u64) -> (Error, u64) {
     let vfs = FaultVfs::register().unwrap();
     let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
     committed(&db, 0, 5);
-    // The reader has not loaded the schema yet: its first page read fails.
     vfs.arm(
         Fault::new(Op::Read, Effect::IoError)
             .this_thread()
-            .min_len(4096),
+            .min_len(4096)
+            .times(times),
     )
     .unwrap();
     let err = db
         .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
         .unwrap_err();
-    assert_eq!(vfs.faults_fired(), 1);
+    let fired = vfs.faults_fired();
+    vfs.clear_faults();
+    let n = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
+        .expect("the next read succeeds once the medium reads right");
+    assert_eq!(n, 5);
+    (err, fired)
+}
+
+#[test]
+fn a_read_error_while_loading_the_schema_is_reported_as_an_io_error() {
+    // A medium that keeps failing: the error of litelane's own re-read of
+    // the schema, with SQLite's codes.
+    let (err, fired) = schema_read_fails(u64::MAX);
+    assert!(fired >= 1);
     assert_eq!(err.sqlite_code(), Some(SQLITE_IOERR), "{err}");
+    assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_READ), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("reading the database schema"), "{text}");
+    assert!(
+        text.contains("no such table: t"),
+        "says what SQLite answered: {text}"
+    );
+}
+
+#[test]
+fn a_read_error_while_loading_the_schema_that_clears_is_not_no_such_table() {
+    // One failed read: its error is gone (SQLite dropped it) by the time
+    // litelane looks, but the table is in the file: SQLITE_SCHEMA saying
+    // the cached schema was stale and its re-read may have failed, not
+    // "no such table" (SQLITE_ERROR).
+    let (err, fired) = schema_read_fails(1);
+    assert_eq!(fired, 1);
+    assert_eq!(err.sqlite_code(), Some(SQLITE_SCHEMA), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("could not be re-read"), "{text}");
+    assert!(text.contains("run the read again"), "{text}");
+}
+
+/// A table that really is missing is still "no such table".
+#[test]
+fn a_missing_table_is_still_no_such_table() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    let err = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM nope", [], |r| r.get::<_, i64>(0))?))
+        .unwrap_err();
+    assert_eq!(err.sqlite_code(), Some(1), "{err}");
+    assert!(err.to_string().contains("no such table: nope"), "{err}");
 }
 
 #[test]
@@ -686,7 +855,7 @@ fn a_commit_whose_fsync_failed_is_reported_unknown_and_nothing_before_is_lost() 
         vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
             .unwrap();
         let err = insert(&db, 100, 10).unwrap_err();
-        assert_clear(&err, SQLITE_IOERR, &["outcome unknown"]);
+        assert_unknown(&err);
         let out = dir.path().join("cut");
         let report = vfs.cut_now(seed, &out);
         drop(db);
@@ -710,4 +879,304 @@ fn a_commit_whose_fsync_failed_is_reported_unknown_and_nothing_before_is_lost() 
     // Either outcome may happen across the seeds (11 of 60 came back in
     // issue 18's run), which is why "unknown" is the only true answer.
     eprintln!("the write whose fsync failed came back in {came_back} of 60 cuts");
+}
+
+/// What the callers of an fsync-failure campaign were told, and what a
+/// power cut right after kept of their rows.
+#[derive(Debug, Default)]
+struct FsyncTally {
+    /// Rounds run (one database each).
+    rounds: u64,
+    /// Injected fsync failures that fired.
+    injected: u64,
+    /// Callers told Ok, and of them lost in the cut (must be 0).
+    ok: u64,
+    ok_lost: u64,
+    /// Callers told OutcomeUnknown, and of them whose row is in the image
+    /// (either is allowed).
+    unknown: u64,
+    unknown_back: u64,
+    /// Callers refused by WritesStopped, and of them whose row is in the
+    /// image (must be 0: nothing was done).
+    stopped: u64,
+    stopped_back: u64,
+    /// Callers told any other error (a plain failure), and of them whose
+    /// row is in the image (must be 0: issue 18).
+    failed: u64,
+    failed_back: u64,
+    /// Rows committed before the fault lost in the cut (must be 0).
+    before_lost: u64,
+}
+
+/// One round: a fresh `safe` database, 3 rows committed, then the
+/// (`seed % 3` + 1)-th WAL fsync from now fails while `writers` threads
+/// write `rows` rows each (through `Database::write`, and every other row
+/// through a held write when the writer is free); then the power is cut
+/// and the image is checked against what each caller was told. In half
+/// the rounds a lone writer's failed commit is its last write (nothing
+/// after it overwrites its frames before the cut).
+fn fsync_round(seed: u64, queue: bool, writers: i64, t: &mut FsyncTally) {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |o| {
+        o.process_queue = queue;
+        o.group_commit.max_wait = Duration::from_millis(2);
+    });
+    let before = committed(&db, 0, 3);
+    let after = seed % 3;
+    let rows = after as i64 + 1 + (seed / 3 % 2) as i64;
+    vfs.arm(
+        Fault::new(Op::Sync, Effect::IoError)
+            .file(FileKind::Wal)
+            .after(after),
+    )
+    .unwrap();
+    let start = Arc::new(Barrier::new(writers as usize));
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let db = db.clone();
+            let start = Arc::clone(&start);
+            thread::spawn(move || {
+                start.wait();
+                (0..rows)
+                    .map(|k| {
+                        let id = 1000 * (w + 1) + k;
+                        let held = if k % 2 == 1 {
+                            db.try_hold_writer("held")
+                        } else {
+                            Ok(None)
+                        };
+                        let r = match held {
+                            Err(e) => Err(e),
+                            Ok(None) => insert(&db, id, 100),
+                            Ok(Some(mut h)) => h
+                                .run(|tx| {
+                                    Ok(tx.execute(
+                                        "INSERT INTO t VALUES (?, randomblob(100))",
+                                        [id],
+                                    )?)
+                                })
+                                .and_then(|n| h.commit().map(|()| n)),
+                        };
+                        (id, r)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let outcomes: Vec<(i64, litelane::Result<usize>)> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    t.rounds += 1;
+    t.injected += vfs.faults_fired();
+    let out = dir.path().join("cut");
+    let report = vfs.cut_now(seed, &out);
+    drop(db);
+    let c = rusqlite::Connection::open(out.join("db")).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok", "seed {seed}: {report:?}");
+    let stored: BTreeSet<i64> = c
+        .prepare("SELECT id FROM t")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    t.before_lost += before.difference(&stored).count() as u64;
+    for (id, r) in &outcomes {
+        let back = stored.contains(id) as u64;
+        match r {
+            Ok(_) => {
+                t.ok += 1;
+                t.ok_lost += 1 - back;
+            }
+            Err(e) if e.is_outcome_unknown() => {
+                assert_unknown(e);
+                t.unknown += 1;
+                t.unknown_back += back;
+            }
+            Err(e @ Error::WritesStopped { .. }) => {
+                assert_stopped(e, &[]);
+                t.stopped += 1;
+                t.stopped_back += back;
+            }
+            Err(e) => {
+                if back == 1 {
+                    eprintln!("seed {seed}: row {id} told {e} is in the image");
+                }
+                t.failed += 1;
+                t.failed_back += back;
+            }
+        }
+    }
+}
+
+/// Issue 18's test: over many injected WAL fsync failures under `safe`
+/// (the cross-process queue on and off, one writer and a group of four),
+/// no caller is told a plain failure whose row survives a power cut right
+/// after; a refused write is never stored; nothing told Ok and nothing
+/// committed before is lost. `LITELANE_FSYNC_FAULTS` sets the rounds per
+/// configuration (default 50, 200 failures in all; issue 18 asks for at least
+/// 500: `LITELANE_FSYNC_FAULTS=125` or more).
+#[test]
+fn no_caller_is_told_failed_whose_row_survives_an_fsync_failure() {
+    let rounds: u64 = std::env::var("LITELANE_FSYNC_FAULTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let mut all = FsyncTally::default();
+    for queue in [true, false] {
+        for writers in [1, 4] {
+            let mut t = FsyncTally::default();
+            for seed in 0..rounds {
+                fsync_round(seed, queue, writers, &mut t);
+            }
+            eprintln!("queue {queue}, {writers} writer(s): {t:?}");
+            assert_eq!(t.injected, rounds, "one fsync failure per round");
+            assert!(t.unknown > 0, "no caller was told OutcomeUnknown: {t:?}");
+            assert_eq!(t.failed_back, 0, "told failed, yet stored: {t:?}");
+            assert_eq!(t.stopped_back, 0, "refused, yet stored: {t:?}");
+            assert_eq!(t.ok_lost, 0, "told Ok, lost: {t:?}");
+            assert_eq!(t.before_lost, 0, "committed before, lost: {t:?}");
+            for (sum, part) in [
+                (&mut all.rounds, t.rounds),
+                (&mut all.injected, t.injected),
+                (&mut all.ok, t.ok),
+                (&mut all.unknown, t.unknown),
+                (&mut all.unknown_back, t.unknown_back),
+                (&mut all.stopped, t.stopped),
+                (&mut all.failed, t.failed),
+            ] {
+                *sum += part;
+            }
+        }
+    }
+    eprintln!("all: {all:?}");
+}
+
+/// Under `balanced` a COMMIT does not fsync; a checkpoint does (the WAL,
+/// then the database file). When the database file's fsync fails, SQLite
+/// does not record the checkpoint as done (the WAL keeps every frame): the
+/// checkpoint fails with the I/O error, no commit is in doubt (its outcome
+/// is not OutcomeUnknown), nothing is lost, writes go on, and the next
+/// checkpoint copies the pages again and completes.
+#[test]
+fn a_checkpoint_fsync_error_under_balanced_fails_the_checkpoint_alone() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Balanced, |o| {
+        o.checkpoints.background = false;
+    });
+    let mut want = committed(&db, 0, 20);
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::MainDb))
+        .unwrap();
+    let err = db.checkpoint(CheckpointMode::Truncate).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(!err.is_outcome_unknown(), "{err}");
+    assert_eq!(
+        err.sqlite_extended_code(),
+        Some(SQLITE_IOERR_FSYNC),
+        "{err}"
+    );
+    assert_eq!(ids(&db), want, "rows lost after a failed checkpoint");
+    insert(&db, 100, 10).expect("writes go on");
+    want.insert(100);
+    let rep = db.checkpoint(CheckpointMode::Truncate).unwrap();
+    assert!(!rep.busy);
+    // Cut the power now: the completed checkpoint made every row durable.
+    let out = dir.path().join("cut");
+    let report = vfs.cut_now(7, &out);
+    drop(db);
+    let c = rusqlite::Connection::open(out.join("db")).unwrap();
+    let stored: BTreeSet<i64> = c
+        .prepare("SELECT id FROM t")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(stored, want, "{report:?}");
+}
+
+/// An import (`commit_every`) whose batch's fsync fails under `safe`
+/// without the queue: the error is OutcomeUnknown and says the last batch
+/// may or may not be stored, not "rolled back"; after reopening, `--resume`
+/// continues from whatever is stored and the table ends with every row
+/// exactly once.
+#[test]
+fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
+    let csv = dir.path().join("rows.csv");
+    let mut text = String::from("id,v\n");
+    for i in 0..1000 {
+        text.push_str(&format!("{i},value {i}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let args = || {
+        let mut a = litelane_import::ImportArgs::new(csv.to_str().unwrap(), dir.path().join("db"));
+        a.table = Some("imp".into());
+        a.commit_every = Some(100);
+        a.quiet = true;
+        a
+    };
+    vfs.arm(
+        Fault::new(Op::Sync, Effect::IoError)
+            .file(FileKind::Wal)
+            .after(4),
+    )
+    .unwrap();
+    let err = litelane_import::run_into(&db, args()).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    let engine = err.engine().expect("an engine error");
+    assert!(engine.is_outcome_unknown(), "{err}");
+    let text = err.to_string();
+    eprintln!("the import said: {text}");
+    assert!(text.contains("may or may not be stored"), "{text}");
+    assert!(text.contains("--resume"), "{text}");
+    assert!(!text.contains("rolled back"), "{text}");
+    vfs.clear_faults();
+    drop(db);
+    let mut o = Options::with_profile(Profile::Safe);
+    o.vfs = Some(vfs.name().to_string());
+    o.process_queue = false;
+    let db = Database::open(dir.path().join("db"), o).unwrap();
+    let mut again = args();
+    again.resume = true;
+    litelane_import::run_into(&db, again).expect("the resumed import finishes");
+    let (n, distinct, lo, hi): (i64, i64, i64, i64) = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*), count(DISTINCT \"id\"), min(\"id\"), max(\"id\") FROM \"imp\"",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?)
+        })
+        .unwrap();
+    assert_eq!((n, distinct, lo, hi), (1000, 1000, 0, 999));
+}
+
+/// A `VACUUM` (run outside the writer's transactions) whose WAL fsync
+/// fails under `safe` without the queue is an unknown outcome too, and
+/// stops the handle's writes.
+#[test]
+fn a_vacuum_whose_fsync_failed_is_an_unknown_outcome() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
+    let want = committed(&db, 0, 20);
+    db.write(|tx| Ok(tx.execute("DELETE FROM t WHERE id >= 10", [])?))
+        .unwrap();
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = db
+        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
+        .unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(err.is_outcome_unknown(), "{err}");
+    assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_FSYNC));
+    vfs.clear_faults();
+    assert_stopped(&insert(&db, 100, 10).unwrap_err(), &[]);
+    let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
+    assert_eq!(ids(&db), left, "reads go on");
 }

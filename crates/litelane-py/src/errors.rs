@@ -64,10 +64,29 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             };
             build(py, class_for(code), message, Some(extended_code))
         }
+        litelane::Error::OutcomeUnknown { .. } | litelane::Error::WritesStopped { .. } => {
+            let (class, code) = commit_state_class(&e).expect("a commit-state error");
+            build(py, class, e.to_string(), code)
+        }
         litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
         other => build(py, "OperationalError", other.to_string(), None),
     };
     out.unwrap_or_else(|e| e)
+}
+
+/// The class (in `litelane/_errors.py`, both subclasses of
+/// `OperationalError`) and extended code of the errors about a commit's
+/// state: a failed fsync at COMMIT is neither failed nor committed
+/// (`OutcomeUnknown`, with SQLite's codes, 1034 for an fsync); the handle
+/// then refuses writes (`WritesStopped`). `None` for other errors.
+fn commit_state_class(e: &litelane::Error) -> Option<(&'static str, Option<i32>)> {
+    match e {
+        litelane::Error::OutcomeUnknown { extended_code, .. } => {
+            Some(("OutcomeUnknown", Some(*extended_code)))
+        }
+        litelane::Error::WritesStopped { .. } => Some(("WritesStopped", None)),
+        _ => None,
+    }
 }
 
 /// `map_err` helper for engine results.
@@ -79,5 +98,36 @@ pub trait IntoPy<T> {
 impl<T> IntoPy<T> for litelane::Result<T> {
     fn py_err(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| engine(py, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_outcome_gets_its_own_class_with_sqlites_code() {
+        let e = litelane::Error::OutcomeUnknown {
+            path: "d.db".into(),
+            file: "d.db-wal".into(),
+            code: 10,
+            extended_code: 1034,
+            cause: "Input/output error".into(),
+            context: "COMMIT".into(),
+        };
+        assert_eq!(commit_state_class(&e), Some(("OutcomeUnknown", Some(1034))));
+        assert_eq!(crate::codes::error_name(1034), "SQLITE_IOERR_FSYNC");
+        let stopped = litelane::Error::WritesStopped {
+            path: "d.db".into(),
+            reason: "an earlier commit's outcome is unknown".into(),
+        };
+        assert_eq!(commit_state_class(&stopped), Some(("WritesStopped", None)));
+        let plain = litelane::Error::Sqlite {
+            code: 10,
+            extended_code: 1034,
+            message: "disk I/O error".into(),
+            context: String::new(),
+        };
+        assert_eq!(commit_state_class(&plain), None);
     }
 }

@@ -454,6 +454,7 @@ pub(crate) fn restore(
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .context(|| format!("opening {} to restore from", src.display()))?;
+    db.writer().check_writable()?;
     let (pages, _steps) = db.writer().with_turn("restore", true, |conn| {
         copy_pages(&from, conn, pages_per_step, false, progress)
     })??;

@@ -62,6 +62,44 @@ pub enum Error {
         /// True when this write was not the one that ended the transaction.
         retryable: bool,
     },
+    /// A commit whose fsync failed: it may or may not be durable. The
+    /// kernel may have dropped the pages it could not write and cleared the
+    /// error (PostgreSQL's 2018 "fsyncgate"), while the commit's frames may
+    /// also already be on the disk: after a crash the change may be there or
+    /// not. It is not a failure (retrying blindly could apply the change
+    /// twice) and not a success (the change may be lost in a power cut).
+    ///
+    /// What to do: reopen the database (this handle takes no more writes,
+    /// see [`Error::WritesStopped`]), check whether the change is there
+    /// before retrying it, and check the disk (kernel log, SMART). Told to
+    /// every caller whose work was in the commit (each member of a group).
+    /// See `docs/durability.md`, "What a caller should do on OutcomeUnknown".
+    OutcomeUnknown {
+        /// The database file.
+        path: String,
+        /// The file whose fsync failed (the WAL, `<path>-wal`, in WAL mode).
+        file: String,
+        /// SQLite's primary result code (`SQLITE_IOERR` = 10).
+        code: i32,
+        /// SQLite's extended result code (`SQLITE_IOERR_FSYNC` = 1034 for a
+        /// failed fsync).
+        extended_code: i32,
+        /// What failed: the operating system's or SQLite's message.
+        cause: String,
+        /// What litelane was doing (which commit).
+        context: String,
+    },
+    /// This database handle takes no more writes: an earlier commit's
+    /// outcome was unknown ([`Error::OutcomeUnknown`]), here or, with the
+    /// cross-process queue, in another process using the same file. Nothing
+    /// of this write was done. Reads go on. Reopen the database to write
+    /// again (see `reason` for what else to do).
+    WritesStopped {
+        /// The database file.
+        path: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// An error raised by user code inside a `write` or `read` closure and
     /// carried through litelane unchanged.
     User {
@@ -127,20 +165,43 @@ impl Error {
         }
     }
 
-    /// The SQLite primary result code, if this error came from SQLite.
+    /// The SQLite primary result code, if this error came from SQLite
+    /// (including [`Error::OutcomeUnknown`], which keeps the code of the
+    /// failed fsync).
     pub fn sqlite_code(&self) -> Option<i32> {
         match self {
-            Error::Sqlite { code, .. } => Some(*code),
+            Error::Sqlite { code, .. } | Error::OutcomeUnknown { code, .. } => Some(*code),
             _ => None,
         }
     }
 
-    /// The SQLite extended result code, if this error came from SQLite.
+    /// The SQLite extended result code, if this error came from SQLite
+    /// (1034, `SQLITE_IOERR_FSYNC`, for an [`Error::OutcomeUnknown`] of a
+    /// failed fsync).
     pub fn sqlite_extended_code(&self) -> Option<i32> {
         match self {
-            Error::Sqlite { extended_code, .. } => Some(*extended_code),
+            Error::Sqlite { extended_code, .. } | Error::OutcomeUnknown { extended_code, .. } => {
+                Some(*extended_code)
+            }
             _ => None,
         }
+    }
+
+    /// True for [`Error::OutcomeUnknown`]: the commit may or may not be
+    /// durable; reopen, then check whether the change is there before
+    /// retrying.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
+    }
+
+    /// True when an SQLite error of a `COMMIT` means its outcome is unknown:
+    /// a failed fsync (`SQLITE_IOERR_FSYNC`, `SQLITE_IOERR_DIR_FSYNC`). The
+    /// transaction's frames or pages may be on the disk already.
+    pub(crate) fn is_sync_failure(&self) -> bool {
+        matches!(
+            self.sqlite_extended_code(),
+            Some(rusqlite::ffi::SQLITE_IOERR_FSYNC | rusqlite::ffi::SQLITE_IOERR_DIR_FSYNC)
+        )
     }
 
     /// True for `SQLITE_BUSY` ("database is locked").
@@ -202,6 +263,33 @@ impl fmt::Display for Error {
                     )
                 }
             }
+            Error::OutcomeUnknown {
+                path,
+                file,
+                code,
+                extended_code,
+                cause,
+                context,
+            } => {
+                write!(
+                    f,
+                    "outcome unknown: the commit may or may not be durable: the fsync of {file} \
+                     failed ({cause}; SQLite code {code}, extended {extended_code})"
+                )?;
+                if !context.is_empty() {
+                    write!(f, " while {context}")?;
+                }
+                write!(
+                    f,
+                    ". Do not retry blindly: reopen the database {path}, check whether the \
+                     change is there, and retry only if it is not; check the disk"
+                )
+            }
+            Error::WritesStopped { path, reason } => write!(
+                f,
+                "database {path}: this handle takes no more writes, nothing of this write \
+                 was done: {reason}. Reads go on; reopen the database to write again"
+            ),
             Error::User { message } => f.write_str(message),
         }
     }
@@ -250,6 +338,51 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("inserting into t"), "{text}");
         assert!(text.contains("UNIQUE"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_outcome_keeps_the_codes_and_says_what_to_do() {
+        let e = Error::OutcomeUnknown {
+            path: "/data/d.db".into(),
+            file: "/data/d.db-wal".into(),
+            code: 10,
+            extended_code: rusqlite::ffi::SQLITE_IOERR_FSYNC,
+            cause: "Input/output error (os error 5)".into(),
+            context: "COMMIT of \"a\"".into(),
+        };
+        assert!(e.is_outcome_unknown());
+        assert!(!e.is_retryable(), "never retried blindly");
+        assert_eq!(e.sqlite_code(), Some(10));
+        assert_eq!(e.sqlite_extended_code(), Some(1034));
+        let text = e.to_string();
+        for words in [
+            "may or may not be durable",
+            "/data/d.db-wal",
+            "os error 5",
+            "reopen the database /data/d.db",
+            "check whether the change is there",
+            "check the disk",
+        ] {
+            assert!(text.contains(words), "{text:?} lacks {words:?}");
+        }
+        let plain = Error::from(
+            rusqlite::Connection::open_in_memory()
+                .unwrap()
+                .prepare("SELEC 1")
+                .unwrap_err(),
+        );
+        assert!(!plain.is_outcome_unknown());
+        let stopped = Error::WritesStopped {
+            path: "/data/d.db".into(),
+            reason: "an earlier commit's outcome is unknown".into(),
+        };
+        assert!(!stopped.is_outcome_unknown());
+        assert_eq!(stopped.sqlite_code(), None);
+        let text = stopped.to_string();
+        assert!(
+            text.contains("/data/d.db") && text.contains("reopen"),
+            "{text}"
+        );
     }
 
     #[test]

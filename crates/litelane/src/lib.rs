@@ -575,6 +575,8 @@ impl Database {
     /// Writers of this process wait for it; there is no group commit and no
     /// rollback: each statement `f` runs commits on its own, and a
     /// transaction `f` leaves open is rolled back.
+    /// Refused with [`Error::WritesStopped`] after a commit's outcome was
+    /// unknown; an fsync failure here is an [`Error::OutcomeUnknown`].
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -588,7 +590,9 @@ impl Database {
         label: &str,
         f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
     ) -> Result<T> {
-        self.inner.writer.with_turn(label, false, |conn| f(conn))?
+        let writer = &self.inner.writer;
+        writer.check_writable()?;
+        writer.settle_outside(writer.with_turn(label, false, |conn| f(conn))?)
     }
 
     /// Replaces this database's content with a copy of the database file

@@ -180,6 +180,7 @@ impl Pool {
                     let _ = conn.execute_batch("ROLLBACK");
                     let _ = conn.release_memory();
                 }
+                let e = schema_read_error(conn, e);
                 let e = self.explain_interrupt(reader.index, e);
                 self.recorder.note_error(&e);
                 Err(e)
@@ -252,5 +253,70 @@ impl Pool {
             }
         }
         n
+    }
+}
+
+/// The messages SQLite gives when a statement names an object its cached
+/// schema does not have.
+const MISSING_OBJECT: [&str; 4] = [
+    "no such table",
+    "no such column",
+    "no such index",
+    "no such trigger",
+];
+
+/// A read failed because its statement names an object missing from the
+/// connection's cached schema. SQLite then re-reads the schema cookie to
+/// see whether that schema is stale, but drops an error of that read
+/// (`schemaIsValid`), so an I/O error while loading the schema came back as
+/// "no such table". Reads the cookie again (`PRAGMA schema_version`, from
+/// the file): an error there is the real one, returned with its codes and
+/// what SQLite had answered. If that read works and the table SQLite
+/// called missing is in the file, the answer came from a stale schema:
+/// `SQLITE_SCHEMA`, saying so. Otherwise the object is really missing: `e`
+/// unchanged.
+fn schema_read_error(conn: &Connection, e: Error) -> Error {
+    let Error::Sqlite {
+        code: rusqlite::ffi::SQLITE_ERROR,
+        message,
+        context,
+        ..
+    } = &e
+    else {
+        return e;
+    };
+    if !MISSING_OBJECT.iter().any(|m| message.starts_with(m)) {
+        return e;
+    }
+    let answered = format!("SQLite answered \"{message}\" from the schema it had cached");
+    if let Err(io) = conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)) {
+        return Error::from_sqlite(
+            io,
+            format!("reading the database schema from the file ({answered}, without this error)"),
+        );
+    }
+    let Some(table) = message.strip_prefix("no such table: ") else {
+        return e;
+    };
+    let (schema, name) = table.split_once('.').unwrap_or(("main", table));
+    let sql = format!(
+        "SELECT 1 FROM \"{}\".sqlite_schema WHERE type IN ('table', 'view') \
+         AND name = ?1 COLLATE NOCASE",
+        schema.replace('"', "\"\"")
+    );
+    let exists = conn.query_row(&sql, [name], |_| Ok(())).is_ok();
+    if !exists {
+        return e;
+    }
+    Error::Sqlite {
+        code: rusqlite::ffi::SQLITE_SCHEMA,
+        extended_code: rusqlite::ffi::SQLITE_SCHEMA,
+        message: format!(
+            "the database schema changed or could not be re-read: {answered}, but {table} \
+             is in the file. Re-reading the schema may have failed with an error SQLite does \
+             not report (an I/O error, or a lock during WAL recovery): run the read again, and \
+             check the disk if this repeats"
+        ),
+        context: context.clone(),
     }
 }

@@ -453,6 +453,12 @@ pub(crate) struct Writer {
     /// Called after every turn that leaves the writer idle (the checkpointer
     /// uses it to notice idleness).
     idle_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// The database file, for messages.
+    db_path: String,
+    /// Set once a commit's outcome was unknown (a failed fsync): why the
+    /// writer takes no more writes. Cleared only by reopening (a new
+    /// writer).
+    stopped: Mutex<Option<String>>,
 }
 
 /// Marks the thread as holding the writer's turn; clears the mark however
@@ -604,6 +610,7 @@ impl Writer {
         conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
             .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
+        let db_path = conn.path().unwrap_or_default().to_string();
         let shared_sync = match &process_queue {
             Some(_) => shared_sync_of(&conn)?,
             None => None,
@@ -643,6 +650,8 @@ impl Writer {
             config,
             committing,
             idle_hook: Mutex::new(None),
+            db_path,
+            stopped: Mutex::new(None),
         })
     }
 
@@ -739,6 +748,10 @@ impl Writer {
         let Some(turn) = try_enter_owned(&self.queue) else {
             return Ok(None);
         };
+        if let Err(e) = self.check_writable() {
+            self.released(turn.release());
+            return Err(e);
+        }
         let carried = self.carry.take();
         let process_turn = match carried {
             Some(held) => Some(held),
@@ -917,6 +930,11 @@ impl Writer {
         // The turn among processes, held for the whole turn (every group it
         // commits): handed on by the previous leader of this process if it
         // is young enough, or taken from the queue.
+        if let Err(e) = self.check_writable() {
+            own.settle(Err(e));
+            self.release(turn);
+            return;
+        }
         let carried = self.carry.take();
         let fresh = carried.is_none();
         let process_turn = match carried {
@@ -1181,10 +1199,136 @@ impl Writer {
         self.committing.store(true, Ordering::Release);
         let r = control(conn, "COMMIT").context(|| format!("COMMIT of {what}"));
         self.committing.store(false, Ordering::Release);
-        r?;
-        Ok(match (&self.shared_sync, &self.process_queue) {
-            (Some(_), Some(q)) => Some(q.count_commit()),
-            _ => None,
+        match r {
+            Ok(()) => Ok(match (&self.shared_sync, &self.process_queue) {
+                (Some(_), Some(q)) => Some(q.count_commit()),
+                _ => None,
+            }),
+            // SQLite synced inside the COMMIT (`synchronous=FULL`, or a
+            // rollback journal) and the sync failed: the transaction is not
+            // published in this process, but its frames (commit marker
+            // included) or pages may be on the disk, and a crash can bring
+            // it back. Not "failed": unknown.
+            Err(e) if e.is_sync_failure() => Err(self.stop_on(self.unknown_from_commit(conn, e))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After an [`Error::OutcomeUnknown`]: the writer takes no more writes.
+    /// Returns the error.
+    fn stop_on(&self, e: Error) -> Error {
+        if let Error::OutcomeUnknown { file, .. } = &e {
+            self.stop_writes(format!(
+                "an earlier commit's outcome is unknown (the fsync of {file} failed)"
+            ));
+        }
+        e
+    }
+
+    /// [`Error::OutcomeUnknown`] for an SQLite error of a `COMMIT` whose
+    /// sync failed (`e` is an [`Error::Sqlite`]).
+    fn unknown_from_commit(&self, conn: &Connection, e: Error) -> Error {
+        let Error::Sqlite {
+            code,
+            extended_code,
+            message,
+            context,
+        } = e
+        else {
+            return e;
+        };
+        let wal = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+            .is_ok_and(|m| m.eq_ignore_ascii_case("wal"));
+        Error::OutcomeUnknown {
+            path: self.db_path.clone(),
+            file: if wal {
+                format!("{}-wal", self.db_path)
+            } else {
+                format!("{} (or its journal)", self.db_path)
+            },
+            code,
+            extended_code,
+            cause: format!(
+                "{message}; SQLite did not publish the transaction in this process, but \
+                 what it wrote may be on the disk and come back after a crash"
+            ),
+            context,
+        }
+    }
+
+    /// For a write outside the writer's transactions
+    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)):
+    /// an fsync failure of a statement that committed on its own (a
+    /// `VACUUM` under `synchronous=FULL`) is an [`Error::OutcomeUnknown`]
+    /// and stops the writer, as at a `COMMIT`.
+    pub(crate) fn settle_outside<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Err(e) if e.is_sync_failure() => {
+                let Error::Sqlite {
+                    code,
+                    extended_code,
+                    message,
+                    context,
+                } = e
+                else {
+                    return Err(e);
+                };
+                let file = format!("{}-wal (or its journal)", self.db_path);
+                self.stop_writes(format!(
+                    "an earlier write's outcome is unknown (the fsync of {file} failed)"
+                ));
+                Err(Error::OutcomeUnknown {
+                    path: self.db_path.clone(),
+                    file,
+                    code,
+                    extended_code,
+                    cause: message,
+                    context,
+                })
+            }
+            r => r,
+        }
+    }
+
+    /// Marks the writer as taking no more writes (see [`Writer::check_writable`]).
+    fn stop_writes(&self, reason: String) {
+        let mut stopped = lock(&self.stopped);
+        if stopped.is_none() {
+            *stopped = Some(reason);
+        }
+    }
+
+    /// Refuses a write, before it does anything, once a commit's outcome was
+    /// unknown: on this handle ([`Writer::stop_writes`]), or in any process
+    /// of the cross-process queue (the failure mark of its lock file, see
+    /// `xproc/durable.rs`: no commit after it could be confirmed).
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        let mark = self.process_queue.as_ref().and_then(|q| {
+            let at = q.sync_failed_at()?;
+            Some((at, q.lock_path().display().to_string()))
+        });
+        if let Some((at, _)) = &mark {
+            self.stop_writes(format!(
+                "an fsync of {}-wal failed (at commit {at}), in this or another process",
+                self.db_path
+            ));
+        }
+        let Some(reason) = lock(&self.stopped).clone() else {
+            return Ok(());
+        };
+        let reason = match mark {
+            None => reason,
+            Some((_, lock_file)) => format!(
+                "{reason}; the failure is recorded in {lock_file} for every process using the \
+                 database, and no commit can be confirmed durable until the disk and the \
+                 database are checked (litelane doctor --integrity) and that lock file is \
+                 removed while no process has the database open"
+            ),
+        };
+        Err(Error::WritesStopped {
+            path: self.db_path.clone(),
+            reason,
         })
     }
 
@@ -1212,26 +1356,26 @@ impl Writer {
             }
             Err(crate::xproc::NotDurable::SyncFailed { error, failed_at }) => (error, failed_at),
         };
-        let wal = wal.display();
-        let message = match error {
+        let cause = match error {
             Some(e) => format!(
-                "the commit is written and visible, but the fsync of {wal} that makes it \
-                 durable failed ({e}): it may or may not survive a power loss (outcome unknown)"
+                "{e}; the commit is written and visible, and may or may not survive a power loss"
             ),
             None => format!(
-                "an fsync of {wal} failed earlier (at commit {failed_at} counted in {}): this \
-                 commit is visible, but no commit since then can be confirmed durable (outcome \
-                 unknown); check the disk, then remove that lock file while no process has the \
-                 database open",
+                "an fsync of it failed earlier (at commit {failed_at} counted in {}), here or in \
+                 another process: this commit is visible, but no commit since then can be \
+                 confirmed durable; check the disk, then remove that lock file while no process \
+                 has the database open",
                 q.lock_path().display()
             ),
         };
-        Err(Error::Sqlite {
+        Err(self.stop_on(Error::OutcomeUnknown {
+            path: self.db_path.clone(),
+            file: wal.display().to_string(),
             code: codes::SQLITE_IOERR,
             extended_code: codes::SQLITE_IOERR_FSYNC,
-            message,
+            cause,
             context: format!("making {what} durable after its COMMIT"),
-        })
+        }))
     }
 
     /// Commits the group. A failed commit settles every member at once; a

@@ -105,6 +105,19 @@ pub fn lock_path_for(db_path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// A failed fsync of the WAL recorded in the lock file of the database at
+/// `db_path` (see `xproc/durable.rs`): the lock file's path and the commit
+/// count at which it failed. While it is there, every litelane process
+/// refuses writes to the database (`Error::WritesStopped`). `None`: no lock
+/// file, not a litelane lock file, no failure recorded, or not Linux.
+/// Reads only: creates, locks and changes nothing.
+pub fn recorded_sync_failure(db_path: &Path) -> Option<(PathBuf, u64)> {
+    let resolved = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
+    let lock_path = lock_path_for(&resolved);
+    let at = imp::read_failed_at(&lock_path)?;
+    Some((lock_path, at))
+}
+
 /// A handle on the cross-process queue of one database. Cheap to clone; safe
 /// to use from any thread (each turn uses its own open file description, so
 /// turns of two threads of one process also queue in order).
@@ -756,6 +769,23 @@ mod imp {
         }
     }
 
+    /// The failure mark of the lock file at `lock_path`, read without
+    /// creating, locking or changing anything (see
+    /// [`super::recorded_sync_failure`]).
+    pub fn read_failed_at(lock_path: &Path) -> Option<u64> {
+        let file = File::open(lock_path).ok()?;
+        if !matches!(read_header(&file).ok()?, HeaderBytes::Valid(_)) {
+            return None;
+        }
+        let mut b = [0u8; 8];
+        let n = read_at_most(&file, &mut b, super::durable::FAILED as u64).ok()?;
+        // The counter is an atomic word of a page mapped by every process:
+        // native byte order.
+        (n == 8)
+            .then(|| u64::from_ne_bytes(b))
+            .filter(|&at| at != 0)
+    }
+
     fn read_header(file: &File) -> io::Result<HeaderBytes> {
         let mut b = [0u8; layout::HEADER_LEN];
         let n = read_at_most(file, &mut b, 0)?;
@@ -1108,6 +1138,9 @@ mod imp {
     pub fn open_lock_file(_: &Path, _: &Path) -> Result<File, String> {
         Err(OFF.into())
     }
+    pub fn read_failed_at(_: &Path) -> Option<u64> {
+        None
+    }
     pub fn reopen(_: &Path) -> Result<File, String> {
         Err(OFF.into())
     }
@@ -1175,6 +1208,17 @@ pub struct CountedCommit {
 }
 
 impl ProcessQueue {
+    /// The commit count at which an fsync of the WAL failed, in any process
+    /// using this lock file (`None`: never, or no shared counters). Once
+    /// set it stays until the lock file is removed (see `xproc/durable.rs`).
+    pub fn sync_failed_at(&self) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        if let Some(counters) = &self.shared.counters {
+            return counters.failed_at();
+        }
+        None
+    }
+
     /// Counts a commit that the calling thread has just made with
     /// `synchronous=NORMAL`, while it still holds the writer's turn: an
     /// fsync that starts after this covers it. Then hand the turns on, and

@@ -235,6 +235,26 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
             sql,
         ));
     }
+    if let Some((lock, at)) = litelane::xproc::recorded_sync_failure(std::path::Path::new(db)) {
+        let lock = lock.display().to_string();
+        f.push(Finding {
+            check: "sync_failure".into(),
+            severity: "warning",
+            message: format!(
+                "the lock file {lock} records a failed fsync of the WAL (at commit {at}): the \
+                 commits around it may or may not be durable, and every litelane process \
+                 refuses writes to this database until the disk and the database are checked \
+                 and that lock file is removed while no process has the database open (see \
+                 docs/durability.md, \"What a caller should do on OutcomeUnknown\")"
+            ),
+            sql: None,
+            command: format!(
+                "litelane doctor --integrity {}, then with no process using it: rm -- {}",
+                shell_quote(db),
+                shell_quote(&lock)
+            ),
+        });
+    }
     f.extend(leftovers(std::path::Path::new(&s.path)));
     let has_stat1 = s
         .tables

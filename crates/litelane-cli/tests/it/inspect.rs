@@ -265,3 +265,52 @@ fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
     drop(held);
     drop(c);
 }
+
+#[test]
+fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("f.db");
+    let opened = litelane::Database::open(&db, Default::default()).unwrap();
+    opened
+        .write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))
+        .unwrap();
+    drop(opened);
+    let lock = d.path().join("f.db-lane");
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let checks = |r: &serde_json::Value| -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["check"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!checks(&r).contains(&"sync_failure".to_string()), "{r}");
+    // What a failed fsync leaves (xproc/durable.rs): the commit count it
+    // failed at, in the lock file's shared page at byte 80.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+        f.write_all_at(&7u64.to_ne_bytes(), 80).unwrap();
+    }
+    assert_eq!(
+        litelane::xproc::recorded_sync_failure(&db).map(|(_, at)| at),
+        Some(7)
+    );
+    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let found: Vec<_> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "sync_failure")
+        .collect();
+    assert_eq!(found.len(), 1, "{r}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(message.contains("at commit 7"), "{message}");
+    assert!(message.contains("f.db-lane"), "{message}");
+    let command = found[0]["command"].as_str().unwrap();
+    assert!(
+        command.contains("rm -- ") && command.contains("f.db-lane"),
+        "{command}"
+    );
+}

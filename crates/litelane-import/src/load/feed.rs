@@ -494,7 +494,21 @@ impl Sink<'_> {
                 let e = feed.failure.take().unwrap_or(Error::Engine(e));
                 let commits = feed.commits;
                 let committed = &feed.committed;
-                let kept = if commits == 0 && feed.sink.progress.is_none() {
+                let unknown = matches!(&e, Error::Engine(x) if x.is_outcome_unknown());
+                let kept = if unknown {
+                    // The last batch's commit may or may not be stored: say
+                    // neither "rolled back" nor "committed".
+                    let resume = if feed.sink.progress.is_some() {
+                        "run again with --resume, which continues from whatever is stored"
+                    } else {
+                        "check what the table holds before running again"
+                    };
+                    format!(
+                        "the last batch may or may not be stored ({} rows were confirmed \
+                         committed before it, through line {} of {}); {resume}",
+                        committed.inserted, committed.line, feed.sink.input
+                    )
+                } else if commits == 0 && feed.sink.progress.is_none() {
                     "nothing was imported (the transaction was rolled back)".to_string()
                 } else if commits == 0 {
                     "nothing more was committed by this run (its transaction was rolled \

@@ -49,7 +49,7 @@ pub const SYNCER_BYTE: u64 = 2;
 /// 32-byte header): commits counted, synced up to, failed at (0: never).
 const COUNTED: usize = 64;
 const SYNCED: usize = 72;
-const FAILED: usize = 80;
+pub(super) const FAILED: usize = 80;
 
 /// The counters of one lock file.
 pub struct Counters {
@@ -110,6 +110,14 @@ impl Counters {
         };
         let _ = imp::unlock(file, SYNCER_BYTE, 1);
         Ok(out)
+    }
+
+    /// The commit count at which an fsync failed (`None`: never).
+    pub fn failed_at(&self) -> Option<u64> {
+        match self.page.word(FAILED).load(SeqCst) {
+            0 => None,
+            at => Some(at),
+        }
     }
 
     /// `Some` when commit `seq` needs no fsync of its caller: durable
