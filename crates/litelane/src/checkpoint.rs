@@ -370,7 +370,13 @@ fn checkpoint_loop(
         }
         if !report.busy {
             settled_at = commits;
-            if let Some(r) = catch_up(&conn, &writer, &signal, &report) {
+            if let Some(r) = catch_up(
+                &conn,
+                &writer,
+                &signal,
+                &report,
+                u64::from(cfg.passive_after_pages),
+            ) {
                 record(&recorder, &r);
             }
         } else if report.wal_frames >= limit {
@@ -381,9 +387,10 @@ fn checkpoint_loop(
     }
 }
 
-/// Frames committed during a complete PASSIVE checkpoint that
-/// [`catch_up`] copies with the writers held back: up to 256 (1 MiB of
-/// 4 KiB pages).
+/// The fewest frames committed during a complete PASSIVE checkpoint that
+/// [`catch_up`] copies with the writers held back: 256 (1 MiB of 4 KiB
+/// pages); or `passive_after_pages` when that is more, the most SQLite's
+/// own autocheckpoint copies inside a commit.
 const CATCH_UP_FRAMES: u64 = 256;
 
 /// Lets the next write start the WAL over from its beginning. SQLite
@@ -393,7 +400,8 @@ const CATCH_UP_FRAMES: u64 = 256;
 /// (and, under `safe`, synced) for every commit. SQLite's own
 /// autocheckpoint runs inside a commit and leaves it every time. So when a
 /// complete PASSIVE checkpoint ends with a few frames committed meanwhile
-/// (at most [`CATCH_UP_FRAMES`]), this copies them with another PASSIVE
+/// (at most `threshold`, which is `passive_after_pages`, or
+/// [`CATCH_UP_FRAMES`] if more), this copies them with another PASSIVE
 /// checkpoint while holding the writer's turn (ahead of queued writers) and
 /// the turn among processes (waiting for it at most
 /// [`PROCESS_TURN_BUDGET`], the longest a process keeps it), so no litelane
@@ -404,12 +412,13 @@ fn catch_up(
     writer: &Writer,
     signal: &Signal,
     report: &CheckpointReport,
+    threshold: u64,
 ) -> Option<CheckpointReport> {
     let behind = signal
         .lock()
         .pages
         .saturating_sub(report.checkpointed_frames);
-    if behind == 0 || behind > CATCH_UP_FRAMES {
+    if behind == 0 || behind > CATCH_UP_FRAMES.max(threshold) {
         return None;
     }
     let r = writer
