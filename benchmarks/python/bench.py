@@ -103,7 +103,7 @@ def bench_insert(rows_n: int, runs: int) -> None:
 
     def dbapi_executemany() -> float:
         p = fresh("ins")
-        con = litelane.dbapi.connect(p)
+        con = litelane.dbapi.connect(p, profile="balanced")
         con.execute(RECORD_SCHEMA)
         t = time.perf_counter()
         with con:
