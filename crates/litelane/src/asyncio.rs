@@ -15,6 +15,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
+use crate::unpoisoned::lock;
 use crate::writer::Tx;
 use crate::Database;
 
@@ -37,7 +38,7 @@ pub struct Pending<T> {
 impl<T> Future for Pending<T> {
     type Output = T;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = lock(&self.slot);
         match slot.value.take() {
             Some(Ok(v)) => Poll::Ready(v),
             Some(Err(panic)) => {
@@ -73,13 +74,13 @@ impl Executor {
     fn start(&self) -> Mutex<Option<Sender<Job>>> {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
-        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        let mut handles = lock(&self.handles);
         for i in 0..self.threads {
             let rx: Arc<Mutex<Receiver<Job>>> = Arc::clone(&rx);
             let spawned = std::thread::Builder::new()
                 .name(format!("litelane-async-{i}"))
                 .spawn(move || loop {
-                    let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let job = lock(&rx).recv();
                     match job {
                         Ok(job) => job(),
                         Err(_) => return,
@@ -105,7 +106,7 @@ impl Executor {
         let job: Job = Box::new(move || {
             let value = catch_unwind(AssertUnwindSafe(f));
             let waker = {
-                let mut s = out.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = lock(&out);
                 s.value = Some(value);
                 s.waker.take()
             };
@@ -114,12 +115,12 @@ impl Executor {
             }
         });
         let sender = self.sender.get_or_init(|| self.start());
-        let sent = match sender.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        let sent = match lock(sender).as_ref() {
             Some(tx) => tx.send(job).map_err(|e| e.0),
             None => Err(job),
         };
         if sent.is_err() {
-            slot.lock().unwrap_or_else(|e| e.into_inner()).value = Some(Ok(Err(Error::Io {
+            lock(&slot).value = Some(Ok(Err(Error::Io {
                 context: "running an async job".into(),
                 message: "the database's async threads are gone".into(),
             })));
@@ -131,9 +132,9 @@ impl Executor {
 impl Drop for Executor {
     fn drop(&mut self) {
         if let Some(sender) = self.sender.get() {
-            sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+            lock(sender).take();
         }
-        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
+        let handles = std::mem::take(&mut *lock(&self.handles));
         let me = std::thread::current().id();
         for h in handles {
             if h.thread().id() != me {

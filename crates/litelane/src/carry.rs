@@ -22,6 +22,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::unpoisoned::{lock, wait, wait_timeout};
 use crate::xproc::ProcessTurn;
 
 /// The cross-process turn and when this process took it.
@@ -71,7 +72,7 @@ impl Carry {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// The turn for the next leader of this process, if one is kept and
@@ -149,21 +150,15 @@ impl Carry {
                 Some(at) => {
                     watching = true;
                     let left = at.saturating_duration_since(Instant::now());
-                    self.wake
-                        .wait_timeout(st, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+                    wait_timeout(&self.wake, st, left)
                 }
                 None if watching => {
                     watching = false;
-                    self.wake
-                        .wait_timeout(st, self.linger)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+                    wait_timeout(&self.wake, st, self.linger)
                 }
                 None => {
                     st.parked = true;
-                    let mut st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    let mut st = wait(&self.wake, st);
                     st.parked = false;
                     st
                 }

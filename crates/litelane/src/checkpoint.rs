@@ -32,6 +32,7 @@ use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 use crate::options::Checkpoints;
 use crate::pool::Pool;
+use crate::unpoisoned::{lock, wait_timeout};
 use crate::writer::{Writer, WriterQueue, PROCESS_TURN_BUDGET};
 
 /// A checkpoint mode (see <https://sqlite.org/c3ref/wal_checkpoint_v2.html>).
@@ -153,7 +154,7 @@ pub(crate) struct Signal {
 
 impl Signal {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 }
 
@@ -240,7 +241,7 @@ impl Checkpointer {
         let last_active = Arc::new(Mutex::new(Instant::now()));
         let la = Arc::clone(&last_active);
         writer.set_idle_hook(Box::new(move || {
-            *la.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            *lock(&la) = Instant::now();
         }));
         let s = Arc::clone(&signal);
         let thread = std::thread::Builder::new()
@@ -330,21 +331,13 @@ fn checkpoint_loop(
         let (pages, commits) = {
             let mut st = signal.lock();
             if !st.requested && !st.stop {
-                st = signal
-                    .wake
-                    .wait_timeout(st, cfg.idle_after)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                st = wait_timeout(&signal.wake, st, cfg.idle_after);
             }
             if st.stop {
                 return;
             }
             let requested = std::mem::take(&mut st.requested);
-            let idle = last_active
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .elapsed()
-                >= cfg.idle_after;
+            let idle = lock(&last_active).elapsed() >= cfg.idle_after;
             let idle_work = idle && st.pages > 0 && st.commits != settled_at;
             if !requested && !idle_work {
                 continue;

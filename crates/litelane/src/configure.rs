@@ -21,11 +21,12 @@
 //! checkpointer's connection is not configured: it runs only checkpoints.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::unpoisoned::lock;
 
 /// Something to run on a connection: install a function, a collation, a
 /// hook... It may run many times (once per connection, and again on each
@@ -45,10 +46,6 @@ pub(crate) struct Registry {
     /// The generation of the newest entry (0: none ever).
     generation: AtomicU64,
     entries: Mutex<Vec<Entry>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Registry {

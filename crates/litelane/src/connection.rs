@@ -14,6 +14,7 @@ use crate::ffi;
 use crate::metrics::Recorder;
 use crate::options::{Options, Profile};
 use crate::pool::ReaderTrace;
+use crate::unpoisoned::lock;
 
 /// Which job a connection does; decides the few settings that differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,7 +321,7 @@ fn install_tracer(
                     if capture && !is_transaction_control(&sql) {
                         t.writer_capture.store(false, Ordering::Relaxed);
                         t.writer_nanos_since_capture.store(0, Ordering::Relaxed);
-                        let mut last = t.writer_last_sql.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut last = lock(&t.writer_last_sql);
                         last.clear();
                         last.push_str(&sql);
                     }
@@ -330,7 +331,7 @@ fn install_tracer(
                 if let Some(r) = reader.as_ref() {
                     if r.capture.load(Ordering::Relaxed) && !is_transaction_control(sql) {
                         r.capture.store(false, Ordering::Relaxed);
-                        let mut first = r.first_sql.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut first = lock(&r.first_sql);
                         first.clear();
                         first.push_str(sql);
                     }

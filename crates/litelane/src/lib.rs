@@ -47,6 +47,7 @@ mod metrics;
 mod options;
 mod pool;
 mod queue;
+mod unpoisoned;
 mod wal_space;
 mod writer;
 pub mod xproc;

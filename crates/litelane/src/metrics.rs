@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::unpoisoned::lock;
 use hdrhistogram::Histogram;
 
 /// The longest wait the histogram tells apart: one hour, in nanoseconds
@@ -164,7 +165,7 @@ fn push_bounded<T>(q: &mut VecDeque<T>, item: T, cap: usize) {
 impl Recorder {
     pub fn record_wait(&self, wait: Duration) {
         let nanos = wait.as_nanos().min(u64::MAX as u128) as u64;
-        let mut w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = lock(&self.waits);
         w.max = w.max.max(nanos);
         w.histogram.saturating_record(nanos.max(1));
     }
@@ -179,7 +180,7 @@ impl Recorder {
     }
 
     pub fn record_slow(&self, sql: &str, duration: Duration) {
-        let mut e = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.events);
         let item = SlowStatement {
             sql: sql.to_string(),
             duration,
@@ -188,32 +189,23 @@ impl Recorder {
     }
 
     pub fn record_long_wait(&self, wait: LongWait) {
-        let mut e = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.events);
         push_bounded(&mut e.long, wait, KEPT_EVENTS);
     }
 
     /// Notes whether the checkpoint that just ran copied the whole WAL.
     pub fn note_checkpoint_complete(&self, complete: bool) {
-        *self
-            .incomplete_checkpoint
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = (!complete).then(Instant::now);
+        *lock(&self.incomplete_checkpoint) = (!complete).then(Instant::now);
     }
 
     /// When the last checkpoint ran, if it could not copy the whole WAL.
     pub fn last_incomplete_checkpoint(&self) -> Option<Instant> {
-        *self
-            .incomplete_checkpoint
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        *lock(&self.incomplete_checkpoint)
     }
 
     /// Notes that the cross-process queue is off, and why.
     pub fn note_process_queue_off(&self, why: String) {
-        *self
-            .process_queue_off
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(why);
+        *lock(&self.process_queue_off) = Some(why);
     }
 
     pub fn note_error(&self, err: &crate::Error) {
@@ -224,7 +216,7 @@ impl Recorder {
 
     pub fn snapshot(&self, queue_depth: usize) -> Metrics {
         let ([p50, p95, p99], max) = {
-            let w = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+            let w = lock(&self.waits);
             let pct = |q: f64| -> Duration {
                 if w.histogram.is_empty() {
                     Duration::ZERO
@@ -236,7 +228,7 @@ impl Recorder {
             };
             ([pct(0.50), pct(0.95), pct(0.99)], w.max)
         };
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let events = lock(&self.events);
         Metrics {
             queue_wait_p50: p50,
             queue_wait_p95: p95,
@@ -260,11 +252,7 @@ impl Recorder {
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),
             wal_pinned_by: None,
-            process_queue_off: self
-                .process_queue_off
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            process_queue_off: lock(&self.process_queue_off).clone(),
         }
     }
 }

@@ -11,6 +11,7 @@ use rusqlite::{Connection, InterruptHandle};
 use crate::configure::Registry;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
+use crate::unpoisoned::{lock, wait};
 
 /// What a reader's trace callback keeps: the first statement of each read.
 #[derive(Default)]
@@ -105,10 +106,6 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Pool {
     pub fn new(readers: Vec<Reader>, recorder: Arc<Recorder>, config: Arc<Registry>) -> Pool {
         let mut slots: Vec<Slot> = Vec::with_capacity(readers.len());
@@ -142,7 +139,7 @@ impl Pool {
                 if let Some(r) = idle.pop() {
                     break r;
                 }
-                idle = self.available.wait(idle).unwrap_or_else(|e| e.into_inner());
+                idle = wait(&self.available, idle);
             }
         };
         // Idle, outside any read: catch up with `Database::configure`.

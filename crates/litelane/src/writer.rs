@@ -31,7 +31,7 @@ use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
@@ -44,6 +44,7 @@ use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
+use crate::unpoisoned::lock;
 use crate::wal_space::WalSpace;
 use crate::xproc::{CountedCommit, ProcessQueue, ProcessTurn};
 
@@ -476,10 +477,6 @@ impl Drop for HoldingMark {
     fn drop(&mut self) {
         HOLDING.with(|h| h.set(0));
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How long a check that the database file is still the one at its path

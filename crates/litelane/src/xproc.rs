@@ -38,6 +38,7 @@
 
 #![deny(unsafe_code)]
 
+use crate::unpoisoned::lock;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -498,7 +499,7 @@ impl ProcessQueue {
             let state = Arc::clone(&state);
             self.shared.run_wait(Box::new(move || {
                 let gate = || {
-                    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = lock(&state);
                     if *s == ABANDONED {
                         return false;
                     }
@@ -518,7 +519,7 @@ impl ProcessQueue {
         let got = match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
             Ok(m) => m,
             Err(_) => {
-                let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = lock(&state);
                 if *s != GRANTED {
                     *s = ABANDONED;
                     return Ok(None);
@@ -602,7 +603,7 @@ impl Shared {
     /// Runs `job` on the waiter thread (started on first use). Waits run
     /// one after another, which is their ticket order anyway.
     fn run_wait(&self, job: WaitJob) -> Result<(), String> {
-        let mut waiter = self.waiter.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiter = lock(&self.waiter);
         let job = match waiter.as_ref() {
             Some(tx) => match tx.send(job) {
                 Ok(()) => return Ok(()),
@@ -627,7 +628,7 @@ impl Shared {
     }
 
     fn take_idle(&self) -> Result<File, String> {
-        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pooled = lock(&self.idle).pop();
         match pooled {
             Some(f) => Ok(f),
             None => imp::reopen(&self.lock_path),
@@ -635,7 +636,7 @@ impl Shared {
     }
 
     fn put_idle(&self, file: File) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = lock(&self.idle);
         if idle.len() < MAX_IDLE_FILES {
             idle.push(file);
         }
