@@ -1188,9 +1188,11 @@ impl Writer {
             // open again.
             return Err(Error::Io {
                 context: format!("COMMIT of {what}"),
-                message: "the database file was moved, deleted or replaced while open; \
-                          nothing was committed: reopen the database"
-                    .into(),
+                message: format!(
+                    "the database file {} was moved, deleted or replaced while open; nothing \
+                     was committed: reopen the database",
+                    self.db_path
+                ),
             });
         }
         self.committing.store(true, Ordering::Release);

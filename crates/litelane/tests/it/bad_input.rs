@@ -145,5 +145,9 @@ fn writes_into_a_deleted_or_replaced_file_are_refused_not_acknowledged() {
             text.contains("moved, deleted or replaced"),
             "replace={replace}: {text}"
         );
+        assert!(
+            text.contains(&path.display().to_string()),
+            "replace={replace}: the message names the file: {text}"
+        );
     }
 }
