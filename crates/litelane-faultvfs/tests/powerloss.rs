@@ -16,6 +16,10 @@
 //! LITELANE_POWERLOSS_CUTS=100 cargo test --release -p litelane-faultvfs \
 //!     --test powerloss -- --ignored --nocapture
 //! ```
+//!
+//! `LITELANE_POWERLOSS_CUTS` is per profile and workload;
+//! `LITELANE_POWERLOSS_PROFILES=safe,balanced` limits the profiles (default
+//! all three). `scripts/durability-proof` runs it.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -418,7 +422,8 @@ fn power_loss_table() {
     println!("| profile | workload | cuts | corruptions | acknowledged commits | acknowledged commits lost | of which promised | torn writes | files lost |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut failures = Vec::new();
-    for profile in Profile::ALL {
+    let started = Instant::now();
+    for profile in profiles_from_env() {
         for (i, w) in WORKLOADS.into_iter().enumerate() {
             let base = 10_000 + i as u64 * 100 + profile.synchronous() as u64;
             let t = std::panic::catch_unwind(|| campaign(profile, w, cuts, base, false));
@@ -438,5 +443,27 @@ fn power_loss_table() {
             }
         }
     }
+    println!(
+        "\n{} profile(s) × {} workloads × {cuts} cuts in {:.0} s",
+        profiles_from_env().len(),
+        WORKLOADS.len(),
+        started.elapsed().as_secs_f64()
+    );
     assert!(failures.is_empty(), "promises broken: {failures:?}");
+}
+
+/// The profiles the long form runs: `LITELANE_POWERLOSS_PROFILES`, a
+/// comma-separated list (`safe,balanced`), or all three when unset.
+fn profiles_from_env() -> Vec<Profile> {
+    match std::env::var("LITELANE_POWERLOSS_PROFILES") {
+        Ok(list) => list
+            .split(',')
+            .map(|p| {
+                p.trim()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("LITELANE_POWERLOSS_PROFILES: {e}"))
+            })
+            .collect(),
+        Err(_) => Profile::ALL.to_vec(),
+    }
 }
