@@ -242,18 +242,25 @@ fn child_writer(path: &str, profile: &str, generation: i64) -> ! {
     }
 }
 
+/// Where and how the writer process runs.
+struct ChildPlan {
+    path: PathBuf,
+    profile: Profile,
+    /// Seconds from its start to its SIGKILL.
+    kill_every: u64,
+}
+
 /// Runs one generation of the writer process for `kill_every` seconds (or
 /// until `stop`), kills it with SIGKILL and checks its acknowledged rows.
 fn child_generation(
     db: &Database,
-    path: &Path,
-    profile: Profile,
+    plan: &ChildPlan,
     generation: i64,
-    kill_every: u64,
     stop: &AtomicBool,
     c: &Arc<Counters>,
     shared: &Arc<Shared>,
 ) -> Result<(), String> {
+    let (path, profile, kill_every) = (&plan.path, plan.profile, plan.kill_every);
     let mut child = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
         .arg("--child-writer")
         .arg(path)
@@ -460,13 +467,15 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
             Arc::clone(shared),
             Arc::clone(&child_failed),
         );
-        let (path, kill_every) = (path.clone(), args.kill_every);
+        let plan = ChildPlan {
+            path: path.clone(),
+            profile,
+            kill_every: args.kill_every,
+        };
         workers.push(thread::spawn(move || {
             let mut generation = 1;
             while !stop.load(Ordering::Relaxed) {
-                if let Err(e) = child_generation(
-                    &db, &path, profile, generation, kill_every, &stop, &c, &shared,
-                ) {
+                if let Err(e) = child_generation(&db, &plan, generation, &stop, &c, &shared) {
                     eprintln!("{profile}: {e}");
                     *failed.lock().unwrap() = Some(e);
                     return;
