@@ -419,7 +419,7 @@ fn power_loss_table() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
-    println!("| profile | workload | cuts | corruptions | acknowledged commits | acknowledged commits lost | of which promised | torn writes | files lost |");
+    println!("\n| profile | workload | cuts | corruptions | acknowledged commits | acknowledged commits lost | of which promised | torn writes | files lost |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut failures = Vec::new();
     let started = Instant::now();
