@@ -17,6 +17,8 @@
 //!     --csv soak.csv --svg soak.svg   # 2 minutes, no disk-full phase
 //! ```
 //!
+//! `soak --replot CSV --svg SVG` draws the plot again from a CSV it wrote.
+//!
 //! Options:
 //! - `--seconds N`: length of the run, both profiles at once (default 120);
 //! - `--profile safe|balanced|all` (default all);
@@ -522,9 +524,11 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
         let bulk = c.bulk_rows.load(Ordering::Relaxed);
         let reads = c.reads.load(Ordering::Relaxed);
         let child_acks = c.child_acks.load(Ordering::Relaxed);
+        // A second in which no write finished has no latency (NaN: a gap in
+        // the plot); its stall shows in the second the write finishes.
         let ms = |q: f64| {
             if h.is_empty() {
-                0.0
+                f64::NAN
             } else {
                 h.value_at_quantile(q) as f64 / 1000.0
             }
@@ -535,7 +539,10 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
             wal_bytes: m.wal_file_bytes,
             p50_ms: ms(0.5),
             p99_ms: ms(0.99),
-            max_stall_ms: c.max_stall_us.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+            max_stall_ms: match c.max_stall_us.swap(0, Ordering::Relaxed) {
+                0 => f64::NAN,
+                us => us as f64 / 1000.0,
+            },
             writes: writes - last.0,
             bulk_rows: bulk - last.1,
             reads: reads - last.2,
@@ -714,6 +721,81 @@ fn write_csv(path: &Path, samples: &[Sample]) -> std::io::Result<()> {
     std::fs::write(path, out)
 }
 
+/// Reads a CSV written by [`write_csv`] back (for `--replot`). Latencies of
+/// seconds without a finished write read as NaN (older files wrote 0).
+fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty file")?.split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("no column {name:?}"))
+    };
+    let idx: Vec<usize> = [
+        "profile",
+        "second",
+        "wal_bytes",
+        "p50_ms",
+        "p99_ms",
+        "max_stall_ms",
+        "writes",
+        "bulk_rows",
+        "reads",
+        "process_writes",
+        "errors",
+        "full_errors",
+        "kills",
+        "lost",
+        "checkpoints",
+        "escalated",
+        "rss_kib",
+        "disk_free_mib",
+        "disk_nearly_full",
+    ]
+    .iter()
+    .map(|n| col(n))
+    .collect::<Result<_, _>>()?;
+    let mut samples = Vec::new();
+    let mut profiles = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = |what: &str| format!("line {}: bad {what}", n + 2);
+        let get = |i: usize| f.get(idx[i]).copied().ok_or_else(|| bad(header[idx[i]]));
+        let int = |i: usize| get(i)?.parse::<u64>().map_err(|_| bad(header[idx[i]]));
+        let real = |i: usize| get(i)?.parse::<f64>().map_err(|_| bad(header[idx[i]]));
+        let profile: Profile = get(0)?.parse().map_err(|_| bad("profile"))?;
+        if !profiles.contains(&profile) {
+            profiles.push(profile);
+        }
+        let writes = int(6)?;
+        let latency = |v: f64| if writes == 0 { f64::NAN } else { v };
+        samples.push(Sample {
+            profile,
+            second: int(1)?,
+            wal_bytes: int(2)?,
+            p50_ms: latency(real(3)?),
+            p99_ms: latency(real(4)?),
+            max_stall_ms: latency(real(5)?),
+            writes,
+            bulk_rows: int(7)?,
+            reads: int(8)?,
+            child_acks: int(9)?,
+            errors: int(10)?,
+            full_errors: int(11)?,
+            kills: int(12)?,
+            lost: int(13)?,
+            checkpoints: int(14)?,
+            escalated: int(15)?,
+            rss_kib: int(16)?,
+            disk_free_mib: real(17)?,
+            disk_nearly_full: get(18)? == "1",
+        });
+    }
+    Ok((samples, profiles))
+}
+
 /// One panel per series against time, one line per profile; grey lines mark
 /// the kills of the writer process, an orange band the disk-full phase.
 fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::Result<()> {
@@ -801,6 +883,21 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
             }
         };
         let y = |v: f64| top + h - pad + -(h - 1.5 * pad) * frac(v);
+        if log {
+            let mut decade = LOG_FLOOR_MS * 10.0;
+            while decade < max_v / 3.0 {
+                let _ = writeln!(
+                    svg,
+                    "<line x1=\"{pad}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#e4e4e4\"/>\n\
+                     <text x=\"{2}\" y=\"{3:.1}\" text-anchor=\"end\" fill=\"#777777\">{decade}</text>",
+                    y(decade),
+                    w - pad,
+                    pad - 4.0,
+                    y(decade) + 4.0
+                );
+                decade *= 10.0;
+            }
+        }
         if let (Some(a), Some(b)) = (full.first(), full.last()) {
             let _ = writeln!(
                 svg,
@@ -882,6 +979,29 @@ fn main() {
             profile,
             generation.parse().expect("a generation number"),
         );
+    }
+    if argv.first().map(String::as_str) == Some("--replot") {
+        let [_, csv, flag, svg] = argv.as_slice() else {
+            eprintln!("soak: --replot CSV --svg SVG");
+            std::process::exit(2);
+        };
+        if flag != "--svg" {
+            eprintln!("soak: --replot CSV --svg SVG");
+            std::process::exit(2);
+        }
+        match read_csv(Path::new(csv)) {
+            Ok((samples, profiles)) => {
+                if let Err(e) = write_svg(Path::new(svg), &samples, &profiles) {
+                    eprintln!("soak: writing {svg}: {e}");
+                    std::process::exit(2);
+                }
+                return;
+            }
+            Err(e) => {
+                eprintln!("soak: {csv}: {e}");
+                std::process::exit(2);
+            }
+        }
     }
     let args = match parse_args(&argv) {
         Ok(a) => a,
