@@ -721,6 +721,37 @@ fn write_csv(path: &Path, samples: &[Sample]) -> std::io::Result<()> {
     std::fs::write(path, out)
 }
 
+/// How the seconds of one plotted point are summarised.
+#[derive(Clone, Copy)]
+enum Agg {
+    Max,
+    Min,
+    Median,
+}
+
+impl Agg {
+    fn name(self) -> &'static str {
+        match self {
+            Agg::Max => "highest",
+            Agg::Min => "lowest",
+            Agg::Median => "median",
+        }
+    }
+
+    /// `None` for no values.
+    fn of(self, v: &mut [f64]) -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(match self {
+            Agg::Max => v[v.len() - 1],
+            Agg::Min => v[0],
+            Agg::Median => v[v.len() / 2],
+        })
+    }
+}
+
 /// Reads a CSV written by [`write_csv`] back (for `--replot`). Latencies of
 /// seconds without a finished write read as NaN (older files wrote 0).
 fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
@@ -801,31 +832,38 @@ fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
 fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::Result<()> {
     type Series = fn(&Sample) -> f64;
     // (title, series, logarithmic y axis)
-    let panels: [(&str, Series, bool); 6] = [
+    // (title, series, logarithmic y axis, how a long run's seconds are
+    // summarised per point)
+    let panels: [(&str, Series, bool, Agg); 6] = [
         (
             "WAL file size (MiB)",
             |s| s.wal_bytes as f64 / 1048576.0,
             false,
+            Agg::Max,
         ),
         (
             "commit latency p50 per second (ms, log scale)",
             |s| s.p50_ms,
             true,
+            Agg::Median,
         ),
         (
             "commit latency p99 per second (ms, log scale)",
             |s| s.p99_ms,
             true,
+            Agg::Median,
         ),
         (
             "longest write in each second (ms, log scale)",
             |s| s.max_stall_ms,
             true,
+            Agg::Max,
         ),
         (
             "resident memory of the soak process (MiB)",
             |s| s.rss_kib as f64 / 1024.0,
             false,
+            Agg::Max,
         ),
         (
             "free space on the database's filesystem (MiB)",
@@ -837,6 +875,7 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
                 }
             },
             false,
+            Agg::Min,
         ),
     ];
     // The log panels start at 10 µs.
@@ -865,8 +904,15 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
         .filter(|s| s.disk_nearly_full)
         .map(|s| s.second as f64)
         .collect();
-    for (i, (title, f, log)) in panels.iter().enumerate() {
+    // Long runs: one point per `bucket` seconds (about 300 per line).
+    let bucket = ((max_t / 300.0).ceil() as u64).max(1);
+    for (i, (title, f, log, agg)) in panels.iter().enumerate() {
         let top = i as f64 * h + 10.0;
+        let title = if bucket > 1 {
+            format!("{title}; {} of each {bucket} s", agg.name())
+        } else {
+            title.to_string()
+        };
         let max_v = samples
             .iter()
             .map(f)
@@ -942,10 +988,18 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
             max_v
         );
         for (k, p) in profiles.iter().enumerate() {
-            let pts: Vec<String> = samples
-                .iter()
-                .filter(|s| s.profile == *p && f(s).is_finite())
-                .map(|s| format!("{:.1},{:.1}", x(s.second as f64), y(f(s))))
+            let mine: Vec<&Sample> = samples.iter().filter(|s| s.profile == *p).collect();
+            let pts: Vec<String> = mine
+                .chunks(bucket as usize)
+                .filter_map(|chunk| {
+                    let mut v: Vec<f64> = chunk
+                        .iter()
+                        .map(|s| f(s))
+                        .filter(|v| v.is_finite())
+                        .collect();
+                    let t = chunk.last()?.second as f64;
+                    agg.of(&mut v).map(|v| format!("{:.1},{:.1}", x(t), y(v)))
+                })
                 .collect();
             let color = colors[k % colors.len()];
             let _ = writeln!(
