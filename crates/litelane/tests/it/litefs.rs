@@ -11,8 +11,6 @@
 //! says which and passes, unless `LITELANE_REQUIRE_LITEFS=1`, where a
 //! missing piece fails it.
 
-mod common;
-
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -109,7 +107,7 @@ impl Node {
 
     /// LiteFS puts a `.lag` file in a mount once it is ready.
     fn wait_ready(&mut self, log: &Path) {
-        let ready = common::eventually(Duration::from_secs(20), || {
+        let ready = crate::common::eventually(Duration::from_secs(20), || {
             self.mount.join(".lag").exists() || self.child.try_wait().ok().flatten().is_some()
         });
         let exited = self.child.try_wait().ok().flatten();
@@ -128,7 +126,7 @@ impl Drop for Node {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
-        let stopped = common::eventually(Duration::from_secs(5), || {
+        let stopped = crate::common::eventually(Duration::from_secs(5), || {
             self.child.try_wait().ok().flatten().is_some()
         });
         if !stopped {
@@ -185,7 +183,7 @@ fn litefs_replicates_every_row_litelane_acknowledged() {
         Options::with_profile(Profile::Safe),
     )
     .expect("open a database inside the LiteFS mount");
-    common::exec(&db, "CREATE TABLE acked(id INTEGER PRIMARY KEY, body BLOB)");
+    crate::common::exec(&db, "CREATE TABLE acked(id INTEGER PRIMARY KEY, body BLOB)");
     let writers: Vec<_> = (0..4i64)
         .map(|t| {
             let db = db.clone();
@@ -229,7 +227,7 @@ fn litefs_replicates_every_row_litelane_acknowledged() {
 
     let replica_db = replica.mount.join("app.db");
     let mut last = None;
-    let complete = common::eventually(Duration::from_secs(30), || {
+    let complete = crate::common::eventually(Duration::from_secs(30), || {
         last = Some(replica_ids(&replica_db));
         matches!(&last, Some(Ok((_, ids))) if acked.iter().all(|id| ids.contains(id)))
     });
