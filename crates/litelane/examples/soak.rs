@@ -1,29 +1,61 @@
 //! Soak: writers, readers (some holding a snapshot for seconds), bulk
-//! inserts and checkpoints at once, for a while, under each WAL profile.
-//! Every second it records the WAL file size, the longest single `write`
-//! in that second (the writer stall), errors and resident memory.
+//! inserts and checkpoints at once, for a while, under each WAL profile (the
+//! profiles run side by side, each on its own database file). Beside each
+//! profile's in-process workload a writer *process* shares the file through
+//! the cross-process queue; it is killed with SIGKILL every few minutes and
+//! restarted, and every row it acknowledged before the kill must be in the
+//! file. Optionally the filesystem is filled to nearly full for a while.
+//!
+//! Every second it records, per profile: the WAL file size, commit latency
+//! (p50, p99 and the longest `write` of the single-row writers in that
+//! second), writes, reads, errors, kills, rows lost, resident memory and the
+//! free space of the filesystem.
 //!
 //! ```text
+//! scripts/soak                        # the hour, on a tmpfs it mounts
 //! cargo run --release -p litelane --example soak -- --seconds 120 \
-//!     --csv soak.csv --svg docs/soak.svg            # 2 minutes per profile
-//! cargo run --release -p litelane --example soak -- --seconds 3600 ...  # the hour
+//!     --csv soak.csv --svg soak.svg   # 2 minutes, no disk-full phase
 //! ```
 //!
-//! Options: `--seconds N` per profile (default 120), `--profile safe|balanced|all`
-//! (default all), `--dir PATH` for the database (default: a temporary
-//! directory), `--csv PATH` (default soak.csv), `--svg PATH` (no plot if
-//! absent), `--no-explicit-checkpoints` (only the background checkpointer;
-//! by default a thread also calls `Database::checkpoint(Passive)` every 5 s).
-//! Exits non-zero if any operation failed or the writers got stuck.
+//! `soak --replot CSV --svg SVG` draws the plot again from a CSV it wrote.
+//!
+//! Options:
+//! - `--seconds N`: length of the run, both profiles at once (default 120);
+//! - `--profile safe|balanced|all` (default all);
+//! - `--dir PATH` for the databases (default: a temporary directory);
+//! - `--csv PATH` (default soak.csv), `--svg PATH` (no plot if absent);
+//! - `--no-explicit-checkpoints`: only the background checkpointer (by
+//!   default a thread also calls `Database::checkpoint(Passive)` every 5 s);
+//! - `--kill-every S`: seconds between SIGKILLs of the writer process
+//!   (default 180; 0: no writer process);
+//! - `--full-for S`: seconds the filesystem of `--dir` is kept nearly full
+//!   (default 0: never), starting at `--full-at S` (default: half-way),
+//!   leaving `--full-leave MIB` free (default 128). It refuses filesystems
+//!   larger than 8 GiB, so it cannot fill a shared disk: `scripts/soak`
+//!   mounts a 1 GiB tmpfs for it.
+//!
+//! `SQLITE_FULL` while the filesystem is nearly full is counted apart (a
+//! full disk may refuse a write); any other error, an acknowledged row of the
+//! killed process missing, or writers stuck for 30 s after the end make it
+//! exit non-zero.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use litelane::{CheckpointMode, Database, Options, Profile, Value};
+
+/// `SQLITE_FULL`: the disk (or the file's size limit) is full.
+const SQLITE_FULL: i32 = 13;
+/// The largest filesystem `--full-for` agrees to fill.
+const MAX_FILL_FS_BYTES: u64 = 8 << 30;
 
 struct Args {
     seconds: u64,
@@ -32,9 +64,13 @@ struct Args {
     csv: PathBuf,
     svg: Option<PathBuf>,
     explicit_checkpoints: bool,
+    kill_every: u64,
+    full_at: Option<u64>,
+    full_for: u64,
+    full_leave_mib: u64,
 }
 
-fn parse_args() -> Result<Args, String> {
+fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
         seconds: 120,
         profiles: vec![Profile::Safe, Profile::Balanced],
@@ -42,17 +78,25 @@ fn parse_args() -> Result<Args, String> {
         csv: PathBuf::from("soak.csv"),
         svg: None,
         explicit_checkpoints: true,
+        kill_every: 180,
+        full_at: None,
+        full_for: 0,
+        full_leave_mib: 128,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        let mut number = |what: &str| -> Result<u64, String> {
+            let v = value()?;
+            v.parse()
+                .map_err(|_| format!("{flag}: {v:?} is not a whole number of {what}"))
+        };
         match flag.as_str() {
-            "--seconds" => {
-                let v = value()?;
-                a.seconds = v
-                    .parse()
-                    .map_err(|_| format!("--seconds: {v:?} is not a whole number of seconds"))?;
-            }
+            "--seconds" => a.seconds = number("seconds")?,
+            "--kill-every" => a.kill_every = number("seconds")?,
+            "--full-at" => a.full_at = Some(number("seconds")?),
+            "--full-for" => a.full_for = number("seconds")?,
+            "--full-leave" => a.full_leave_mib = number("MiB")?,
             "--profile" => {
                 let v = value()?;
                 a.profiles = if v == "all" {
@@ -75,20 +119,30 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// One second of the soak.
+/// One second of one profile's soak.
 #[derive(Debug, Clone)]
 struct Sample {
     profile: Profile,
     second: u64,
     wal_bytes: u64,
+    p50_ms: f64,
+    p99_ms: f64,
     max_stall_ms: f64,
     writes: u64,
     bulk_rows: u64,
     reads: u64,
+    child_acks: u64,
+    /// Cumulative from here on.
     errors: u64,
+    full_errors: u64,
+    kills: u64,
+    lost: u64,
     checkpoints: u64,
     escalated: u64,
     rss_kib: u64,
+    disk_free_mib: f64,
+    /// The filesystem was being held nearly full during this second.
+    disk_nearly_full: bool,
 }
 
 fn rss_kib() -> u64 {
@@ -102,51 +156,211 @@ fn rss_kib() -> u64 {
         .map_or(0, |pages| pages * 4)
 }
 
+/// (total, available to us) bytes of the filesystem holding `dir`.
+#[cfg(target_os = "linux")]
+fn disk_space(dir: &Path) -> Option<(u64, u64)> {
+    let s = nix::sys::statvfs::statvfs(dir).ok()?;
+    let frsize = s.fragment_size() as u64;
+    Some((
+        s.blocks() as u64 * frsize,
+        s.blocks_available() as u64 * frsize,
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn disk_space(_dir: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// State shared by the whole run.
+struct Shared {
+    /// The filesystem is being held nearly full (and for 2 s after).
+    disk_nearly_full: AtomicBool,
+}
+
 #[derive(Default)]
 struct Counters {
     writes: AtomicU64,
     bulk_rows: AtomicU64,
     reads: AtomicU64,
     errors: AtomicU64,
+    full_errors: AtomicU64,
     max_stall_us: AtomicU64,
     next_id: AtomicU64,
+    child_acks: AtomicU64,
+    kills: AtomicU64,
+    lost: AtomicU64,
 }
 
-fn note_err(c: &Counters, what: &str, e: &litelane::Error) {
-    c.errors.fetch_add(1, Ordering::Relaxed);
-    eprintln!("error in {what}: {e}");
+/// Counts an error: `SQLITE_FULL` while the disk is held nearly full apart.
+fn note_err(c: &Counters, shared: &Shared, what: &str, e: &litelane::Error) {
+    note_err_code(c, shared, what, e.sqlite_code(), &e.to_string());
 }
 
-fn soak(
+fn note_err_code(c: &Counters, shared: &Shared, what: &str, code: Option<i32>, msg: &str) {
+    if code == Some(SQLITE_FULL) && shared.disk_nearly_full.load(Ordering::Relaxed) {
+        c.full_errors.fetch_add(1, Ordering::Relaxed);
+    } else {
+        c.errors.fetch_add(1, Ordering::Relaxed);
+        eprintln!("error in {what}: {msg}");
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
+}
+
+fn db_options(profile: Profile) -> Options {
+    let mut opts = Options::with_profile(profile);
+    opts.checkpoints.passive_after_pages = 1000;
+    opts.checkpoints.limit_pages = 4000;
+    opts
+}
+
+/// The writer process: one row per transaction into `child`, ids from
+/// `generation * 10^9` up, each printed once `write` returned `Ok`; an
+/// error is printed as `ERR <code> <message>`. Runs until killed.
+fn child_writer(path: &str, profile: &str, generation: i64) -> ! {
+    let profile: Profile = profile.parse().expect("a profile");
+    let db = Database::open(path, db_options(profile)).expect("open the soak database");
+    let mut out = std::io::stdout().lock();
+    let mut id = generation * 1_000_000_000;
+    loop {
+        let r =
+            db.write(|tx| Ok(tx.execute("INSERT INTO child VALUES (?, randomblob(200))", [id])?));
+        let line = match r {
+            Ok(_) => format!("{id}\n"),
+            Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
+        };
+        if out
+            .write_all(line.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
+            std::process::exit(1);
+        }
+        id += 1;
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Where and how the writer process runs.
+struct ChildPlan {
+    path: PathBuf,
     profile: Profile,
-    seconds: u64,
-    dir: &std::path::Path,
-    explicit_checkpoints: bool,
-) -> Result<(Vec<Sample>, Option<String>), String> {
+    /// Seconds from its start to its SIGKILL.
+    kill_every: u64,
+}
+
+/// Runs one generation of the writer process for `kill_every` seconds (or
+/// until `stop`), kills it with SIGKILL and checks its acknowledged rows.
+fn child_generation(
+    db: &Database,
+    plan: &ChildPlan,
+    generation: i64,
+    stop: &AtomicBool,
+    c: &Arc<Counters>,
+    shared: &Arc<Shared>,
+) -> Result<(), String> {
+    let (path, profile, kill_every) = (&plan.path, plan.profile, plan.kill_every);
+    let mut child = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+        .arg("--child-writer")
+        .arg(path)
+        .arg(profile.name())
+        .arg(generation.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("spawning the writer process: {e}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let reader = {
+        let (c, shared) = (Arc::clone(c), Arc::clone(shared));
+        thread::spawn(move || {
+            let mut acked = Vec::new();
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("ERR ") {
+                    let (code, msg) = rest.split_once(' ').unwrap_or((rest, ""));
+                    note_err_code(&c, &shared, "writer process", code.parse().ok(), msg);
+                } else if let Ok(id) = line.parse::<i64>() {
+                    acked.push(id);
+                    c.child_acks.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            acked
+        })
+    };
+    let until = Instant::now() + Duration::from_secs(kill_every);
+    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().map_err(|e| format!("SIGKILL: {e}"))?;
+    let _ = child.wait();
+    c.kills.fetch_add(1, Ordering::Relaxed);
+    // Ids printed before the kill and not read yet count too.
+    let acked = reader.join().map_err(|_| "the reader panicked")?;
+    let lo = generation * 1_000_000_000;
+    let hi = lo + 999_999_999;
+    let found: HashSet<i64> = db
+        .read(|conn| {
+            let mut st = conn.prepare("SELECT id FROM child WHERE id BETWEEN ? AND ?")?;
+            let ids = st
+                .query_map([lo, hi], |r| r.get::<_, i64>(0))?
+                .collect::<Result<HashSet<_>, _>>()?;
+            Ok(ids)
+        })
+        .map_err(|e| format!("reading the writer process's rows: {e}"))?;
+    let lost = acked.iter().filter(|id| !found.contains(id)).count() as u64;
+    if lost > 0 {
+        eprintln!(
+            "{profile}: writer process {generation}: {lost} of {} acknowledged rows missing after SIGKILL",
+            acked.len()
+        );
+    }
+    c.lost.fetch_add(lost, Ordering::Relaxed);
+    if let Err(e) =
+        db.write(|tx| Ok(tx.execute("DELETE FROM child WHERE id BETWEEN ? AND ?", [lo, hi])?))
+    {
+        note_err(c, shared, "trimming the writer process's rows", &e);
+    }
+    Ok(())
+}
+
+struct Run {
+    samples: Vec<Sample>,
+    latency: Histogram<u64>,
+    problem: Option<String>,
+}
+
+fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Result<Run, String> {
     let path = dir.join(format!("soak-{profile}.db"));
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-lane"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(p));
     }
-    let mut opts = Options::with_profile(profile);
-    opts.checkpoints.passive_after_pages = 1000;
-    opts.checkpoints.limit_pages = 4000;
-    let db = Database::open(&path, opts).map_err(|e| e.to_string())?;
+    let db = Database::open(&path, db_options(profile)).map_err(|e| e.to_string())?;
     db.write(|tx| {
         Ok(tx.execute_batch(
-            "CREATE TABLE IF NOT EXISTS ev(id INTEGER PRIMARY KEY, at INTEGER, body BLOB)",
+            "CREATE TABLE IF NOT EXISTS ev(id INTEGER PRIMARY KEY, at INTEGER, body BLOB);
+             CREATE TABLE IF NOT EXISTS child(id INTEGER PRIMARY KEY, body BLOB);",
         )?)
     })
     .map_err(|e| e.to_string())?;
     let c = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let stop_ckpt = Arc::new(AtomicBool::new(false));
+    let latency = Arc::new(Mutex::new(new_histogram()));
     let mut workers = Vec::new();
 
     // Writers: one small row per transaction, with a pause.
     for _ in 0..4 {
-        let (db, c, stop) = (db.clone(), Arc::clone(&c), Arc::clone(&stop));
+        let (db, c, stop, latency, shared) = (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(&stop),
+            Arc::clone(&latency),
+            Arc::clone(shared),
+        );
         workers.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let id = c.next_id.fetch_add(1, Ordering::Relaxed) as i64;
@@ -157,13 +371,14 @@ fn soak(
                         [id],
                     )?)
                 });
-                c.max_stall_us
-                    .fetch_max(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                let us = t.elapsed().as_micros() as u64;
+                c.max_stall_us.fetch_max(us, Ordering::Relaxed);
                 match r {
                     Ok(_) => {
+                        latency.lock().unwrap().saturating_record(us.max(1));
                         c.writes.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => note_err(&c, "write", &e),
+                    Err(e) => note_err(&c, &shared, "write", &e),
                 }
                 thread::sleep(Duration::from_millis(1));
             }
@@ -172,7 +387,12 @@ fn soak(
     // Bulk: 5,000 rows every 2 s, committing every 1,000; then trims old
     // rows so the file stays a fixed size.
     {
-        let (db, c, stop) = (db.clone(), Arc::clone(&c), Arc::clone(&stop));
+        let (db, c, stop, shared) = (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(&stop),
+            Arc::clone(shared),
+        );
         workers.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let first = c.next_id.fetch_add(5000, Ordering::Relaxed) as i64;
@@ -191,13 +411,13 @@ fn soak(
                     Ok(r) => {
                         c.bulk_rows.fetch_add(r.rows, Ordering::Relaxed);
                     }
-                    Err(e) => note_err(&c, "bulk insert", &e),
+                    Err(e) => note_err(&c, &shared, "bulk insert", &e),
                 }
                 let keep_from = c.next_id.load(Ordering::Relaxed) as i64 - 100_000;
                 if let Err(e) =
                     db.write(|tx| Ok(tx.execute("DELETE FROM ev WHERE id < ?", [keep_from])?))
                 {
-                    note_err(&c, "trim", &e);
+                    note_err(&c, &shared, "trim", &e);
                 }
                 for _ in 0..20 {
                     if stop.load(Ordering::Relaxed) {
@@ -210,7 +430,12 @@ fn soak(
     }
     // Readers: short queries, and one that holds its snapshot for 3 s.
     for long in [false, false, true] {
-        let (db, c, stop) = (db.clone(), Arc::clone(&c), Arc::clone(&stop));
+        let (db, c, stop, shared) = (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(&stop),
+            Arc::clone(shared),
+        );
         workers.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let r = db.read(|conn| {
@@ -228,20 +453,50 @@ fn soak(
                     Ok(_) => {
                         c.reads.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => note_err(&c, "read", &e),
+                    Err(e) => note_err(&c, &shared, "read", &e),
                 }
                 thread::sleep(Duration::from_millis(if long { 1000 } else { 5 }));
             }
         }));
     }
-    // An explicit checkpoint every 5 s besides the background ones. Stopped
-    // before the writers (see the writer bug in
-    // litelane-faultvfs/tests/faults.rs: a group handed to an explicit
-    // checkpoint waits for the next writer).
+    // The writer process, killed every `kill_every` seconds and restarted.
+    let child_failed: Arc<Mutex<Option<String>>> = Arc::default();
+    if args.kill_every > 0 {
+        let (db, c, stop, shared, failed) = (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(&stop),
+            Arc::clone(shared),
+            Arc::clone(&child_failed),
+        );
+        let plan = ChildPlan {
+            path: path.clone(),
+            profile,
+            kill_every: args.kill_every,
+        };
+        workers.push(thread::spawn(move || {
+            let mut generation = 1;
+            while !stop.load(Ordering::Relaxed) {
+                if let Err(e) = child_generation(&db, &plan, generation, &stop, &c, &shared) {
+                    eprintln!("{profile}: {e}");
+                    *failed.lock().unwrap() = Some(e);
+                    return;
+                }
+                generation += 1;
+            }
+        }));
+    }
+    // An explicit checkpoint every 5 s besides the background ones.
     let ckpt = {
-        let (db, c, stop) = (db.clone(), Arc::clone(&c), Arc::clone(&stop_ckpt));
+        let (db, c, stop, shared) = (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(&stop_ckpt),
+            Arc::clone(shared),
+        );
+        let explicit = args.explicit_checkpoints;
         thread::spawn(move || {
-            while explicit_checkpoints && !stop.load(Ordering::Relaxed) {
+            while explicit && !stop.load(Ordering::Relaxed) {
                 for _ in 0..50 {
                     if stop.load(Ordering::Relaxed) {
                         return;
@@ -249,41 +504,77 @@ fn soak(
                     thread::sleep(Duration::from_millis(100));
                 }
                 if let Err(e) = db.checkpoint(CheckpointMode::Passive) {
-                    note_err(&c, "checkpoint", &e);
+                    note_err(&c, &shared, "checkpoint", &e);
                 }
             }
         })
     };
 
-    let samples = Mutex::new(Vec::new());
+    let mut samples = Vec::new();
+    let mut whole = new_histogram();
     let start = Instant::now();
-    let mut last = (0u64, 0u64, 0u64);
-    for second in 1..=seconds {
+    let mut last = (0u64, 0u64, 0u64, 0u64);
+    for second in 1..=args.seconds {
         let next = start + Duration::from_secs(second);
         thread::sleep(next.saturating_duration_since(Instant::now()));
         let m = db.metrics();
+        let h = std::mem::replace(&mut *latency.lock().unwrap(), new_histogram());
+        let _ = whole.add(&h);
         let writes = c.writes.load(Ordering::Relaxed);
         let bulk = c.bulk_rows.load(Ordering::Relaxed);
         let reads = c.reads.load(Ordering::Relaxed);
+        let child_acks = c.child_acks.load(Ordering::Relaxed);
+        // A second in which no write finished has no latency (NaN: a gap in
+        // the plot); its stall shows in the second the write finishes.
+        let ms = |q: f64| {
+            if h.is_empty() {
+                f64::NAN
+            } else {
+                h.value_at_quantile(q) as f64 / 1000.0
+            }
+        };
         let s = Sample {
             profile,
             second,
             wal_bytes: m.wal_file_bytes,
-            max_stall_ms: c.max_stall_us.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+            p50_ms: ms(0.5),
+            p99_ms: ms(0.99),
+            max_stall_ms: match c.max_stall_us.swap(0, Ordering::Relaxed) {
+                0 => f64::NAN,
+                us => us as f64 / 1000.0,
+            },
             writes: writes - last.0,
             bulk_rows: bulk - last.1,
             reads: reads - last.2,
+            child_acks: child_acks - last.3,
             errors: c.errors.load(Ordering::Relaxed),
+            full_errors: c.full_errors.load(Ordering::Relaxed),
+            kills: c.kills.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
             checkpoints: m.checkpoints,
             escalated: m.checkpoints_escalated,
             rss_kib: rss_kib(),
+            disk_free_mib: disk_space(dir).map_or(f64::NAN, |(_, free)| free as f64 / 1048576.0),
+            disk_nearly_full: shared.disk_nearly_full.load(Ordering::Relaxed),
         };
-        last = (writes, bulk, reads);
+        last = (writes, bulk, reads, child_acks);
         eprintln!(
-            "{profile} {second:>5}s wal {:>9} B  stall {:>8.2} ms  writes {:>5}/s  bulk {:>6}/s  errors {}",
-            s.wal_bytes, s.max_stall_ms, s.writes, s.bulk_rows, s.errors
+            "{profile:>8} {second:>5}s wal {:>9} B  p50 {:>6.2} p99 {:>7.2} max {:>8.2} ms  writes {:>5}/s  \
+             process {:>4}/s  kills {} lost {}  errors {} (+{} full)  rss {} KiB  free {:.0} MiB",
+            s.wal_bytes,
+            s.p50_ms,
+            s.p99_ms,
+            s.max_stall_ms,
+            s.writes,
+            s.child_acks,
+            s.kills,
+            s.lost,
+            s.errors,
+            s.full_errors,
+            s.rss_kib,
+            s.disk_free_mib
         );
-        samples.lock().unwrap().push(s);
+        samples.push(s);
     }
     stop_ckpt.store(true, Ordering::Relaxed);
     let _ = ckpt.join();
@@ -291,78 +582,394 @@ fn soak(
     let deadline = Instant::now() + Duration::from_secs(30);
     while workers.iter().any(|w| !w.is_finished()) {
         if Instant::now() > deadline {
-            let samples = samples.into_inner().unwrap();
             let why = format!(
                 "{profile}: workers still blocked 30 s after the stop (no write for the last {} s): \
                  the writer is stuck",
                 samples.iter().rev().take_while(|s| s.writes == 0).count()
             );
             // The stuck threads keep their clones of the database.
-            return Ok((samples, Some(why)));
+            return Ok(Run {
+                samples,
+                latency: whole,
+                problem: Some(why),
+            });
         }
         thread::sleep(Duration::from_millis(50));
     }
     for w in workers {
         let _ = w.join();
     }
+    // The last generation of the writer process was killed and checked at
+    // the stop: its figures count too.
+    if let Some(s) = samples.last_mut() {
+        s.kills = c.kills.load(Ordering::Relaxed);
+        s.lost = c.lost.load(Ordering::Relaxed);
+        s.errors = c.errors.load(Ordering::Relaxed);
+        s.full_errors = c.full_errors.load(Ordering::Relaxed);
+    }
+    let problem = child_failed.lock().unwrap().take();
+    let integrity: Result<String, _> =
+        db.read(|conn| Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?));
     drop(db);
-    Ok((samples.into_inner().unwrap(), None))
+    let problem = match (problem, integrity) {
+        (Some(p), _) => Some(p),
+        (None, Ok(ok)) if ok == "ok" => None,
+        (None, Ok(bad)) => Some(format!("{profile}: integrity_check at the end: {bad}")),
+        (None, Err(e)) => Some(format!("{profile}: integrity_check at the end failed: {e}")),
+    };
+    Ok(Run {
+        samples,
+        latency: whole,
+        problem,
+    })
 }
 
-fn write_csv(path: &std::path::Path, samples: &[Sample]) -> std::io::Result<()> {
+/// Holds the filesystem of `dir` nearly full from `at` for `hold` seconds:
+/// a filler file takes all but `leave_mib` MiB of the free space. Returns
+/// what it did, for the summary.
+fn fill_disk(
+    dir: &Path,
+    at: u64,
+    hold: u64,
+    leave_mib: u64,
+    shared: &Shared,
+    stop: &AtomicBool,
+) -> String {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(at) {
+        if stop.load(Ordering::Relaxed) {
+            return "disk-full phase: not reached".into();
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let Some((total, free)) = disk_space(dir) else {
+        return "disk-full phase: skipped (no statvfs on this system)".into();
+    };
+    if total > MAX_FILL_FS_BYTES {
+        return format!(
+            "disk-full phase: skipped: {} is on a {:.1} GiB filesystem and the soak fills only one \
+             of at most {} GiB (scripts/soak mounts a 1 GiB tmpfs for it)",
+            dir.display(),
+            total as f64 / (1u64 << 30) as f64,
+            MAX_FILL_FS_BYTES >> 30
+        );
+    }
+    let leave = leave_mib << 20;
+    let filler = dir.join("soak-filler");
+    shared.disk_nearly_full.store(true, Ordering::Relaxed);
+    let mut written = 0u64;
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&filler)?;
+        let chunk = vec![0x5au8; 1 << 20];
+        let target = free.saturating_sub(leave);
+        while written < target {
+            f.write_all(&chunk)?;
+            written += chunk.len() as u64;
+        }
+        f.sync_all()
+    })();
+    let free_during = disk_space(dir).map_or(0, |(_, f)| f);
+    let filled = Instant::now();
+    while filled.elapsed() < Duration::from_secs(hold) && !stop.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(&filler);
+    thread::sleep(Duration::from_secs(2));
+    shared.disk_nearly_full.store(false, Ordering::Relaxed);
+    format!(
+        "disk-full phase: from {at} s for {hold} s a filler of {} MiB left {} MiB free of {} MiB{}",
+        written >> 20,
+        free_during >> 20,
+        total >> 20,
+        match result {
+            Ok(()) => String::new(),
+            Err(e) => format!(" (the filler stopped early: {e})"),
+        }
+    )
+}
+
+fn write_csv(path: &Path, samples: &[Sample]) -> std::io::Result<()> {
     let mut out = String::from(
-        "profile,second,wal_bytes,max_stall_ms,writes,bulk_rows,reads,errors,checkpoints,escalated,rss_kib\n",
+        "profile,second,wal_bytes,p50_ms,p99_ms,max_stall_ms,writes,bulk_rows,reads,process_writes,\
+         errors,full_errors,kills,lost,checkpoints,escalated,rss_kib,disk_free_mib,disk_nearly_full\n",
     );
     for s in samples {
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{},{},{},{},{},{},{}",
+            "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.1},{}",
             s.profile,
             s.second,
             s.wal_bytes,
+            s.p50_ms,
+            s.p99_ms,
             s.max_stall_ms,
             s.writes,
             s.bulk_rows,
             s.reads,
+            s.child_acks,
             s.errors,
+            s.full_errors,
+            s.kills,
+            s.lost,
             s.checkpoints,
             s.escalated,
-            s.rss_kib
+            s.rss_kib,
+            s.disk_free_mib,
+            u8::from(s.disk_nearly_full)
         );
     }
     std::fs::write(path, out)
 }
 
-/// Two panels (WAL MiB, longest stall ms) against seconds, one line per profile.
-fn write_svg(
-    path: &std::path::Path,
-    samples: &[Sample],
-    profiles: &[Profile],
-) -> std::io::Result<()> {
-    let (w, h, pad) = (900.0, 260.0, 50.0);
+/// How the seconds of one plotted point are summarised.
+#[derive(Clone, Copy)]
+enum Agg {
+    Max,
+    Min,
+    Median,
+}
+
+impl Agg {
+    fn name(self) -> &'static str {
+        match self {
+            Agg::Max => "highest",
+            Agg::Min => "lowest",
+            Agg::Median => "median",
+        }
+    }
+
+    /// `None` for no values.
+    fn of(self, v: &mut [f64]) -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(match self {
+            Agg::Max => v[v.len() - 1],
+            Agg::Min => v[0],
+            Agg::Median => v[v.len() / 2],
+        })
+    }
+}
+
+/// Reads a CSV written by [`write_csv`] back (for `--replot`). Latencies of
+/// seconds without a finished write read as NaN (older files wrote 0).
+fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty file")?.split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("no column {name:?}"))
+    };
+    let idx: Vec<usize> = [
+        "profile",
+        "second",
+        "wal_bytes",
+        "p50_ms",
+        "p99_ms",
+        "max_stall_ms",
+        "writes",
+        "bulk_rows",
+        "reads",
+        "process_writes",
+        "errors",
+        "full_errors",
+        "kills",
+        "lost",
+        "checkpoints",
+        "escalated",
+        "rss_kib",
+        "disk_free_mib",
+        "disk_nearly_full",
+    ]
+    .iter()
+    .map(|n| col(n))
+    .collect::<Result<_, _>>()?;
+    let mut samples = Vec::new();
+    let mut profiles = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = |what: &str| format!("line {}: bad {what}", n + 2);
+        let get = |i: usize| f.get(idx[i]).copied().ok_or_else(|| bad(header[idx[i]]));
+        let int = |i: usize| get(i)?.parse::<u64>().map_err(|_| bad(header[idx[i]]));
+        let real = |i: usize| get(i)?.parse::<f64>().map_err(|_| bad(header[idx[i]]));
+        let profile: Profile = get(0)?.parse().map_err(|_| bad("profile"))?;
+        if !profiles.contains(&profile) {
+            profiles.push(profile);
+        }
+        let writes = int(6)?;
+        let latency = |v: f64| if writes == 0 { f64::NAN } else { v };
+        samples.push(Sample {
+            profile,
+            second: int(1)?,
+            wal_bytes: int(2)?,
+            p50_ms: latency(real(3)?),
+            p99_ms: latency(real(4)?),
+            max_stall_ms: latency(real(5)?),
+            writes,
+            bulk_rows: int(7)?,
+            reads: int(8)?,
+            child_acks: int(9)?,
+            errors: int(10)?,
+            full_errors: int(11)?,
+            kills: int(12)?,
+            lost: int(13)?,
+            checkpoints: int(14)?,
+            escalated: int(15)?,
+            rss_kib: int(16)?,
+            disk_free_mib: real(17)?,
+            disk_nearly_full: get(18)? == "1",
+        });
+    }
+    Ok((samples, profiles))
+}
+
+/// One panel per series against time, one line per profile; grey lines mark
+/// the kills of the writer process, an orange band the disk-full phase.
+fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::Result<()> {
+    type Series = fn(&Sample) -> f64;
+    // (title, series, logarithmic y axis)
+    // (title, series, logarithmic y axis, how a long run's seconds are
+    // summarised per point)
+    let panels: [(&str, Series, bool, Agg); 6] = [
+        (
+            "WAL file size (MiB)",
+            |s| s.wal_bytes as f64 / 1048576.0,
+            false,
+            Agg::Max,
+        ),
+        (
+            "commit latency p50 per second (ms, log scale)",
+            |s| s.p50_ms,
+            true,
+            Agg::Median,
+        ),
+        (
+            "commit latency p99 per second (ms, log scale)",
+            |s| s.p99_ms,
+            true,
+            Agg::Median,
+        ),
+        (
+            "longest write in each second (ms, log scale)",
+            |s| s.max_stall_ms,
+            true,
+            Agg::Max,
+        ),
+        (
+            "resident memory of the soak process (MiB)",
+            |s| s.rss_kib as f64 / 1024.0,
+            false,
+            Agg::Max,
+        ),
+        (
+            "free space on the database's filesystem (MiB)",
+            |s| {
+                if s.disk_free_mib.is_nan() {
+                    0.0
+                } else {
+                    s.disk_free_mib
+                }
+            },
+            false,
+            Agg::Min,
+        ),
+    ];
+    // The log panels start at 10 µs.
+    const LOG_FLOOR_MS: f64 = 0.01;
+    let (w, h, pad) = (900.0, 200.0, 50.0);
     let colors = ["#d62728", "#1f77b4"];
     let max_t = samples.iter().map(|s| s.second).max().unwrap_or(1) as f64;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-        2.0 * h + 30.0
+        panels.len() as f64 * h + 30.0
     );
-    type Series = fn(&Sample) -> f64;
-    let panels: [(&str, Series); 2] = [
-        ("WAL file size (MiB)", |s| s.wal_bytes as f64 / 1048576.0),
-        ("longest write in each second (ms)", |s| s.max_stall_ms),
-    ];
-    for (i, (title, f)) in panels.iter().enumerate() {
+    let x = |t: f64| pad + (w - 2.0 * pad) * t / max_t;
+    // Kill times and the disk-full band, from the first profile.
+    let first: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| Some(&s.profile) == profiles.first())
+        .collect();
+    let kills: Vec<f64> = first
+        .windows(2)
+        .filter(|p| p[1].kills > p[0].kills)
+        .map(|p| p[1].second as f64)
+        .collect();
+    let full: Vec<f64> = first
+        .iter()
+        .filter(|s| s.disk_nearly_full)
+        .map(|s| s.second as f64)
+        .collect();
+    // Long runs: one point per `bucket` seconds (about 300 per line).
+    let bucket = ((max_t / 300.0).ceil() as u64).max(1);
+    for (i, (title, f, log, agg)) in panels.iter().enumerate() {
         let top = i as f64 * h + 10.0;
-        let max_v = samples.iter().map(f).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-        let x = |t: f64| pad + (w - 2.0 * pad) * t / max_t;
-        let y = |v: f64| top + h - pad + -(h - 1.5 * pad) * v / max_v;
+        let title = if bucket > 1 {
+            format!("{title}; {} of each {bucket} s", agg.name())
+        } else {
+            title.to_string()
+        };
+        let max_v = samples
+            .iter()
+            .map(f)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max)
+            .max(1e-9)
+            * 1.1;
+        let log = *log && max_v > LOG_FLOOR_MS * 10.0;
+        let frac = |v: f64| {
+            if log {
+                (v.max(LOG_FLOOR_MS) / LOG_FLOOR_MS).log10() / (max_v / LOG_FLOOR_MS).log10()
+            } else {
+                v / max_v
+            }
+        };
+        let y = |v: f64| top + h - pad + -(h - 1.5 * pad) * frac(v);
+        if log {
+            let mut decade = LOG_FLOOR_MS * 10.0;
+            while decade < max_v / 3.0 {
+                let _ = writeln!(
+                    svg,
+                    "<line x1=\"{pad}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#e4e4e4\"/>\n\
+                     <text x=\"{2}\" y=\"{3:.1}\" text-anchor=\"end\" fill=\"#777777\">{decade}</text>",
+                    y(decade),
+                    w - pad,
+                    pad - 4.0,
+                    y(decade) + 4.0
+                );
+                decade *= 10.0;
+            }
+        }
+        if let (Some(a), Some(b)) = (full.first(), full.last()) {
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ffd8a8\"/>",
+                x(a - 1.0),
+                y(max_v),
+                (x(*b) - x(a - 1.0)).max(1.0),
+                y(0.0) - y(max_v)
+            );
+        }
+        for k in &kills {
+            let _ = writeln!(
+                svg,
+                "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#bbbbbb\" stroke-dasharray=\"3,3\"/>",
+                x(*k),
+                y(0.0),
+                y(max_v)
+            );
+        }
         let _ = writeln!(
             svg,
             "<text x=\"{pad}\" y=\"{}\">{title}; max {:.2}</text>\n\
              <line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
              <line x1=\"{pad}\" y1=\"{}\" x2=\"{pad}\" y2=\"{}\" stroke=\"black\"/>\n\
              <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{max_t} s</text>\n\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n\
              <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.1}</text>",
             top + 12.0,
             max_v / 1.1,
@@ -374,32 +981,83 @@ fn write_svg(
             w - pad,
             y(0.0) + 15.0,
             pad - 4.0,
+            y(0.0) + 4.0,
+            if log { "0.01" } else { "0" },
+            pad - 4.0,
             y(max_v) + 4.0,
             max_v
         );
         for (k, p) in profiles.iter().enumerate() {
-            let pts: Vec<String> = samples
-                .iter()
-                .filter(|s| s.profile == *p)
-                .map(|s| format!("{:.1},{:.1}", x(s.second as f64), y(f(s))))
+            let mine: Vec<&Sample> = samples.iter().filter(|s| s.profile == *p).collect();
+            let pts: Vec<String> = mine
+                .chunks(bucket as usize)
+                .filter_map(|chunk| {
+                    let mut v: Vec<f64> = chunk
+                        .iter()
+                        .map(|s| f(s))
+                        .filter(|v| v.is_finite())
+                        .collect();
+                    let t = chunk.last()?.second as f64;
+                    agg.of(&mut v).map(|v| format!("{:.1},{:.1}", x(t), y(v)))
+                })
                 .collect();
             let color = colors[k % colors.len()];
             let _ = writeln!(
                 svg,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.2\" points=\"{}\"/>\n\
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" points=\"{}\"/>\n\
                  <text x=\"{}\" y=\"{}\" fill=\"{color}\">{p}</text>",
                 pts.join(" "),
-                w - pad - 80.0 + 45.0 * k as f64,
+                w - pad - 110.0 + 60.0 * k as f64,
                 top + 12.0
             );
         }
     }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{pad}\" y=\"{}\" fill=\"#777777\">dashed grey: the writer process killed (SIGKILL); orange: the disk-full phase (filling, held nearly full, 2 s after)</text>",
+        panels.len() as f64 * h + 20.0
+    );
     svg.push_str("</svg>\n");
     std::fs::write(path, svg)
 }
 
 fn main() {
-    let args = match parse_args() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--child-writer") {
+        let [_, path, profile, generation] = argv.as_slice() else {
+            eprintln!("soak: --child-writer PATH PROFILE GENERATION");
+            std::process::exit(2);
+        };
+        child_writer(
+            path,
+            profile,
+            generation.parse().expect("a generation number"),
+        );
+    }
+    if argv.first().map(String::as_str) == Some("--replot") {
+        let [_, csv, flag, svg] = argv.as_slice() else {
+            eprintln!("soak: --replot CSV --svg SVG");
+            std::process::exit(2);
+        };
+        if flag != "--svg" {
+            eprintln!("soak: --replot CSV --svg SVG");
+            std::process::exit(2);
+        }
+        match read_csv(Path::new(csv)) {
+            Ok((samples, profiles)) => {
+                if let Err(e) = write_svg(Path::new(svg), &samples, &profiles) {
+                    eprintln!("soak: writing {svg}: {e}");
+                    std::process::exit(2);
+                }
+                return;
+            }
+            Err(e) => {
+                eprintln!("soak: {csv}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let args = match parse_args(&argv) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("soak: {e}");
@@ -418,26 +1076,49 @@ fn main() {
         eprintln!("soak: creating {}: {e}", dir.display());
         std::process::exit(2);
     }
-    let mut all = Vec::new();
-    let mut stuck = Vec::new();
-    for &p in &args.profiles {
-        match soak(p, args.seconds, &dir, args.explicit_checkpoints) {
-            Ok((s, problem)) => {
-                all.extend(s);
-                if let Some(why) = problem {
-                    eprintln!("soak: {why}");
-                    stuck.push(why);
+    let shared = Arc::new(Shared {
+        disk_nearly_full: AtomicBool::new(false),
+    });
+    let done = AtomicBool::new(false);
+    let mut runs = Vec::new();
+    let mut disk_note = None;
+    thread::scope(|scope| {
+        let filler = (args.full_for > 0).then(|| {
+            let at = args.full_at.unwrap_or(args.seconds / 2);
+            let (dir, shared, done) = (&dir, &shared, &done);
+            let (hold, leave) = (args.full_for, args.full_leave_mib);
+            scope.spawn(move || fill_disk(dir, at, hold, leave, shared, done))
+        });
+        let handles: Vec<_> = args
+            .profiles
+            .iter()
+            .map(|&p| {
+                let (args, dir, shared) = (&args, &dir, &shared);
+                (p, scope.spawn(move || soak(p, args, dir, shared)))
+            })
+            .collect();
+        for (p, h) in handles {
+            match h.join() {
+                Ok(Ok(run)) => runs.push((p, run)),
+                Ok(Err(e)) => {
+                    eprintln!("soak: {p}: {e}");
+                    std::process::exit(1);
+                }
+                Err(_) => {
+                    eprintln!("soak: {p}: the soak thread panicked");
+                    std::process::exit(1);
                 }
             }
-            Err(e) => {
-                eprintln!("soak: {p}: {e}");
-                std::process::exit(1);
-            }
         }
-    }
+        done.store(true, Ordering::Relaxed);
+        if let Some(f) = filler {
+            disk_note = f.join().ok();
+        }
+    });
     if args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    let all: Vec<Sample> = runs.iter().flat_map(|(_, r)| r.samples.clone()).collect();
     if let Err(e) = write_csv(&args.csv, &all) {
         eprintln!("soak: writing {}: {e}", args.csv.display());
         std::process::exit(2);
@@ -449,11 +1130,14 @@ fn main() {
         }
     }
     let mut failed = false;
-    println!("| profile | seconds | WAL max (MiB) | longest write (ms) | writes | bulk rows | reads | errors | RSS first → last (MiB) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for &p in &args.profiles {
-        let s: Vec<&Sample> = all.iter().filter(|s| s.profile == p).collect();
-        let (Some(first), Some(lastv)) = (s.first(), s.last()) else {
+    println!(
+        "| profile | seconds | WAL max (MiB) | commit p50 / p99 / max (ms) | writes | bulk rows | reads \
+         | process kills | process rows acknowledged | lost | errors | SQLITE_FULL while nearly full | RSS at 10% → max → last (MiB) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (p, run) in &runs {
+        let s = &run.samples;
+        let Some(lastv) = s.last() else {
             continue;
         };
         let wal = s.iter().map(|s| s.wal_bytes).max().unwrap_or(0) as f64 / 1048576.0;
@@ -461,19 +1145,37 @@ fn main() {
         let writes: u64 = s.iter().map(|s| s.writes).sum();
         let bulk: u64 = s.iter().map(|s| s.bulk_rows).sum();
         let reads: u64 = s.iter().map(|s| s.reads).sum();
+        let acks: u64 = s.iter().map(|s| s.child_acks).sum();
+        let mib = |k: u64| k as f64 / 1024.0;
+        let rss_early = s[s.len() / 10].rss_kib;
+        let rss_max = s.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+        let q = |x: f64| run.latency.value_at_quantile(x) as f64 / 1000.0;
         println!(
-            "| {p} | {} | {wal:.1} | {stall:.1} | {writes} | {bulk} | {reads} | {} | {:.1} → {:.1} |",
+            "| {p} | {} | {wal:.1} | {:.2} / {:.2} / {stall:.0} | {writes} | {bulk} | {reads} | {} | {acks} | {} | {} | {} | {:.1} → {:.1} → {:.1} |",
             s.len(),
+            q(0.5),
+            q(0.99),
+            lastv.kills,
+            lastv.lost,
             lastv.errors,
-            first.rss_kib as f64 / 1024.0,
-            lastv.rss_kib as f64 / 1024.0
+            lastv.full_errors,
+            mib(rss_early),
+            mib(rss_max),
+            mib(lastv.rss_kib)
         );
-        failed |= lastv.errors > 0;
+        failed |= lastv.errors > 0 || lastv.lost > 0;
     }
-    for why in &stuck {
-        println!("\n**{why}**");
+    if let Some(note) = &disk_note {
+        println!("\n{note}");
     }
-    if failed || !stuck.is_empty() {
+    let mut stuck = false;
+    for (_, run) in &runs {
+        if let Some(why) = &run.problem {
+            println!("\n**{why}**");
+            stuck = true;
+        }
+    }
+    if failed || stuck {
         std::process::exit(1);
     }
 }

@@ -15,6 +15,7 @@ mod configure;
 mod crash;
 mod group_commit;
 mod held;
+mod litefs;
 mod litestream;
 mod outcomes;
 mod processes;
