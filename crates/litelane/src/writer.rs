@@ -1224,9 +1224,10 @@ impl Writer {
         e
     }
 
-    /// [`Error::OutcomeUnknown`] for an SQLite error of a `COMMIT` whose
-    /// sync failed (`e` is an [`Error::Sqlite`]).
-    fn unknown_from_commit(&self, conn: &Connection, e: Error) -> Error {
+    /// [`Error::OutcomeUnknown`] for `e`, an [`Error::Sqlite`] whose sync of
+    /// `file` failed; `explain` turns SQLite's message into the cause. Any
+    /// other error comes back as it is.
+    fn unknown(&self, e: Error, file: String, explain: impl FnOnce(String) -> String) -> Error {
         let Error::Sqlite {
             code,
             extended_code,
@@ -1236,24 +1237,32 @@ impl Writer {
         else {
             return e;
         };
+        Error::OutcomeUnknown {
+            path: self.db_path.clone(),
+            file,
+            code,
+            extended_code,
+            cause: explain(message),
+            context,
+        }
+    }
+
+    /// [`Error::OutcomeUnknown`] for an SQLite error of a `COMMIT` whose
+    /// sync failed (`e` is an [`Error::Sqlite`]).
+    fn unknown_from_commit(&self, conn: &Connection, e: Error) -> Error {
         let wal = conn
             .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
             .is_ok_and(|m| m.eq_ignore_ascii_case("wal"));
-        Error::OutcomeUnknown {
-            path: self.db_path.clone(),
-            file: if wal {
-                format!("{}-wal", self.db_path)
-            } else {
-                format!("{} (or its journal)", self.db_path)
-            },
-            code,
-            extended_code,
-            cause: format!(
+        let file = match wal {
+            true => format!("{}-wal", self.db_path),
+            false => format!("{} (or its journal)", self.db_path),
+        };
+        self.unknown(e, file, |message| {
+            format!(
                 "{message}; SQLite did not publish the transaction in this process, but \
                  what it wrote may be on the disk and come back after a crash"
-            ),
-            context,
-        }
+            )
+        })
     }
 
     /// For a write outside the writer's transactions
@@ -1264,27 +1273,11 @@ impl Writer {
     pub(crate) fn settle_outside<T>(&self, r: Result<T>) -> Result<T> {
         match r {
             Err(e) if e.is_sync_failure() => {
-                let Error::Sqlite {
-                    code,
-                    extended_code,
-                    message,
-                    context,
-                } = e
-                else {
-                    return Err(e);
-                };
                 let file = format!("{}-wal (or its journal)", self.db_path);
                 self.stop_writes(format!(
                     "an earlier write's outcome is unknown (the fsync of {file} failed)"
                 ));
-                Err(Error::OutcomeUnknown {
-                    path: self.db_path.clone(),
-                    file,
-                    code,
-                    extended_code,
-                    cause: message,
-                    context,
-                })
+                Err(self.unknown(e, file, |message| message))
             }
             r => r,
         }
