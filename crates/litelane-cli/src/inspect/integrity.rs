@@ -74,7 +74,10 @@ struct Object {
     table: String,
 }
 
-/// Runs the check on an open connection (read-only, autocommit).
+/// Runs the check on an open connection (read-only, autocommit): each
+/// table with its indexes in a slice of its own, then the whole file when it
+/// is small enough; SQLite's lines grouped by the object they are about, one
+/// [`Damage`] each.
 pub fn check(conn: &Connection, db: &Path, quick: bool) -> IntegrityReport {
     let pragma = if quick {
         "quick_check"
@@ -94,59 +97,103 @@ pub fn check(conn: &Connection, db: &Path, quick: bool) -> IntegrityReport {
         ],
     };
     let db_text = db.display().to_string();
-    let recover_cmd = format!(
-        "litelane recover {} {}",
-        shell_quote(&db_text),
-        shell_quote(&format!("{db_text}.recovered"))
-    );
-    // The objects, by root page.
-    let objects: Result<Vec<(i64, Object)>, _> = conn
-        .prepare("SELECT rootpage, type, name, tbl_name, sql FROM sqlite_schema")
-        .and_then(|mut s| {
-            s.query_map([], |r| {
-                let sql: Option<String> = r.get(4)?;
-                let kind: String = r.get(1)?;
-                let virt = sql
-                    .as_deref()
-                    .is_some_and(|s| s.to_ascii_uppercase().starts_with("CREATE VIRTUAL"));
-                Ok((
-                    r.get::<_, Option<i64>>(0)?.unwrap_or(0),
-                    Object {
-                        kind: if virt { "virtual".into() } else { kind },
-                        name: r.get(2)?,
-                        table: r.get(3)?,
-                    },
-                ))
-            })?
-            .collect()
-        });
-    let objects = match objects {
+    let fix = Fix {
+        recover_cmd: format!(
+            "litelane recover {} {}",
+            shell_quote(&db_text),
+            shell_quote(&format!("{db_text}.recovered"))
+        ),
+        db_text,
+    };
+    let objects = match list_objects(conn) {
         Ok(o) => o,
         Err(e) => {
             report.ok = false;
             report
                 .damage
-                .push(schema_damage(&e.to_string(), &recover_cmd));
+                .push(schema_damage(&e.to_string(), &fix.recover_cmd));
             return report;
         }
     };
     let by_root: HashMap<i64, Object> = objects.iter().cloned().collect();
-    let mut slices: Vec<String> = Vec::new();
-    slices.extend(
-        objects
-            .iter()
-            .filter(|(root, o)| o.kind == "table" && *root > 0)
-            .map(|(_, o)| o.name.clone()),
-    );
+    let slices: Vec<String> = objects
+        .iter()
+        .filter(|(root, o)| o.kind == "table" && *root > 0)
+        .map(|(_, o)| o.name.clone())
+        .collect();
+    let mut lines = check_tables(conn, &mut report, &slices, quick, &by_root);
+    check_whole_file(conn, db, &mut report, &mut lines);
+    let groups = group_lines(lines, &by_root);
+    let damaged_tables: Vec<String> = groups
+        .iter()
+        .filter(|g| g.0.starts_with("table:"))
+        .filter_map(|g| g.1.clone())
+        .collect();
+    for group in groups {
+        let d = damage_of(group, &by_root, &damaged_tables, &fix);
+        report.damage.push(d);
+    }
+    report.ok = report.damage.is_empty();
+    report
+}
+
+/// What the advice of a finding names: the database, and the command that
+/// salvages it.
+struct Fix {
+    db_text: String,
+    recover_cmd: String,
+}
+
+/// The schema's objects, by root page.
+fn list_objects(conn: &Connection) -> Result<Vec<(i64, Object)>, litelane::rusqlite::Error> {
+    let mut s = conn.prepare("SELECT rootpage, type, name, tbl_name, sql FROM sqlite_schema")?;
+    let objects = s
+        .query_map([], |r| {
+            let sql: Option<String> = r.get(4)?;
+            let kind: String = r.get(1)?;
+            let virt = sql
+                .as_deref()
+                .is_some_and(|s| s.to_ascii_uppercase().starts_with("CREATE VIRTUAL"));
+            Ok((
+                r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+                Object {
+                    kind: if virt { "virtual".into() } else { kind },
+                    name: r.get(2)?,
+                    table: r.get(3)?,
+                },
+            ))
+        })?
+        .collect();
+    objects
+}
+
+/// Runs `sql` (a check) as one slice of the report: counted and timed.
+fn timed_slice(
+    conn: &Connection,
+    report: &mut IntegrityReport,
+    sql: &str,
+) -> Result<Vec<String>, litelane::rusqlite::Error> {
+    let started = Instant::now();
+    let out = run_check(conn, sql);
+    report.slices += 1;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    report.longest_slice_ms = report.longest_slice_ms.max(ms);
+    out
+}
+
+/// Checks each table (with its indexes) alone; SQLite's lines other than
+/// "ok", with the table they came from.
+fn check_tables(
+    conn: &Connection,
+    report: &mut IntegrityReport,
+    slices: &[String],
+    quick: bool,
+    by_root: &HashMap<i64, Object>,
+) -> Vec<(String, String)> {
     let mut lines: Vec<(String, String)> = Vec::new(); // (slice, line)
-    for slice in &slices {
-        let started = Instant::now();
-        let sql = format!("PRAGMA {pragma}('{}')", slice.replace('\'', "''"));
-        let out = run_check(conn, &sql);
-        report.slices += 1;
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        report.longest_slice_ms = report.longest_slice_ms.max(ms);
-        match out {
+    for slice in slices {
+        let sql = format!("PRAGMA {}('{}')", report.check, slice.replace('\'', "''"));
+        match timed_slice(conn, report, &sql) {
             Ok(v) => lines.extend(
                 v.into_iter()
                     .filter(|l| l != "ok")
@@ -155,52 +202,61 @@ pub fn check(conn: &Connection, db: &Path, quick: bool) -> IntegrityReport {
             // The check itself stopped on damage (integrity_check's index
             // lookups fail on a damaged index page): find which b-tree.
             Err(e) => lines.extend(
-                locate(conn, slice, quick, &by_root)
+                locate(conn, slice, quick, by_root)
                     .unwrap_or_else(|| vec![format!("check stopped: {e}")])
                     .into_iter()
                     .map(|l| (slice.clone(), l)),
             ),
         }
     }
-    // The whole-file part: the free-page list, the schema's own b-tree and
-    // pages nothing uses are only checked by a check of the whole file
-    // (with a table name, SQLite checks that table and its indexes only).
-    // One read transaction for the whole file: only when the file is small
-    // enough for that to be short.
+    lines
+}
+
+/// The whole-file part: the free-page list, the schema's own b-tree and
+/// pages nothing uses are only checked by a check of the whole file (with a
+/// table name, SQLite checks that table and its indexes only). One read
+/// transaction for the whole file: only when the file is small enough for
+/// that to be short; otherwise the report says what was not checked.
+fn check_whole_file(
+    conn: &Connection,
+    db: &Path,
+    report: &mut IntegrityReport,
+    lines: &mut Vec<(String, String)>,
+) {
     let file_bytes = std::fs::metadata(db).map_or(u64::MAX, |m| m.len());
-    if file_bytes <= WHOLE_FILE_MAX_BYTES {
-        report.not_checked.clear();
-        let started = Instant::now();
-        let out = run_check(conn, &format!("PRAGMA {pragma}"));
-        report.slices += 1;
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        report.longest_slice_ms = report.longest_slice_ms.max(ms);
-        // Keep only what the table slices could not see.
-        let mut file_level = 0;
-        for l in out.unwrap_or_default() {
-            if is_file_level(&l) || parse_tree(&l).is_some_and(|(root, _)| root == 1) {
-                lines.push(("sqlite_schema".into(), l));
-                file_level += 1;
-            }
-        }
-        // SQLite skips its free-list and "never used" checks when the first
-        // entry of its table hash is a view (the view's root page 0 reads as
-        // "partial check"; seen in 3.40 and 3.54). Count instead: pages in
-        // b-trees (dbstat) plus free pages must make the file.
-        if file_level == 0 {
-            if let Some(line) = page_accounting(conn) {
-                lines.push(("sqlite_schema".into(), line));
-            }
-        }
-    } else {
+    if file_bytes > WHOLE_FILE_MAX_BYTES {
         report.not_checked = vec![format!(
             "the free-page list, the schema's own pages and pages that no table uses: the \
              file is larger than {} MiB, and only a check of the whole file at once sees them \
              (sqlite3 DB 'PRAGMA integrity_check;' holds one read snapshot for all of it)",
             WHOLE_FILE_MAX_BYTES >> 20
         )];
+        return;
     }
-    // Group SQLite's lines by the object they are about.
+    report.not_checked.clear();
+    let out = timed_slice(conn, report, &format!("PRAGMA {}", report.check));
+    // Keep only what the table slices could not see.
+    let mut file_level = 0;
+    for l in out.unwrap_or_default() {
+        if is_file_level(&l) || parse_tree(&l).is_some_and(|(root, _)| root == 1) {
+            lines.push(("sqlite_schema".into(), l));
+            file_level += 1;
+        }
+    }
+    // SQLite skips its free-list and "never used" checks when the first
+    // entry of its table hash is a view (the view's root page 0 reads as
+    // "partial check"; seen in 3.40 and 3.54). Count instead: pages in
+    // b-trees (dbstat) plus free pages must make the file.
+    if file_level == 0 {
+        if let Some(line) = page_accounting(conn) {
+            lines.push(("sqlite_schema".into(), line));
+        }
+    }
+}
+
+/// SQLite's lines grouped by the object they are about, in the order first
+/// seen: at most 20 lines a group, each page once.
+fn group_lines(lines: Vec<(String, String)>, by_root: &HashMap<i64, Object>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     let mut add = |key: String, name: Option<String>, page: Option<u64>, line: String| {
         let i = match groups.iter().position(|g| g.0 == key) {
@@ -263,142 +319,166 @@ pub fn check(conn: &Connection, db: &Path, quick: bool) -> IntegrityReport {
             add(format!("table:{slice}"), Some(slice.clone()), None, line);
         }
     }
-    let damaged_tables: Vec<String> = groups
-        .iter()
-        .filter(|g| g.0.starts_with("table:"))
-        .filter_map(|g| g.1.clone())
-        .collect();
-    for (key, name, mut pages, details) in groups {
-        pages.sort_unstable();
-        let pages_text = if pages.is_empty() {
-            String::new()
+    groups
+}
+
+/// The finding for one group of SQLite's lines: what is damaged, what it
+/// means, and the command that repairs it.
+fn damage_of(
+    (key, name, mut pages, details): Group,
+    by_root: &HashMap<i64, Object>,
+    damaged_tables: &[String],
+    fix: &Fix,
+) -> Damage {
+    pages.sort_unstable();
+    let vacuum = || format!("sqlite3 {} 'VACUUM;'", shell_quote(&fix.db_text));
+    if key == "schema" {
+        let mut d = schema_damage(&details.join("; "), &fix.recover_cmd);
+        d.pages = pages;
+        d.details = details;
+        d
+    } else if key == "freelist" {
+        Damage {
+            kind: "freelist",
+            name: None,
+            table: None,
+            pages,
+            message: "the list of free pages is damaged: no table has lost rows, but SQLite \
+                      may later reuse a page that is still in use and damage a table"
+                .into(),
+            advice: "stop writing to the database and rebuild the file (VACUUM writes a new \
+                     file from the tables and drops the old free list)"
+                .into(),
+            command: vacuum(),
+            details,
+        }
+    } else if key == "unused" {
+        Damage {
+            kind: "unused_pages",
+            name: None,
+            table: None,
+            pages,
+            message: "some pages belong to no table, index or free list: space lost, no \
+                      rows (often left by a crash of a tool that wrote the file without a \
+                      journal)"
+                .into(),
+            advice: "rebuild the file to reclaim the space".into(),
+            command: vacuum(),
+            details,
+        }
+    } else if let Some(ix) = key.strip_prefix("index:") {
+        index_damage(ix, name, pages, details, by_root, damaged_tables, fix)
+    } else if let Some(t) = key.strip_prefix("constraint:") {
+        Damage {
+            kind: "constraint",
+            name: Some(t.to_string()),
+            table: Some(t.to_string()),
+            pages,
+            message: format!(
+                "rows of table {} break its NOT NULL or CHECK constraints (written while the \
+                 constraint was not enforced, or changed by damage)",
+                quote_ident(t)
+            ),
+            advice: "find those rows (SQLite's lines below name the column or constraint) \
+                     and fix or delete them"
+                .into(),
+            command: format!(
+                "sqlite3 {} {}",
+                shell_quote(&fix.db_text),
+                shell_quote(&format!("PRAGMA integrity_check({});", quote_ident(t)))
+            ),
+            details,
+        }
+    } else {
+        let t = key.strip_prefix("table:").unwrap_or(&key).to_string();
+        Damage {
+            kind: "table",
+            name: Some(t.clone()),
+            table: Some(t.clone()),
+            message: format!(
+                "table {} is damaged{}: some of its rows cannot be read, or are not what was \
+                 written",
+                quote_ident(&t),
+                pages_text(&pages)
+            ),
+            pages,
+            advice: "stop writing to the database; keep a copy of it as it is; salvage what \
+                     can be read into a new file and check the report of what was lost"
+                .into(),
+            command: fix.recover_cmd.clone(),
+            details,
+        }
+    }
+}
+
+/// " (page 3)", " (pages 3, 7)", or nothing.
+fn pages_text(pages: &[u64]) -> String {
+    if pages.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (page{} {})",
+        if pages.len() == 1 { "" } else { "s" },
+        pages
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The finding for a damaged index: rebuilt from its table unless the table
+/// is damaged too (then the table is salvaged first).
+fn index_damage(
+    ix: &str,
+    name: Option<String>,
+    pages: Vec<u64>,
+    details: Vec<String>,
+    by_root: &HashMap<i64, Object>,
+    damaged_tables: &[String],
+    fix: &Fix,
+) -> Damage {
+    let table = by_root
+        .values()
+        .find(|o| o.kind == "index" && o.name == ix)
+        .map(|o| o.table.clone());
+    let table_too = table.as_ref().is_some_and(|t| damaged_tables.contains(t));
+    let sql = format!("REINDEX {};", quote_ident(ix));
+    Damage {
+        kind: "index",
+        name,
+        table: table.clone(),
+        message: format!(
+            "index {}{} is damaged{}: queries that use it can miss rows or return wrong ones{}",
+            quote_ident(ix),
+            table
+                .as_ref()
+                .map(|t| format!(" on table {}", quote_ident(t)))
+                .unwrap_or_default(),
+            pages_text(&pages),
+            if table_too {
+                "; its table is damaged too"
+            } else {
+                "; the table's rows themselves are intact"
+            }
+        ),
+        pages,
+        advice: if table_too {
+            "salvage the table first (see the table's entry), then rebuild the index".into()
+        } else {
+            "rebuild the index from its table (nothing is lost)".into()
+        },
+        command: if table_too {
+            fix.recover_cmd.clone()
         } else {
             format!(
-                " (page{} {})",
-                if pages.len() == 1 { "" } else { "s" },
-                pages
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "sqlite3 {} {}",
+                shell_quote(&fix.db_text),
+                shell_quote(&sql)
             )
-        };
-        let d = if key == "schema" {
-            let mut d = schema_damage(&details.join("; "), &recover_cmd);
-            d.pages = pages;
-            d.details = details;
-            d
-        } else if key == "freelist" {
-            Damage {
-                kind: "freelist",
-                name: None,
-                table: None,
-                pages,
-                message: "the list of free pages is damaged: no table has lost rows, but SQLite \
-                          may later reuse a page that is still in use and damage a table"
-                    .into(),
-                advice: "stop writing to the database and rebuild the file (VACUUM writes a new \
-                         file from the tables and drops the old free list)"
-                    .into(),
-                command: format!("sqlite3 {} 'VACUUM;'", shell_quote(&db_text)),
-                details,
-            }
-        } else if key == "unused" {
-            Damage {
-                kind: "unused_pages",
-                name: None,
-                table: None,
-                pages,
-                message: "some pages belong to no table, index or free list: space lost, no \
-                          rows (often left by a crash of a tool that wrote the file without a \
-                          journal)"
-                    .into(),
-                advice: "rebuild the file to reclaim the space".into(),
-                command: format!("sqlite3 {} 'VACUUM;'", shell_quote(&db_text)),
-                details,
-            }
-        } else if let Some(ix) = key.strip_prefix("index:") {
-            let table = by_root
-                .values()
-                .find(|o| o.kind == "index" && o.name == ix)
-                .map(|o| o.table.clone());
-            let table_too = table.as_ref().is_some_and(|t| damaged_tables.contains(t));
-            let sql = format!("REINDEX {};", quote_ident(ix));
-            Damage {
-                kind: "index",
-                name: name.clone(),
-                table: table.clone(),
-                pages,
-                message: format!(
-                    "index {}{} is damaged{pages_text}: queries that use it can miss rows or \
-                     return wrong ones{}",
-                    quote_ident(ix),
-                    table
-                        .as_ref()
-                        .map(|t| format!(" on table {}", quote_ident(t)))
-                        .unwrap_or_default(),
-                    if table_too {
-                        "; its table is damaged too"
-                    } else {
-                        "; the table's rows themselves are intact"
-                    }
-                ),
-                advice: if table_too {
-                    "salvage the table first (see the table's entry), then rebuild the index".into()
-                } else {
-                    "rebuild the index from its table (nothing is lost)".into()
-                },
-                command: if table_too {
-                    recover_cmd.clone()
-                } else {
-                    format!("sqlite3 {} {}", shell_quote(&db_text), shell_quote(&sql))
-                },
-                details,
-            }
-        } else if let Some(t) = key.strip_prefix("constraint:") {
-            Damage {
-                kind: "constraint",
-                name: Some(t.to_string()),
-                table: Some(t.to_string()),
-                pages,
-                message: format!(
-                    "rows of table {} break its NOT NULL or CHECK constraints (written while the \
-                     constraint was not enforced, or changed by damage)",
-                    quote_ident(t)
-                ),
-                advice: "find those rows (SQLite's lines below name the column or constraint) \
-                         and fix or delete them"
-                    .into(),
-                command: format!(
-                    "sqlite3 {} {}",
-                    shell_quote(&db_text),
-                    shell_quote(&format!("PRAGMA integrity_check({});", quote_ident(t)))
-                ),
-                details,
-            }
-        } else {
-            let t = key.strip_prefix("table:").unwrap_or(&key).to_string();
-            Damage {
-                kind: "table",
-                name: Some(t.clone()),
-                table: Some(t.clone()),
-                pages,
-                message: format!(
-                    "table {} is damaged{pages_text}: some of its rows cannot be read, or are \
-                     not what was written",
-                    quote_ident(&t)
-                ),
-                advice: "stop writing to the database; keep a copy of it as it is; salvage what \
-                         can be read into a new file and check the report of what was lost"
-                    .into(),
-                command: recover_cmd.clone(),
-                details,
-            }
-        };
-        report.damage.push(d);
+        },
+        details,
     }
-    report.ok = report.damage.is_empty();
-    report
 }
 
 /// The file cannot be opened as a database at all.
