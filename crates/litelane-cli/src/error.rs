@@ -50,12 +50,22 @@ mod tests {
             extended_code: 1034,
             cause: "Input/output error".into(),
             context: "COMMIT".into(),
+            os: Some(std::io::Error::from_raw_os_error(5).into()),
         };
         let e = CliError::Context {
             message: "importing".into(),
             source: Box::new(CliError::Engine(unknown)),
         };
         assert!(outcome_unknown(&e));
+        // The chain goes down to the operating system's error.
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let os = cause
+            .downcast_ref::<std::io::Error>()
+            .expect("ends in the OS error");
+        assert_eq!(os.raw_os_error(), Some(5));
         let plain = CliError::Engine(litelane::Error::ReadOnly { path: "d".into() });
         assert!(!outcome_unknown(&plain));
         assert!(!outcome_unknown(&CliError::Input("bad".into())));

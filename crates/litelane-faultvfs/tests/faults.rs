@@ -856,6 +856,11 @@ fn a_commit_whose_fsync_failed_is_reported_unknown_and_nothing_before_is_lost() 
             .unwrap();
         let err = insert(&db, 100, 10).unwrap_err();
         assert_unknown(&err);
+        // The failed fsync's error is the error's source.
+        let os = std::error::Error::source(&err)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .unwrap_or_else(|| panic!("no OS error under {err:?}"));
+        assert!(!os.to_string().is_empty());
         let out = dir.path().join("cut");
         let report = vfs.cut_now(seed, &out);
         drop(db);

@@ -114,6 +114,7 @@ mod tests {
             extended_code: 1034,
             cause: "Input/output error".into(),
             context: "COMMIT".into(),
+            os: Some(std::io::Error::from_raw_os_error(5).into()),
         };
         assert_eq!(commit_state_class(&e), Some(("OutcomeUnknown", Some(1034))));
         assert_eq!(crate::codes::error_name(1034), "SQLITE_IOERR_FSYNC");

@@ -123,6 +123,7 @@ impl Executor {
             lock(&slot).value = Some(Ok(Err(Error::Io {
                 context: "running an async job".into(),
                 message: "the database's async threads are gone".into(),
+                os: None,
             })));
         }
         Pending { slot }

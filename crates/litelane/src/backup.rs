@@ -172,10 +172,10 @@ pub(crate) fn check_destination(
     }
     match std::fs::symlink_metadata(dest) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Error::Io {
-            context: format!("checking the backup destination {}", dest.display()),
-            message: e.to_string(),
-        }),
+        Err(e) => Err(Error::os(
+            format!("checking the backup destination {}", dest.display()),
+            e,
+        )),
         Ok(md) if !md.is_file() => Err(Error::invalid(format!(
             "backup destination {} exists and is not a regular file",
             dest.display()
@@ -215,16 +215,17 @@ impl TempBeside {
                 Ok(_) => return Ok(TempBeside { path, keep: false }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
-                    return Err(Error::Io {
-                        context: format!("creating a temporary file in {}", dir.display()),
-                        message: e.to_string(),
-                    })
+                    return Err(Error::os(
+                        format!("creating a temporary file in {}", dir.display()),
+                        e,
+                    ))
                 }
             }
         }
         Err(Error::Io {
             context: format!("creating a temporary file in {}", dir.display()),
             message: "100 names taken".into(),
+            os: None,
         })
     }
 }
@@ -242,10 +243,7 @@ impl Drop for TempBeside {
 /// a file that appeared at `dest` meanwhile (a hard link fails if the name
 /// exists). Then syncs the directory so the new name survives a power cut.
 pub(crate) fn move_into_place(tmp: &Path, dest: &Path, replace: bool) -> Result<()> {
-    let io = |what: &str, e: std::io::Error| Error::Io {
-        context: format!("{what} {}", dest.display()),
-        message: e.to_string(),
-    };
+    let io = |what: &str, e: std::io::Error| Error::os(format!("{what} {}", dest.display()), e);
     if replace {
         std::fs::rename(tmp, dest).map_err(|e| io("moving the finished copy to", e))?;
     } else {
@@ -487,10 +485,7 @@ fn write_copy(
     // it ran with synchronous=OFF.
     File::open(&tmp.path)
         .and_then(|f| f.sync_all())
-        .map_err(|e| Error::Io {
-            context: format!("syncing the backup file {}", tmp.path.display()),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| Error::os(format!("syncing the backup file {}", tmp.path.display()), e))?;
     let bytes = std::fs::metadata(&tmp.path).map_or(0, |m| m.len());
     // Check again right before the move: the destination may have been
     // created while the pages were copied.

@@ -247,10 +247,7 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("litelane-checkpoint".into())
             .spawn(move || checkpoint_loop(conn, writer, pool, s, recorder, cfg, last_active))
-            .map_err(|e| Error::Io {
-                context: "starting the checkpoint thread".into(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| Error::os("starting the checkpoint thread", e))?;
         Ok(Checkpointer {
             signal,
             thread: Some(thread),

@@ -43,6 +43,10 @@ pub enum Error {
         context: String,
         /// The OS error's message.
         message: String,
+        /// The operating system's error itself, when there was one: the
+        /// error's [`source`](std::error::Error::source), with its `errno`
+        /// (`raw_os_error`) and kind.
+        os: Option<OsError>,
     },
     /// The write's changes were undone, not committed, because the
     /// transaction it shared with other writes (group commit) ended before
@@ -88,6 +92,9 @@ pub enum Error {
         cause: String,
         /// What litelane was doing (which commit).
         context: String,
+        /// The failed fsync's operating-system error, when litelane ran
+        /// the fsync itself: the error's [`source`](std::error::Error::source).
+        os: Option<OsError>,
     },
     /// This database handle takes no more writes: an earlier commit's
     /// outcome was unknown ([`Error::OutcomeUnknown`]), here or, with the
@@ -120,6 +127,16 @@ impl Error {
     pub fn user(message: impl fmt::Display) -> Self {
         Error::User {
             message: message.to_string(),
+        }
+    }
+
+    /// An [`Error::Io`] for the operating system's error `e` while doing
+    /// `context`; `e` is kept as the error's source.
+    pub(crate) fn os(context: impl Into<String>, e: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            message: e.to_string(),
+            os: Some(e.into()),
         }
     }
 
@@ -240,7 +257,9 @@ impl fmt::Display for Error {
             }
             Error::InvalidInput { message } => write!(f, "invalid input: {message}"),
             Error::ReadOnly { path } => write!(f, "database {path} is read-only: no writes"),
-            Error::Io { context, message } => write!(f, "{context}: {message}"),
+            Error::Io {
+                context, message, ..
+            } => write!(f, "{context}: {message}"),
             Error::RolledBack {
                 by,
                 cause,
@@ -270,6 +289,7 @@ impl fmt::Display for Error {
                 extended_code,
                 cause,
                 context,
+                ..
             } => {
                 write!(
                     f,
@@ -299,8 +319,36 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::RolledBack { cause, .. } => Some(cause.as_ref()),
+            Error::Io { os: Some(os), .. } | Error::OutcomeUnknown { os: Some(os), .. } => {
+                Some(os.io())
+            }
             _ => None,
         }
+    }
+}
+
+/// An operating-system error kept as the cause of an [`Error`]: shared,
+/// because one error is given to every member of a group commit. Two are
+/// equal when their kind and `errno` are.
+#[derive(Debug, Clone)]
+pub struct OsError(std::sync::Arc<std::io::Error>);
+
+impl OsError {
+    /// The error as the operating system reported it.
+    pub fn io(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl From<std::io::Error> for OsError {
+    fn from(e: std::io::Error) -> Self {
+        OsError(std::sync::Arc::new(e))
+    }
+}
+
+impl PartialEq for OsError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind() && self.0.raw_os_error() == other.0.raw_os_error()
     }
 }
 
@@ -349,8 +397,13 @@ mod tests {
             extended_code: rusqlite::ffi::SQLITE_IOERR_FSYNC,
             cause: "Input/output error (os error 5)".into(),
             context: "COMMIT of \"a\"".into(),
+            os: Some(std::io::Error::from_raw_os_error(5).into()),
         };
         assert!(e.is_outcome_unknown());
+        let os = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .expect("the failed fsync's OS error is the source");
+        assert_eq!(os.raw_os_error(), Some(5));
         assert!(!e.is_retryable(), "never retried blindly");
         assert_eq!(e.sqlite_code(), Some(10));
         assert_eq!(e.sqlite_extended_code(), Some(1034));

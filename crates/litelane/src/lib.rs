@@ -65,7 +65,7 @@ pub use bulk::{
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use configure::Setup;
-pub use error::{Error, Result, SQLITE_BUSY};
+pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
 pub use options::{Checkpoints, GroupCommit, Options, Profile};
 pub use pool::PinnedRead;

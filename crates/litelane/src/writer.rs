@@ -39,7 +39,7 @@ use rusqlite::{ffi as codes, Connection};
 use crate::carry::{Carry, HeldProcessTurn};
 use crate::configure::Registry;
 use crate::connection::Tracer;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Error, OsError, Result};
 use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
@@ -1193,6 +1193,7 @@ impl Writer {
                      was committed: reopen the database",
                     self.db_path
                 ),
+                os: None,
             });
         }
         self.committing.store(true, Ordering::Release);
@@ -1244,6 +1245,7 @@ impl Writer {
             extended_code,
             cause: explain(message),
             context,
+            os: None,
         }
     }
 
@@ -1348,7 +1350,7 @@ impl Writer {
             }
             Err(crate::xproc::NotDurable::SyncFailed { error, failed_at }) => (error, failed_at),
         };
-        let cause = match error {
+        let cause = match &error {
             Some(e) => format!(
                 "{e}; the commit is written and visible, and may or may not survive a power loss"
             ),
@@ -1367,6 +1369,7 @@ impl Writer {
             extended_code: codes::SQLITE_IOERR_FSYNC,
             cause,
             context: format!("making {what} durable after its COMMIT"),
+            os: error.map(OsError::from),
         }))
     }
 

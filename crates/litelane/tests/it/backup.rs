@@ -345,9 +345,16 @@ fn a_backup_into_a_missing_directory_names_the_path() {
     let (dir, db) = common::temp_db(Options::default());
     let out = dir.path().join("no/such/dir/o.db");
     let started = Instant::now();
-    let e = db.backup(&out, |_| {}).unwrap_err().to_string();
+    let err = db.backup(&out, |_| {}).unwrap_err();
+    let e = err.to_string();
     assert!(e.contains("no/such/dir"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The operating system's error is the error's source, errno and all.
+    let os = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap_or_else(|| panic!("no OS error under {err:?}"));
+    assert_eq!(os.kind(), std::io::ErrorKind::NotFound, "{os:?}");
+    assert_eq!(os.raw_os_error(), Some(2), "ENOENT");
 }
 
 /// `Database::checkpoint` takes a plain turn of its own. The first writer
