@@ -15,8 +15,8 @@ use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
+use crate::tx::Tx;
 use crate::unpoisoned::lock;
-use crate::writer::Tx;
 use crate::Database;
 
 type Job = Box<dyn FnOnce() + Send>;

@@ -224,7 +224,7 @@ pub(crate) fn has_deferred_fk_violations(conn: &rusqlite::Connection) -> bool {
 ///   `JobRef`, after which it can no longer be reached);
 /// - the owner's wait loop cannot unwind (lock poisoning is ignored).
 pub(crate) struct JobRef {
-    ptr: ptr::NonNull<dyn crate::writer::Job + Send>,
+    ptr: ptr::NonNull<dyn crate::tx::Job + Send>,
 }
 
 // SAFETY: the job it points to is `Send`, and it is used by one thread at a
@@ -233,7 +233,7 @@ unsafe impl Send for JobRef {}
 
 impl JobRef {
     /// The job, for the turn holder that claimed it.
-    pub(crate) fn get(&mut self) -> &mut (dyn crate::writer::Job + Send) {
+    pub(crate) fn get(&mut self) -> &mut (dyn crate::tx::Job + Send) {
         // SAFETY: see the type's documentation: the owner is asleep in
         // `enter_with_job` for as long as the claim that holds this exists,
         // and `&mut self` makes the access exclusive.
@@ -245,12 +245,12 @@ impl JobRef {
 /// then runs `job` itself) or once the turn holder has run it.
 pub(crate) fn enter_with_job<'q, 'j>(
     queue: &'q crate::queue::Queue<JobRef>,
-    job: &'j mut (dyn crate::writer::Job + Send + 'j),
+    job: &'j mut (dyn crate::tx::Job + Send + 'j),
 ) -> crate::queue::Entered<'q, JobRef> {
-    let short: ptr::NonNull<dyn crate::writer::Job + Send + 'j> = ptr::NonNull::from(job);
+    let short: ptr::NonNull<dyn crate::tx::Job + Send + 'j> = ptr::NonNull::from(job);
     // SAFETY: only the trait object's lifetime bound changes (same layout);
     // the pointer is never used after this call returns (see `JobRef`).
-    let ptr: ptr::NonNull<dyn crate::writer::Job + Send + 'static> =
+    let ptr: ptr::NonNull<dyn crate::tx::Job + Send + 'static> =
         unsafe { std::mem::transmute(short) };
     queue.enter(crate::queue::Kind::Job, Some(JobRef { ptr }))
 }

@@ -47,6 +47,7 @@ mod metrics;
 mod options;
 mod pool;
 mod queue;
+mod tx;
 mod unpoisoned;
 mod wal_space;
 mod writer;
@@ -71,7 +72,8 @@ pub use options::{Checkpoints, GroupCommit, Options, Profile};
 pub use pool::PinnedRead;
 pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
-pub use writer::{HeldWrite, Tx};
+pub use tx::Tx;
+pub use writer::HeldWrite;
 
 use configure::Registry;
 use connection::{Role, Target, Tracer};

@@ -27,7 +27,6 @@
 //! behind their backs).
 
 use std::cell::Cell;
-use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,6 +43,7 @@ use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
+use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
 use crate::wal_space::WalSpace;
 use crate::xproc::{CountedCommit, ProcessQueue, ProcessTurn};
@@ -57,90 +57,6 @@ thread_local! {
 
 /// The writer's queue, shared with the checkpointer (which closes its gate).
 pub(crate) type WriterQueue = Queue<JobRef>;
-
-/// A write transaction, handed to the closure of [`Database::write`](crate::Database::write).
-///
-/// It dereferences to the writer's [`rusqlite::Connection`], so everything of
-/// rusqlite is available (`execute`, `prepare_cached`, `query_row`...). Do
-/// not run `BEGIN`, `COMMIT` or `ROLLBACK` yourself: return `Ok` to commit,
-/// `Err` to roll back, and use [`Tx::write`] for a nested transaction.
-pub struct Tx<'c> {
-    conn: &'c Connection,
-    depth: Cell<u32>,
-}
-
-impl Deref for Tx<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        self.conn
-    }
-}
-
-impl<'c> Tx<'c> {
-    pub(crate) fn new(conn: &'c Connection) -> Self {
-        Tx {
-            conn,
-            depth: Cell::new(0),
-        }
-    }
-
-    /// Runs `f` in a nested transaction (a `SAVEPOINT`): `Ok` keeps its
-    /// changes in the enclosing transaction, `Err` or a panic undoes only
-    /// them. Nests to any depth.
-    ///
-    /// ```
-    /// # let db = litelane::Database::open_in_memory(Default::default()).unwrap();
-    /// db.write(|tx| {
-    ///     tx.execute("CREATE TABLE t(x)", [])?;
-    ///     tx.execute("INSERT INTO t VALUES (1)", [])?;
-    ///     let inner: litelane::Result<()> = tx.write(|tx| {
-    ///         tx.execute("INSERT INTO t VALUES (2)", [])?;
-    ///         Err(litelane::Error::user("changed my mind"))
-    ///     });
-    ///     assert!(inner.is_err());
-    ///     Ok(())
-    /// }).unwrap();
-    /// let n: i64 = db.read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).unwrap();
-    /// assert_eq!(n, 1);
-    /// ```
-    pub fn write<T>(&self, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
-        let depth = self.depth.get() + 1;
-        let name = format!("litelane_nested_{depth}");
-        control(self.conn, &format!("SAVEPOINT {name}"))
-            .context(|| format!("opening savepoint {name}"))?;
-        self.depth.set(depth);
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(self)));
-        self.depth.set(depth - 1);
-        match outcome {
-            Ok(Ok(v)) => {
-                control(self.conn, &format!("RELEASE {name}"))
-                    .context(|| format!("releasing savepoint {name}"))?;
-                Ok(v)
-            }
-            Ok(Err(e)) => {
-                // If the transaction itself is gone, the enclosing write
-                // finds out (the writer checks after every job).
-                let _ = undo_savepoint(self.conn, &name);
-                Err(e)
-            }
-            Err(panic) => {
-                let _ = undo_savepoint(self.conn, &name);
-                resume_unwind(panic)
-            }
-        }
-    }
-}
-
-/// Runs a transaction-control statement through the statement cache (they
-/// run for every write; parsing them each time is measurable).
-fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
-}
-
-fn undo_savepoint(conn: &Connection, name: &str) -> rusqlite::Result<()> {
-    control(conn, &format!("ROLLBACK TO {name}"))?;
-    control(conn, &format!("RELEASE {name}"))
-}
 
 /// A write transaction held by its caller across calls, on the caller's own
 /// thread: made by [`Database::try_hold_writer`](crate::Database::try_hold_writer)
@@ -268,25 +184,6 @@ impl Drop for HeldWrite {
     fn drop(&mut self) {
         let _ = self.finish(false);
     }
-}
-
-/// How a job's closure ended.
-pub(crate) enum Ran {
-    Ok,
-    Err(Error),
-    Panicked,
-}
-
-/// One caller's write, as the turn holder sees it.
-pub(crate) trait Job {
-    /// The write's label (for metrics and errors).
-    fn label(&self) -> &str;
-    /// When the caller asked for the writer.
-    fn enqueued(&self) -> Instant;
-    /// Runs the caller's closure inside the open transaction.
-    fn run(&mut self, tx: &Tx<'_>) -> Ran;
-    /// Delivers the outcome of the transaction: `Ok` once committed.
-    fn settle(&mut self, verdict: Result<()>);
 }
 
 /// A job's closure and, once run, its result.
