@@ -11,13 +11,14 @@
 //! writes (`Error::WritesStopped`) until reopened (issue 18).
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use litelane::{CheckpointMode, Database, Error, Options, Profile, Value};
-use litelane_faultvfs::{Effect, Fault, FaultVfs, FileKind, Op};
+use litelane_faultvfs::{CutReport, Effect, Fault, FaultVfs, FileKind, Op};
 
 const SQLITE_IOERR: i32 = 10;
 const SQLITE_FULL: i32 = 13;
@@ -73,6 +74,27 @@ fn assert_clear(err: &Error, code: i32, words: &[&str]) {
         words.iter().any(|w| text.contains(w)),
         "error {text:?} says none of {words:?}"
     );
+}
+
+/// Cuts the power now (seed `seed`), then opens the image the cut left in
+/// `dir/cut`: asserts it passes `integrity_check` and returns the cut's
+/// report and the ids stored in `t`.
+fn cut_image(vfs: &FaultVfs, seed: u64, dir: &Path) -> (CutReport, BTreeSet<i64>) {
+    let out = dir.join("cut");
+    let report = vfs.cut_now(seed, &out);
+    let c = rusqlite::Connection::open(out.join("db")).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok", "seed {seed}: {report:?}");
+    let stored: BTreeSet<i64> = c
+        .prepare("SELECT id FROM t")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    (report, stored)
 }
 
 /// Commits `n` rows, ids `from..from+n`, one transaction each.
@@ -701,21 +723,8 @@ fn a_crash_after_disk_full_in_a_group_keeps_every_commit_told_ok() {
         });
         let before = committed(&db, 0, 5);
         let outcomes = group_under_fault(&db, 6, 20_000, || vfs.set_disk_space(Some(60_000)));
-        let out = dir.path().join("cut");
-        let report = vfs.cut_now(seed, &out);
         drop(db);
-        let c = rusqlite::Connection::open(out.join("db")).unwrap();
-        let ok: String = c
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok", "{report:?}");
-        let stored: BTreeSet<i64> = c
-            .prepare("SELECT id FROM t")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let (report, stored) = cut_image(&vfs, seed, dir.path());
         assert!(stored.is_superset(&before), "seed {seed}: {report:?}");
         for (id, r) in &outcomes {
             if r.is_ok() {
@@ -861,21 +870,8 @@ fn a_commit_whose_fsync_failed_is_reported_unknown_and_nothing_before_is_lost() 
             .and_then(|s| s.downcast_ref::<std::io::Error>())
             .unwrap_or_else(|| panic!("no OS error under {err:?}"));
         assert!(!os.to_string().is_empty());
-        let out = dir.path().join("cut");
-        let report = vfs.cut_now(seed, &out);
         drop(db);
-        let c = rusqlite::Connection::open(out.join("db")).unwrap();
-        let ok: String = c
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok", "{report:?}");
-        let stored: BTreeSet<i64> = c
-            .prepare("SELECT id FROM t")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let (report, stored) = cut_image(&vfs, seed, dir.path());
         assert!(stored.is_superset(&before), "seed {seed}: {report:?}");
         if stored.contains(&100) {
             came_back += 1;
@@ -974,21 +970,8 @@ fn fsync_round(seed: u64, queue: bool, writers: i64, t: &mut FsyncTally) {
         .collect();
     t.rounds += 1;
     t.injected += vfs.faults_fired();
-    let out = dir.path().join("cut");
-    let report = vfs.cut_now(seed, &out);
     drop(db);
-    let c = rusqlite::Connection::open(out.join("db")).unwrap();
-    let ok: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok", "seed {seed}: {report:?}");
-    let stored: BTreeSet<i64> = c
-        .prepare("SELECT id FROM t")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let (_, stored) = cut_image(&vfs, seed, dir.path());
     t.before_lost += before.difference(&stored).count() as u64;
     for (id, r) in &outcomes {
         let back = stored.contains(id) as u64;
