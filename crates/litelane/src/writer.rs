@@ -146,7 +146,7 @@ impl HeldWrite {
                 None if !commit => control(conn, "ROLLBACK").context(|| "ROLLBACK".into()),
                 None if crate::ffi::has_deferred_fk_violations(conn) => Err(deferred_fk_error()),
                 None => writer
-                    .commit_now(conn, &format!("{:?}", self.label))
+                    .commit_now(conn, &|| format!("{:?}", self.label))
                     .map(|counted| to_sync = counted),
             };
             if let Err(e) = &result {
@@ -165,7 +165,7 @@ impl HeldWrite {
         writer.carry.put(self.process_turn.take());
         writer.released(turn.release());
         let result = result.and_then(|()| {
-            let durable = writer.make_durable(to_sync, &format!("{:?}", self.label));
+            let durable = writer.make_durable(to_sync, &|| format!("{:?}", self.label));
             if let Err(e) = &durable {
                 writer.recorder.note_error(e);
                 writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
@@ -464,6 +464,11 @@ fn open_wal(conn: Connection) -> Result<Connection> {
     conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
         .context(|| "opening the WAL for the syncer connection".into())?;
     Ok(conn)
+}
+
+/// How an error names the commit of a group of `jobs` writes.
+fn group_label(jobs: usize) -> String {
+    format!("a group of {jobs} write(s)")
 }
 
 fn deferred_fk_error() -> Error {
@@ -1079,12 +1084,18 @@ impl Writer {
     /// every commit of the writer goes through here. Under `shared_sync`
     /// the commit is not durable yet: it is counted, and the caller hands
     /// the turns on and then calls [`Writer::make_durable`] with it.
-    fn commit_now(&self, conn: &Connection, what: &str) -> Result<Option<CountedCommit>> {
+    /// `what` describes the commit for an error; it runs only when one is
+    /// reported (not on the path of every commit).
+    fn commit_now(
+        &self,
+        conn: &Connection,
+        what: &dyn Fn() -> String,
+    ) -> Result<Option<CountedCommit>> {
         if self.moved.has_moved(conn) {
             // Committing would acknowledge writes into a file nobody can
             // open again.
             return Err(Error::Io {
-                context: format!("COMMIT of {what}"),
+                context: format!("COMMIT of {}", what()),
                 message: format!(
                     "the database file {} was moved, deleted or replaced while open; nothing \
                      was committed: reopen the database",
@@ -1094,7 +1105,7 @@ impl Writer {
             });
         }
         self.committing.store(true, Ordering::Release);
-        let r = control(conn, "COMMIT").context(|| format!("COMMIT of {what}"));
+        let r = control(conn, "COMMIT").context(|| format!("COMMIT of {}", what()));
         self.committing.store(false, Ordering::Release);
         match r {
             Ok(()) => Ok(match (&self.shared_sync, &self.process_queue) {
@@ -1229,7 +1240,7 @@ impl Writer {
     /// counted before it began. The sync goes through the syncer
     /// connection's handle on the WAL, never the writer's connection, which
     /// the next turn is using.
-    fn make_durable(&self, commit: Option<CountedCommit>, what: &str) -> Result<()> {
+    fn make_durable(&self, commit: Option<CountedCommit>, what: &dyn Fn() -> String) -> Result<()> {
         let (Some(commit), Some(wal), Some(q), Some(syncer)) =
             (commit, &self.shared_sync, &self.process_queue, &self.syncer)
         else {
@@ -1265,7 +1276,7 @@ impl Writer {
             code: codes::SQLITE_IOERR,
             extended_code: codes::SQLITE_IOERR_FSYNC,
             cause,
-            context: format!("making {what} durable after its COMMIT"),
+            context: format!("making {} durable after its COMMIT", what()),
             os: error.map(OsError::from),
         }))
     }
@@ -1278,8 +1289,8 @@ impl Writer {
         conn: &Connection,
         mut g: Group<'a>,
     ) -> Option<(Group<'a>, CountedCommit)> {
-        let what = format!("a group of {} write(s)", g.members.len());
-        match self.commit_now(conn, &what) {
+        let jobs = g.members.len();
+        match self.commit_now(conn, &|| group_label(jobs)) {
             Ok(Some(counted)) => Some((g, counted)),
             Ok(None) => {
                 self.settle_group(conn, &mut g, Ok(()));
@@ -1294,8 +1305,8 @@ impl Writer {
 
     /// Makes a committed group durable, then settles its members.
     fn settle_durable(&self, mut g: Group<'_>, counted: CountedCommit) {
-        let what = format!("a group of {} write(s)", g.members.len());
-        let result = self.make_durable(Some(counted), &what);
+        let jobs = g.members.len();
+        let result = self.make_durable(Some(counted), &|| group_label(jobs));
         if let Err(e) = &result {
             self.recorder.note_error(e);
         }
