@@ -459,6 +459,9 @@ struct WorkerReport {
     /// litelane only: `Metrics::busy_errors` at the end.
     engine_busy_errors: u64,
     mean_group_size: f64,
+    /// litelane only: fsyncs of the WAL this process ran after its turns
+    /// (`Metrics::wal_syncs`; 0 unless `safe` shares them across processes).
+    wal_syncs: u64,
 }
 
 /// Entry point of `litelane-bench bench-worker`.
@@ -538,6 +541,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
         let after = db.metrics();
         report.engine_busy_errors = after.busy_errors - before.busy_errors;
         report.mean_group_size = mean_group_size(before, &after);
+        report.wal_syncs = after.wal_syncs - before.wal_syncs;
     }
     let line = serde_json::to_string(&report)
         .map_err(|e| BenchError::Input(format!("encoding the worker report: {e}")))?;
@@ -692,6 +696,14 @@ fn processes(
             "mean_group_size",
             round(groups.iter().sum::<f64>() / groups.len().max(1) as f64, 3),
         );
+        let syncs: u64 = reports.iter().map(|r| r.wal_syncs).sum();
+        if syncs > 0 {
+            // Commits made durable per fsync run, over every process.
+            row.set(
+                "commits_per_wal_sync",
+                round(stored as f64 / syncs as f64, 2),
+            );
+        }
     } else {
         row.set("busy_timeout_ms", 5000);
     }
