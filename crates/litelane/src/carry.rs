@@ -18,6 +18,12 @@
 //! Unfairness is therefore bounded: a process waits for at most one budget
 //! (plus one transaction) of each process ahead of it in the queue, and a
 //! linger that is not used costs the next process at most the linger.
+//!
+//! Under `safe` with shared fsyncs ([`Keep::WhileAlone`]) a process keeps
+//! the turn only while no other process has the database open: there a
+//! commit's fsync runs after the turn, so that another process commits
+//! during it, but a process alone saves taking and giving back the turn on
+//! every commit.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -31,6 +37,17 @@ pub(crate) struct HeldProcessTurn {
     pub since: Instant,
 }
 
+/// How long a kept turn is kept when other processes want it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// For the whole budget: a hand-off to a sleeping process costs more
+    /// than the wait it spares (`balanced`, `fast`).
+    ForBudget,
+    /// Only while no other process has the database open (`safe` with
+    /// shared fsyncs: another process commits during this one's fsync).
+    WhileAlone,
+}
+
 /// Where the turn waits between two leaders of this process.
 pub(crate) struct Carry {
     state: Mutex<State>,
@@ -40,6 +57,8 @@ pub(crate) struct Carry {
     budget: Duration,
     /// How long an idle writer keeps the turn for its next write (0: never).
     linger: Duration,
+    /// Whether a waiting process ends the keeping early.
+    keep: Keep,
 }
 
 #[derive(Default)]
@@ -61,14 +80,22 @@ struct State {
 }
 
 impl Carry {
-    /// A carry with the given budget and linger (see the module docs).
-    pub fn new(budget: Duration, linger: Duration) -> Arc<Carry> {
+    /// A carry with the given budget, linger and policy (see the module
+    /// docs).
+    pub fn new(budget: Duration, linger: Duration, keep: Keep) -> Arc<Carry> {
         Arc::new(Carry {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             budget,
             linger,
+            keep,
         })
+    }
+
+    /// True when `held` must be given back because another process may
+    /// want it (one `fcntl`, under [`Keep::WhileAlone`] only).
+    fn wanted(&self, held: &HeldProcessTurn) -> bool {
+        self.keep == Keep::WhileAlone && held.turn.others_present()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -90,7 +117,7 @@ impl Carry {
             }
         };
         drop(expired); // the system call outside the lock
-        kept
+        kept.filter(|h| !self.wanted(h)) // given back if wanted
     }
 
     /// Keeps the turn for the next leader of this process (the writer is
@@ -102,6 +129,11 @@ impl Carry {
 
     /// The writer went idle: keep the turn for a linger, or give it back.
     pub fn idle(self: &Arc<Self>) {
+        if self.linger.is_zero() {
+            drop(self.lock().held.take());
+            return;
+        }
+        let wanted = self.lock().held.as_ref().is_some_and(|h| self.wanted(h));
         let now = Instant::now();
         let mut st = self.lock();
         st.idle_since = Some(now);
@@ -109,7 +141,7 @@ impl Carry {
             .held
             .as_ref()
             .is_some_and(|h| h.since.elapsed() + self.linger < self.budget);
-        let linger = young && !st.closed && st.last_gap < self.linger;
+        let linger = young && !wanted && !st.closed && st.last_gap < self.linger;
         if linger && (st.reaper || self.spawn_reaper()) {
             st.reaper = true;
             st.release_at = Some(now + self.linger);
@@ -200,7 +232,11 @@ mod tests {
     #[test]
     fn a_linger_gives_the_turn_back_when_it_ends() {
         let (_dir, q) = queue();
-        let carry = Carry::new(Duration::from_secs(5), Duration::from_millis(20));
+        let carry = Carry::new(
+            Duration::from_secs(5),
+            Duration::from_millis(20),
+            Keep::ForBudget,
+        );
         carry.put(Some(turn(&q)));
         carry.idle();
         assert!(q.holder().is_some(), "kept during the linger");
@@ -216,7 +252,11 @@ mod tests {
     #[test]
     fn a_write_within_the_linger_takes_the_turn_over() {
         let (_dir, q) = queue();
-        let carry = Carry::new(Duration::from_secs(10), Duration::from_secs(5));
+        let carry = Carry::new(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Keep::ForBudget,
+        );
         carry.put(Some(turn(&q)));
         carry.idle();
         let held = carry.take().expect("kept for the next write");
@@ -229,7 +269,11 @@ mod tests {
     #[test]
     fn a_slow_writer_stops_lingering_and_close_gives_back() {
         let (_dir, q) = queue();
-        let carry = Carry::new(Duration::from_secs(5), Duration::from_millis(10));
+        let carry = Carry::new(
+            Duration::from_secs(5),
+            Duration::from_millis(10),
+            Keep::ForBudget,
+        );
         carry.put(Some(turn(&q)));
         carry.idle();
         std::thread::sleep(Duration::from_millis(30)); // a gap past the linger
@@ -241,7 +285,7 @@ mod tests {
             "after a gap longer than the linger, idle gives the turn back at once"
         );
         // With no linger at all, close still gives back what is held.
-        let never = Carry::new(Duration::from_secs(5), Duration::ZERO);
+        let never = Carry::new(Duration::from_secs(5), Duration::ZERO, Keep::ForBudget);
         never.put(Some(turn(&q)));
         never.close();
         assert!(q.holder().is_none());
@@ -249,9 +293,49 @@ mod tests {
     }
 
     #[test]
+    fn while_alone_a_turn_is_kept_only_until_another_queue_opens() {
+        let (dir, q) = queue();
+        let carry = Carry::new(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Keep::WhileAlone,
+        );
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        assert!(q.holder().is_some(), "alone: kept during the linger");
+        // Another queue on the same database (another process, in effect).
+        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        assert!(q.others_present() && other.others_present());
+        assert!(
+            carry.take().is_none(),
+            "not carried once another is present"
+        );
+        assert!(q.holder().is_none(), "given back to the queue");
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        assert!(
+            q.holder().is_none(),
+            "not kept at all while another is present"
+        );
+        drop(other);
+        assert!(
+            !q.others_present(),
+            "the other queue's presence ends with it"
+        );
+        carry.put(Some(turn(&q)));
+        carry.idle();
+        assert!(carry.take().is_some(), "alone again: carried");
+        carry.close();
+    }
+
+    #[test]
     fn an_exhausted_budget_is_not_carried() {
         let (_dir, q) = queue();
-        let carry = Carry::new(Duration::from_millis(1), Duration::from_secs(5));
+        let carry = Carry::new(
+            Duration::from_millis(1),
+            Duration::from_secs(5),
+            Keep::ForBudget,
+        );
         carry.put(Some(HeldProcessTurn {
             turn: q.acquire("old").unwrap(),
             since: Instant::now() - Duration::from_millis(2),

@@ -157,6 +157,24 @@ impl SharedPage {
         Ok(SharedPage { ptr })
     }
 
+    /// The 4-byte word at `offset` (a multiple of 4 inside the page), for
+    /// [`futex_wait`] and [`futex_wake_all`].
+    pub(crate) fn word32(&self, offset: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(
+            offset % 4 == 0 && offset + 4 <= Self::LEN,
+            "word32 {offset}"
+        );
+        // SAFETY: as in `word`, for a 4-aligned `AtomicU32`.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<std::sync::atomic::AtomicU32>()
+        }
+    }
+
     /// The 8-byte word at `offset` (a multiple of 8 inside the page).
     pub(crate) fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
         assert!(offset % 8 == 0 && offset + 8 <= Self::LEN, "word {offset}");
@@ -181,6 +199,57 @@ impl Drop for SharedPage {
         // SAFETY: the mapping made in `map`, of that length; no reference
         // from `word` outlives `self`.
         let _ = unsafe { nix::sys::mman::munmap(self.ptr, Self::LEN) };
+    }
+}
+
+/// Sleeps while `word` still holds `seen`, for at most `timeout`, or until
+/// a [`futex_wake_all`] on the same word, in any process mapping it
+/// (a shared futex: `FUTEX_WAIT` without `FUTEX_PRIVATE_FLAG`). Returns at
+/// once when the word already changed; may also return early (a signal, a
+/// spurious wake-up): the caller looks again.
+#[cfg(target_os = "linux")]
+pub(crate) fn futex_wait(
+    word: &std::sync::atomic::AtomicU32,
+    seen: u32,
+    timeout: std::time::Duration,
+) {
+    let ts = nix::libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as nix::libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as nix::libc::c_long,
+    };
+    // SAFETY: `word` is a live, 4-aligned u32 (shared mapping or not);
+    // FUTEX_WAIT only reads it, and `ts` outlives the call. Every result
+    // (woken, EAGAIN for a changed word, ETIMEDOUT, EINTR) means "look
+    // again", so it is ignored.
+    unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_futex,
+            word.as_ptr(),
+            nix::libc::FUTEX_WAIT,
+            seen,
+            &ts as *const nix::libc::timespec,
+            ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every thread, in any process, sleeping in [`futex_wait`] on
+/// `word`. Change the word first.
+#[cfg(target_os = "linux")]
+pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: `word` is a live, 4-aligned u32; FUTEX_WAKE does not touch
+    // memory. A failure wakes nobody, and sleepers poll anyway.
+    unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_futex,
+            word.as_ptr(),
+            nix::libc::FUTEX_WAKE,
+            i32::MAX,
+            ptr::null::<nix::libc::timespec>(),
+            ptr::null::<u32>(),
+            0u32,
+        );
     }
 }
 

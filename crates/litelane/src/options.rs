@@ -235,8 +235,9 @@ pub struct Options {
     /// process that writes rarely never makes others wait; a linger that is
     /// not used costs the next process at most this. `Duration::ZERO` hands
     /// the turn on as soon as the writer is idle. Default 250 µs. Under
-    /// `safe` with the queue on, an idle writer never lingers: it hands the
-    /// turn on before its fsync, which the next process's commit may share.
+    /// `safe` with the queue on, an idle writer lingers only while no other
+    /// process has the database open; otherwise it hands the turn on before
+    /// its fsync, which the next process's commit may share.
     pub process_turn_linger: Duration,
     /// Name of a registered SQLite VFS to open every connection through
     /// (`sqlite3_open_v2`'s `zVfs`), e.g. a fault-injecting shim in tests.

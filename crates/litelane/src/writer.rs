@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
 
-use crate::carry::{Carry, HeldProcessTurn};
+use crate::carry::{Carry, HeldProcessTurn, Keep};
 use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, OsError, Result};
@@ -532,13 +532,14 @@ impl Writer {
             long_wait,
             busy_timeout,
             process_queue,
-            // Under `shared_sync` an idle process gives the turn back at
-            // once: the next process commits while this one syncs.
+            // Under `shared_sync` a process keeps the turn only while it is
+            // alone: another process commits while this one syncs.
             carry: Carry::new(
                 PROCESS_TURN_BUDGET,
+                process_turn_linger,
                 match shared_sync {
-                    Some(_) => Duration::ZERO,
-                    None => process_turn_linger,
+                    Some(_) => Keep::WhileAlone,
+                    None => Keep::ForBudget,
                 },
             ),
             moved: MovedCheck::default(),

@@ -28,6 +28,12 @@
 //!   of the process (SIGKILL, panic=abort, OOM kill). A dead holder's
 //!   successor wakes at once; a dead waiter is stepped over by the next
 //!   waiter's walk. There is no lease and no timeout.
+//! * **Doorbells.** For its first 20 ms a waiter sleeps on a shared futex
+//!   that the ticket ahead rings when it ends its turn, on its own thread
+//!   and with a timeout, instead of in the kernel's lock wait (which has no
+//!   timeout, so a timed wait would need a helper thread): see
+//!   `xproc/doorbell.rs`. The byte locks stay the truth; the doorbell only
+//!   says when to look at them.
 //!
 //! The module holds no SQLite code: the engine takes a turn before
 //! `BEGIN IMMEDIATE` of each group and drops it after `COMMIT`. See
@@ -139,6 +145,13 @@ struct Shared {
     /// The shared sync counters (`None`: not mapped; commits sync alone).
     #[cfg(target_os = "linux")]
     counters: Option<durable::Counters>,
+    /// The doorbells (`None`: not mapped; waiters use the kernel wait only).
+    #[cfg(target_os = "linux")]
+    bells: Option<doorbell::Doorbells>,
+    /// The open file description that read-locks the presence byte for as
+    /// long as this queue is open (`None`: no presence lock could be taken;
+    /// others then always seem present).
+    presence: Option<File>,
 }
 
 /// A kernel wait handed to the waiter thread.
@@ -190,6 +203,12 @@ impl ProcessTurn {
         self.waited
     }
 
+    /// True when another queue on this database is open, in this process
+    /// or another (see [`ProcessQueue::others_present`]).
+    pub fn others_present(&self) -> bool {
+        self.shared.others_present()
+    }
+
     /// Records `sql` as the statement this turn is running, for
     /// [`ProcessQueue::holder`] in other processes. One `pwrite` of 512
     /// bytes; errors are ignored (it is only information).
@@ -217,6 +236,7 @@ impl Drop for ProcessTurn {
             if imp::unlock_ticket(&file, self.ticket).is_ok() {
                 self.shared.put_idle(file);
             }
+            self.shared.ring(self.ticket);
         }
     }
 }
@@ -265,6 +285,9 @@ mod layout {
     pub const HEADER_LEN: usize = 32;
     /// Byte 0: the short mutex guarding the header.
     pub const MUTEX_BYTE: u64 = 0;
+    /// Byte 3: read-locked by every open queue (byte 2 is the syncer's,
+    /// `durable.rs`).
+    pub const PRESENCE_BYTE: u64 = 3;
     /// Records of the last `RING` tickets, from this offset.
     pub const RECORDS_AT: u64 = 4096;
     pub const RECORD_LEN: usize = 512;
@@ -411,9 +434,18 @@ impl ProcessQueue {
         // descriptor is closed, and with it every OFD lock of that
         // description (a turn's file is closed to drop its ticket).
         #[cfg(target_os = "linux")]
-        let counters = imp::reopen(&lock_path)
+        let (counters, bells) = match imp::reopen(&lock_path) {
+            Ok(f) => (
+                durable::Counters::map(&f).ok(),
+                doorbell::Doorbells::map(&f).ok(),
+            ),
+            Err(_) => (None, None),
+        };
+        // A description of its own: no other lock is taken through it, and
+        // it lives as long as this queue.
+        let presence = imp::reopen(&lock_path)
             .ok()
-            .and_then(|f| durable::Counters::map(&f).ok());
+            .filter(|f| imp::announce_presence(f).is_ok());
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,
@@ -422,6 +454,9 @@ impl ProcessQueue {
                 waiter: Mutex::new(None),
                 #[cfg(target_os = "linux")]
                 counters,
+                #[cfg(target_os = "linux")]
+                bells,
+                presence,
             }),
         })
     }
@@ -454,11 +489,24 @@ impl ProcessQueue {
         // still held, our ticket byte included, goes with it.
         let (ticket, since) = match imp::start(&file, self.shared.pid, &label) {
             Ok(imp::Start::Granted(t, since)) => (t, since),
-            Ok(imp::Start::Wait(pending)) => match imp::finish(&file, pending, &|| true) {
-                Ok(Some(got)) => got,
-                Ok(None) => return Err(self.degraded("an open gate refused the turn".into())),
-                Err(e) => return Err(self.degraded(e)),
-            },
+            Ok(imp::Start::Wait(pending)) => {
+                let pending =
+                    match self
+                        .shared
+                        .wait_on_bell(&file, pending, start + doorbell_window())
+                    {
+                        Ok(Waited::Granted(t, since)) => {
+                            return Ok(self.turn(file, t, start, label, since))
+                        }
+                        Ok(Waited::Pending(p)) => p,
+                        Err(e) => return Err(self.degraded(e)),
+                    };
+                match imp::finish(&file, pending, &|| true) {
+                    Ok(Some(got)) => got,
+                    Ok(None) => return Err(self.degraded("an open gate refused the turn".into())),
+                    Err(e) => return Err(self.degraded(e)),
+                }
+            }
             Err(e) => return Err(self.degraded(e)),
         };
         Ok(self.turn(file, ticket, start, label, since))
@@ -491,6 +539,23 @@ impl ProcessQueue {
                 return Ok(Some(self.turn(file, t, start, label, since)))
             }
             Ok(imp::Start::Wait(pending)) => pending,
+            Err(e) => return Err(self.degraded(e)),
+        };
+        // First on this thread, on the doorbell, for up to its window.
+        let until = start + doorbell_window().min(timeout);
+        let pending = match self.shared.wait_on_bell(&file, pending, until) {
+            Ok(Waited::Granted(t, since)) => {
+                return Ok(Some(self.turn(file, t, start, label, since)))
+            }
+            Ok(Waited::Pending(p)) if start.elapsed() >= timeout => {
+                // Gave up: closing the file finishes the ticket; the ring
+                // tells a waiter behind it at once.
+                let ticket = p.ticket();
+                drop(file);
+                self.shared.ring(ticket);
+                return Ok(None);
+            }
+            Ok(Waited::Pending(p)) => p,
             Err(e) => return Err(self.degraded(e)),
         };
         let state = Arc::new(Mutex::new(WAITING));
@@ -578,6 +643,15 @@ impl ProcessQueue {
         out
     }
 
+    /// True when another queue on this database is open, in this process or
+    /// another: one `F_OFD_GETLK` on the presence byte of the lock file,
+    /// which every open queue read-locks until it is dropped or its process
+    /// dies. True as well when that cannot be known (no lock file, an
+    /// error).
+    pub fn others_present(&self) -> bool {
+        self.shared.others_present()
+    }
+
     /// How many tickets were taken after the current (or last) turn: the
     /// writers queued behind it in every process, plus any that died while
     /// waiting and were not stepped over yet (so an upper bound). `0` when
@@ -599,7 +673,55 @@ impl ProcessQueue {
     }
 }
 
+/// How a wait on the doorbell ended.
+enum Waited {
+    /// The turn is ours: the ticket and when the turn began.
+    Granted(u64, SystemTime),
+    /// Still waiting (the window ended, or there are no doorbells): go on
+    /// with the kernel wait.
+    Pending(imp::Pending),
+}
+
+/// The doorbell window (0 where there are none).
+fn doorbell_window() -> Duration {
+    #[cfg(target_os = "linux")]
+    return doorbell::WINDOW;
+    #[cfg(not(target_os = "linux"))]
+    Duration::ZERO
+}
+
 impl Shared {
+    /// Waits for a pending ticket's turn on the calling thread, on the
+    /// doorbell of the ticket ahead, until `until` (see `xproc/doorbell.rs`).
+    fn wait_on_bell(
+        &self,
+        file: &File,
+        pending: imp::Pending,
+        until: Instant,
+    ) -> Result<Waited, String> {
+        #[cfg(target_os = "linux")]
+        if let Some(bells) = &self.bells {
+            return imp::finish_on_bell(file, pending, bells, until);
+        }
+        let _ = (file, until);
+        Ok(Waited::Pending(pending))
+    }
+
+    fn others_present(&self) -> bool {
+        self.presence
+            .as_ref()
+            .is_none_or(|f| imp::others_present(f).unwrap_or(true))
+    }
+
+    /// Rings the doorbell of a ticket whose byte was just unlocked.
+    fn ring(&self, ticket: u64) {
+        #[cfg(target_os = "linux")]
+        if let Some(bells) = &self.bells {
+            bells.ring(ticket);
+        }
+        let _ = ticket;
+    }
+
     /// Runs `job` on the waiter thread (started on first use). Waits run
     /// one after another, which is their ticket order anyway.
     fn run_wait(&self, job: WaitJob) -> Result<(), String> {
@@ -904,6 +1026,59 @@ mod imp {
         record: Record,
     }
 
+    impl Pending {
+        /// The waiting ticket.
+        pub fn ticket(&self) -> u64 {
+            self.ticket
+        }
+    }
+
+    /// Waits on the calling thread for a pending ticket's turn, until
+    /// `until`: sleeps on the doorbell of the live ticket ahead, looking
+    /// again at each ring and every [`doorbell::POLL`]. Walks down exactly as
+    /// [`finish`] does; the doorbell only replaces its kernel sleep. On
+    /// error, the caller closes `file` (the ticket is then finished).
+    pub fn finish_on_bell(
+        file: &File,
+        pending: Pending,
+        bells: &super::doorbell::Doorbells,
+        until: std::time::Instant,
+    ) -> Result<super::Waited, String> {
+        let mut w = Walk {
+            file,
+            ticket: pending.ticket,
+            h: Header { next: 0, floor: 0 }, // read once the mutex is taken
+            record: pending.record,
+            mutex: None,
+            published: true,
+        };
+        let mut k = pending.k;
+        loop {
+            // Read before the check: a ring after it changes the count.
+            let seen = bells.seen(k);
+            if !write_locked(file, layout::TICKET_BASE + k, 1)
+                .map_err(|e| ctx("cannot query a ticket lock", e))?
+            {
+                // Ticket k is finished: walk on below it.
+                match w.run(k - 1, &|| true, false)? {
+                    Step::Granted(t, since) => return Ok(super::Waited::Granted(t, since)),
+                    Step::Sleep(j) => k = j,
+                    Step::Refused => return Err("an open gate refused the turn".into()),
+                }
+                continue;
+            }
+            let now = std::time::Instant::now();
+            if now >= until {
+                return Ok(super::Waited::Pending(Pending {
+                    ticket: w.ticket,
+                    k,
+                    record: w.record,
+                }));
+            }
+            bells.wait(k, seen, (until - now).min(super::doorbell::POLL));
+        }
+    }
+
     /// Takes a ticket, and the turn if every ticket ahead is finished,
     /// without sleeping. On error, the caller closes `file`, which drops the
     /// ticket's lock: the ticket is then finished.
@@ -1096,6 +1271,23 @@ mod imp {
         header_unlocked(file).map_or(0, |h| h.next.saturating_sub(h.floor + 1))
     }
 
+    /// Read-locks the presence byte through `file`, for as long as that
+    /// open file description lives.
+    pub fn announce_presence(file: &File) -> io::Result<()> {
+        match lock_now(file, libc::F_RDLCK as libc::c_short, layout::PRESENCE_BYTE)? {
+            true => Ok(()),
+            false => Err(io::Error::other("the presence byte is write-locked")),
+        }
+    }
+
+    /// True when a description other than `file`'s holds the presence
+    /// byte: another queue is open.
+    pub fn others_present(file: &File) -> io::Result<bool> {
+        let mut fl = flock(libc::F_WRLCK as libc::c_short, layout::PRESENCE_BYTE, 1);
+        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
+        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+    }
+
     pub fn record_of(file: &File, ticket: u64) -> Option<HolderInfo> {
         let r = read_record(file, ticket)?;
         Some(HolderInfo {
@@ -1153,6 +1345,13 @@ mod imp {
         Wait(Pending),
     }
     pub struct Pending;
+
+    impl Pending {
+        // Never built: `start` fails here.
+        pub fn ticket(&self) -> u64 {
+            0
+        }
+    }
     pub fn start(_: &File, _: u32, _: &str) -> Result<Start, String> {
         Err(OFF.into())
     }
@@ -1175,11 +1374,19 @@ mod imp {
     pub fn holder(_: &File) -> Option<HolderInfo> {
         None
     }
+    pub fn announce_presence(_: &File) -> std::io::Result<()> {
+        Err(std::io::Error::other(OFF))
+    }
+    pub fn others_present(_: &File) -> std::io::Result<bool> {
+        Ok(true)
+    }
     pub fn queued(_: &File) -> u64 {
         0
     }
 }
 
+#[cfg(target_os = "linux")]
+mod doorbell;
 #[cfg(target_os = "linux")]
 mod durable;
 /// Why a commit could not be confirmed durable (see

@@ -1,0 +1,82 @@
+//! Doorbells: the next ticket wakes on its own thread when a turn ends.
+//!
+//! The queue's kernel wait (`F_OFD_SETLKW` on the ticket ahead) has no
+//! timeout, so a caller with a busy timeout waits through a helper thread:
+//! two more thread wake-ups on every hand-off between processes, the costly
+//! part of a short transaction's turn (measured in docs/concurrency.md,
+//! "Doorbells").
+//!
+//! So a waiter first waits on the calling thread, on a *doorbell*: a 32-bit
+//! counter per ticket slot (ticket mod [`BELLS`]) in the lock file's first
+//! page, mapped shared by every process, slept on with a shared futex that
+//! takes a timeout. A holder ending its turn unlocks its ticket byte, then
+//! rings its slot (adds one, wakes every sleeper on it). A waiter reads the
+//! slot's count *before* it checks the ticket byte, and sleeps only while
+//! the count is unchanged, so a ring between the check and the sleep is
+//! never missed. Slots are shared by tickets 64 apart: a ring for another
+//! ticket only makes a waiter look again.
+//!
+//! The byte locks stay the truth: a doorbell only says "look again". A
+//! holder that dies rings nothing, so a waiter on a doorbell also looks
+//! every [`POLL`]; and after [`WINDOW`] it hands its wait to the kernel
+//! wait, which wakes at once on a death. A dead holder is therefore noticed
+//! within `POLL` (1 ms) early in a wait and at once later.
+
+use std::fs::File;
+use std::io;
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+
+use crate::ffi::{futex_wait, futex_wake_all, SharedPage};
+
+/// Offset of the first doorbell in the lock file's first page (after the
+/// header and the sync counters of `durable.rs`).
+const BELLS_AT: usize = 1024;
+/// Doorbell slots: ticket `t` rings slot `t % BELLS`.
+pub const BELLS: u64 = 64;
+/// How often a waiter on a doorbell checks the ticket ahead by itself (a
+/// holder that died rang nothing): 1 ms.
+pub const POLL: Duration = Duration::from_millis(1);
+/// How long a waiter waits on the doorbell, on its own thread, before it
+/// hands the wait to the kernel's lock wait (on a helper thread when it has
+/// a timeout): 20 ms, longer than a queue of short transactions takes.
+pub const WINDOW: Duration = Duration::from_millis(20);
+
+/// The doorbells of one lock file.
+pub struct Doorbells {
+    page: SharedPage,
+}
+
+impl Doorbells {
+    /// Maps the doorbells of `file`, a lock file whose first page is
+    /// written (see `imp::initialize`). Like [`super::durable::Counters`]:
+    /// take no lock through `file`'s open file description afterwards.
+    pub fn map(file: &File) -> io::Result<Doorbells> {
+        Ok(Doorbells {
+            page: SharedPage::map(file)?,
+        })
+    }
+
+    fn slot(&self, ticket: u64) -> &std::sync::atomic::AtomicU32 {
+        self.page.word32(BELLS_AT + (ticket % BELLS) as usize * 4)
+    }
+
+    /// The count of `ticket`'s slot: read it before checking the ticket's
+    /// byte, and pass it to [`wait`](Doorbells::wait).
+    pub fn seen(&self, ticket: u64) -> u32 {
+        self.slot(ticket).load(SeqCst)
+    }
+
+    /// Sleeps until `ticket`'s slot rings (its count is no longer `seen`),
+    /// for at most `timeout`; may return early.
+    pub fn wait(&self, ticket: u64, seen: u32, timeout: Duration) {
+        futex_wait(self.slot(ticket), seen, timeout);
+    }
+
+    /// Rings `ticket`'s slot: call it after unlocking the ticket's byte.
+    pub fn ring(&self, ticket: u64) {
+        let slot = self.slot(ticket);
+        slot.fetch_add(1, SeqCst);
+        futex_wake_all(slot);
+    }
+}
