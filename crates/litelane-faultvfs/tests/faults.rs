@@ -121,6 +121,11 @@ fn disk_full_mid_transaction_rolls_back_and_the_next_write_succeeds() {
         })
         .unwrap_err();
     assert_clear(&err, SQLITE_FULL, &["full"]);
+    // The chain ends in SQLite's code, by name.
+    let code = std::error::Error::source(&err)
+        .and_then(|c| c.downcast_ref::<litelane::SqliteCode>())
+        .unwrap_or_else(|| panic!("no SQLite code under {err:?}"));
+    assert_eq!((code.name(), code.code()), ("SQLITE_FULL", SQLITE_FULL));
     assert!(vfs.faults_fired() == 0, "disk full is not an armed fault");
     vfs.set_disk_space(None);
     insert(&db, 1000, 500).expect("the next write succeeds without reopening");

@@ -38,6 +38,7 @@ mod backup;
 mod bulk;
 mod carry;
 mod checkpoint;
+mod codes;
 mod configure;
 mod connection;
 mod error;
@@ -65,6 +66,7 @@ pub use bulk::{
     TARGET_PARAMS_PER_STATEMENT,
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
+pub use codes::SqliteCode;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
