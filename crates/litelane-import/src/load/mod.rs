@@ -330,19 +330,18 @@ fn import(
 ) -> Result<i32, Error> {
     let never = AtomicBool::new(false);
     let interrupted: &AtomicBool = args.interrupt.as_deref().unwrap_or(&never);
-    let recorded = resume::load(db, table)?;
-    let migrate = resume::migrate_sql(db)?;
     let bytes_read = Arc::clone(&input.bytes_read);
     let size = input.size;
     let display = input.display.clone();
-    let prepared = if args.resume {
-        match prepare_resume(args, db, table, input, recorded)? {
-            Some(p) => p,
-            None => return Ok(EXIT_OK),
-        }
-    } else {
-        prepare_fresh(args, db, table, input, recorded)?
+    let Some(prepared) = prepare(args, db, table, input)? else {
+        return Ok(EXIT_OK);
     };
+    if interrupted.load(Ordering::SeqCst) {
+        eprintln!(
+            "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
     let Prepared {
         table,
         plan,
@@ -350,22 +349,10 @@ fn import(
         sample,
         skip,
         resume: point,
-        mut setup,
+        setup,
         progress,
-        mut rejects,
+        rejects,
     } = prepared;
-    if args.keep_other_progress {
-        rejects.name_source();
-    }
-    if !migrate.is_empty() {
-        setup.splice(0..0, migrate);
-    }
-    if interrupted.load(Ordering::SeqCst) {
-        eprintln!(
-            "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
-        );
-        return Ok(EXIT_INTERRUPTED);
-    }
 
     // What the sniffer decided (header, preamble, dialect) and why: said
     // before the rows flow when a progress bar shows, so that a wrong guess
@@ -397,37 +384,8 @@ fn import(
         .spawn(move || job.run(tx))
         .map_err(|e| Error::io("starting the parser thread", e))?;
     let rejects_path = rejects.path().map(|p| p.display().to_string());
-    let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
-    let key: Vec<usize> = plan
-        .recurring
-        .key
-        .iter()
-        .filter_map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k)))
-        .collect();
-    let extra = plan.recurring.source_column.as_ref().map(|c| {
-        columns.push(c.clone());
-        args.source.as_str()
-    });
-    let on_conflict = conflict::engine(plan.recurring.on_conflict, &plan.recurring.key);
-    let sink = Sink {
-        db,
-        table: table.clone(),
-        columns,
-        on_conflict,
-        key,
-        extra,
-        commit_every: plan.commit_every,
-        setup,
-        progress,
-        rejects,
-        max_rejects: args.max_rejects,
-        bar: &bar,
-        input: display.clone(),
-        interrupted,
-        rejects_table: plan.rejects_table.clone(),
-        source: source_key(&args.source),
-        types: plan.columns.iter().map(|c| c.ty).collect(),
-    };
+    let parts = (setup, progress, rejects);
+    let sink = sink(args, db, &table, &plan, parts, &bar, &display, interrupted);
     let result = sink.run(rx);
     let joined = parser.join();
     bar.finish();
@@ -443,90 +401,209 @@ fn import(
         return Err(Error::Input("the parser thread panicked".into()));
     }
     let wal = truncate_wal(&args.db);
-
     let seconds = start.elapsed().as_secs_f64();
-    let rate = counts.inserted as f64 / seconds.max(1e-9);
+    let done = Finished {
+        rate: counts.inserted as f64 / seconds.max(1e-9),
+        seconds,
+        counts,
+        kept,
+        null_counts,
+        wal,
+    };
     if !args.quiet {
-        let rejected = match (counts.rejected, &rejects_path) {
-            (0, _) => String::new(),
-            (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
-            (n, None) => format!("; {} records rejected (reported above)", group(n)),
-        };
-        let blank = match counts.blank {
-            0 => String::new(),
-            n => format!("; {} blank lines skipped", group(n)),
-        };
-        let blank = match counts.skipped {
-            0 => blank,
-            n => format!("{blank}; {} rows skipped: key already present", group(n)),
-        };
         if let (false, Some(line)) = (said_early, &sniffed_line) {
             eprintln!("litelane: {line}");
         }
-        if let Some(line) = kept_line(&plan, &kept) {
-            eprintln!("litelane: {line}");
-        }
-        if let Some(line) = nulls_line(&plan, &null_counts) {
-            eprintln!("litelane: {line}");
-        }
-        if let WalAfter::Kept(why) = &wal {
-            eprintln!(
-                "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
-                 `litelane checkpoint {} --mode truncate` when the readers are done",
-                args.db.display(),
-                args.db.display()
-            );
-        }
-        eprintln!(
-            "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
-            group(counts.inserted),
-            quote_ident(&table),
-            group(rate as u64),
+        say_finished(
+            args,
+            &plan,
+            &table,
+            &display,
+            &done,
+            rejects_path.as_deref(),
         );
     }
-    {
-        let columns: Vec<serde_json::Value> = plan
-            .columns
-            .iter()
-            .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
-            .collect();
-        let mut summary = serde_json::json!({
-            "table": table,
-            "rows_inserted": counts.inserted,
-            "rows_rejected": counts.rejected,
-            "blank_lines": counts.blank,
-            "seconds": seconds,
-            "rows_per_sec": rate,
-            "columns": columns,
-            "profile": args.profile.name(),
-            "rows_skipped": counts.skipped,
-            "source": args.source,
-        });
-        if let Some(s) = &plan.sniffed {
-            summary["sniffed"] = sniff::summary_json(s, plan.header);
-        }
-        // Values that did not fit their column's type, stored as written.
-        let kept_json: serde_json::Map<String, serde_json::Value> = plan
-            .columns
-            .iter()
-            .zip(&kept)
-            .filter(|(_, &n)| n > 0)
-            .map(|(c, &n)| (c.name.clone(), n.into()))
-            .collect();
-        summary["kept_as_text"] = kept_json.into();
-        summary["null_tokens"] = nulls_json(&plan, &null_counts);
-        summary["wal_truncated"] = match &wal {
-            WalAfter::Truncated => true.into(),
-            WalAfter::NotWal => serde_json::Value::Null,
-            WalAfter::Kept(_) => false.into(),
-        };
-        files::emit(args, summary);
-    }
-    Ok(if counts.rejected > 0 {
+    files::emit(args, summary(args, &plan, &table, &done));
+    Ok(if done.counts.rejected > 0 {
         EXIT_REJECTS
     } else {
         EXIT_OK
     })
+}
+
+/// Prepares the import of `input` into `table`, fresh or resumed (with the
+/// progress recorded in the database, and the statements that migrate an
+/// old progress table run first); `None` when a resumed import finds
+/// nothing left to do.
+fn prepare(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    input: source::Input,
+) -> Result<Option<Prepared>, Error> {
+    let recorded = resume::load(db, table)?;
+    let migrate = resume::migrate_sql(db)?;
+    let mut prepared = if args.resume {
+        match prepare_resume(args, db, table, input, recorded)? {
+            Some(p) => p,
+            None => return Ok(None),
+        }
+    } else {
+        prepare_fresh(args, db, table, input, recorded)?
+    };
+    if args.keep_other_progress {
+        prepared.rejects.name_source();
+    }
+    if !migrate.is_empty() {
+        prepared.setup.splice(0..0, migrate);
+    }
+    Ok(Some(prepared))
+}
+
+/// Where the rows of `plan` go: the table's columns (and the source's
+/// column, `--source-column`), the conflict key and action, the commits,
+/// the rejects and the progress bar.
+#[allow(clippy::too_many_arguments)] // each a field of the `Sink`, moved or lent once
+fn sink<'a>(
+    args: &'a ImportArgs,
+    db: &'a Database,
+    table: &str,
+    plan: &Plan,
+    (setup, progress, rejects): (Vec<String>, Option<Progress>, Rejects),
+    bar: &'a Bar,
+    display: &str,
+    interrupted: &'a AtomicBool,
+) -> Sink<'a> {
+    let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
+    let key: Vec<usize> = plan
+        .recurring
+        .key
+        .iter()
+        .filter_map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k)))
+        .collect();
+    let extra = plan.recurring.source_column.as_ref().map(|c| {
+        columns.push(c.clone());
+        args.source.as_str()
+    });
+    Sink {
+        db,
+        table: table.to_string(),
+        columns,
+        on_conflict: conflict::engine(plan.recurring.on_conflict, &plan.recurring.key),
+        key,
+        extra,
+        commit_every: plan.commit_every,
+        setup,
+        progress,
+        rejects,
+        max_rejects: args.max_rejects,
+        bar,
+        input: display.to_string(),
+        interrupted,
+        rejects_table: plan.rejects_table.clone(),
+        source: source_key(&args.source),
+        types: plan.columns.iter().map(|c| c.ty).collect(),
+    }
+}
+
+/// What a finished run stored and how long it took.
+struct Finished {
+    counts: feed::Counts,
+    /// Per column: values kept as written (they did not fit its type).
+    kept: Vec<u64>,
+    null_counts: feed::NullCounts,
+    wal: WalAfter,
+    seconds: f64,
+    /// Rows stored per second.
+    rate: f64,
+}
+
+/// Says on stderr what a finished run did: kept values, null tokens, the
+/// WAL left untruncated, and the rows, rejects and skips.
+fn say_finished(
+    args: &ImportArgs,
+    plan: &Plan,
+    table: &str,
+    display: &str,
+    done: &Finished,
+    rejects_path: Option<&str>,
+) {
+    let counts = &done.counts;
+    let rejected = match (counts.rejected, rejects_path) {
+        (0, _) => String::new(),
+        (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
+        (n, None) => format!("; {} records rejected (reported above)", group(n)),
+    };
+    let blank = match counts.blank {
+        0 => String::new(),
+        n => format!("; {} blank lines skipped", group(n)),
+    };
+    let blank = match counts.skipped {
+        0 => blank,
+        n => format!("{blank}; {} rows skipped: key already present", group(n)),
+    };
+    if let Some(line) = kept_line(plan, &done.kept) {
+        eprintln!("litelane: {line}");
+    }
+    if let Some(line) = nulls_line(plan, &done.null_counts) {
+        eprintln!("litelane: {line}");
+    }
+    if let WalAfter::Kept(why) = &done.wal {
+        eprintln!(
+            "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+             `litelane checkpoint {} --mode truncate` when the readers are done",
+            args.db.display(),
+            args.db.display()
+        );
+    }
+    eprintln!(
+        "litelane: imported {} rows into {} from {display} in {:.2} s ({} rows/s){rejected}{blank}",
+        group(counts.inserted),
+        quote_ident(table),
+        done.seconds,
+        group(done.rate as u64),
+    );
+}
+
+/// The summary `--json` prints for a finished run (see `docs/import.md`).
+fn summary(args: &ImportArgs, plan: &Plan, table: &str, done: &Finished) -> serde_json::Value {
+    let counts = &done.counts;
+    let columns: Vec<serde_json::Value> = plan
+        .columns
+        .iter()
+        .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
+        .collect();
+    let mut summary = serde_json::json!({
+        "table": table,
+        "rows_inserted": counts.inserted,
+        "rows_rejected": counts.rejected,
+        "blank_lines": counts.blank,
+        "seconds": done.seconds,
+        "rows_per_sec": done.rate,
+        "columns": columns,
+        "profile": args.profile.name(),
+        "rows_skipped": counts.skipped,
+        "source": args.source,
+    });
+    if let Some(s) = &plan.sniffed {
+        summary["sniffed"] = sniff::summary_json(s, plan.header);
+    }
+    // Values that did not fit their column's type, stored as written.
+    let kept_json: serde_json::Map<String, serde_json::Value> = plan
+        .columns
+        .iter()
+        .zip(&done.kept)
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| (c.name.clone(), n.into()))
+        .collect();
+    summary["kept_as_text"] = kept_json.into();
+    summary["null_tokens"] = nulls_json(plan, &done.null_counts);
+    summary["wal_truncated"] = match &done.wal {
+        WalAfter::Truncated => true.into(),
+        WalAfter::NotWal => serde_json::Value::Null,
+        WalAfter::Kept(_) => false.into(),
+    };
+    summary
 }
 
 /// The summary line for values that did not fit their column's type and
