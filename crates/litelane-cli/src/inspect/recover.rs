@@ -856,6 +856,41 @@ pub fn salvage(
             return Ok(report);
         }
     };
+    let dst = create_out(&src, out_tmp)?;
+    let vtabs: Vec<String> = schema
+        .iter()
+        .filter(|r| r.kind == "table" && r.sql.as_deref().is_some_and(is_virtual))
+        .map(|r| r.name.clone())
+        .collect();
+    let sequence = copy_tables(&src, &dst, &schema, &vtabs, &mut report, watch)?;
+    if let Some(seq) = sequence {
+        copy_sequence(&src, &dst, &seq, &mut report, watch)?;
+    }
+    create_objects(&dst, &schema, &vtabs, &mut report);
+    dst.execute_batch("COMMIT")
+        .map_err(|e| litelane::Error::from_sqlite(e, "committing OUT"))?;
+    report.out_integrity = {
+        let mut stmt = dst.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    dst.close()
+        .map_err(|(_, e)| litelane::Error::from_sqlite(e, "closing OUT"))?;
+    report.rows_recovered = report.tables.iter().map(|t| t.rows_recovered).sum();
+    let all_complete = report.tables.iter().all(|t| t.status == "complete")
+        && report.objects.iter().all(|o| o.created);
+    report.outcome = if all_complete && report.header_repairs.is_empty() {
+        "complete"
+    } else {
+        "partial"
+    };
+    Ok(report)
+}
+
+/// Creates OUT at `out_tmp`, defensive and with no trusted schema, with the
+/// damaged file's page size, `user_version` and `application_id`, no
+/// journal, and a transaction open.
+fn create_out(src: &Connection, out_tmp: &Path) -> Result<Connection, CliError> {
     let dst = Connection::open(out_tmp)
         .map_err(|e| litelane::Error::from_sqlite(e, format!("creating {}", out_tmp.display())))?;
     dst.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
@@ -876,12 +911,20 @@ pub fn salvage(
          PRAGMA application_id = {app_id}; BEGIN;"
     ))
     .map_err(|e| litelane::Error::from_sqlite(e, "configuring OUT"))?;
+    Ok(dst)
+}
 
-    let vtabs: Vec<String> = schema
-        .iter()
-        .filter(|r| r.kind == "table" && r.sql.as_deref().is_some_and(is_virtual))
-        .map(|r| r.name.clone())
-        .collect();
+/// Copies every ordinary table of `schema` into OUT, reporting each (and
+/// each virtual or shadow table skipped); returns `sqlite_sequence`'s row,
+/// copied last. Fails when interrupted.
+fn copy_tables(
+    src: &Connection,
+    dst: &Connection,
+    schema: &[SchemaRow],
+    vtabs: &[String],
+    report: &mut RecoverReport,
+    watch: &mut Watch,
+) -> Result<Option<SchemaRow>, CliError> {
     let mut sequence: Option<SchemaRow> = None;
     for row in schema.iter().filter(|r| r.kind == "table") {
         let lower = row.name.to_ascii_lowercase();
@@ -892,37 +935,14 @@ pub fn salvage(
         if lower.starts_with("sqlite_") {
             continue; // sqlite_stat*: rebuilt by ANALYZE / PRAGMA optimize
         }
-        if row.sql.as_deref().is_some_and(is_virtual) {
-            report.tables.push(TableReport {
-                name: row.name.clone(),
-                status: "skipped",
-                errors: vec![
-                    "a virtual table: recreate it by hand (its module may not be here)".into(),
-                ],
-                error_count: 0,
-                ..Default::default()
-            });
-            continue;
-        }
-        if let Some(v) = vtabs
-            .iter()
-            .find(|v| lower.starts_with(&format!("{}_", v.to_ascii_lowercase())))
-        {
-            report.tables.push(TableReport {
-                name: row.name.clone(),
-                status: "skipped",
-                errors: vec![format!(
-                    "a shadow table of virtual table {}",
-                    quote_ident(v)
-                )],
-                ..Default::default()
-            });
+        if let Some(skipped) = virtual_or_shadow(row, &lower, vtabs) {
+            report.tables.push(skipped);
             continue;
         }
         if row.sql.is_none() {
             continue;
         }
-        report.tables.push(copy_table(&src, &dst, row, watch));
+        report.tables.push(copy_table(src, dst, row, watch));
         if interrupted() {
             return Err(CliError::Input(format!(
                 "interrupted while copying table {}; nothing was written to OUT",
@@ -930,49 +950,95 @@ pub fn salvage(
             )));
         }
     }
-    if let Some(seq) = sequence {
-        // AUTOINCREMENT counters: created with the first such table; copy the
-        // values so new rowids do not reuse old ones.
-        let mut t = TableReport {
-            name: seq.name.clone(),
+    Ok(sequence)
+}
+
+/// The report of a table not copied because it is a virtual table or a
+/// shadow table of one (`lower`: its name in lower case); `None` for an
+/// ordinary table.
+fn virtual_or_shadow(row: &SchemaRow, lower: &str, vtabs: &[String]) -> Option<TableReport> {
+    if row.sql.as_deref().is_some_and(is_virtual) {
+        return Some(TableReport {
+            name: row.name.clone(),
+            status: "skipped",
+            errors: vec![
+                "a virtual table: recreate it by hand (its module may not be here)".into(),
+            ],
+            error_count: 0,
             ..Default::default()
-        };
-        let exists: bool = dst
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-            .unwrap_or(false);
-        if exists {
-            let _ = dst.execute("DELETE FROM sqlite_sequence", []);
-            let mut sink = Sink {
-                insert: dst
-                    .prepare_cached(
-                        "INSERT INTO sqlite_sequence(rowid, name, seq) VALUES (?, ?, ?)",
-                    )
-                    .map_err(|e| litelane::Error::from_sqlite(e, "copying sqlite_sequence"))?,
-            };
-            copy_rowid_table(
-                &src,
-                &mut sink,
-                "sqlite_sequence",
-                "rowid",
-                "name, seq",
-                &mut t,
-                watch,
-            );
-            t.status = if t.error_count == 0 {
-                "complete"
-            } else {
-                "partial"
-            };
-            report.tables.push(t);
-        }
+        });
     }
-    // Indexes from the recovered rows, then views and triggers (last, so no
-    // trigger fires while rows are copied).
+    let v = vtabs
+        .iter()
+        .find(|v| lower.starts_with(&format!("{}_", v.to_ascii_lowercase())))?;
+    Some(TableReport {
+        name: row.name.clone(),
+        status: "skipped",
+        errors: vec![format!(
+            "a shadow table of virtual table {}",
+            quote_ident(v)
+        )],
+        ..Default::default()
+    })
+}
+
+/// AUTOINCREMENT counters: OUT created `sqlite_sequence` with the first
+/// such table; its values are copied so new rowids do not reuse old ones.
+fn copy_sequence(
+    src: &Connection,
+    dst: &Connection,
+    seq: &SchemaRow,
+    report: &mut RecoverReport,
+    watch: &mut Watch,
+) -> Result<(), CliError> {
+    let mut t = TableReport {
+        name: seq.name.clone(),
+        ..Default::default()
+    };
+    let exists: bool = dst
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .unwrap_or(false);
+    if !exists {
+        return Ok(());
+    }
+    let _ = dst.execute("DELETE FROM sqlite_sequence", []);
+    let mut sink = Sink {
+        insert: dst
+            .prepare_cached("INSERT INTO sqlite_sequence(rowid, name, seq) VALUES (?, ?, ?)")
+            .map_err(|e| litelane::Error::from_sqlite(e, "copying sqlite_sequence"))?,
+    };
+    copy_rowid_table(
+        src,
+        &mut sink,
+        "sqlite_sequence",
+        "rowid",
+        "name, seq",
+        &mut t,
+        watch,
+    );
+    t.status = if t.error_count == 0 {
+        "complete"
+    } else {
+        "partial"
+    };
+    report.tables.push(t);
+    Ok(())
+}
+
+/// Indexes from the recovered rows, then views and triggers (last, so no
+/// trigger fires while rows are copied); each reported, and none made on a
+/// table not recovered.
+fn create_objects(
+    dst: &Connection,
+    schema: &[SchemaRow],
+    vtabs: &[String],
+    report: &mut RecoverReport,
+) {
     for kind in ["index", "view", "trigger"] {
         for row in schema.iter().filter(|r| r.kind == kind) {
             let Some(sql) = row.sql.as_deref() else {
@@ -989,7 +1055,7 @@ pub fn salvage(
                     quote_ident(&row.table)
                 ))
             } else {
-                create(&dst, sql)
+                create(dst, sql)
             };
             report.objects.push(ObjectReport {
                 kind: kind.into(),
@@ -999,24 +1065,6 @@ pub fn salvage(
             });
         }
     }
-    dst.execute_batch("COMMIT")
-        .map_err(|e| litelane::Error::from_sqlite(e, "committing OUT"))?;
-    report.out_integrity = {
-        let mut stmt = dst.prepare("PRAGMA integrity_check")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        rows.collect::<Result<_, _>>()?
-    };
-    dst.close()
-        .map_err(|(_, e)| litelane::Error::from_sqlite(e, "closing OUT"))?;
-    report.rows_recovered = report.tables.iter().map(|t| t.rows_recovered).sum();
-    let all_complete = report.tables.iter().all(|t| t.status == "complete")
-        && report.objects.iter().all(|o| o.created);
-    report.outcome = if all_complete && report.header_repairs.is_empty() {
-        "complete"
-    } else {
-        "partial"
-    };
-    Ok(report)
 }
 
 /// Runs one `CREATE ...` statement from the damaged file's schema in OUT:
