@@ -303,12 +303,46 @@ fn next_array_element<R: BufRead + ?Sized>(
         return Ok(None);
     };
     buf.clear();
-    let io = |line: u64, e: std::io::Error| Error::io(format!("{display}:{line}: reading"), e);
-    // Whitespace, then a comma (after an element) or the closing bracket.
-    let mut want_comma = *elements > 0;
-    let start_line;
+    let Some(first) = element_start(rdr, line, offset, cr, *elements, *opened, display)? else {
+        *state = JsonArray::Closed;
+        only_whitespace_after_array(rdr, line, display)?;
+        return Ok(None);
+    };
+    buf.push(first);
+    let start_line = *line;
+    if matches!(first, b'{' | b'[' | b'"') {
+        let at = ElementAt {
+            start_line,
+            number: *elements + 1,
+        };
+        bracketed_element(rdr, buf, line, offset, cr, at, display)?;
+    } else {
+        bare_element(rdr, buf, line, offset, display)?;
+    }
+    *elements += 1;
+    Ok(Some(start_line))
+}
+
+/// An I/O error reading `display` at `line`.
+fn read_error(display: &str, line: u64, e: std::io::Error) -> Error {
+    Error::io(format!("{display}:{line}: reading"), e)
+}
+
+/// Skips whitespace, then a comma (after an element: `elements > 0`), and
+/// returns the element's first byte; `None` at the closing bracket. A
+/// missing or doubled comma, or the end of the input, is an error.
+fn element_start<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    line: &mut u64,
+    offset: &mut u64,
+    cr: &mut bool,
+    elements: u64,
+    opened: u64,
+    display: &str,
+) -> Result<Option<u8>, Error> {
+    let mut want_comma = elements > 0;
     loop {
-        let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
         if avail.is_empty() {
             return Err(Error::at(
                 display,
@@ -342,29 +376,7 @@ fn next_array_element<R: BufRead + ?Sized>(
             _ => *cr = false,
         }
         match c {
-            b']' => {
-                *state = JsonArray::Closed;
-                // Only whitespace may follow.
-                loop {
-                    let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-                    if avail.is_empty() {
-                        return Ok(None);
-                    }
-                    let n = avail.len();
-                    if let Some(i) = avail.iter().position(|c| !c.is_ascii_whitespace()) {
-                        let at = *line + line_breaks(&avail[..i]);
-                        return Err(Error::at(
-                            display,
-                            at,
-                            "text after the closing bracket of the JSON array \
-                 (a JSON file holds one array of objects; NDJSON holds one object \
-                 per line)",
-                        ));
-                    }
-                    *line += line_breaks(avail);
-                    rdr.consume(n);
-                }
-            }
+            b']' => return Ok(None),
             b',' if want_comma => want_comma = false,
             _ if want_comma => {
                 return Err(Error::at(
@@ -387,105 +399,152 @@ fn next_array_element<R: BufRead + ?Sized>(
                     ),
                 ))
             }
-            _ => {
-                buf.push(c);
-                start_line = *line;
-                break;
+            _ => return Ok(Some(c)),
+        }
+    }
+}
+
+/// After the closing bracket of the array, only whitespace may follow.
+fn only_whitespace_after_array<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    line: &mut u64,
+    display: &str,
+) -> Result<(), Error> {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        let n = avail.len();
+        if let Some(i) = avail.iter().position(|c| !c.is_ascii_whitespace()) {
+            let at = *line + line_breaks(&avail[..i]);
+            return Err(Error::at(
+                display,
+                at,
+                "text after the closing bracket of the JSON array \
+                 (a JSON file holds one array of objects; NDJSON holds one object \
+                 per line)",
+            ));
+        }
+        *line += line_breaks(avail);
+        rdr.consume(n);
+    }
+}
+
+/// A bare number or word (its first byte in `buf`): its end is the next
+/// comma, bracket or whitespace.
+fn bare_element<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    display: &str,
+) -> Result<(), Error> {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        match avail
+            .iter()
+            .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            Some(i) => {
+                buf.extend_from_slice(&avail[..i]);
+                rdr.consume(i);
+                *offset += i as u64;
+                return Ok(());
+            }
+            None => {
+                let n = avail.len();
+                buf.extend_from_slice(avail);
+                rdr.consume(n);
+                *offset += n as u64;
             }
         }
     }
-    // The element: up to the end of its outermost brackets (or, for a bare
-    // value, up to the next comma, bracket or whitespace).
+}
+
+/// Where an element begins, for the error of one never closed.
+#[derive(Clone, Copy)]
+struct ElementAt {
+    start_line: u64,
+    /// Its number in the array, from 1.
+    number: u64,
+}
+
+/// An object, array or string element (its first byte in `buf`): up to the
+/// end of its outermost brackets, or its closing quote.
+fn bracketed_element<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    cr: &mut bool,
+    at: ElementAt,
+    display: &str,
+) -> Result<(), Error> {
     let mut depth: u32 = matches!(buf[0], b'{' | b'[') as u32;
     let mut in_string = buf[0] == b'"';
     let mut escaped = false;
-    if depth == 0 && !in_string {
-        // A bare number or word: its end is the next delimiter.
-        loop {
-            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-            if avail.is_empty() {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        if avail.is_empty() {
+            let ElementAt { start_line, number } = at;
+            return Err(Error::at(
+                display,
+                start_line,
+                format!(
+                    "element {number} of the JSON array, begun on line \
+                 {start_line}, is never closed: the input ends inside it (is the file cut \
+                 short?)"
+                ),
+            ));
+        }
+        let mut used = avail.len();
+        let mut done = false;
+        for (i, &c) in avail.iter().enumerate() {
+            if depth == 0 && !in_string {
+                // A string element ended at its closing quote.
+                used = i;
+                done = true;
                 break;
             }
-            match avail
-                .iter()
-                .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-            {
-                Some(i) => {
-                    buf.extend_from_slice(&avail[..i]);
-                    rdr.consume(i);
-                    *offset += i as u64;
-                    break;
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if c == b'\\' {
+                    escaped = true;
+                } else if c == b'"' {
+                    in_string = false;
                 }
-                None => {
-                    let n = avail.len();
-                    buf.extend_from_slice(avail);
-                    rdr.consume(n);
-                    *offset += n as u64;
+                continue;
+            }
+            match c {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        used = i + 1;
+                        done = true;
+                        break;
+                    }
                 }
+                _ => {}
             }
         }
-    } else {
-        'outer: loop {
-            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-            if avail.is_empty() {
-                return Err(Error::at(
-                    display,
-                    start_line,
-                    format!(
-                        "element {} of the JSON array, begun on line \
-                 {start_line}, is never closed: the input ends inside it (is the file cut \
-                 short?)",
-                        *elements + 1
-                    ),
-                ));
-            }
-            let mut used = avail.len();
-            let mut done = false;
-            for (i, &c) in avail.iter().enumerate() {
-                if depth == 0 && !in_string {
-                    // A string element ended at its closing quote.
-                    used = i;
-                    done = true;
-                    break;
-                }
-                if in_string {
-                    if escaped {
-                        escaped = false;
-                    } else if c == b'\\' {
-                        escaped = true;
-                    } else if c == b'"' {
-                        in_string = false;
-                    }
-                    continue;
-                }
-                match c {
-                    b'"' => in_string = true,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            used = i + 1;
-                            done = true;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let chunk = &avail[..used];
-            // A CRLF split between two reads is one line break.
-            *line += line_breaks(chunk) - (*cr && chunk.first() == Some(&b'\n')) as u64;
-            *cr = chunk.last() == Some(&b'\r');
-            buf.extend_from_slice(chunk);
-            rdr.consume(used);
-            *offset += used as u64;
-            if done {
-                break 'outer;
-            }
+        let chunk = &avail[..used];
+        // A CRLF split between two reads is one line break.
+        *line += line_breaks(chunk) - (*cr && chunk.first() == Some(&b'\n')) as u64;
+        *cr = chunk.last() == Some(&b'\r');
+        buf.extend_from_slice(chunk);
+        rdr.consume(used);
+        *offset += used as u64;
+        if done {
+            return Ok(());
         }
     }
-    *elements += 1;
-    Ok(Some(start_line))
 }
 
 impl Records {
