@@ -342,17 +342,7 @@ fn import(
         );
         return Ok(EXIT_INTERRUPTED);
     }
-    let Prepared {
-        table,
-        plan,
-        records,
-        sample,
-        skip,
-        resume: point,
-        setup,
-        progress,
-        rejects,
-    } = prepared;
+    let (table, plan) = (prepared.table, prepared.plan);
 
     // What the sniffer decided (header, preamble, dialect) and why: said
     // before the rows flow when a progress bar shows, so that a wrong guess
@@ -366,25 +356,20 @@ fn import(
     if let (true, Some(line)) = (said_early, &sniffed_line) {
         eprintln!("litelane: {line}");
     }
-    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
     let mut converter = Converter::new(plan.clone());
     converter.set_max_length(max_length(db)?);
-    let job = ParseJob {
-        records,
-        sample,
+    let rejects_path = prepared.rejects.path().map(|p| p.display().to_string());
+    let (parser, rx) = start_parser(ParseJob {
+        records: prepared.records,
+        sample: prepared.sample,
         converter,
-        skip,
-        resume: point,
+        skip: prepared.skip,
+        resume: prepared.resume,
         bytes_read,
         size,
         display: display.clone(),
-    };
-    let parser = std::thread::Builder::new()
-        .name("litelane-parse".into())
-        .spawn(move || job.run(tx))
-        .map_err(|e| Error::io("starting the parser thread", e))?;
-    let rejects_path = rejects.path().map(|p| p.display().to_string());
-    let parts = (setup, progress, rejects);
+    })?;
+    let parts = (prepared.setup, prepared.progress, prepared.rejects);
     let sink = sink(args, db, &table, &plan, parts, &bar, &display, interrupted);
     let result = sink.run(rx);
     let joined = parser.join();
@@ -401,15 +386,7 @@ fn import(
         return Err(Error::Input("the parser thread panicked".into()));
     }
     let wal = truncate_wal(&args.db);
-    let seconds = start.elapsed().as_secs_f64();
-    let done = Finished {
-        rate: counts.inserted as f64 / seconds.max(1e-9),
-        seconds,
-        counts,
-        kept,
-        null_counts,
-        wal,
-    };
+    let done = Finished::new(counts, kept, null_counts, wal, start);
     if !args.quiet {
         if let (false, Some(line)) = (said_early, &sniffed_line) {
             eprintln!("litelane: {line}");
@@ -429,6 +406,20 @@ fn import(
     } else {
         EXIT_OK
     })
+}
+
+/// The batches `job` parses, from a thread of their own, through a bounded
+/// channel.
+type Parsed = std::sync::mpsc::Receiver<Result<crate::convert::batch::Batch, Error>>;
+
+/// Starts the parser thread running `job`.
+fn start_parser(job: ParseJob) -> Result<(std::thread::JoinHandle<()>, Parsed), Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
+    let parser = std::thread::Builder::new()
+        .name("litelane-parse".into())
+        .spawn(move || job.run(tx))
+        .map_err(|e| Error::io("starting the parser thread", e))?;
+    Ok((parser, rx))
 }
 
 /// Prepares the import of `input` into `table`, fresh or resumed (with the
@@ -516,6 +507,27 @@ struct Finished {
     seconds: f64,
     /// Rows stored per second.
     rate: f64,
+}
+
+impl Finished {
+    /// The run begun at `start`, finished now.
+    fn new(
+        counts: feed::Counts,
+        kept: Vec<u64>,
+        null_counts: feed::NullCounts,
+        wal: WalAfter,
+        start: Instant,
+    ) -> Finished {
+        let seconds = start.elapsed().as_secs_f64();
+        Finished {
+            rate: counts.inserted as f64 / seconds.max(1e-9),
+            seconds,
+            counts,
+            kept,
+            null_counts,
+            wal,
+        }
+    }
 }
 
 /// Says on stderr what a finished run did: kept values, null tokens, the

@@ -613,12 +613,7 @@ pub fn sniff(
         ));
     }
     let first = start.first_record(&recs, fields);
-    let quoted = quote.map(|q| {
-        let at = |r: &Rec| r.position().map_or(usize::MAX, |p| p.byte() as usize);
-        let of = |r: &Rec| quoting(head, at(r), delimiter, q);
-        let rows: Vec<Vec<bool>> = recs[start.at + 1..].iter().take(200).map(of).collect();
-        (of(&recs[start.at]), rows)
-    });
+    let quoted = quote.map(|q| quotings(head, &recs[start.at..], delimiter, q));
     let (header, header_reason) = match opts.header {
         Some(true) => (true, "--header".to_string()),
         Some(false) => (false, "--no-header".to_string()),
@@ -631,13 +626,7 @@ pub fn sniff(
             )
         }),
     };
-    if start.index_column {
-        notes.push(format!(
-            "the header has {} fields and the records {fields}: the first field of each record \
-             is a row name, imported as column {INDEX_COLUMN:?}",
-            fields - 1
-        ));
-    }
+    notes.extend(start.index_note(fields));
     if opts.header.is_none() {
         notes.push(format!(
             "{}: {header_reason}",
@@ -674,6 +663,15 @@ pub fn sniff(
         notes,
         sampled: Some(Sampled { records: n, places }),
     })
+}
+
+/// Which fields were quoted: of the first of `recs` and of up to 200
+/// records after it (read again from `head`, where each record starts).
+fn quotings(head: &[u8], recs: &[Rec], delimiter: u8, q: u8) -> (Vec<bool>, Vec<Vec<bool>>) {
+    let at = |r: &Rec| r.position().map_or(usize::MAX, |p| p.byte() as usize);
+    let of = |r: &Rec| quoting(head, at(r), delimiter, q);
+    let rows: Vec<Vec<bool>> = recs[1..].iter().take(200).map(of).collect();
+    (of(&recs[0]), rows)
 }
 
 /// The delimiter and quote: TSV's tab and no quote, or the user's
@@ -805,6 +803,17 @@ impl Start {
         } else {
             recs[self.at].clone()
         }
+    }
+
+    /// The note saying the first field is a row name, when it is.
+    fn index_note(&self, fields: usize) -> Option<String> {
+        self.index_column.then(|| {
+            format!(
+                "the header has {} fields and the records {fields}: the first field of each \
+                 record is a row name, imported as column {INDEX_COLUMN:?}",
+                fields - 1
+            )
+        })
     }
 
     /// A header told by the first record's shape alone, and why; `None`
