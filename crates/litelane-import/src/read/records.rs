@@ -547,6 +547,154 @@ fn bracketed_element<R: BufRead + ?Sized>(
     }
 }
 
+/// The next CSV/TSV record of `rdr` (see [`Records::next_record`]).
+fn next_csv<'a>(
+    rdr: &mut csv::Reader<Lines>,
+    rec: &'a mut csv::ByteRecord,
+    next_line: &mut u64,
+    blank: &mut u64,
+    display: &str,
+) -> Result<Option<RawRef<'a>>, Error> {
+    let more = rdr.read_byte_record(rec).map_err(|e| {
+        // An I/O error (invalid UTF-16, a broken gzip stream) has
+        // no record position: name the line being read.
+        let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
+        let line = rdr.get_ref().line_at(at);
+        let msg = e.to_string();
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => Error::io(format!("{display}:{line}: reading"), io),
+            _ => Error::at(display, line, format!("reading: {msg}")),
+        }
+    })?;
+    if !more {
+        // Only reached when the sentinel was swallowed (below).
+        return Ok(None);
+    }
+    // A record's end is exact (its start may include the blank
+    // lines before it): its line is the one after its end, less
+    // the line breaks inside its fields and its own.
+    let end = rdr.position().byte();
+    let lines = rdr.get_ref();
+    let claimed = lines.claimed.get();
+    let after = lines.line_at(end);
+    // Line breaks up to its end: its own, and only when there are
+    // more (blank lines before it, or breaks inside its quoted
+    // fields) is the record scanned for the ones inside it.
+    let popped = lines.claimed.get() - claimed;
+    if let Some(total) = lines.total {
+        let tail_end = total + 2 + SENTINEL.len() as u64;
+        if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
+            // Blank lines between the last record and the end
+            // are counted too: only the input's own line breaks
+            // (and the one that ends an unterminated last line)
+            // were counted, so `after` is its line count + 1.
+            if after > *next_line {
+                *blank += after - *next_line;
+            }
+            *next_line = after;
+            return Ok(None);
+        }
+        if end > total + 1 {
+            let last = &rec[rec.len() - 1];
+            let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
+            // Every line break after the field's start is in it.
+            let opened = after
+                .saturating_sub(line_breaks(real) + lines.tail_break as u64)
+                .max(1);
+            return Err(Error::at(
+                display,
+                opened,
+                format!(
+                    "a quoted field opened on line {opened} is never \
+                 closed: the quote is still open at the end of the input; close it, \
+                 or double it (\"\") if it is data"
+                ),
+            ));
+        }
+    }
+    let inside = if popped > 1 {
+        line_breaks(rec.as_slice())
+    } else {
+        0
+    };
+    let line = after.saturating_sub(1 + inside).max(1);
+    if line > *next_line {
+        *blank += line - *next_line;
+    }
+    *next_line = line + 1 + inside;
+    Ok(Some(RawRef::Csv(rec, Place { line, end })))
+}
+
+/// The next NDJSON line, or JSON array element, of `rdr` (see
+/// [`Records::next_record`]); `line` and `offset` count what was read.
+fn next_json<'a>(
+    rdr: &mut Box<dyn BufRead + Send>,
+    buf: &'a mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    blank: &mut u64,
+    array: &mut JsonArray,
+    display: &str,
+) -> Result<Option<RawRef<'a>>, Error> {
+    loop {
+        if *array == JsonArray::Unknown {
+            let is_array = starts_json_array(rdr.as_mut())
+                .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
+            *array = JsonArray::Lines;
+            if is_array {
+                // Up to and including the '['.
+                let head = rdr
+                    .fill_buf()
+                    .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
+                let i = head.iter().position(|&c| c == b'[').unwrap_or(0);
+                let opened = 1 + line_breaks(&head[..i]);
+                rdr.consume(i + 1);
+                *offset += i as u64 + 1;
+                *line = opened;
+                *array = JsonArray::Open {
+                    elements: 0,
+                    opened,
+                    cr: false,
+                };
+            }
+        }
+        if matches!(array, JsonArray::Open { .. } | JsonArray::Closed) {
+            let at = next_array_element(rdr.as_mut(), buf, line, offset, array, display)?;
+            return Ok(at.map(|start| {
+                RawRef::Json(
+                    buf,
+                    Place {
+                        line: start,
+                        end: *offset,
+                    },
+                )
+            }));
+        }
+        buf.clear();
+        let n = read_line_any(rdr.as_mut(), buf)
+            .map_err(|e| Error::io(format!("{display}:{}: reading", *line + 1), e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        *line += 1;
+        *offset += n as u64;
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if buf.iter().all(|c| c.is_ascii_whitespace()) {
+            *blank += 1;
+            continue;
+        }
+        return Ok(Some(RawRef::Json(
+            buf,
+            Place {
+                line: *line,
+                end: *offset,
+            },
+        )));
+    }
+}
+
 impl Records {
     /// Reads `input` as `format`.
     pub fn new(format: Format, input: Box<dyn BufRead + Send>) -> Records {
@@ -604,78 +752,7 @@ impl Records {
                 rec,
                 next_line,
                 blank,
-            } => {
-                let more = rdr.read_byte_record(rec).map_err(|e| {
-                    // An I/O error (invalid UTF-16, a broken gzip stream) has
-                    // no record position: name the line being read.
-                    let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
-                    let line = rdr.get_ref().line_at(at);
-                    let msg = e.to_string();
-                    match e.into_kind() {
-                        csv::ErrorKind::Io(io) => {
-                            Error::io(format!("{display}:{line}: reading"), io)
-                        }
-                        _ => Error::at(display, line, format!("reading: {msg}")),
-                    }
-                })?;
-                if !more {
-                    // Only reached when the sentinel was swallowed (below).
-                    return Ok(None);
-                }
-                // A record's end is exact (its start may include the blank
-                // lines before it): its line is the one after its end, less
-                // the line breaks inside its fields and its own.
-                let end = rdr.position().byte();
-                let lines = rdr.get_ref();
-                let claimed = lines.claimed.get();
-                let after = lines.line_at(end);
-                // Line breaks up to its end: its own, and only when there are
-                // more (blank lines before it, or breaks inside its quoted
-                // fields) is the record scanned for the ones inside it.
-                let popped = lines.claimed.get() - claimed;
-                if let Some(total) = lines.total {
-                    let tail_end = total + 2 + SENTINEL.len() as u64;
-                    if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
-                        // Blank lines between the last record and the end
-                        // are counted too: only the input's own line breaks
-                        // (and the one that ends an unterminated last line)
-                        // were counted, so `after` is its line count + 1.
-                        if after > *next_line {
-                            *blank += after - *next_line;
-                        }
-                        *next_line = after;
-                        return Ok(None);
-                    }
-                    if end > total + 1 {
-                        let last = &rec[rec.len() - 1];
-                        let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
-                        // Every line break after the field's start is in it.
-                        let opened = after
-                            .saturating_sub(line_breaks(real) + lines.tail_break as u64)
-                            .max(1);
-                        return Err(Error::at(
-                            display,
-                            opened,
-                            format!(
-                                "a quoted field opened on line {opened} is never \
-                             closed: the quote is still open at the end of the input; close it, \
-                             or double it (\"\") if it is data"
-                            ),
-                        ));
-                    }
-                }
-                let inside = if popped > 1 {
-                    line_breaks(rec.as_slice())
-                } else {
-                    0
-                };
-                let line = after.saturating_sub(1 + inside).max(1);
-                if line > *next_line {
-                    *blank += line - *next_line;
-                }
-                *next_line = line + 1 + inside;
-                Ok(Some(RawRef::Csv(rec, Place { line, end })))
-            }
+            } => next_csv(rdr, rec, next_line, blank, display),
             Records::Ndjson {
                 rdr,
                 buf,
@@ -683,63 +760,7 @@ impl Records {
                 offset,
                 blank,
                 array,
-            } => loop {
-                if *array == JsonArray::Unknown {
-                    let is_array = starts_json_array(rdr.as_mut())
-                        .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
-                    *array = JsonArray::Lines;
-                    if is_array {
-                        // Up to and including the '['.
-                        let head = rdr
-                            .fill_buf()
-                            .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
-                        let i = head.iter().position(|&c| c == b'[').unwrap_or(0);
-                        let opened = 1 + line_breaks(&head[..i]);
-                        rdr.consume(i + 1);
-                        *offset += i as u64 + 1;
-                        *line = opened;
-                        *array = JsonArray::Open {
-                            elements: 0,
-                            opened,
-                            cr: false,
-                        };
-                    }
-                }
-                if matches!(array, JsonArray::Open { .. } | JsonArray::Closed) {
-                    let at = next_array_element(rdr.as_mut(), buf, line, offset, array, display)?;
-                    return Ok(at.map(|start| {
-                        RawRef::Json(
-                            buf,
-                            Place {
-                                line: start,
-                                end: *offset,
-                            },
-                        )
-                    }));
-                }
-                buf.clear();
-                let n = read_line_any(rdr.as_mut(), buf)
-                    .map_err(|e| Error::io(format!("{display}:{}: reading", *line + 1), e))?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                *line += 1;
-                *offset += n as u64;
-                while matches!(buf.last(), Some(b'\n' | b'\r')) {
-                    buf.pop();
-                }
-                if buf.iter().all(|c| c.is_ascii_whitespace()) {
-                    *blank += 1;
-                    continue;
-                }
-                return Ok(Some(RawRef::Json(
-                    buf,
-                    Place {
-                        line: *line,
-                        end: *offset,
-                    },
-                )));
-            },
+            } => next_json(rdr, buf, line, offset, blank, array, display),
         }
     }
 }
