@@ -557,104 +557,29 @@ fn copy_rowid_table(
         }
         watch.tick(t, &format!("at rowid {start}"));
         let before = start;
-        let mut got = 0i64;
-        let mut last: Option<i64> = None;
-        let mut failed: Option<String> = None;
-        // A row came back out of order: what lies between is unknown.
-        let mut disorder = false;
-        match src.prepare_cached(&sql) {
+        let read = match src.prepare_cached(&sql) {
             Err(e) => {
                 t.error(e);
                 return;
             }
-            Ok(mut stmt) => match stmt.query([start]) {
-                Err(e) => failed = Some(e.to_string()),
-                Ok(mut rows) => loop {
-                    match rows.next() {
-                        Ok(None) => break,
-                        Ok(Some(r)) => {
-                            let n = r.as_ref().column_count();
-                            match (0..n).map(|i| r.get(i)).collect::<Result<Vec<Value>, _>>() {
-                                Ok(v) => {
-                                    let Value::Integer(id) = v[0] else {
-                                        failed = Some("a rowid that is not an integer".into());
-                                        break;
-                                    };
-                                    let floor = last.map_or(start, |l| l.saturating_add(1));
-                                    if id < floor || last == Some(i64::MAX) {
-                                        disorder = true;
-                                        failed = Some(format!(
-                                            "rowid {id} came after rowid {}: the b-tree is \
-                                             damaged (rows out of order)",
-                                            floor.saturating_sub(1)
-                                        ));
-                                        break;
-                                    }
-                                    sink.put(&v, t);
-                                    last = Some(id);
-                                    got += 1;
-                                }
-                                Err(e) => {
-                                    failed = Some(e.to_string());
-                                    break;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            failed = Some(e.to_string());
-                            break;
-                        }
-                    }
-                },
-            },
-        }
-        if let Some(id) = last {
+            Ok(mut stmt) => read_batch(&mut stmt, start, sink, t),
+        };
+        if let Some(id) = read.last {
             if id == i64::MAX {
                 return;
             }
             start = id + 1;
         }
-        let Some(err) = failed else {
-            if got < BATCH {
+        let Some(err) = &read.failed else {
+            if read.got < BATCH {
                 return; // the end of the table
             }
             continue;
         };
-        t.error(&err);
-        // Which is damaged: one row's content, or the page(s) from start on?
-        match probe(src, q_table, rid, start) {
-            Ok(Some(r)) if disorder && r > before => {
-                // The scan left the b-tree (a row out of order), not a row's
-                // content: go on from the next rowid a seek finds, which may
-                // well read; what lay between is unknown.
-                if r > start {
-                    t.lost_rowid_ranges.push((start, r - 1));
-                }
-                start = r;
-            }
-            Ok(Some(r)) => {
-                // The rowid reads, the row does not: skip that row. Rows the
-                // failed read should have met before it (when the seek skips
-                // over part of the damage) are in the range too.
-                t.rows_unreadable += 1;
-                let from = if last.is_some() || disorder { start } else { r };
-                t.lost_rowid_ranges.push((from, r));
-                if r == i64::MAX {
-                    return;
-                }
-                start = r + 1;
-            }
-            Ok(None) => return,
-            Err(_) => match skip_damage(src, q_table, rid, start) {
-                Some(s) => {
-                    t.lost_rowid_ranges.push((start, s - 1));
-                    start = s;
-                }
-                None => {
-                    t.lost_rowid_ranges.push((start, i64::MAX));
-                    return;
-                }
-            },
+        t.error(err);
+        match past_damage(src, q_table, rid, start, before, &read, t) {
+            Some(next) => start = next,
+            None => return,
         }
         if start <= before {
             // Cannot happen by the rules above; if it ever did, stop rather
@@ -663,6 +588,126 @@ fn copy_rowid_table(
             t.lost_rowid_ranges.push((start, i64::MAX));
             return;
         }
+    }
+}
+
+/// What one batch of a rowid scan read.
+struct BatchRead {
+    /// Rows copied.
+    got: i64,
+    /// The last rowid copied.
+    last: Option<i64>,
+    /// Why the batch ended early.
+    failed: Option<String>,
+    /// A row came back out of order: what lies between is unknown.
+    disorder: bool,
+}
+
+/// Reads one batch from rowid `start` on (`stmt`: the scan's query) and
+/// copies each row through `sink`, stopping at the first error or row out
+/// of order.
+fn read_batch(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    start: i64,
+    sink: &mut Sink<'_>,
+    t: &mut TableReport,
+) -> BatchRead {
+    let mut read = BatchRead {
+        got: 0,
+        last: None,
+        failed: None,
+        disorder: false,
+    };
+    let mut rows = match stmt.query([start]) {
+        Ok(rows) => rows,
+        Err(e) => {
+            read.failed = Some(e.to_string());
+            return read;
+        }
+    };
+    loop {
+        let r = match rows.next() {
+            Ok(None) => return read,
+            Ok(Some(r)) => r,
+            Err(e) => {
+                read.failed = Some(e.to_string());
+                return read;
+            }
+        };
+        let n = r.as_ref().column_count();
+        let v = match (0..n).map(|i| r.get(i)).collect::<Result<Vec<Value>, _>>() {
+            Ok(v) => v,
+            Err(e) => {
+                read.failed = Some(e.to_string());
+                return read;
+            }
+        };
+        let Value::Integer(id) = v[0] else {
+            read.failed = Some("a rowid that is not an integer".into());
+            return read;
+        };
+        let floor = read.last.map_or(start, |l| l.saturating_add(1));
+        if id < floor || read.last == Some(i64::MAX) {
+            read.disorder = true;
+            read.failed = Some(format!(
+                "rowid {id} came after rowid {}: the b-tree is damaged (rows out of order)",
+                floor.saturating_sub(1)
+            ));
+            return read;
+        }
+        sink.put(&v, t);
+        read.last = Some(id);
+        read.got += 1;
+    }
+}
+
+/// Where the scan goes on after a batch that met damage at `start` (the
+/// batch began at `before`): which is damaged, one row's content or the
+/// page(s) from `start` on, decides; what is skipped is recorded as lost.
+/// `None`: nothing further can be read.
+fn past_damage(
+    src: &Connection,
+    q_table: &str,
+    rid: &str,
+    start: i64,
+    before: i64,
+    read: &BatchRead,
+    t: &mut TableReport,
+) -> Option<i64> {
+    match probe(src, q_table, rid, start) {
+        Ok(Some(r)) if read.disorder && r > before => {
+            // The scan left the b-tree (a row out of order), not a row's
+            // content: go on from the next rowid a seek finds, which may
+            // well read; what lay between is unknown.
+            if r > start {
+                t.lost_rowid_ranges.push((start, r - 1));
+            }
+            Some(r)
+        }
+        Ok(Some(r)) => {
+            // The rowid reads, the row does not: skip that row. Rows the
+            // failed read should have met before it (when the seek skips
+            // over part of the damage) are in the range too.
+            t.rows_unreadable += 1;
+            let from = if read.last.is_some() || read.disorder {
+                start
+            } else {
+                r
+            };
+            t.lost_rowid_ranges.push((from, r));
+            (r != i64::MAX).then(|| r + 1)
+        }
+        Ok(None) => None,
+        Err(_) => match skip_damage(src, q_table, rid, start) {
+            Some(s) => {
+                t.lost_rowid_ranges.push((start, s - 1));
+                Some(s)
+            }
+            None => {
+                t.lost_rowid_ranges.push((start, i64::MAX));
+                None
+            }
+        },
     }
 }
 
