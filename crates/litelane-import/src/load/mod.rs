@@ -699,11 +699,13 @@ fn absolute(p: &std::path::Path) -> Result<PathBuf, Error> {
 /// A new import: read the sniffed layout, the header and a sample (and the
 /// existing table), decide the plan in the pure steps of [`plan`], then
 /// open the rejects output and collect the statements to run first.
+// About 90 lines: three commented stages (read, decide, write), each a few
+// calls into `plan`, most of the length their argument lists.
 fn prepare_fresh(
     args: &ImportArgs,
     db: &Database,
     table: &str,
-    mut input: source::Input,
+    input: source::Input,
     recorded: Vec<Progress>,
 ) -> Result<Prepared, Error> {
     let mode = args.mode.unwrap_or(Mode::Create);
@@ -721,34 +723,8 @@ fn prepare_fresh(
 
     // Read: the sniffed (or given) plan of a CSV/TSV file, then the
     // preamble, the header and the sample.
-    let mut format = plan::given_format(args.format, &args.source);
-    if args.format.is_none()
-        && args.plan.is_none()
-        && source::Format::from_name(&args.source).is_none()
-        && records::starts_json(&mut input.reader)
-            .map_err(|e| Error::io(format!("reading {display}"), e))?
-    {
-        // No extension to go by, and the content is JSON.
-        format = Format::Ndjson;
-    }
-    let sniffed = sniff::plan_for_import(
-        args.plan.as_ref(),
-        format,
-        args.delimiter,
-        args.header,
-        args.no_header,
-        &args.nulls,
-        types == Types::Text,
-        &mut input,
-        &args.source,
-    )?;
-    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
-    let mut records = match &sniffed {
-        Some(p) => p.sniffed().records(layout.format, input.reader),
-        None => Records::new(layout.format, input.reader),
-    };
-    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
-    let sample = plan::read_sample(&mut records, &display)?;
+    let fingerprint = input.fingerprint.clone();
+    let (sniffed, layout, records, sample) = read_fresh(args, types, input)?;
 
     // Decide: the input's columns, the key, the table's columns and DDL.
     let inputs = match &sniffed {
@@ -800,7 +776,7 @@ fn prepare_fresh(
     let progress = plan::progress_record(
         &target.table,
         &source,
-        input.fingerprint.clone(),
+        fingerprint,
         &plan,
         rejects.path().map(|p| p.display().to_string()),
         args.commit_every,
@@ -816,6 +792,55 @@ fn prepare_fresh(
         progress,
         rejects,
     })
+}
+
+/// What a fresh import reads before it decides: the sniffed (or given)
+/// plan of a CSV/TSV file, then the preamble, the header and the sample.
+/// The format is the given one, else the extension's, else JSON when the
+/// content starts as JSON.
+fn read_fresh(
+    args: &ImportArgs,
+    types: Types,
+    mut input: source::Input,
+) -> Result<
+    (
+        Option<sniff::SniffPlan>,
+        plan::Layout,
+        Records,
+        Vec<RawOwned>,
+    ),
+    Error,
+> {
+    let display = input.display.clone();
+    let mut format = plan::given_format(args.format, &args.source);
+    if args.format.is_none()
+        && args.plan.is_none()
+        && source::Format::from_name(&args.source).is_none()
+        && records::starts_json(&mut input.reader)
+            .map_err(|e| Error::io(format!("reading {display}"), e))?
+    {
+        // No extension to go by, and the content is JSON.
+        format = Format::Ndjson;
+    }
+    let sniffed = sniff::plan_for_import(
+        args.plan.as_ref(),
+        format,
+        args.delimiter,
+        args.header,
+        args.no_header,
+        &args.nulls,
+        types == Types::Text,
+        &mut input,
+        &args.source,
+    )?;
+    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
+    let mut records = match &sniffed {
+        Some(p) => p.sniffed().records(layout.format, input.reader),
+        None => Records::new(layout.format, input.reader),
+    };
+    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
+    let sample = plan::read_sample(&mut records, &display)?;
+    Ok((sniffed, layout, records, sample))
 }
 
 /// The rejects output of a fresh import: `--rejects` FILE (started anew,
