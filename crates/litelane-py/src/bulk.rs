@@ -201,6 +201,10 @@ fn report<'py>(py: Python<'py>, r: &InsertReport) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
+/// `Connection.insert_many`: inserts `rows` (dicts, or sequences in the
+/// order of `columns`) into `table` through the engine's bulk inserter on a
+/// thread of its own, `batch` rows per hand-over, committing every
+/// `commit_every` rows (default: once). Returns the inserter's report.
 pub fn insert_many<'py>(
     py: Python<'py>,
     sh: Arc<Shared>,
@@ -218,14 +222,7 @@ pub fn insert_many<'py>(
     };
     let columns = match columns {
         Some(c) => c,
-        None => match first.as_ref().map(|r| r.cast::<PyDict>()) {
-            Some(Ok(d)) => d
-                .keys()
-                .iter()
-                .map(|k| k.extract::<String>())
-                .collect::<PyResult<_>>()?,
-            _ => table_columns(py, &sh, &table)?,
-        },
+        None => columns_of(py, &sh, &table, first.as_ref())?,
     };
     if columns.is_empty() {
         return Err(exc(
@@ -249,55 +246,10 @@ pub fn insert_many<'py>(
         );
     };
     let names: Vec<Bound<'py, PyString>> = columns.iter().map(|c| PyString::new(py, c)).collect();
-
     let (tx, rx) = mpsc::sync_channel::<Batch>(4);
-    let worker_sh = Arc::clone(&sh);
-    let worker = std::thread::Builder::new()
-        .name("litelane-insert".into())
-        .spawn(move || -> litelane::Result<InsertReport> {
-            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-            let mut ins = worker_sh.db.inserter(&table, &cols)?;
-            if let Some(n) = commit_every {
-                ins = ins.commit_every(n.max(1));
-            }
-            ins.insert_from(Feed {
-                rx,
-                current: Vec::new().into_iter().peekable(),
-                aborted: false,
-            })
-        })
-        .map_err(|e| {
-            exc(
-                py,
-                "OperationalError",
-                format!("starting the insert thread: {e}"),
-            )
-        })?;
-
+    let worker = start_inserter(py, Arc::clone(&sh), table, columns, commit_every, rx)?;
     let sending = Sending { tx: Some(tx) };
-    let mut failure: Option<PyErr> = None;
-    let mut chunk = Vec::with_capacity(batch);
-    let mut number = 0u64;
-    let mut next = Some(Ok(first));
-    while let Some(item) = next {
-        number += 1;
-        match item.and_then(|r| convert_row(py, &r, &names, number)) {
-            Ok(v) => chunk.push(v),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-        if chunk.len() == batch
-            && !sending.send(py, std::mem::replace(&mut chunk, Vec::with_capacity(batch)))
-        {
-            break; // the inserter stopped: its error is reported below
-        }
-        next = iter.next();
-    }
-    if failure.is_none() && !chunk.is_empty() {
-        sending.send(py, chunk);
-    }
+    let failure = send_rows(py, first, &mut iter, &names, batch, &sending);
     if failure.is_none() {
         sending.finish();
     } else {
@@ -315,4 +267,88 @@ pub fn insert_many<'py>(
             Error::user("the insert thread panicked"),
         )),
     }
+}
+
+/// The columns when the caller names none: the first row's keys when it
+/// is a dict, else the table's columns.
+fn columns_of(
+    py: Python<'_>,
+    sh: &Arc<Shared>,
+    table: &str,
+    first: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<String>> {
+    match first.map(|r| r.cast::<PyDict>()) {
+        Some(Ok(d)) => d
+            .keys()
+            .iter()
+            .map(|k| k.extract::<String>())
+            .collect::<PyResult<_>>(),
+        _ => table_columns(py, sh, table),
+    }
+}
+
+/// Starts the thread that inserts what `rx` delivers into `table`.
+fn start_inserter(
+    py: Python<'_>,
+    sh: Arc<Shared>,
+    table: String,
+    columns: Vec<String>,
+    commit_every: Option<u64>,
+    rx: Receiver<Batch>,
+) -> PyResult<std::thread::JoinHandle<litelane::Result<InsertReport>>> {
+    std::thread::Builder::new()
+        .name("litelane-insert".into())
+        .spawn(move || -> litelane::Result<InsertReport> {
+            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let mut ins = sh.db.inserter(&table, &cols)?;
+            if let Some(n) = commit_every {
+                ins = ins.commit_every(n.max(1));
+            }
+            ins.insert_from(Feed {
+                rx,
+                current: Vec::new().into_iter().peekable(),
+                aborted: false,
+            })
+        })
+        .map_err(|e| {
+            exc(
+                py,
+                "OperationalError",
+                format!("starting the insert thread: {e}"),
+            )
+        })
+}
+
+/// Converts `first` and the rest of `iter` and sends them in chunks of
+/// `batch`; stops early when the inserter stopped (its error is reported
+/// by the caller). Returns the error of a row that could not be read or
+/// converted (then nothing more is sent).
+fn send_rows<'py>(
+    py: Python<'py>,
+    first: Bound<'py, PyAny>,
+    iter: &mut Bound<'py, pyo3::types::PyIterator>,
+    names: &[Bound<'py, PyString>],
+    batch: usize,
+    sending: &Sending,
+) -> Option<PyErr> {
+    let mut chunk = Vec::with_capacity(batch);
+    let mut number = 0u64;
+    let mut next = Some(Ok(first));
+    while let Some(item) = next {
+        number += 1;
+        match item.and_then(|r| convert_row(py, &r, names, number)) {
+            Ok(v) => chunk.push(v),
+            Err(e) => return Some(e),
+        }
+        if chunk.len() == batch
+            && !sending.send(py, std::mem::replace(&mut chunk, Vec::with_capacity(batch)))
+        {
+            return None; // the inserter stopped: its error is reported below
+        }
+        next = iter.next();
+    }
+    if !chunk.is_empty() {
+        sending.send(py, chunk);
+    }
+    None
 }
