@@ -43,6 +43,9 @@ use std::time::{Duration, Instant};
 
 use litelane::{Database, Options, Profile};
 
+mod common;
+use common::{or_exit, Flags};
+
 /// `SQLITE_BUSY`, as the writers print it.
 const SQLITE_BUSY: &str = "5";
 
@@ -79,38 +82,23 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         dir: None,
         self_test: false,
     };
-    let mut it = argv.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--self-test" {
-            a.self_test = true;
-            continue;
-        }
-        let v = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            v.parse::<u64>()
-                .map_err(|_| format!("{flag}: {v:?} is not a whole number"))
-        };
-        match flag.as_str() {
-            "--rounds" => a.rounds = number()?,
-            "--seed" => a.seed = number()?,
-            "--dir" => a.dir = Some(v.into()),
-            "--profile" => {
-                a.profiles = match v.as_str() {
-                    "all" => vec![Profile::Safe, Profile::Balanced],
-                    "safe" => vec![Profile::Safe],
-                    "balanced" => vec![Profile::Balanced],
-                    _ => return Err(format!("--profile: {v:?} is not safe, balanced or all")),
-                }
-            }
+    let mut flags = Flags::new(argv);
+    while let Some(flag) = flags.next_flag() {
+        match flag {
+            "--self-test" => a.self_test = true,
+            "--rounds" => a.rounds = flags.number("rounds")?,
+            "--seed" => a.seed = flags.number("seed")?,
+            "--dir" => a.dir = Some(flags.value()?.into()),
+            "--profile" => a.profiles = flags.wal_profiles()?,
             "--shape" => {
-                a.shapes = match v.as_str() {
+                a.shapes = match flags.value()? {
                     "all" => vec![Shape::Threads, Shape::Processes],
                     "threads" => vec![Shape::Threads],
                     "processes" => vec![Shape::Processes],
-                    _ => return Err(format!("--shape: {v:?} is not threads, processes or all")),
+                    v => return Err(format!("--shape: {v:?} is not threads, processes or all")),
                 }
             }
-            other => return Err(format!("unknown option {other:?}")),
+            _ => return Err(flags.unknown()),
         }
     }
     Ok(a)
@@ -393,13 +381,7 @@ fn main() {
             early == "early",
         );
     }
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("kill_proof: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = or_exit("kill_proof", parse_args(&argv));
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),
