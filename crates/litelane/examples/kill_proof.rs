@@ -33,7 +33,7 @@
 //! checker reports rows missing (it must be able to fail).
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use litelane::{Database, Options, Profile};
 
 mod common;
-use common::{or_exit, Flags};
+use common::{ack_line, or_exit, print_or_exit, Flags};
 
 /// `SQLITE_BUSY`, as the writers print it.
 const SQLITE_BUSY: &str = "5";
@@ -119,26 +119,13 @@ fn child(path: &str, profile: &str, threads: i64, base: i64, early: bool) -> ! {
                 let mut id = base + t * 100_000_000;
                 loop {
                     if early {
-                        let mut out = std::io::stdout().lock();
-                        if writeln!(out, "{id}").and_then(|_| out.flush()).is_err() {
-                            std::process::exit(1);
-                        }
+                        print_or_exit(&format!("{id}\n"));
                     }
                     let r = db.write(|tx| {
                         Ok(tx.execute("INSERT INTO acked VALUES (?, randomblob(500))", [id])?)
                     });
-                    let line = match r {
-                        Ok(_) if early => String::new(),
-                        Ok(_) => format!("{id}\n"),
-                        Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
-                    };
-                    let mut out = std::io::stdout().lock();
-                    if out
-                        .write_all(line.as_bytes())
-                        .and_then(|_| out.flush())
-                        .is_err()
-                    {
-                        std::process::exit(1);
+                    if !(early && r.is_ok()) {
+                        print_or_exit(&ack_line(id, &r));
                     }
                     id += 1;
                 }

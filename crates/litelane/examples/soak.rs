@@ -53,7 +53,7 @@ use hdrhistogram::Histogram;
 use litelane::{CheckpointMode, Database, Options, Profile, Value};
 
 mod common;
-use common::{or_exit, Flags};
+use common::{ack_line, or_exit, print_or_exit, Flags};
 
 /// `SQLITE_FULL`: the disk (or the file's size limit) is full.
 const SQLITE_FULL: i32 = 13;
@@ -209,22 +209,11 @@ fn db_options(profile: Profile) -> Options {
 fn child_writer(path: &str, profile: &str, generation: i64) -> ! {
     let profile: Profile = profile.parse().expect("a profile");
     let db = Database::open(path, db_options(profile)).expect("open the soak database");
-    let mut out = std::io::stdout().lock();
     let mut id = generation * 1_000_000_000;
     loop {
         let r =
             db.write(|tx| Ok(tx.execute("INSERT INTO child VALUES (?, randomblob(200))", [id])?));
-        let line = match r {
-            Ok(_) => format!("{id}\n"),
-            Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
-        };
-        if out
-            .write_all(line.as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
-            std::process::exit(1);
-        }
+        print_or_exit(&ack_line(id, &r));
         id += 1;
         thread::sleep(Duration::from_millis(1));
     }

@@ -202,11 +202,15 @@ mod tests {
 
     #[test]
     fn names_of_primary_and_extended_codes() {
-        assert_eq!(SqliteCode::name_of(19), "SQLITE_CONSTRAINT");
-        assert_eq!(SqliteCode::name_of(2067), "SQLITE_CONSTRAINT_UNIQUE");
-        assert_eq!(SqliteCode::name_of(5), "SQLITE_BUSY");
-        assert_eq!(SqliteCode::name_of(517), "SQLITE_BUSY_SNAPSHOT");
-        assert_eq!(SqliteCode::name_of(0), "SQLITE_OK");
+        for (code, name) in [
+            (19, "SQLITE_CONSTRAINT"),
+            (2067, "SQLITE_CONSTRAINT_UNIQUE"),
+            (5, "SQLITE_BUSY"),
+            (517, "SQLITE_BUSY_SNAPSHOT"),
+            (0, "SQLITE_OK"),
+        ] {
+            assert_eq!(SqliteCode::name_of(code), name);
+        }
         // An extended code SQLite does not name falls back to its primary code.
         let odd = SqliteCode::of(19 | (99 << 8)).unwrap();
         assert_eq!((odd.name(), odd.extended_code()), ("SQLITE_CONSTRAINT", 19));

@@ -74,3 +74,26 @@ impl<'a> Flags<'a> {
         format!("unknown option {:?}", self.flag)
     }
 }
+
+/// What a writer process prints for its write of row `id`: the id once the
+/// write is acknowledged, or `ERR <SQLite code, or -1> <message>`.
+pub fn ack_line<T>(id: i64, r: &litelane::Result<T>) -> String {
+    match r {
+        Ok(_) => format!("{id}\n"),
+        Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
+    }
+}
+
+/// Writes `line` to stdout at once; when stdout is closed (the parent is
+/// gone), the process ends with status 1.
+pub fn print_or_exit(line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(line.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        std::process::exit(1);
+    }
+}
