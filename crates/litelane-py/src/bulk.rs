@@ -216,10 +216,7 @@ pub fn insert_many<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     sh.check_no_open_txn().py_err(py)?;
     let mut iter = rows.try_iter()?;
-    let first = match iter.next() {
-        Some(r) => Some(r?),
-        None => None,
-    };
+    let first = iter.next().transpose()?;
     let columns = match columns {
         Some(c) => c,
         None => columns_of(py, &sh, &table, first.as_ref())?,
