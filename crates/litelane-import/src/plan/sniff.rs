@@ -482,17 +482,7 @@ fn decide_header(
 ) -> (bool, String) {
     let (stats, n) = infer(rows.iter().take(TYPE_RECORDS), first.len(), nulls);
     if n == 0 {
-        let values = first.iter().filter(|f| !f.is_empty()).collect::<Vec<_>>();
-        if !values.is_empty() && values.iter().all(|f| is_value(f)) {
-            return (
-                false,
-                "the only record holds numbers (or dates, booleans), not names: it is data".into(),
-            );
-        }
-        return (
-            true,
-            "the only record holds names: a header with no rows below it".into(),
-        );
+        return only_record(first);
     }
     let types: Vec<ColType> = stats.iter().map(ColumnStats::decide).collect();
     if let Some((f, t)) = first
@@ -510,22 +500,7 @@ fn decide_header(
         );
     }
     let same = |r: &&Rec| r.len() == first.len();
-    // Names written as quoted strings above numbers written bare.
-    let quoted_names = quoted.is_some_and(|(q, rq)| {
-        let all_quoted = first
-            .iter()
-            .zip(q)
-            .all(|(f, &quoted)| quoted || f.is_empty());
-        let bare_number_below = types.iter().enumerate().any(|(j, t)| {
-            matches!(t, ColType::Integer | ColType::Real)
-                && rows
-                    .iter()
-                    .zip(rq)
-                    .filter(|(r, _)| same(r))
-                    .any(|(r, rq)| !r[j].is_empty() && !rq.get(j).copied().unwrap_or(true))
-        });
-        all_quoted && first.iter().any(|f| !f.is_empty()) && bare_number_below
-    });
+    let quoted_names = quoted.is_some_and(|q| quoted_names(first, rows, &types, q));
     if first.len() > 1
         && first[0].is_empty()
         && first.iter().skip(1).all(|f| !f.is_empty())
@@ -565,6 +540,47 @@ fn decide_header(
          are named c1, c2, ... (--header if it names them)"
             .into(),
     )
+}
+
+/// Header or data when `first` is the only record: data when every field
+/// it fills is a value (a number, date, boolean), else a header.
+fn only_record(first: &Rec) -> (bool, String) {
+    let values = first.iter().filter(|f| !f.is_empty()).collect::<Vec<_>>();
+    if !values.is_empty() && values.iter().all(|f| is_value(f)) {
+        return (
+            false,
+            "the only record holds numbers (or dates, booleans), not names: it is data".into(),
+        );
+    }
+    (
+        true,
+        "the only record holds names: a header with no rows below it".into(),
+    )
+}
+
+/// Names written as quoted strings above numbers written bare: every field
+/// of `first` filled is quoted (`q`, per field), and a numeric column
+/// (`types`) has a bare value below (`rq`: which fields of `rows` were
+/// quoted).
+fn quoted_names(
+    first: &Rec,
+    rows: &[Rec],
+    types: &[ColType],
+    (q, rq): (&[bool], &[Vec<bool>]),
+) -> bool {
+    let all_quoted = first
+        .iter()
+        .zip(q)
+        .all(|(f, &quoted)| quoted || f.is_empty());
+    let bare_number_below = types.iter().enumerate().any(|(j, t)| {
+        matches!(t, ColType::Integer | ColType::Real)
+            && rows
+                .iter()
+                .zip(rq)
+                .filter(|(r, _)| r.len() == first.len())
+                .any(|(r, rq)| !r[j].is_empty() && !rq.get(j).copied().unwrap_or(true))
+    });
+    all_quoted && first.iter().any(|f| !f.is_empty()) && bare_number_below
 }
 
 /// The records without their first field (the row names), for checking a
