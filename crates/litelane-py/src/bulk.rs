@@ -103,6 +103,8 @@ fn table_columns(py: Python<'_>, sh: &Shared, table: &str) -> PyResult<Vec<Strin
     Ok(cols)
 }
 
+/// Row `number` (from 1) of `insert_many` as the values of `columns`: a
+/// tuple, a dict (a missing key is NULL) or another sequence.
 fn convert_row(
     py: Python<'_>,
     row: &Bound<'_, PyAny>,
@@ -129,31 +131,7 @@ fn convert_row(
         return Ok(out);
     }
     if let Ok(d) = row.cast::<PyDict>() {
-        let mut out = Vec::with_capacity(width);
-        let mut found = 0;
-        for c in columns {
-            match d.get_item(c)? {
-                Some(v) => {
-                    found += 1;
-                    out.push(to_value(&v, out.len() + 1)?);
-                }
-                None => out.push(Value::Null),
-            }
-        }
-        if found < d.len() {
-            let extra = d
-                .keys()
-                .iter()
-                .find(|k| !columns.iter().any(|c| c.as_any().eq(k).unwrap_or(false)))
-                .map(|k| k.to_string())
-                .unwrap_or_default();
-            return Err(exc(
-                py,
-                "ProgrammingError",
-                format!("row {number}: key {extra:?} is not one of the columns being inserted"),
-            ));
-        }
-        return Ok(out);
+        return dict_row(py, d, columns, number);
     }
     if row.is_instance_of::<PyString>() {
         return Err(exc(
@@ -189,6 +167,41 @@ fn convert_row(
         .enumerate()
         .map(|(i, v)| to_value(v, i + 1))
         .collect()
+}
+
+/// A dict row: the values of `columns` (NULL for a key it lacks); a key
+/// that is not a column is an error.
+fn dict_row(
+    py: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    columns: &[Bound<'_, PyString>],
+    number: u64,
+) -> PyResult<Vec<Value>> {
+    let mut out = Vec::with_capacity(columns.len());
+    let mut found = 0;
+    for c in columns {
+        match d.get_item(c)? {
+            Some(v) => {
+                found += 1;
+                out.push(to_value(&v, out.len() + 1)?);
+            }
+            None => out.push(Value::Null),
+        }
+    }
+    if found < d.len() {
+        let extra = d
+            .keys()
+            .iter()
+            .find(|k| !columns.iter().any(|c| c.as_any().eq(k).unwrap_or(false)))
+            .map(|k| k.to_string())
+            .unwrap_or_default();
+        return Err(exc(
+            py,
+            "ProgrammingError",
+            format!("row {number}: key {extra:?} is not one of the columns being inserted"),
+        ));
+    }
+    Ok(out)
 }
 
 fn report<'py>(py: Python<'py>, r: &InsertReport) -> PyResult<Bound<'py, PyDict>> {
