@@ -375,16 +375,14 @@ fn import(
     let joined = parser.join();
     bar.finish();
     let (counts, kept, null_counts) = match result {
-        Ok(c) => c,
+        Ok(c) if joined.is_ok() => c,
+        Ok(_) => return Err(Error::Input("the parser thread panicked".into())),
         Err(e) if interrupted.load(Ordering::SeqCst) => {
             eprintln!("litelane: {e}");
             return Ok(EXIT_INTERRUPTED);
         }
         Err(e) => return Err(e),
     };
-    if joined.is_err() {
-        return Err(Error::Input("the parser thread panicked".into()));
-    }
     let wal = truncate_wal(&args.db);
     let done = Finished::new(counts, kept, null_counts, wal, start);
     if !args.quiet {

@@ -617,17 +617,7 @@ pub fn sniff(
     let mut notes = Vec::new();
     let (fields, _) = modal(&recs[..recs.len().min(2000)]);
     let start = find_start(&recs, fields, opts.header, user_nulls);
-    if start.at > 0 {
-        notes.push(format!(
-            "skipping {} record(s) before the {} (they have a different number of fields)",
-            start.at,
-            if opts.header == Some(false) {
-                "data"
-            } else {
-                "header"
-            }
-        ));
-    }
+    notes.extend(start.skip_note(opts.header));
     let first = start.first_record(&recs, fields);
     let quoted = quote.map(|q| quotings(head, &recs[start.at..], delimiter, q));
     let (header, header_reason) = match opts.header {
@@ -819,6 +809,22 @@ impl Start {
         } else {
             recs[self.at].clone()
         }
+    }
+
+    /// The note saying how many records are skipped, when some are
+    /// (`header`: the user's `--header`/`--no-header`).
+    fn skip_note(&self, header: Option<bool>) -> Option<String> {
+        (self.at > 0).then(|| {
+            format!(
+                "skipping {} record(s) before the {} (they have a different number of fields)",
+                self.at,
+                if header == Some(false) {
+                    "data"
+                } else {
+                    "header"
+                }
+            )
+        })
     }
 
     /// The note saying the first field is a row name, when it is.
