@@ -1038,23 +1038,7 @@ mod props {
     use proptest::prelude::*;
 
     fn one_column(ty: ColType) -> Converter {
-        Converter::new(Plan {
-            format: Format::Csv,
-            header: true,
-            fields: 1,
-            nulls: vec![],
-            columns: vec![ColumnPlan {
-                name: "x".into(),
-                ty,
-                strict: false,
-                src: 0,
-                key: "x".into(),
-            }],
-            commit_every: None,
-            rejects_table: None,
-            recurring: Default::default(),
-            sniffed: None,
-        })
+        super::type_props::converter(ty, false, &[])
     }
 
     /// Converts `field` for a column of type `ty`, stores the row in a
