@@ -442,25 +442,16 @@ fn bare_element<R: BufRead + ?Sized>(
 ) -> Result<(), Error> {
     loop {
         let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
-        if avail.is_empty() {
-            return Ok(());
-        }
-        match avail
+        let end = avail
             .iter()
-            .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-        {
-            Some(i) => {
-                buf.extend_from_slice(&avail[..i]);
-                rdr.consume(i);
-                *offset += i as u64;
-                return Ok(());
-            }
-            None => {
-                let n = avail.len();
-                buf.extend_from_slice(avail);
-                rdr.consume(n);
-                *offset += n as u64;
-            }
+            .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'));
+        // Up to the delimiter, or all that is buffered (none at the end).
+        let take = end.unwrap_or(avail.len());
+        buf.extend_from_slice(&avail[..take]);
+        rdr.consume(take);
+        *offset += take as u64;
+        if end.is_some() || take == 0 {
+            return Ok(());
         }
     }
 }
