@@ -121,6 +121,11 @@ fn disk_full_mid_transaction_rolls_back_and_the_next_write_succeeds() {
         })
         .unwrap_err();
     assert_clear(&err, SQLITE_FULL, &["full"]);
+    // The chain ends in SQLite's code, by name.
+    let code = std::error::Error::source(&err)
+        .and_then(|c| c.downcast_ref::<litelane::SqliteCode>())
+        .unwrap_or_else(|| panic!("no SQLite code under {err:?}"));
+    assert_eq!((code.name(), code.code()), ("SQLITE_FULL", SQLITE_FULL));
     assert!(vfs.faults_fired() == 0, "disk full is not an armed fault");
     vfs.set_disk_space(None);
     insert(&db, 1000, 500).expect("the next write succeeds without reopening");
@@ -743,17 +748,28 @@ fn the_database_file_deleted_underneath_fails_writes_clearly() {
     // acknowledged into a file nobody can open again.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
+    let _db = write_after_the_file_changed(&path, "deleted", || {
+        std::fs::remove_file(&path).unwrap();
+        let _ = std::fs::remove_file(dir.path().join("db-wal"));
+    });
+}
+
+/// Opens a `safe` database at `path` with one row, runs `change` on its
+/// file (`what`: deleted, replaced), and checks that the next write is
+/// refused with an error that says why. Returns the database, still open.
+fn write_after_the_file_changed(path: &Path, what: &str, change: impl FnOnce()) -> Database {
+    let db = Database::open(path, Options::with_profile(Profile::Safe)).unwrap();
     db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
         .unwrap();
     insert(&db, 1, 10).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    let _ = std::fs::remove_file(dir.path().join("db-wal"));
+    change();
     // Past the writer's 1 ms recheck of the file's identity
     // (docs/durability.md, "Faults").
     std::thread::sleep(std::time::Duration::from_millis(5));
     let r = insert(&db, 2, 10);
-    let err = r.expect_err("a write into a deleted database was acknowledged");
+    let Err(err) = r else {
+        panic!("a write into a {what} database was acknowledged");
+    };
     let text = err.to_string().to_lowercase();
     assert!(
         text.contains("moved")
@@ -762,6 +778,7 @@ fn the_database_file_deleted_underneath_fails_writes_clearly() {
             || text.contains("i/o"),
         "{text}"
     );
+    db
 }
 
 #[test]
@@ -781,24 +798,9 @@ fn the_database_file_replaced_underneath_fails_writes_clearly() {
         )
         .unwrap();
     }
-    let db = Database::open(&path, Options::with_profile(Profile::Safe)).unwrap();
-    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?))
-        .unwrap();
-    insert(&db, 1, 10).unwrap();
-    std::fs::rename(&other, &path).unwrap();
-    // Past the writer's 1 ms recheck of the file's identity
-    // (docs/durability.md, "Faults").
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let r = insert(&db, 2, 10);
-    let err = r.expect_err("a write into a replaced database was acknowledged");
-    let text = err.to_string().to_lowercase();
-    assert!(
-        text.contains("moved")
-            || text.contains("readonly")
-            || text.contains("read-only")
-            || text.contains("i/o"),
-        "{text}"
-    );
+    let _db = write_after_the_file_changed(&path, "replaced", || {
+        std::fs::rename(&other, &path).unwrap();
+    });
     // The file now at the path is the replacement, untouched.
     let c = rusqlite::Connection::open(&path).unwrap();
     let ids: Vec<i64> = c

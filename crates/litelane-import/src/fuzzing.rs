@@ -377,6 +377,8 @@ impl Run<'_> {
 
     /// The plan (as `prepare_fresh` makes it for a new table), then every
     /// record converted and checked.
+    // Long: the fuzz target's oracle, compiled only for tests and the
+    // `fuzzing` feature, never into the product.
     fn convert_all(
         &mut self,
         format: Format,

@@ -92,4 +92,9 @@ fn an_sqlite_failure_keeps_its_code_under_what_became_of_the_rows() {
     let engine = e.source().unwrap().downcast_ref::<litelane_import::Error>();
     let engine = engine.unwrap().source().unwrap();
     assert!(engine.downcast_ref::<litelane::Error>().is_some(), "{e}");
+    let code = engine
+        .source()
+        .unwrap()
+        .downcast_ref::<litelane::SqliteCode>();
+    assert_eq!(code.map(|c| c.name()), Some("SQLITE_ERROR"), "{e}");
 }

@@ -103,6 +103,8 @@ fn table_columns(py: Python<'_>, sh: &Shared, table: &str) -> PyResult<Vec<Strin
     Ok(cols)
 }
 
+/// Row `number` (from 1) of `insert_many` as the values of `columns`: a
+/// tuple, a dict (a missing key is NULL) or another sequence.
 fn convert_row(
     py: Python<'_>,
     row: &Bound<'_, PyAny>,
@@ -129,31 +131,7 @@ fn convert_row(
         return Ok(out);
     }
     if let Ok(d) = row.cast::<PyDict>() {
-        let mut out = Vec::with_capacity(width);
-        let mut found = 0;
-        for c in columns {
-            match d.get_item(c)? {
-                Some(v) => {
-                    found += 1;
-                    out.push(to_value(&v, out.len() + 1)?);
-                }
-                None => out.push(Value::Null),
-            }
-        }
-        if found < d.len() {
-            let extra = d
-                .keys()
-                .iter()
-                .find(|k| !columns.iter().any(|c| c.as_any().eq(k).unwrap_or(false)))
-                .map(|k| k.to_string())
-                .unwrap_or_default();
-            return Err(exc(
-                py,
-                "ProgrammingError",
-                format!("row {number}: key {extra:?} is not one of the columns being inserted"),
-            ));
-        }
-        return Ok(out);
+        return dict_row(py, d, columns, number);
     }
     if row.is_instance_of::<PyString>() {
         return Err(exc(
@@ -191,6 +169,41 @@ fn convert_row(
         .collect()
 }
 
+/// A dict row: the values of `columns` (NULL for a key it lacks); a key
+/// that is not a column is an error.
+fn dict_row(
+    py: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    columns: &[Bound<'_, PyString>],
+    number: u64,
+) -> PyResult<Vec<Value>> {
+    let mut out = Vec::with_capacity(columns.len());
+    let mut found = 0;
+    for c in columns {
+        match d.get_item(c)? {
+            Some(v) => {
+                found += 1;
+                out.push(to_value(&v, out.len() + 1)?);
+            }
+            None => out.push(Value::Null),
+        }
+    }
+    if found < d.len() {
+        let extra = d
+            .keys()
+            .iter()
+            .find(|k| !columns.iter().any(|c| c.as_any().eq(k).unwrap_or(false)))
+            .map(|k| k.to_string())
+            .unwrap_or_default();
+        return Err(exc(
+            py,
+            "ProgrammingError",
+            format!("row {number}: key {extra:?} is not one of the columns being inserted"),
+        ));
+    }
+    Ok(out)
+}
+
 fn report<'py>(py: Python<'py>, r: &InsertReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rows", r.rows)?;
@@ -201,6 +214,10 @@ fn report<'py>(py: Python<'py>, r: &InsertReport) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
+/// `Connection.insert_many`: inserts `rows` (dicts, or sequences in the
+/// order of `columns`) into `table` through the engine's bulk inserter on a
+/// thread of its own, `batch` rows per hand-over, committing every
+/// `commit_every` rows (default: once). Returns the inserter's report.
 pub fn insert_many<'py>(
     py: Python<'py>,
     sh: Arc<Shared>,
@@ -212,20 +229,10 @@ pub fn insert_many<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     sh.check_no_open_txn().py_err(py)?;
     let mut iter = rows.try_iter()?;
-    let first = match iter.next() {
-        Some(r) => Some(r?),
-        None => None,
-    };
+    let first = iter.next().transpose()?;
     let columns = match columns {
         Some(c) => c,
-        None => match first.as_ref().map(|r| r.cast::<PyDict>()) {
-            Some(Ok(d)) => d
-                .keys()
-                .iter()
-                .map(|k| k.extract::<String>())
-                .collect::<PyResult<_>>()?,
-            _ => table_columns(py, &sh, &table)?,
-        },
+        None => columns_of(py, &sh, &table, first.as_ref())?,
     };
     if columns.is_empty() {
         return Err(exc(
@@ -249,55 +256,10 @@ pub fn insert_many<'py>(
         );
     };
     let names: Vec<Bound<'py, PyString>> = columns.iter().map(|c| PyString::new(py, c)).collect();
-
     let (tx, rx) = mpsc::sync_channel::<Batch>(4);
-    let worker_sh = Arc::clone(&sh);
-    let worker = std::thread::Builder::new()
-        .name("litelane-insert".into())
-        .spawn(move || -> litelane::Result<InsertReport> {
-            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-            let mut ins = worker_sh.db.inserter(&table, &cols)?;
-            if let Some(n) = commit_every {
-                ins = ins.commit_every(n.max(1));
-            }
-            ins.insert_from(Feed {
-                rx,
-                current: Vec::new().into_iter().peekable(),
-                aborted: false,
-            })
-        })
-        .map_err(|e| {
-            exc(
-                py,
-                "OperationalError",
-                format!("starting the insert thread: {e}"),
-            )
-        })?;
-
+    let worker = start_inserter(py, Arc::clone(&sh), table, columns, commit_every, rx)?;
     let sending = Sending { tx: Some(tx) };
-    let mut failure: Option<PyErr> = None;
-    let mut chunk = Vec::with_capacity(batch);
-    let mut number = 0u64;
-    let mut next = Some(Ok(first));
-    while let Some(item) = next {
-        number += 1;
-        match item.and_then(|r| convert_row(py, &r, &names, number)) {
-            Ok(v) => chunk.push(v),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-        if chunk.len() == batch
-            && !sending.send(py, std::mem::replace(&mut chunk, Vec::with_capacity(batch)))
-        {
-            break; // the inserter stopped: its error is reported below
-        }
-        next = iter.next();
-    }
-    if failure.is_none() && !chunk.is_empty() {
-        sending.send(py, chunk);
-    }
+    let failure = send_rows(py, first, &mut iter, &names, batch, &sending);
     if failure.is_none() {
         sending.finish();
     } else {
@@ -315,4 +277,88 @@ pub fn insert_many<'py>(
             Error::user("the insert thread panicked"),
         )),
     }
+}
+
+/// The columns when the caller names none: the first row's keys when it
+/// is a dict, else the table's columns.
+fn columns_of(
+    py: Python<'_>,
+    sh: &Arc<Shared>,
+    table: &str,
+    first: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<String>> {
+    match first.map(|r| r.cast::<PyDict>()) {
+        Some(Ok(d)) => d
+            .keys()
+            .iter()
+            .map(|k| k.extract::<String>())
+            .collect::<PyResult<_>>(),
+        _ => table_columns(py, sh, table),
+    }
+}
+
+/// Starts the thread that inserts what `rx` delivers into `table`.
+fn start_inserter(
+    py: Python<'_>,
+    sh: Arc<Shared>,
+    table: String,
+    columns: Vec<String>,
+    commit_every: Option<u64>,
+    rx: Receiver<Batch>,
+) -> PyResult<std::thread::JoinHandle<litelane::Result<InsertReport>>> {
+    std::thread::Builder::new()
+        .name("litelane-insert".into())
+        .spawn(move || -> litelane::Result<InsertReport> {
+            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let mut ins = sh.db.inserter(&table, &cols)?;
+            if let Some(n) = commit_every {
+                ins = ins.commit_every(n.max(1));
+            }
+            ins.insert_from(Feed {
+                rx,
+                current: Vec::new().into_iter().peekable(),
+                aborted: false,
+            })
+        })
+        .map_err(|e| {
+            exc(
+                py,
+                "OperationalError",
+                format!("starting the insert thread: {e}"),
+            )
+        })
+}
+
+/// Converts `first` and the rest of `iter` and sends them in chunks of
+/// `batch`; stops early when the inserter stopped (its error is reported
+/// by the caller). Returns the error of a row that could not be read or
+/// converted (then nothing more is sent).
+fn send_rows<'py>(
+    py: Python<'py>,
+    first: Bound<'py, PyAny>,
+    iter: &mut Bound<'py, pyo3::types::PyIterator>,
+    names: &[Bound<'py, PyString>],
+    batch: usize,
+    sending: &Sending,
+) -> Option<PyErr> {
+    let mut chunk = Vec::with_capacity(batch);
+    let mut number = 0u64;
+    let mut next = Some(Ok(first));
+    while let Some(item) = next {
+        number += 1;
+        match item.and_then(|r| convert_row(py, &r, names, number)) {
+            Ok(v) => chunk.push(v),
+            Err(e) => return Some(e),
+        }
+        if chunk.len() == batch
+            && !sending.send(py, std::mem::replace(&mut chunk, Vec::with_capacity(batch)))
+        {
+            return None; // the inserter stopped: its error is reported below
+        }
+        next = iter.next();
+    }
+    if !chunk.is_empty() {
+        sending.send(py, chunk);
+    }
+    None
 }

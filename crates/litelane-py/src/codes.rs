@@ -1,8 +1,9 @@
-//! SQLite's result codes and the other constants the standard library's
-//! `sqlite3` module exports (`SQLITE_OK`, `SQLITE_CONSTRAINT_UNIQUE`,
-//! `SQLITE_DENY`, `SQLITE_LIMIT_LENGTH`...). Each value is taken from the
-//! bundled SQLite's own header (through `libsqlite3-sys`), so a name that the
-//! header lacks fails the build instead of carrying a wrong number.
+//! The constants the standard library's `sqlite3` module exports besides
+//! the result codes (`SQLITE_DENY`, `SQLITE_LIMIT_LENGTH`...; the result
+//! codes and their names are the engine's, [`litelane::SqliteCode`]). Each
+//! value is taken from the bundled SQLite's own header (through
+//! `libsqlite3-sys`), so a name that the header lacks fails the build
+//! instead of carrying a wrong number.
 
 use litelane::rusqlite::ffi;
 
@@ -11,115 +12,6 @@ macro_rules! table {
         &[$((stringify!($name), ffi::$name as i32)),*]
     };
 }
-
-/// The result codes, primary and extended (`SQLITE_OK` ... `SQLITE_WARNING_AUTOINDEX`).
-pub const RESULT_CODES: &[(&str, i32)] = table![
-    SQLITE_ABORT,
-    SQLITE_ABORT_ROLLBACK,
-    SQLITE_AUTH,
-    SQLITE_AUTH_USER,
-    SQLITE_BUSY,
-    SQLITE_BUSY_RECOVERY,
-    SQLITE_BUSY_SNAPSHOT,
-    SQLITE_BUSY_TIMEOUT,
-    SQLITE_CANTOPEN,
-    SQLITE_CANTOPEN_CONVPATH,
-    SQLITE_CANTOPEN_DIRTYWAL,
-    SQLITE_CANTOPEN_FULLPATH,
-    SQLITE_CANTOPEN_ISDIR,
-    SQLITE_CANTOPEN_NOTEMPDIR,
-    SQLITE_CANTOPEN_SYMLINK,
-    SQLITE_CONSTRAINT,
-    SQLITE_CONSTRAINT_CHECK,
-    SQLITE_CONSTRAINT_COMMITHOOK,
-    SQLITE_CONSTRAINT_FOREIGNKEY,
-    SQLITE_CONSTRAINT_FUNCTION,
-    SQLITE_CONSTRAINT_NOTNULL,
-    SQLITE_CONSTRAINT_PINNED,
-    SQLITE_CONSTRAINT_PRIMARYKEY,
-    SQLITE_CONSTRAINT_ROWID,
-    SQLITE_CONSTRAINT_TRIGGER,
-    SQLITE_CONSTRAINT_UNIQUE,
-    SQLITE_CONSTRAINT_VTAB,
-    SQLITE_CORRUPT,
-    SQLITE_CORRUPT_INDEX,
-    SQLITE_CORRUPT_SEQUENCE,
-    SQLITE_CORRUPT_VTAB,
-    SQLITE_DONE,
-    SQLITE_EMPTY,
-    SQLITE_ERROR,
-    SQLITE_ERROR_MISSING_COLLSEQ,
-    SQLITE_ERROR_RETRY,
-    SQLITE_ERROR_SNAPSHOT,
-    SQLITE_FORMAT,
-    SQLITE_FULL,
-    SQLITE_INTERNAL,
-    SQLITE_INTERRUPT,
-    SQLITE_IOERR,
-    SQLITE_IOERR_ACCESS,
-    SQLITE_IOERR_AUTH,
-    SQLITE_IOERR_BEGIN_ATOMIC,
-    SQLITE_IOERR_BLOCKED,
-    SQLITE_IOERR_CHECKRESERVEDLOCK,
-    SQLITE_IOERR_CLOSE,
-    SQLITE_IOERR_COMMIT_ATOMIC,
-    SQLITE_IOERR_CONVPATH,
-    SQLITE_IOERR_CORRUPTFS,
-    SQLITE_IOERR_DATA,
-    SQLITE_IOERR_DELETE,
-    SQLITE_IOERR_DELETE_NOENT,
-    SQLITE_IOERR_DIR_CLOSE,
-    SQLITE_IOERR_DIR_FSYNC,
-    SQLITE_IOERR_FSTAT,
-    SQLITE_IOERR_FSYNC,
-    SQLITE_IOERR_GETTEMPPATH,
-    SQLITE_IOERR_LOCK,
-    SQLITE_IOERR_MMAP,
-    SQLITE_IOERR_NOMEM,
-    SQLITE_IOERR_RDLOCK,
-    SQLITE_IOERR_READ,
-    SQLITE_IOERR_ROLLBACK_ATOMIC,
-    SQLITE_IOERR_SEEK,
-    SQLITE_IOERR_SHMLOCK,
-    SQLITE_IOERR_SHMMAP,
-    SQLITE_IOERR_SHMOPEN,
-    SQLITE_IOERR_SHMSIZE,
-    SQLITE_IOERR_SHORT_READ,
-    SQLITE_IOERR_TRUNCATE,
-    SQLITE_IOERR_UNLOCK,
-    SQLITE_IOERR_VNODE,
-    SQLITE_IOERR_WRITE,
-    SQLITE_LOCKED,
-    SQLITE_LOCKED_SHAREDCACHE,
-    SQLITE_LOCKED_VTAB,
-    SQLITE_MISMATCH,
-    SQLITE_MISUSE,
-    SQLITE_NOLFS,
-    SQLITE_NOMEM,
-    SQLITE_NOTADB,
-    SQLITE_NOTFOUND,
-    SQLITE_NOTICE,
-    SQLITE_NOTICE_RECOVER_ROLLBACK,
-    SQLITE_NOTICE_RECOVER_WAL,
-    SQLITE_OK,
-    SQLITE_OK_LOAD_PERMANENTLY,
-    SQLITE_OK_SYMLINK,
-    SQLITE_PERM,
-    SQLITE_PROTOCOL,
-    SQLITE_RANGE,
-    SQLITE_READONLY,
-    SQLITE_READONLY_CANTINIT,
-    SQLITE_READONLY_CANTLOCK,
-    SQLITE_READONLY_DBMOVED,
-    SQLITE_READONLY_DIRECTORY,
-    SQLITE_READONLY_RECOVERY,
-    SQLITE_READONLY_ROLLBACK,
-    SQLITE_ROW,
-    SQLITE_SCHEMA,
-    SQLITE_TOOBIG,
-    SQLITE_WARNING,
-    SQLITE_WARNING_AUTOINDEX,
-];
 
 /// The authorizer's action and return codes, limit categories and
 /// `sqlite3_db_config` verbs: exported, but not names of errors (their
@@ -190,43 +82,19 @@ pub const OTHER: &[(&str, i32)] = table![
     SQLITE_UPDATE,
 ];
 
-/// SQLite's name for a result code, as `sqlite3.Error.sqlite_errorname`
-/// gives it: the extended code's name where SQLite defines one, else the
-/// primary code's (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_BUSY`).
-pub fn error_name(extended: i32) -> &'static str {
-    let find = |code: i32| {
-        RESULT_CODES
-            .iter()
-            .find(|(_, v)| *v == code)
-            .map(|(n, _)| *n)
-    };
-    find(extended)
-        .or_else(|| find(extended & 0xff))
-        .unwrap_or("SQLITE_UNKNOWN")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn names_of_primary_and_extended_codes() {
-        assert_eq!(error_name(19), "SQLITE_CONSTRAINT");
-        assert_eq!(error_name(2067), "SQLITE_CONSTRAINT_UNIQUE");
-        assert_eq!(error_name(5), "SQLITE_BUSY");
-        assert_eq!(error_name(517), "SQLITE_BUSY_SNAPSHOT");
-        assert_eq!(error_name(0), "SQLITE_OK");
-        // An extended code SQLite does not name falls back to its primary code.
-        assert_eq!(error_name(19 | (99 << 8)), "SQLITE_CONSTRAINT");
-        assert_eq!(error_name(255), "SQLITE_UNKNOWN");
-    }
-
-    #[test]
-    fn result_code_names_are_unique_per_value() {
-        for (i, (a, va)) in RESULT_CODES.iter().enumerate() {
-            for (b, vb) in &RESULT_CODES[i + 1..] {
-                assert!(va != vb, "{a} and {b} share {va}");
-            }
+    fn the_result_codes_and_the_other_constants_are_apart() {
+        let codes = litelane::SqliteCode::all();
+        assert!(codes.len() > 100, "{}", codes.len());
+        for (name, _) in OTHER {
+            assert!(
+                codes.iter().all(|c| c.name() != *name),
+                "{name} is in both tables"
+            );
         }
     }
 }

@@ -21,7 +21,7 @@ fn build(
     let value = module.bind(py).getattr(class)?.call1((message,))?;
     if let Some(extended) = extended_code {
         value.setattr("sqlite_errorcode", extended)?;
-        value.setattr("sqlite_errorname", crate::codes::error_name(extended))?;
+        value.setattr("sqlite_errorname", litelane::SqliteCode::name_of(extended))?;
     }
     Ok(PyErr::from_value(value))
 }
@@ -117,7 +117,7 @@ mod tests {
             os: Some(std::io::Error::from_raw_os_error(5).into()),
         };
         assert_eq!(commit_state_class(&e), Some(("OutcomeUnknown", Some(1034))));
-        assert_eq!(crate::codes::error_name(1034), "SQLITE_IOERR_FSYNC");
+        assert_eq!(litelane::SqliteCode::name_of(1034), "SQLITE_IOERR_FSYNC");
         let stopped = litelane::Error::WritesStopped {
             path: "d.db".into(),
             reason: "an earlier commit's outcome is unknown".into(),

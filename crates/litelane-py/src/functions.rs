@@ -644,6 +644,7 @@ pub fn set_trace(hooks: &Hooks, cb: Option<Py<PyAny>>) {
 }
 
 /// `sqlite3`'s action code and arguments for an authorizer request.
+// Long by nature: one flat arm per authorizer action SQLite defines.
 fn action_args<'a>(a: &AuthAction<'a>) -> (i32, Option<&'a str>, Option<&'a str>) {
     use AuthAction::*;
     fn op(o: &TransactionOperation) -> Option<&'static str> {

@@ -32,17 +32,17 @@ fn sqlite_version() -> &'static str {
 /// name, with the bundled SQLite's values.
 #[pyfunction]
 fn constants() -> Vec<(&'static str, i32)> {
-    codes::RESULT_CODES
+    litelane::SqliteCode::all()
         .iter()
-        .chain(codes::OTHER)
-        .copied()
+        .map(|c| (c.name(), c.extended_code()))
+        .chain(codes::OTHER.iter().copied())
         .collect()
 }
 
 /// SQLite's name for a result code (`2067` → `"SQLITE_CONSTRAINT_UNIQUE"`).
 #[pyfunction]
 fn error_name(code: i32) -> &'static str {
-    codes::error_name(code)
+    litelane::SqliteCode::name_of(code)
 }
 
 /// `sqlite3_complete`: true when `sql` ends with a complete statement.

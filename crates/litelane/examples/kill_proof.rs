@@ -33,7 +33,7 @@
 //! checker reports rows missing (it must be able to fail).
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +42,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use litelane::{Database, Options, Profile};
+
+mod common;
+use common::{ack_line, or_exit, print_or_exit, Flags};
 
 /// `SQLITE_BUSY`, as the writers print it.
 const SQLITE_BUSY: &str = "5";
@@ -79,38 +82,23 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         dir: None,
         self_test: false,
     };
-    let mut it = argv.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--self-test" {
-            a.self_test = true;
-            continue;
-        }
-        let v = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            v.parse::<u64>()
-                .map_err(|_| format!("{flag}: {v:?} is not a whole number"))
-        };
-        match flag.as_str() {
-            "--rounds" => a.rounds = number()?,
-            "--seed" => a.seed = number()?,
-            "--dir" => a.dir = Some(v.into()),
-            "--profile" => {
-                a.profiles = match v.as_str() {
-                    "all" => vec![Profile::Safe, Profile::Balanced],
-                    "safe" => vec![Profile::Safe],
-                    "balanced" => vec![Profile::Balanced],
-                    _ => return Err(format!("--profile: {v:?} is not safe, balanced or all")),
-                }
-            }
+    let mut flags = Flags::new(argv);
+    while let Some(flag) = flags.next_flag() {
+        match flag {
+            "--self-test" => a.self_test = true,
+            "--rounds" => a.rounds = flags.number("rounds")?,
+            "--seed" => a.seed = flags.number("seed")?,
+            "--dir" => a.dir = Some(flags.value()?.into()),
+            "--profile" => a.profiles = flags.wal_profiles()?,
             "--shape" => {
-                a.shapes = match v.as_str() {
+                a.shapes = match flags.value()? {
                     "all" => vec![Shape::Threads, Shape::Processes],
                     "threads" => vec![Shape::Threads],
                     "processes" => vec![Shape::Processes],
-                    _ => return Err(format!("--shape: {v:?} is not threads, processes or all")),
+                    v => return Err(format!("--shape: {v:?} is not threads, processes or all")),
                 }
             }
-            other => return Err(format!("unknown option {other:?}")),
+            _ => return Err(flags.unknown()),
         }
     }
     Ok(a)
@@ -131,26 +119,13 @@ fn child(path: &str, profile: &str, threads: i64, base: i64, early: bool) -> ! {
                 let mut id = base + t * 100_000_000;
                 loop {
                     if early {
-                        let mut out = std::io::stdout().lock();
-                        if writeln!(out, "{id}").and_then(|_| out.flush()).is_err() {
-                            std::process::exit(1);
-                        }
+                        print_or_exit(&format!("{id}\n"));
                     }
                     let r = db.write(|tx| {
                         Ok(tx.execute("INSERT INTO acked VALUES (?, randomblob(500))", [id])?)
                     });
-                    let line = match r {
-                        Ok(_) if early => String::new(),
-                        Ok(_) => format!("{id}\n"),
-                        Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
-                    };
-                    let mut out = std::io::stdout().lock();
-                    if out
-                        .write_all(line.as_bytes())
-                        .and_then(|_| out.flush())
-                        .is_err()
-                    {
-                        std::process::exit(1);
+                    if !(early && r.is_ok()) {
+                        print_or_exit(&ack_line(id, &r));
                     }
                     id += 1;
                 }
@@ -393,13 +368,7 @@ fn main() {
             early == "early",
         );
     }
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("kill_proof: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = or_exit("kill_proof", parse_args(&argv));
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),

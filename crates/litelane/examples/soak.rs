@@ -52,6 +52,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use litelane::{CheckpointMode, Database, Options, Profile, Value};
 
+mod common;
+use common::{ack_line, or_exit, print_or_exit, Flags};
+
 /// `SQLITE_FULL`: the disk (or the file's size limit) is full.
 const SQLITE_FULL: i32 = 13;
 /// The largest filesystem `--full-for` agrees to fill.
@@ -83,37 +86,20 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         full_for: 0,
         full_leave_mib: 128,
     };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        let mut number = |what: &str| -> Result<u64, String> {
-            let v = value()?;
-            v.parse()
-                .map_err(|_| format!("{flag}: {v:?} is not a whole number of {what}"))
-        };
-        match flag.as_str() {
-            "--seconds" => a.seconds = number("seconds")?,
-            "--kill-every" => a.kill_every = number("seconds")?,
-            "--full-at" => a.full_at = Some(number("seconds")?),
-            "--full-for" => a.full_for = number("seconds")?,
-            "--full-leave" => a.full_leave_mib = number("MiB")?,
-            "--profile" => {
-                let v = value()?;
-                a.profiles = if v == "all" {
-                    vec![Profile::Safe, Profile::Balanced]
-                } else {
-                    let p: Profile = v.parse().map_err(|e| format!("--profile: {e}"))?;
-                    if p == Profile::Fast {
-                        return Err("--profile: the soak runs WAL profiles (safe, balanced)".into());
-                    }
-                    vec![p]
-                };
-            }
-            "--dir" => a.dir = Some(PathBuf::from(value()?)),
-            "--csv" => a.csv = PathBuf::from(value()?),
-            "--svg" => a.svg = Some(PathBuf::from(value()?)),
+    let mut flags = Flags::new(args);
+    while let Some(flag) = flags.next_flag() {
+        match flag {
+            "--seconds" => a.seconds = flags.number("seconds")?,
+            "--kill-every" => a.kill_every = flags.number("seconds")?,
+            "--full-at" => a.full_at = Some(flags.number("seconds")?),
+            "--full-for" => a.full_for = flags.number("seconds")?,
+            "--full-leave" => a.full_leave_mib = flags.number("MiB")?,
+            "--profile" => a.profiles = flags.wal_profiles()?,
+            "--dir" => a.dir = Some(PathBuf::from(flags.value()?)),
+            "--csv" => a.csv = PathBuf::from(flags.value()?),
+            "--svg" => a.svg = Some(PathBuf::from(flags.value()?)),
             "--no-explicit-checkpoints" => a.explicit_checkpoints = false,
-            other => return Err(format!("unknown option {other:?}")),
+            _ => return Err(flags.unknown()),
         }
     }
     Ok(a)
@@ -223,22 +209,11 @@ fn db_options(profile: Profile) -> Options {
 fn child_writer(path: &str, profile: &str, generation: i64) -> ! {
     let profile: Profile = profile.parse().expect("a profile");
     let db = Database::open(path, db_options(profile)).expect("open the soak database");
-    let mut out = std::io::stdout().lock();
     let mut id = generation * 1_000_000_000;
     loop {
         let r =
             db.write(|tx| Ok(tx.execute("INSERT INTO child VALUES (?, randomblob(200))", [id])?));
-        let line = match r {
-            Ok(_) => format!("{id}\n"),
-            Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
-        };
-        if out
-            .write_all(line.as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
-            std::process::exit(1);
-        }
+        print_or_exit(&ack_line(id, &r));
         id += 1;
         thread::sleep(Duration::from_millis(1));
     }
@@ -1057,13 +1032,7 @@ fn main() {
             }
         }
     }
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("soak: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = or_exit("soak", parse_args(&argv));
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),

@@ -222,62 +222,88 @@ pub(crate) fn open(
     if role == Role::Writer && target.read_only {
         // Read-only by request: leave the file as it is.
     } else if role == Role::Writer {
-        if conn.is_readonly("main").unwrap_or(false) {
-            return Err(Error::ReadOnly { path: name });
-        }
-        let want = journal_mode_for(opts.profile, target);
-        let got: String = conn
-            .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
-            .context(|| ctx("journal_mode"))?;
-        if !got.eq_ignore_ascii_case(want) {
-            return Err(Error::Sqlite {
-                code: rusqlite::ffi::SQLITE_ERROR,
-                extended_code: rusqlite::ffi::SQLITE_ERROR,
-                message: format!("journal_mode is {got}, wanted {want}"),
-                context: ctx("journal_mode"),
-            });
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = {}; PRAGMA journal_size_limit = {};",
-            opts.profile.synchronous(),
-            opts.journal_size_limit
-        ))
-        .context(|| ctx("synchronous, journal_size_limit"))?;
-        if want == "wal" {
-            // Checkpoints run on their own thread, never inside a commit.
-            let cp = &opts.checkpoints;
-            let auto = if cp.background || cp.external {
-                0
-            } else {
-                1000
-            };
-            conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {auto};"))
-                .context(|| ctx("wal_autocheckpoint"))?;
-            ffi::set_persistent_wal(&conn, opts.persistent_wal)?;
-        }
+        configure_writer(&conn, target, opts, &name)?;
     } else {
-        let journal = journal_mode_for(opts.profile, target);
-        if journal != "wal" {
-            // Rollback journal modes are per connection (WAL is per file).
-            conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |_| Ok(()))
-                .context(|| ctx("journal_mode"))?;
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = {}; PRAGMA wal_autocheckpoint = 0;",
-            opts.profile.synchronous()
-        ))
-        .context(|| ctx("synchronous"))?;
-        if role == Role::Reader {
-            conn.execute_batch("PRAGMA query_only = ON;")
-                .context(|| ctx("query_only"))?;
-        }
-        if !target.is_memory() {
-            ffi::set_persistent_wal(&conn, opts.persistent_wal)?;
-        }
+        configure_other(&conn, role, target, opts, &name)?;
     }
 
     install_tracer(&mut conn, role, tracer, reader_trace.cloned())?;
     Ok(conn)
+}
+
+/// The writer's journal mode (the profile's, refused as [`Error::ReadOnly`]
+/// when the file cannot be written), `synchronous`, the journal's size
+/// limit and, in WAL mode, no automatic checkpoints when litelane runs them.
+fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &str) -> Result<()> {
+    let ctx = |what: &str| format!("configuring {name}: {what}");
+    if conn.is_readonly("main").unwrap_or(false) {
+        return Err(Error::ReadOnly {
+            path: name.to_string(),
+        });
+    }
+    let want = journal_mode_for(opts.profile, target);
+    let got: String = conn
+        .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
+        .context(|| ctx("journal_mode"))?;
+    if !got.eq_ignore_ascii_case(want) {
+        return Err(Error::Sqlite {
+            code: rusqlite::ffi::SQLITE_ERROR,
+            extended_code: rusqlite::ffi::SQLITE_ERROR,
+            message: format!("journal_mode is {got}, wanted {want}"),
+            context: ctx("journal_mode"),
+        });
+    }
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA journal_size_limit = {};",
+        opts.profile.synchronous(),
+        opts.journal_size_limit
+    ))
+    .context(|| ctx("synchronous, journal_size_limit"))?;
+    if want == "wal" {
+        // Checkpoints run on their own thread, never inside a commit.
+        let cp = &opts.checkpoints;
+        let auto = if cp.background || cp.external {
+            0
+        } else {
+            1000
+        };
+        conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {auto};"))
+            .context(|| ctx("wal_autocheckpoint"))?;
+        ffi::set_persistent_wal(conn, opts.persistent_wal)?;
+    }
+    Ok(())
+}
+
+/// A reader's or the checkpointer's settings: the rollback journal mode
+/// (per connection), `synchronous`, no automatic checkpoints, and
+/// `query_only` for a reader.
+fn configure_other(
+    conn: &Connection,
+    role: Role,
+    target: &Target,
+    opts: &Options,
+    name: &str,
+) -> Result<()> {
+    let ctx = |what: &str| format!("configuring {name}: {what}");
+    let journal = journal_mode_for(opts.profile, target);
+    if journal != "wal" {
+        // Rollback journal modes are per connection (WAL is per file).
+        conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |_| Ok(()))
+            .context(|| ctx("journal_mode"))?;
+    }
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA wal_autocheckpoint = 0;",
+        opts.profile.synchronous()
+    ))
+    .context(|| ctx("synchronous"))?;
+    if role == Role::Reader {
+        conn.execute_batch("PRAGMA query_only = ON;")
+            .context(|| ctx("query_only"))?;
+    }
+    if !target.is_memory() {
+        ffi::set_persistent_wal(conn, opts.persistent_wal)?;
+    }
+    Ok(())
 }
 
 /// BEGIN, COMMIT, SAVEPOINT...: not what a transaction "was doing".

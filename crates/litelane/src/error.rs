@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::SqliteCode;
+
 /// Everything that can go wrong in litelane.
 ///
 /// Errors that come from SQLite keep SQLite's primary and extended result codes
@@ -13,7 +15,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
-    /// SQLite returned an error.
+    /// SQLite returned an error. Its [`source`](std::error::Error::source)
+    /// is the [`SqliteCode`] of `extended_code` (SQLite's name for it, e.g.
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY`; the primary code's where SQLite
+    /// names no such extended code).
     Sqlite {
         /// Primary result code (`SQLITE_BUSY` = 5, `SQLITE_CONSTRAINT` = 19, ...).
         code: i32,
@@ -93,7 +98,9 @@ pub enum Error {
         /// What litelane was doing (which commit).
         context: String,
         /// The failed fsync's operating-system error, when litelane ran
-        /// the fsync itself: the error's [`source`](std::error::Error::source).
+        /// the fsync itself: the error's [`source`](std::error::Error::source)
+        /// (without one, the source is the [`SqliteCode`] of
+        /// `extended_code`).
         os: Option<OsError>,
     },
     /// This database handle takes no more writes: an earlier commit's
@@ -321,6 +328,9 @@ impl std::error::Error for Error {
             Error::RolledBack { cause, .. } => Some(cause.as_ref()),
             Error::Io { os: Some(os), .. } | Error::OutcomeUnknown { os: Some(os), .. } => {
                 Some(os.io())
+            }
+            Error::Sqlite { extended_code, .. } | Error::OutcomeUnknown { extended_code, .. } => {
+                SqliteCode::of(*extended_code).map(|c| c as &(dyn std::error::Error + 'static))
             }
             _ => None,
         }

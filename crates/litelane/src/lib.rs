@@ -38,6 +38,7 @@ mod backup;
 mod bulk;
 mod carry;
 mod checkpoint;
+mod codes;
 mod configure;
 mod connection;
 mod error;
@@ -65,6 +66,7 @@ pub use bulk::{
     TARGET_PARAMS_PER_STATEMENT,
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
+pub use codes::SqliteCode;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
@@ -167,6 +169,58 @@ struct Inner {
     config: Arc<Registry>,
 }
 
+/// The cross-process queue of the file, when `opts` asks for it and the
+/// database was opened by path; otherwise, or when the queue cannot be
+/// used, `None`, and the metrics say why.
+fn open_process_queue(
+    target: &Target,
+    opts: &Options,
+    recorder: &Recorder,
+) -> Option<xproc::ProcessQueue> {
+    match (&target.path, opts.process_queue) {
+        (Some(path), true) if path.to_string_lossy().starts_with("file:") => {
+            recorder.note_process_queue_off(
+                "the database was opened by URI; open it by path to queue writers across processes"
+                    .into(),
+            );
+            None
+        }
+        (Some(path), true) => match xproc::ProcessQueue::open(path) {
+            Ok(q) => Some(q),
+            Err(degraded) => {
+                recorder.note_process_queue_off(degraded.to_string());
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// The pool's reader connections (`opts.readers`, at least one), each
+/// with the database's recorded setups applied.
+fn open_readers(
+    target: &Target,
+    opts: &Options,
+    tracer: &Arc<Tracer>,
+    config: &Registry,
+) -> Result<Vec<pool::Reader>> {
+    (0..opts.readers.max(1))
+        .map(|i| {
+            let trace = Arc::default();
+            let mut seen = 0;
+            let conn = connection::open(
+                target,
+                Role::Reader,
+                opts,
+                tracer,
+                Some(&trace),
+                Some((config, &mut seen)),
+            )?;
+            Ok(pool::Reader::new(conn, i, trace, seen))
+        })
+        .collect()
+}
+
 impl Database {
     /// Opens (creating if needed) the database file at `path`, or an
     /// in-memory database shared by the writer and readers when `path` is
@@ -208,23 +262,7 @@ impl Database {
         let queue = Arc::default();
         let signal =
             checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
-        let process_queue = match (&target.path, opts.process_queue) {
-            (Some(path), true) if path.to_string_lossy().starts_with("file:") => {
-                recorder.note_process_queue_off(
-                    "the database was opened by URI; open it by path to queue writers across processes"
-                        .into(),
-                );
-                None
-            }
-            (Some(path), true) => match xproc::ProcessQueue::open(path) {
-                Ok(q) => Some(q),
-                Err(degraded) => {
-                    recorder.note_process_queue_off(degraded.to_string());
-                    None
-                }
-            },
-            _ => None,
-        };
+        let process_queue = open_process_queue(&target, &opts, &recorder);
         let writer = Arc::new(Writer::new(
             writer_conn,
             queue,
@@ -239,21 +277,7 @@ impl Database {
             writer_seen,
             || connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None),
         )?);
-        let readers = (0..opts.readers.max(1))
-            .map(|i| {
-                let trace = Arc::default();
-                let mut seen = 0;
-                let conn = connection::open(
-                    &target,
-                    Role::Reader,
-                    &opts,
-                    &tracer,
-                    Some(&trace),
-                    Some((&config, &mut seen)),
-                )?;
-                Ok(pool::Reader::new(conn, i, trace, seen))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let readers = open_readers(&target, &opts, &tracer, &config)?;
         let pool = Arc::new(Pool::new(
             readers,
             Arc::clone(&recorder),

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use litelane::{backup_connection, BackupOptions, BackupProgress};
+use litelane::{backup_connection, BackupOptions, BackupProgress, BackupReport};
 use serde_json::json;
 
 use super::{human_bytes, open_untrusted, BackupArgs};
@@ -35,9 +35,33 @@ pub fn backup(args: BackupArgs) -> Result<(), CliError> {
         pages_per_step: args.pages_per_step,
         overwrite: args.force,
     };
-    let show = !args.json;
+    let mut progress = progress_printer(!args.json);
+    let report = backup_connection(&conn, &args.out, &opts, &mut progress)?;
+    drop(conn);
+    // The copy is as untrusted as its source: check it the same way.
+    let copy = open_untrusted(&args.out)?;
+    let check: Vec<String> = {
+        let mut stmt = copy.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let ok = check.len() == 1 && check[0] == "ok";
+    print_report(&args, &report, &check, ok);
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::Input(format!(
+            "the copy {} does not pass integrity_check: the source is probably damaged; \
+             run `litelane doctor --integrity` on it",
+            args.out.display()
+        )))
+    }
+}
+
+/// Once a second at most, unless `show` is false: the pages copied so far.
+fn progress_printer(show: bool) -> impl FnMut(BackupProgress) {
     let mut last_print = Instant::now();
-    let mut progress = |p: BackupProgress| {
+    move |p: BackupProgress| {
         if show && last_print.elapsed() >= Duration::from_secs(1) {
             last_print = Instant::now();
             let pct = if p.pages_total == 0 {
@@ -50,17 +74,12 @@ pub fn backup(args: BackupArgs) -> Result<(), CliError> {
                 p.pages_done, p.pages_total
             );
         }
-    };
-    let report = backup_connection(&conn, &args.out, &opts, &mut progress)?;
-    drop(conn);
-    // The copy is as untrusted as its source: check it the same way.
-    let copy = open_untrusted(&args.out)?;
-    let check: Vec<String> = {
-        let mut stmt = copy.prepare("PRAGMA integrity_check")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let ok = check.len() == 1 && check[0] == "ok";
+    }
+}
+
+/// Prints what the backup did and the copy's `integrity_check` (`check`,
+/// `ok` when it passed): one JSON object with `--json`, else lines of text.
+fn print_report(args: &BackupArgs, report: &BackupReport, check: &[String], ok: bool) {
     if args.json {
         println!(
             "{}",
@@ -75,32 +94,23 @@ pub fn backup(args: BackupArgs) -> Result<(), CliError> {
                 "integrity_check": check,
             })
         );
-    } else {
-        println!(
-            "{}: backed up {} pages ({}) to {} in {:.2} s, {} steps",
-            args.db.display(),
-            report.pages,
-            human_bytes(report.bytes),
-            report.path.display(),
-            report.elapsed.as_secs_f64(),
-            report.steps
-        );
-        if ok {
-            println!("integrity_check of the copy: ok");
-        } else {
-            println!("integrity_check of the copy found problems:");
-            for line in &check {
-                println!("  {line}");
-            }
-        }
+        return;
     }
+    println!(
+        "{}: backed up {} pages ({}) to {} in {:.2} s, {} steps",
+        args.db.display(),
+        report.pages,
+        human_bytes(report.bytes),
+        report.path.display(),
+        report.elapsed.as_secs_f64(),
+        report.steps
+    );
     if ok {
-        Ok(())
+        println!("integrity_check of the copy: ok");
     } else {
-        Err(CliError::Input(format!(
-            "the copy {} does not pass integrity_check: the source is probably damaged; \
-             run `litelane doctor --integrity` on it",
-            args.out.display()
-        )))
+        println!("integrity_check of the copy found problems:");
+        for line in check {
+            println!("  {line}");
+        }
     }
 }

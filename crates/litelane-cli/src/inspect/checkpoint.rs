@@ -1,6 +1,6 @@
 //! `litelane checkpoint DB`: runs one checkpoint and says what it did.
 
-use litelane::{Checkpoints, Database, Options, Profile};
+use litelane::{CheckpointReport, Checkpoints, Database, Options, Profile};
 use serde_json::json;
 
 use super::{file_len, human_bytes, open_untrusted, pragma, wal_path, CheckpointArgs};
@@ -44,7 +44,19 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<(), CliError> {
     let db = Database::open(&args.db, opts)?;
     let report = db.checkpoint(args.mode)?;
     drop(db);
-    let after = file_len(&wal);
+    print_report(&args, &journal, &report, before, file_len(&wal));
+    Ok(())
+}
+
+/// Prints what the checkpoint did and the WAL file's size `before` and
+/// `after` it (bytes): one JSON object with `--json`, else lines of text.
+fn print_report(
+    args: &CheckpointArgs,
+    journal: &str,
+    report: &CheckpointReport,
+    before: u64,
+    after: u64,
+) {
     if args.json {
         println!(
             "{}",
@@ -60,32 +72,31 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<(), CliError> {
                 "wal_bytes_after": after,
             })
         );
-    } else {
-        // A TRUNCATE that succeeds reports 0 frames: the WAL is gone.
-        let done = if report.mode == litelane::CheckpointMode::Truncate && !report.busy {
-            "WAL copied into the database and truncated".to_string()
-        } else {
-            format!(
-                "{} of {} WAL frames copied into the database",
-                report.checkpointed_frames, report.wal_frames
-            )
-        };
-        println!(
-            "{} checkpoint of {}: {done} in {:.3} s{}",
-            report.mode,
-            args.db.display(),
-            report.elapsed.as_secs_f64(),
-            if report.busy {
-                " (not complete: a reader or writer was in the way; run again, or use --mode restart)"
-            } else {
-                ""
-            }
-        );
-        println!(
-            "WAL file: {} before, {} after",
-            human_bytes(before),
-            human_bytes(after)
-        );
+        return;
     }
-    Ok(())
+    // A TRUNCATE that succeeds reports 0 frames: the WAL is gone.
+    let done = if report.mode == litelane::CheckpointMode::Truncate && !report.busy {
+        "WAL copied into the database and truncated".to_string()
+    } else {
+        format!(
+            "{} of {} WAL frames copied into the database",
+            report.checkpointed_frames, report.wal_frames
+        )
+    };
+    println!(
+        "{} checkpoint of {}: {done} in {:.3} s{}",
+        report.mode,
+        args.db.display(),
+        report.elapsed.as_secs_f64(),
+        if report.busy {
+            " (not complete: a reader or writer was in the way; run again, or use --mode restart)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "WAL file: {} before, {} after",
+        human_bytes(before),
+        human_bytes(after)
+    );
 }

@@ -117,13 +117,33 @@ fn unindexed_foreign_keys(
     Ok(out)
 }
 
-/// Checks an open database.
+/// Checks an open database: each check below that finds something adds
+/// its finding, in this order.
 pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> {
     let db = s.path.as_str();
-    let wal = s.journal_mode.eq_ignore_ascii_case("wal");
-    let mut f = Vec::new();
-    if !wal {
-        f.push(sql_fix(
+    let mut f: Vec<Finding> = [
+        journal_mode(s, db),
+        wal_size(s, db),
+        freelist(s, db),
+        auto_vacuum(s, db),
+        page_size(s, db),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for (table, cols, parent) in unindexed_foreign_keys(conn, s)? {
+        f.push(foreign_key_index(db, &table, &cols, &parent));
+    }
+    f.extend(sync_failure(db));
+    f.extend(leftovers(std::path::Path::new(&s.path)));
+    f.extend(statistics(s, db));
+    Ok(f)
+}
+
+/// Not in WAL mode.
+fn journal_mode(s: &Stats, db: &str) -> Option<Finding> {
+    (!s.journal_mode.eq_ignore_ascii_case("wal")).then(|| {
+        sql_fix(
             "journal_mode",
             "warning",
             format!(
@@ -133,50 +153,64 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
             ),
             db,
             "PRAGMA journal_mode=WAL;".into(),
-        ));
-    }
+        )
+    })
+}
+
+/// A large WAL file, or one larger than the database.
+fn wal_size(s: &Stats, db: &str) -> Option<Finding> {
     let wal_leftover = s.wal_bytes >= WAL_LEFTOVER_BYTES && s.wal_bytes > s.file_bytes;
-    if s.wal_bytes > WAL_WARN_BYTES || wal_leftover {
-        f.push(Finding {
-            check: "wal_size".into(),
-            severity: "warning",
-            message: format!(
-                "the WAL file is {}{}: reads get slower as it grows, and it holds space; a \
-                 reader that never ends, or no checkpoints, keeps it from being reset",
-                human_bytes(s.wal_bytes),
-                if wal_leftover {
-                    format!(
-                        ", larger than the database file ({})",
-                        human_bytes(s.file_bytes)
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            sql: Some("PRAGMA wal_checkpoint(TRUNCATE);".into()),
-            command: format!("litelane checkpoint {} --mode truncate", shell_quote(db)),
-        });
+    if s.wal_bytes <= WAL_WARN_BYTES && !wal_leftover {
+        return None;
     }
-    if s.page_count > 0 {
-        let ratio = s.freelist_count as f64 / s.page_count as f64;
-        if ratio > FREELIST_WARN_RATIO && s.freelist_count >= FREELIST_WARN_PAGES {
-            f.push(sql_fix(
-                "freelist",
-                "warning",
+    Some(Finding {
+        check: "wal_size".into(),
+        severity: "warning",
+        message: format!(
+            "the WAL file is {}{}: reads get slower as it grows, and it holds space; a \
+             reader that never ends, or no checkpoints, keeps it from being reset",
+            human_bytes(s.wal_bytes),
+            if wal_leftover {
                 format!(
-                    "{:.0}% of the file ({} pages, {}) is free pages left by deletes: the file is \
-                     larger than its data and the data is scattered",
-                    ratio * 100.0,
-                    s.freelist_count,
-                    human_bytes(s.freelist_count * s.page_size)
-                ),
-                db,
-                "VACUUM;".into(),
-            ));
-        }
+                    ", larger than the database file ({})",
+                    human_bytes(s.file_bytes)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        sql: Some("PRAGMA wal_checkpoint(TRUNCATE);".into()),
+        command: format!("litelane checkpoint {} --mode truncate", shell_quote(db)),
+    })
+}
+
+/// Many free pages.
+fn freelist(s: &Stats, db: &str) -> Option<Finding> {
+    if s.page_count == 0 {
+        return None;
     }
-    if s.auto_vacuum == 1 {
-        f.push(sql_fix(
+    let ratio = s.freelist_count as f64 / s.page_count as f64;
+    (ratio > FREELIST_WARN_RATIO && s.freelist_count >= FREELIST_WARN_PAGES).then(|| {
+        sql_fix(
+            "freelist",
+            "warning",
+            format!(
+                "{:.0}% of the file ({} pages, {}) is free pages left by deletes: the file is \
+                 larger than its data and the data is scattered",
+                ratio * 100.0,
+                s.freelist_count,
+                human_bytes(s.freelist_count * s.page_size)
+            ),
+            db,
+            "VACUUM;".into(),
+        )
+    })
+}
+
+/// `auto_vacuum=FULL`.
+fn auto_vacuum(s: &Stats, db: &str) -> Option<Finding> {
+    (s.auto_vacuum == 1).then(|| {
+        sql_fix(
             "auto_vacuum",
             "info",
             "auto_vacuum is FULL: every commit that frees pages moves other pages to the end of \
@@ -185,83 +219,93 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
                 .into(),
             db,
             "PRAGMA auto_vacuum=INCREMENTAL; VACUUM;".into(),
-        ));
+        )
+    })
+}
+
+/// Pages smaller than 4096 bytes.
+fn page_size(s: &Stats, db: &str) -> Option<Finding> {
+    if s.page_size >= 4096 {
+        return None;
     }
-    if s.page_size < 4096 {
-        let sql = if wal {
-            "PRAGMA journal_mode=DELETE; PRAGMA page_size=4096; VACUUM; PRAGMA journal_mode=WAL;"
-        } else {
-            "PRAGMA page_size=4096; VACUUM;"
-        };
-        f.push(sql_fix(
-            "page_size",
-            "warning",
-            format!(
-                "page size is {} bytes: smaller than the 4096-byte pages of today's disks and \
-                 file systems, so every page write is a partial block",
-                s.page_size
-            ),
-            db,
-            sql.into(),
-        ));
-    }
-    for (table, cols, parent) in unindexed_foreign_keys(conn, s)? {
-        let name = format!("{}_{}_idx", table, cols.join("_"));
-        let sql = format!(
-            "CREATE INDEX {} ON {}({});",
-            quote_ident(&name),
-            quote_ident(&table),
-            cols.iter()
-                .map(|c| quote_ident(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        f.push(sql_fix(
-            "foreign_key_index",
-            "warning",
-            format!(
-                "foreign key {}({}) → {} has no index: every delete or key update in {} scans \
-                 all of {}",
-                quote_ident(&table),
-                cols.iter()
-                    .map(|c| quote_ident(c))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                quote_ident(&parent),
-                quote_ident(&parent),
-                quote_ident(&table)
-            ),
-            db,
-            sql,
-        ));
-    }
-    if let Some((lock, at)) = litelane::xproc::recorded_sync_failure(std::path::Path::new(db)) {
-        let lock = lock.display().to_string();
-        f.push(Finding {
-            check: "sync_failure".into(),
-            severity: "warning",
-            message: format!(
-                "the lock file {lock} records a failed fsync of the WAL (at commit {at}): the \
-                 commits around it may or may not be durable, and every litelane process \
-                 refuses writes to this database until the disk and the database are checked \
-                 and that lock file is removed while no process has the database open (see \
-                 docs/durability.md, \"What a caller should do on OutcomeUnknown\")"
-            ),
-            sql: None,
-            command: format!(
-                "litelane doctor --integrity {}, then with no process using it: rm -- {}",
-                shell_quote(db),
-                shell_quote(&lock)
-            ),
-        });
-    }
-    f.extend(leftovers(std::path::Path::new(&s.path)));
+    let sql = if s.journal_mode.eq_ignore_ascii_case("wal") {
+        "PRAGMA journal_mode=DELETE; PRAGMA page_size=4096; VACUUM; PRAGMA journal_mode=WAL;"
+    } else {
+        "PRAGMA page_size=4096; VACUUM;"
+    };
+    Some(sql_fix(
+        "page_size",
+        "warning",
+        format!(
+            "page size is {} bytes: smaller than the 4096-byte pages of today's disks and \
+             file systems, so every page write is a partial block",
+            s.page_size
+        ),
+        db,
+        sql.into(),
+    ))
+}
+
+/// A foreign key of `table` (its columns `cols`) to `parent` with no index.
+fn foreign_key_index(db: &str, table: &str, cols: &[String], parent: &str) -> Finding {
+    let quoted = cols
+        .iter()
+        .map(|c| quote_ident(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let name = format!("{}_{}_idx", table, cols.join("_"));
+    let sql = format!(
+        "CREATE INDEX {} ON {}({quoted});",
+        quote_ident(&name),
+        quote_ident(table),
+    );
+    sql_fix(
+        "foreign_key_index",
+        "warning",
+        format!(
+            "foreign key {}({quoted}) → {} has no index: every delete or key update in {} scans \
+             all of {}",
+            quote_ident(table),
+            quote_ident(parent),
+            quote_ident(parent),
+            quote_ident(table)
+        ),
+        db,
+        sql,
+    )
+}
+
+/// A failed fsync recorded in the cross-process lock file.
+fn sync_failure(db: &str) -> Option<Finding> {
+    let (lock, at) = litelane::xproc::recorded_sync_failure(std::path::Path::new(db))?;
+    let lock = lock.display().to_string();
+    Some(Finding {
+        check: "sync_failure".into(),
+        severity: "warning",
+        message: format!(
+            "the lock file {lock} records a failed fsync of the WAL (at commit {at}): the \
+             commits around it may or may not be durable, and every litelane process \
+             refuses writes to this database until the disk and the database are checked \
+             and that lock file is removed while no process has the database open (see \
+             docs/durability.md, \"What a caller should do on OutcomeUnknown\")"
+        ),
+        sql: None,
+        command: format!(
+            "litelane doctor --integrity {}, then with no process using it: rm -- {}",
+            shell_quote(db),
+            shell_quote(&lock)
+        ),
+    })
+}
+
+/// Indexes but no query planner statistics.
+fn statistics(s: &Stats, db: &str) -> Option<Finding> {
     let has_stat1 = s
         .tables
         .iter()
         .any(|t| t.name.eq_ignore_ascii_case("sqlite_stat1"));
-    if s.indexes > 0 && !has_stat1 {
-        f.push(sql_fix(
+    (s.indexes > 0 && !has_stat1).then(|| {
+        sql_fix(
             "statistics",
             "info",
             "no query planner statistics (sqlite_stat1): with several indexes on a table the \
@@ -269,9 +313,8 @@ pub fn diagnose(conn: &Connection, s: &Stats) -> Result<Vec<Finding>, CliError> 
                 .into(),
             db,
             "PRAGMA optimize;".into(),
-        ));
-    }
-    Ok(f)
+        )
+    })
 }
 
 /// Files litelane leaves beside the database only when a run of it was

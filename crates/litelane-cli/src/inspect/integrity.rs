@@ -324,6 +324,7 @@ fn group_lines(lines: Vec<(String, String)>, by_root: &HashMap<i64, Object>) -> 
 
 /// The finding for one group of SQLite's lines: what is damaged, what it
 /// means, and the command that repairs it.
+// Long by nature: one arm per kind of damage, most of each its message.
 fn damage_of(
     (key, name, mut pages, details): Group,
     by_root: &HashMap<i64, Object>,

@@ -557,104 +557,29 @@ fn copy_rowid_table(
         }
         watch.tick(t, &format!("at rowid {start}"));
         let before = start;
-        let mut got = 0i64;
-        let mut last: Option<i64> = None;
-        let mut failed: Option<String> = None;
-        // A row came back out of order: what lies between is unknown.
-        let mut disorder = false;
-        match src.prepare_cached(&sql) {
+        let read = match src.prepare_cached(&sql) {
             Err(e) => {
                 t.error(e);
                 return;
             }
-            Ok(mut stmt) => match stmt.query([start]) {
-                Err(e) => failed = Some(e.to_string()),
-                Ok(mut rows) => loop {
-                    match rows.next() {
-                        Ok(None) => break,
-                        Ok(Some(r)) => {
-                            let n = r.as_ref().column_count();
-                            match (0..n).map(|i| r.get(i)).collect::<Result<Vec<Value>, _>>() {
-                                Ok(v) => {
-                                    let Value::Integer(id) = v[0] else {
-                                        failed = Some("a rowid that is not an integer".into());
-                                        break;
-                                    };
-                                    let floor = last.map_or(start, |l| l.saturating_add(1));
-                                    if id < floor || last == Some(i64::MAX) {
-                                        disorder = true;
-                                        failed = Some(format!(
-                                            "rowid {id} came after rowid {}: the b-tree is \
-                                             damaged (rows out of order)",
-                                            floor.saturating_sub(1)
-                                        ));
-                                        break;
-                                    }
-                                    sink.put(&v, t);
-                                    last = Some(id);
-                                    got += 1;
-                                }
-                                Err(e) => {
-                                    failed = Some(e.to_string());
-                                    break;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            failed = Some(e.to_string());
-                            break;
-                        }
-                    }
-                },
-            },
-        }
-        if let Some(id) = last {
+            Ok(mut stmt) => read_batch(&mut stmt, start, sink, t),
+        };
+        if let Some(id) = read.last {
             if id == i64::MAX {
                 return;
             }
             start = id + 1;
         }
-        let Some(err) = failed else {
-            if got < BATCH {
+        let Some(err) = &read.failed else {
+            if read.got < BATCH {
                 return; // the end of the table
             }
             continue;
         };
-        t.error(&err);
-        // Which is damaged: one row's content, or the page(s) from start on?
-        match probe(src, q_table, rid, start) {
-            Ok(Some(r)) if disorder && r > before => {
-                // The scan left the b-tree (a row out of order), not a row's
-                // content: go on from the next rowid a seek finds, which may
-                // well read; what lay between is unknown.
-                if r > start {
-                    t.lost_rowid_ranges.push((start, r - 1));
-                }
-                start = r;
-            }
-            Ok(Some(r)) => {
-                // The rowid reads, the row does not: skip that row. Rows the
-                // failed read should have met before it (when the seek skips
-                // over part of the damage) are in the range too.
-                t.rows_unreadable += 1;
-                let from = if last.is_some() || disorder { start } else { r };
-                t.lost_rowid_ranges.push((from, r));
-                if r == i64::MAX {
-                    return;
-                }
-                start = r + 1;
-            }
-            Ok(None) => return,
-            Err(_) => match skip_damage(src, q_table, rid, start) {
-                Some(s) => {
-                    t.lost_rowid_ranges.push((start, s - 1));
-                    start = s;
-                }
-                None => {
-                    t.lost_rowid_ranges.push((start, i64::MAX));
-                    return;
-                }
-            },
+        t.error(err);
+        match past_damage(src, q_table, rid, start, before, &read, t) {
+            Some(next) => start = next,
+            None => return,
         }
         if start <= before {
             // Cannot happen by the rules above; if it ever did, stop rather
@@ -663,6 +588,126 @@ fn copy_rowid_table(
             t.lost_rowid_ranges.push((start, i64::MAX));
             return;
         }
+    }
+}
+
+/// What one batch of a rowid scan read.
+struct BatchRead {
+    /// Rows copied.
+    got: i64,
+    /// The last rowid copied.
+    last: Option<i64>,
+    /// Why the batch ended early.
+    failed: Option<String>,
+    /// A row came back out of order: what lies between is unknown.
+    disorder: bool,
+}
+
+/// Reads one batch from rowid `start` on (`stmt`: the scan's query) and
+/// copies each row through `sink`, stopping at the first error or row out
+/// of order.
+fn read_batch(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    start: i64,
+    sink: &mut Sink<'_>,
+    t: &mut TableReport,
+) -> BatchRead {
+    let mut read = BatchRead {
+        got: 0,
+        last: None,
+        failed: None,
+        disorder: false,
+    };
+    let mut rows = match stmt.query([start]) {
+        Ok(rows) => rows,
+        Err(e) => {
+            read.failed = Some(e.to_string());
+            return read;
+        }
+    };
+    loop {
+        let r = match rows.next() {
+            Ok(None) => return read,
+            Ok(Some(r)) => r,
+            Err(e) => {
+                read.failed = Some(e.to_string());
+                return read;
+            }
+        };
+        let n = r.as_ref().column_count();
+        let v = match (0..n).map(|i| r.get(i)).collect::<Result<Vec<Value>, _>>() {
+            Ok(v) => v,
+            Err(e) => {
+                read.failed = Some(e.to_string());
+                return read;
+            }
+        };
+        let Value::Integer(id) = v[0] else {
+            read.failed = Some("a rowid that is not an integer".into());
+            return read;
+        };
+        let floor = read.last.map_or(start, |l| l.saturating_add(1));
+        if id < floor || read.last == Some(i64::MAX) {
+            read.disorder = true;
+            read.failed = Some(format!(
+                "rowid {id} came after rowid {}: the b-tree is damaged (rows out of order)",
+                floor.saturating_sub(1)
+            ));
+            return read;
+        }
+        sink.put(&v, t);
+        read.last = Some(id);
+        read.got += 1;
+    }
+}
+
+/// Where the scan goes on after a batch that met damage at `start` (the
+/// batch began at `before`): which is damaged, one row's content or the
+/// page(s) from `start` on, decides; what is skipped is recorded as lost.
+/// `None`: nothing further can be read.
+fn past_damage(
+    src: &Connection,
+    q_table: &str,
+    rid: &str,
+    start: i64,
+    before: i64,
+    read: &BatchRead,
+    t: &mut TableReport,
+) -> Option<i64> {
+    match probe(src, q_table, rid, start) {
+        Ok(Some(r)) if read.disorder && r > before => {
+            // The scan left the b-tree (a row out of order), not a row's
+            // content: go on from the next rowid a seek finds, which may
+            // well read; what lay between is unknown.
+            if r > start {
+                t.lost_rowid_ranges.push((start, r - 1));
+            }
+            Some(r)
+        }
+        Ok(Some(r)) => {
+            // The rowid reads, the row does not: skip that row. Rows the
+            // failed read should have met before it (when the seek skips
+            // over part of the damage) are in the range too.
+            t.rows_unreadable += 1;
+            let from = if read.last.is_some() || read.disorder {
+                start
+            } else {
+                r
+            };
+            t.lost_rowid_ranges.push((from, r));
+            (r != i64::MAX).then(|| r + 1)
+        }
+        Ok(None) => None,
+        Err(_) => match skip_damage(src, q_table, rid, start) {
+            Some(s) => {
+                t.lost_rowid_ranges.push((start, s - 1));
+                Some(s)
+            }
+            None => {
+                t.lost_rowid_ranges.push((start, i64::MAX));
+                None
+            }
+        },
     }
 }
 
@@ -856,6 +901,41 @@ pub fn salvage(
             return Ok(report);
         }
     };
+    let dst = create_out(&src, out_tmp)?;
+    let vtabs: Vec<String> = schema
+        .iter()
+        .filter(|r| r.kind == "table" && r.sql.as_deref().is_some_and(is_virtual))
+        .map(|r| r.name.clone())
+        .collect();
+    let sequence = copy_tables(&src, &dst, &schema, &vtabs, &mut report, watch)?;
+    if let Some(seq) = sequence {
+        copy_sequence(&src, &dst, &seq, &mut report, watch)?;
+    }
+    create_objects(&dst, &schema, &vtabs, &mut report);
+    dst.execute_batch("COMMIT")
+        .map_err(|e| litelane::Error::from_sqlite(e, "committing OUT"))?;
+    report.out_integrity = {
+        let mut stmt = dst.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    dst.close()
+        .map_err(|(_, e)| litelane::Error::from_sqlite(e, "closing OUT"))?;
+    report.rows_recovered = report.tables.iter().map(|t| t.rows_recovered).sum();
+    let all_complete = report.tables.iter().all(|t| t.status == "complete")
+        && report.objects.iter().all(|o| o.created);
+    report.outcome = if all_complete && report.header_repairs.is_empty() {
+        "complete"
+    } else {
+        "partial"
+    };
+    Ok(report)
+}
+
+/// Creates OUT at `out_tmp`, defensive and with no trusted schema, with the
+/// damaged file's page size, `user_version` and `application_id`, no
+/// journal, and a transaction open.
+fn create_out(src: &Connection, out_tmp: &Path) -> Result<Connection, CliError> {
     let dst = Connection::open(out_tmp)
         .map_err(|e| litelane::Error::from_sqlite(e, format!("creating {}", out_tmp.display())))?;
     dst.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
@@ -876,12 +956,20 @@ pub fn salvage(
          PRAGMA application_id = {app_id}; BEGIN;"
     ))
     .map_err(|e| litelane::Error::from_sqlite(e, "configuring OUT"))?;
+    Ok(dst)
+}
 
-    let vtabs: Vec<String> = schema
-        .iter()
-        .filter(|r| r.kind == "table" && r.sql.as_deref().is_some_and(is_virtual))
-        .map(|r| r.name.clone())
-        .collect();
+/// Copies every ordinary table of `schema` into OUT, reporting each (and
+/// each virtual or shadow table skipped); returns `sqlite_sequence`'s row,
+/// copied last. Fails when interrupted.
+fn copy_tables(
+    src: &Connection,
+    dst: &Connection,
+    schema: &[SchemaRow],
+    vtabs: &[String],
+    report: &mut RecoverReport,
+    watch: &mut Watch,
+) -> Result<Option<SchemaRow>, CliError> {
     let mut sequence: Option<SchemaRow> = None;
     for row in schema.iter().filter(|r| r.kind == "table") {
         let lower = row.name.to_ascii_lowercase();
@@ -892,37 +980,14 @@ pub fn salvage(
         if lower.starts_with("sqlite_") {
             continue; // sqlite_stat*: rebuilt by ANALYZE / PRAGMA optimize
         }
-        if row.sql.as_deref().is_some_and(is_virtual) {
-            report.tables.push(TableReport {
-                name: row.name.clone(),
-                status: "skipped",
-                errors: vec![
-                    "a virtual table: recreate it by hand (its module may not be here)".into(),
-                ],
-                error_count: 0,
-                ..Default::default()
-            });
-            continue;
-        }
-        if let Some(v) = vtabs
-            .iter()
-            .find(|v| lower.starts_with(&format!("{}_", v.to_ascii_lowercase())))
-        {
-            report.tables.push(TableReport {
-                name: row.name.clone(),
-                status: "skipped",
-                errors: vec![format!(
-                    "a shadow table of virtual table {}",
-                    quote_ident(v)
-                )],
-                ..Default::default()
-            });
+        if let Some(skipped) = virtual_or_shadow(row, &lower, vtabs) {
+            report.tables.push(skipped);
             continue;
         }
         if row.sql.is_none() {
             continue;
         }
-        report.tables.push(copy_table(&src, &dst, row, watch));
+        report.tables.push(copy_table(src, dst, row, watch));
         if interrupted() {
             return Err(CliError::Input(format!(
                 "interrupted while copying table {}; nothing was written to OUT",
@@ -930,49 +995,95 @@ pub fn salvage(
             )));
         }
     }
-    if let Some(seq) = sequence {
-        // AUTOINCREMENT counters: created with the first such table; copy the
-        // values so new rowids do not reuse old ones.
-        let mut t = TableReport {
-            name: seq.name.clone(),
+    Ok(sequence)
+}
+
+/// The report of a table not copied because it is a virtual table or a
+/// shadow table of one (`lower`: its name in lower case); `None` for an
+/// ordinary table.
+fn virtual_or_shadow(row: &SchemaRow, lower: &str, vtabs: &[String]) -> Option<TableReport> {
+    if row.sql.as_deref().is_some_and(is_virtual) {
+        return Some(TableReport {
+            name: row.name.clone(),
+            status: "skipped",
+            errors: vec![
+                "a virtual table: recreate it by hand (its module may not be here)".into(),
+            ],
+            error_count: 0,
             ..Default::default()
-        };
-        let exists: bool = dst
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-            .unwrap_or(false);
-        if exists {
-            let _ = dst.execute("DELETE FROM sqlite_sequence", []);
-            let mut sink = Sink {
-                insert: dst
-                    .prepare_cached(
-                        "INSERT INTO sqlite_sequence(rowid, name, seq) VALUES (?, ?, ?)",
-                    )
-                    .map_err(|e| litelane::Error::from_sqlite(e, "copying sqlite_sequence"))?,
-            };
-            copy_rowid_table(
-                &src,
-                &mut sink,
-                "sqlite_sequence",
-                "rowid",
-                "name, seq",
-                &mut t,
-                watch,
-            );
-            t.status = if t.error_count == 0 {
-                "complete"
-            } else {
-                "partial"
-            };
-            report.tables.push(t);
-        }
+        });
     }
-    // Indexes from the recovered rows, then views and triggers (last, so no
-    // trigger fires while rows are copied).
+    let v = vtabs
+        .iter()
+        .find(|v| lower.starts_with(&format!("{}_", v.to_ascii_lowercase())))?;
+    Some(TableReport {
+        name: row.name.clone(),
+        status: "skipped",
+        errors: vec![format!(
+            "a shadow table of virtual table {}",
+            quote_ident(v)
+        )],
+        ..Default::default()
+    })
+}
+
+/// AUTOINCREMENT counters: OUT created `sqlite_sequence` with the first
+/// such table; its values are copied so new rowids do not reuse old ones.
+fn copy_sequence(
+    src: &Connection,
+    dst: &Connection,
+    seq: &SchemaRow,
+    report: &mut RecoverReport,
+    watch: &mut Watch,
+) -> Result<(), CliError> {
+    let mut t = TableReport {
+        name: seq.name.clone(),
+        ..Default::default()
+    };
+    let exists: bool = dst
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .unwrap_or(false);
+    if !exists {
+        return Ok(());
+    }
+    let _ = dst.execute("DELETE FROM sqlite_sequence", []);
+    let mut sink = Sink {
+        insert: dst
+            .prepare_cached("INSERT INTO sqlite_sequence(rowid, name, seq) VALUES (?, ?, ?)")
+            .map_err(|e| litelane::Error::from_sqlite(e, "copying sqlite_sequence"))?,
+    };
+    copy_rowid_table(
+        src,
+        &mut sink,
+        "sqlite_sequence",
+        "rowid",
+        "name, seq",
+        &mut t,
+        watch,
+    );
+    t.status = if t.error_count == 0 {
+        "complete"
+    } else {
+        "partial"
+    };
+    report.tables.push(t);
+    Ok(())
+}
+
+/// Indexes from the recovered rows, then views and triggers (last, so no
+/// trigger fires while rows are copied); each reported, and none made on a
+/// table not recovered.
+fn create_objects(
+    dst: &Connection,
+    schema: &[SchemaRow],
+    vtabs: &[String],
+    report: &mut RecoverReport,
+) {
     for kind in ["index", "view", "trigger"] {
         for row in schema.iter().filter(|r| r.kind == kind) {
             let Some(sql) = row.sql.as_deref() else {
@@ -989,7 +1100,7 @@ pub fn salvage(
                     quote_ident(&row.table)
                 ))
             } else {
-                create(&dst, sql)
+                create(dst, sql)
             };
             report.objects.push(ObjectReport {
                 kind: kind.into(),
@@ -999,24 +1110,6 @@ pub fn salvage(
             });
         }
     }
-    dst.execute_batch("COMMIT")
-        .map_err(|e| litelane::Error::from_sqlite(e, "committing OUT"))?;
-    report.out_integrity = {
-        let mut stmt = dst.prepare("PRAGMA integrity_check")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        rows.collect::<Result<_, _>>()?
-    };
-    dst.close()
-        .map_err(|(_, e)| litelane::Error::from_sqlite(e, "closing OUT"))?;
-    report.rows_recovered = report.tables.iter().map(|t| t.rows_recovered).sum();
-    let all_complete = report.tables.iter().all(|t| t.status == "complete")
-        && report.objects.iter().all(|o| o.created);
-    report.outcome = if all_complete && report.header_repairs.is_empty() {
-        "complete"
-    } else {
-        "partial"
-    };
-    Ok(report)
 }
 
 /// Runs one `CREATE ...` statement from the damaged file's schema in OUT:

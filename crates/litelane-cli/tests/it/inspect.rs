@@ -314,3 +314,33 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
         "{command}"
     );
 }
+
+/// A failing command prints its error's whole chain on stderr, down to
+/// SQLite's name for the code or the operating system's error (issue 17).
+#[test]
+fn a_failure_prints_the_chain_down_to_sqlites_code_name_and_the_os_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, b"these are notes, not a database\n".repeat(200)).unwrap();
+    let out = litelane(&["stats", notes.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("notes.txt") && err.trim_end().ends_with(": SQLITE_NOTADB"),
+        "{err}"
+    );
+
+    let db = dir.path().join("d.db");
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        .unwrap();
+    let dest = dir.path().join("no-such-dir").join("copy.db");
+    let out = litelane(&["backup", db.to_str().unwrap(), dest.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no-such-dir") && err.contains("(os error 2)"),
+        "{err}"
+    );
+}

@@ -80,34 +80,9 @@ impl ParseJob {
             record += 1;
             if record <= self.skip {
                 if let Some(point) = self.resume.filter(|p| p.record == record) {
-                    let mut probe = Batch::new(ncols, 1);
-                    let at = match &raw {
-                        RawRef::Csv(r, at) => {
-                            self.converter.push_csv(&mut probe, r, *at, record);
-                            *at
-                        }
-                        RawRef::Json(b, at) => {
-                            self.converter.push_json(&mut probe, b, *at, record);
-                            *at
-                        }
-                    };
-                    if at.end != point.end || probe.entry_hash(0) != point.hash {
-                        let _ = tx.send(Err(Error::Input(format!(
-                            "refusing to resume: {}:{}: record {record}, the last one the \
-                             interrupted import committed, is not the same as then ({}); the \
-                             file was changed before the point to resume from. Start over \
-                             with --mode replace",
-                            self.display,
-                            at.line,
-                            if at.end != point.end {
-                                format!(
-                                    "it now ends at byte {}, then at byte {}",
-                                    at.end, point.end
-                                )
-                            } else {
-                                "its content differs".to_string()
-                            }
-                        ))));
+                    let same = same_as_then(&mut self.converter, ncols, &raw, point, &self.display);
+                    if let Err(e) = same {
+                        let _ = tx.send(Err(e));
                         return;
                     }
                 }
@@ -123,27 +98,75 @@ impl ParseJob {
                 return;
             }
         }
-        if record < self.skip {
-            let _ = tx.send(Err(Error::Input(format!(
-                "{}: has only {record} records, but the import to resume had already read {}",
-                self.display, self.skip
-            ))));
-            return;
-        }
-        let read = self.bytes_read.load(Ordering::Relaxed);
-        if let Some(size) = self.size.filter(|&s| read < s) {
-            let _ = tx.send(Err(Error::Input(format!(
-                "{}: the input ended after {read} bytes, but the file had {size} bytes when the \
-                 import began: it shrank while being read (was it being rewritten?), so its \
-                 last record may be cut short",
-                self.display
-            ))));
+        if let Err(e) = self.check_end(record) {
+            let _ = tx.send(Err(e));
             return;
         }
         batch.blank_lines = self.records.blank_lines();
         batch.last = true;
         send(&mut batch, &self.bytes_read);
     }
+
+    /// At the end of the input (`record` records read): an input with fewer
+    /// records than a resumed import had read, or one that shrank while
+    /// being read, is an error.
+    fn check_end(&self, record: u64) -> Result<(), Error> {
+        if record < self.skip {
+            return Err(Error::Input(format!(
+                "{}: has only {record} records, but the import to resume had already read {}",
+                self.display, self.skip
+            )));
+        }
+        let read = self.bytes_read.load(Ordering::Relaxed);
+        if let Some(size) = self.size.filter(|&s| read < s) {
+            return Err(Error::Input(format!(
+                "{}: the input ended after {read} bytes, but the file had {size} bytes when the \
+                 import began: it shrank while being read (was it being rewritten?), so its \
+                 last record may be cut short",
+                self.display
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// With `--resume`: the record `raw`, the last one the interrupted import
+/// committed (`point`), must end where it ended then and convert to the
+/// same row; otherwise the file changed before the point to resume from.
+fn same_as_then(
+    converter: &mut Converter,
+    ncols: usize,
+    raw: &RawRef<'_>,
+    point: ResumePoint,
+    display: &str,
+) -> Result<(), Error> {
+    let record = point.record;
+    let mut probe = Batch::new(ncols, 1);
+    let at = match raw {
+        RawRef::Csv(r, at) => {
+            converter.push_csv(&mut probe, r, *at, record);
+            *at
+        }
+        RawRef::Json(b, at) => {
+            converter.push_json(&mut probe, b, *at, record);
+            *at
+        }
+    };
+    if at.end == point.end && probe.entry_hash(0) == point.hash {
+        return Ok(());
+    }
+    Err(Error::Input(format!(
+        "refusing to resume: {display}:{}: record {record}, the last one the \
+         interrupted import committed, is not the same as then ({}); the \
+         file was changed before the point to resume from. Start over \
+         with --mode replace",
+        at.line,
+        if at.end != point.end {
+            format!("it now ends at byte {}, then at byte {}", at.end, point.end)
+        } else {
+            "its content differs".to_string()
+        }
+    )))
 }
 
 #[cfg(test)]

@@ -729,17 +729,6 @@ fn json_cell(
     text: Option<&str>,
     b: &mut Batch,
 ) -> Result<Cell, String> {
-    let strict_fail = |what: &str| {
-        format!(
-            "column {}: {what} is not {} (strict)",
-            litelane::quote_ident(&col.name),
-            if col.ty == ColType::Integer {
-                "an INTEGER"
-            } else {
-                "a REAL"
-            }
-        )
-    };
     let numeric_col = matches!(col.ty, ColType::Integer | ColType::Real);
     if col.strict && !json_fits_strict(col.ty, v) {
         // As for CSV: a strict BOOLEAN, DATE or TIMESTAMP column takes only
@@ -756,51 +745,11 @@ fn json_cell(
                 Ok(Cell::Int(x as i64))
             }
         }
-        JsonRef::Number(n) => {
-            if let Some(t) =
-                text.filter(|t| n.as_f64().is_some_and(|v| underflows(t.as_bytes(), v)))
-            {
-                // As a number out of range the other way (`1e309`) makes
-                // the line invalid JSON: rejected, whatever the column.
-                let shown: String = t.chars().take(60).collect();
-                return Err(format!(
-                    "column {}: {shown} is below a double's range: it would be stored as 0.0, \
-                     and a nonzero value must not become zero",
-                    litelane::quote_ident(&col.name)
-                ));
-            }
-            if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
-                // Beyond 64 bits: only text keeps every digit.
-                if matches!(col.ty, ColType::Text | ColType::Any) {
-                    return Ok(b.push_text(t.as_bytes()));
-                }
-                return Err(rewritten(col, t.as_bytes()).unwrap_or_default());
-            }
-            if col.ty == ColType::Text {
-                return Ok(b.push_text(n.to_string().as_bytes()));
-            }
-            if matches!(col.ty, ColType::Date | ColType::Timestamp) {
-                return Err(date_number(col, &n.to_string()));
-            }
-            if let (ColType::Real, Some(i)) = (col.ty, n.as_i64()) {
-                inexact_in_real(col, i)?;
-            }
-            match (n.as_i64(), n.as_f64()) {
-                (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
-                (_, Some(f)) if f.is_finite() => {
-                    if col.ty == ColType::Integer && col.strict {
-                        Err(strict_fail(&n.to_string()))
-                    } else {
-                        Ok(Cell::Real(f))
-                    }
-                }
-                _ => Ok(b.push_text(n.to_string().as_bytes())),
-            }
-        }
+        JsonRef::Number(n) => json_number_cell(col, n, text, b),
         JsonRef::String(s) => {
             if numeric_col && col.strict {
                 let shown: String = s.chars().take(60).collect();
-                return Err(strict_fail(&format!("{shown:?}")));
+                return Err(strict_fail(col, &format!("{shown:?}")));
             }
             if col.ty.converts_text() {
                 if let Some(reason) = rewritten(col, s.as_bytes()) {
@@ -811,7 +760,7 @@ fn json_cell(
         }
         JsonRef::Nested(nested) => {
             if numeric_col && col.strict {
-                return Err(strict_fail("a nested value"));
+                return Err(strict_fail(col, "a nested value"));
             }
             // As written when at hand (long numbers keep their digits).
             match text {
@@ -819,6 +768,65 @@ fn json_cell(
                 None => Ok(b.push_text(nested.to_string().as_bytes())),
             }
         }
+    }
+}
+
+/// The reason a value (`what`) is refused by the strict numeric column `col`.
+fn strict_fail(col: &ColumnPlan, what: &str) -> String {
+    format!(
+        "column {}: {what} is not {} (strict)",
+        litelane::quote_ident(&col.name),
+        if col.ty == ColType::Integer {
+            "an INTEGER"
+        } else {
+            "a REAL"
+        }
+    )
+}
+
+/// A JSON number as a cell of `col` (`text`: as written, when at hand).
+fn json_number_cell(
+    col: &ColumnPlan,
+    n: &serde_json::Number,
+    text: Option<&str>,
+    b: &mut Batch,
+) -> Result<Cell, String> {
+    if let Some(t) = text.filter(|t| n.as_f64().is_some_and(|v| underflows(t.as_bytes(), v))) {
+        // As a number out of range the other way (`1e309`) makes
+        // the line invalid JSON: rejected, whatever the column.
+        let shown: String = t.chars().take(60).collect();
+        return Err(format!(
+            "column {}: {shown} is below a double's range: it would be stored as 0.0, \
+             and a nonzero value must not become zero",
+            litelane::quote_ident(&col.name)
+        ));
+    }
+    if let Some(t) = text.filter(|t| is_big_integer(t.as_bytes())) {
+        // Beyond 64 bits: only text keeps every digit.
+        if matches!(col.ty, ColType::Text | ColType::Any) {
+            return Ok(b.push_text(t.as_bytes()));
+        }
+        return Err(rewritten(col, t.as_bytes()).unwrap_or_default());
+    }
+    if col.ty == ColType::Text {
+        return Ok(b.push_text(n.to_string().as_bytes()));
+    }
+    if matches!(col.ty, ColType::Date | ColType::Timestamp) {
+        return Err(date_number(col, &n.to_string()));
+    }
+    if let (ColType::Real, Some(i)) = (col.ty, n.as_i64()) {
+        inexact_in_real(col, i)?;
+    }
+    match (n.as_i64(), n.as_f64()) {
+        (Some(i), _) if col.ty != ColType::Real => Ok(Cell::Int(i)),
+        (_, Some(f)) if f.is_finite() => {
+            if col.ty == ColType::Integer && col.strict {
+                Err(strict_fail(col, &n.to_string()))
+            } else {
+                Ok(Cell::Real(f))
+            }
+        }
+        _ => Ok(b.push_text(n.to_string().as_bytes())),
     }
 }
 
@@ -1030,23 +1038,7 @@ mod props {
     use proptest::prelude::*;
 
     fn one_column(ty: ColType) -> Converter {
-        Converter::new(Plan {
-            format: Format::Csv,
-            header: true,
-            fields: 1,
-            nulls: vec![],
-            columns: vec![ColumnPlan {
-                name: "x".into(),
-                ty,
-                strict: false,
-                src: 0,
-                key: "x".into(),
-            }],
-            commit_every: None,
-            rejects_table: None,
-            recurring: Default::default(),
-            sniffed: None,
-        })
+        super::type_props::converter(ty, false, &[])
     }
 
     /// Converts `field` for a column of type `ty`, stores the row in a

@@ -19,7 +19,8 @@ enum Got {
     Rejected(String),
 }
 
-fn converter(ty: ColType, strict: bool, nulls: &[&str]) -> Converter {
+/// A converter of one CSV field into column `x` of type `ty`.
+pub(super) fn converter(ty: ColType, strict: bool, nulls: &[&str]) -> Converter {
     Converter::new(Plan {
         format: Format::Csv,
         header: true,

@@ -492,40 +492,49 @@ impl Sink<'_> {
             )),
             Err(e) => {
                 let e = feed.failure.take().unwrap_or(Error::Engine(e));
-                let commits = feed.commits;
-                let committed = &feed.committed;
-                let unknown = matches!(&e, Error::Engine(x) if x.is_outcome_unknown());
-                let kept = if unknown {
-                    // The last batch's commit may or may not be stored: say
-                    // neither "rolled back" nor "committed".
-                    let resume = if feed.sink.progress.is_some() {
-                        "run again with --resume, which continues from whatever is stored"
-                    } else {
-                        "check what the table holds before running again"
-                    };
-                    format!(
-                        "the last batch may or may not be stored ({} rows were confirmed \
-                         committed before it, through line {} of {}); {resume}",
-                        committed.inserted, committed.line, feed.sink.input
-                    )
-                } else if commits == 0 && feed.sink.progress.is_none() {
-                    "nothing was imported (the transaction was rolled back)".to_string()
-                } else if commits == 0 {
-                    "nothing more was committed by this run (its transaction was rolled \
-                     back); run again with --resume to continue from the last commit"
-                        .to_string()
-                } else {
-                    format!(
-                        "{} rows stay committed, through line {} of {}; run again with \
-                         --resume to continue from there",
-                        committed.inserted, committed.line, feed.sink.input
-                    )
-                };
+                let kept = feed.what_stays(&e);
                 Err(Error::Context {
                     message: format!("{e}; {kept}"),
                     source: Box::new(e),
                 })
             }
+        }
+    }
+}
+
+impl Feed<'_> {
+    /// What the failed import `e` leaves stored, and how to go on: nothing
+    /// (rolled back), the rows committed through a line, or, when the last
+    /// commit's outcome is unknown, neither.
+    fn what_stays(&self, e: &Error) -> String {
+        let commits = self.commits;
+        let committed = &self.committed;
+        let unknown = matches!(e, Error::Engine(x) if x.is_outcome_unknown());
+        if unknown {
+            // The last batch's commit may or may not be stored: say
+            // neither "rolled back" nor "committed".
+            let resume = if self.sink.progress.is_some() {
+                "run again with --resume, which continues from whatever is stored"
+            } else {
+                "check what the table holds before running again"
+            };
+            format!(
+                "the last batch may or may not be stored ({} rows were confirmed \
+                 committed before it, through line {} of {}); {resume}",
+                committed.inserted, committed.line, self.sink.input
+            )
+        } else if commits == 0 && self.sink.progress.is_none() {
+            "nothing was imported (the transaction was rolled back)".to_string()
+        } else if commits == 0 {
+            "nothing more was committed by this run (its transaction was rolled \
+             back); run again with --resume to continue from the last commit"
+                .to_string()
+        } else {
+            format!(
+                "{} rows stay committed, through line {} of {}; run again with \
+                 --resume to continue from there",
+                committed.inserted, committed.line, self.sink.input
+            )
         }
     }
 }

@@ -100,6 +100,89 @@ pub fn run_all(
     result
 }
 
+/// The arguments of the import of file `i` of `files`: after the first, a
+/// file appends (adding columns it has), unless it is resumed (`--resume`
+/// with its progress in `recorded`).
+fn file_args(
+    args: &ImportArgs,
+    files: &[String],
+    i: usize,
+    summaries: &Summaries,
+    recorded: &HashSet<String>,
+) -> ImportArgs {
+    let f = &files[i];
+    let mut a = args.clone();
+    a.source = f.clone();
+    a.more.clear();
+    a.keep_other_progress = true;
+    a.summaries = Some(summaries.clone());
+    a.rejects_append = i > 0;
+    a.all_inputs = files.to_vec();
+    if args.resume {
+        // A file with a progress record is resumed (or reported done);
+        // one without, after the first, was not reached: started anew.
+        let key = super::source_key(f);
+        if i > 0 && !recorded.contains(&key) && !recorded.contains(f) {
+            a.resume = false;
+            a.mode = Some(Mode::Append);
+            a.alter = true;
+        }
+    } else if i > 0 {
+        a.mode = Some(Mode::Append);
+        a.alter = true;
+    }
+    a
+}
+
+/// The error of file `i` of `files`, saying which files before it stay
+/// imported (`done`) and how many after it were not read.
+fn file_failed(files: &[String], i: usize, done: &[&str], e: Error) -> Error {
+    let before = if done.is_empty() {
+        String::new()
+    } else {
+        format!("; the files before it stay imported ({})", done.join(", "))
+    };
+    let left = files.len() - i - 1;
+    let after = if left > 0 {
+        format!("; {left} file(s) after it were not read")
+    } else {
+        String::new()
+    };
+    Error::Context {
+        message: format!(
+            "file {} of {} ({}): {e}{before}{after}",
+            i + 1,
+            files.len(),
+            files[i]
+        ),
+        source: Box::new(e),
+    }
+}
+
+/// The totals of `n` files into `table` (said on stderr unless `--quiet`)
+/// and the summary with each file's.
+fn totals(args: &ImportArgs, n: usize, table: &str, summaries: &Summaries) -> serde_json::Value {
+    let list = summaries.take();
+    let sum = |k: &str| list.iter().filter_map(|s| s[k].as_u64()).sum::<u64>();
+    if !args.quiet {
+        eprintln!(
+            "litelane: {n} files into {}: {} rows imported, {} skipped, {} rejected",
+            quote_ident(table),
+            sum("rows_inserted"),
+            sum("rows_skipped"),
+            sum("rows_rejected")
+        );
+    }
+    serde_json::json!({
+        "table": table,
+        "files": list,
+        "rows_inserted": sum("rows_inserted"),
+        "rows_skipped": sum("rows_skipped"),
+        "rows_rejected": sum("rows_rejected"),
+        "profile": args.profile.name(),
+    })
+}
+
 /// The files of [`run_all`], one after the other, into `db`.
 fn each_file(
     args: &ImportArgs,
@@ -116,26 +199,7 @@ fn each_file(
     let mut status = EXIT_OK;
     let mut done: Vec<&str> = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        let mut a = args.clone();
-        a.source = f.clone();
-        a.more.clear();
-        a.keep_other_progress = true;
-        a.summaries = Some(summaries.clone());
-        a.rejects_append = i > 0;
-        a.all_inputs = files.to_vec();
-        if args.resume {
-            // A file with a progress record is resumed (or reported done);
-            // one without, after the first, was not reached: started anew.
-            let key = super::source_key(f);
-            if i > 0 && !recorded.contains(&key) && !recorded.contains(f) {
-                a.resume = false;
-                a.mode = Some(Mode::Append);
-                a.alter = true;
-            }
-        } else if i > 0 {
-            a.mode = Some(Mode::Append);
-            a.alter = true;
-        }
+        let a = file_args(args, files, i, summaries, &recorded);
         match super::run_in(a, Some(db)) {
             Ok(s) => {
                 status = status.max(s);
@@ -146,49 +210,10 @@ fn each_file(
                     });
                 }
             }
-            Err(e) => {
-                let before = if done.is_empty() {
-                    String::new()
-                } else {
-                    format!("; the files before it stay imported ({})", done.join(", "))
-                };
-                let left = files.len() - i - 1;
-                let after = if left > 0 {
-                    format!("; {left} file(s) after it were not read")
-                } else {
-                    String::new()
-                };
-                return Err(Error::Context {
-                    message: format!(
-                        "file {} of {} ({f}): {e}{before}{after}",
-                        i + 1,
-                        files.len()
-                    ),
-                    source: Box::new(e),
-                });
-            }
+            Err(e) => return Err(file_failed(files, i, &done, e)),
         }
         done.push(f);
     }
-    let list = summaries.take();
-    let sum = |k: &str| list.iter().filter_map(|s| s[k].as_u64()).sum::<u64>();
-    if !args.quiet {
-        eprintln!(
-            "litelane: {} files into {}: {} rows imported, {} skipped, {} rejected",
-            files.len(),
-            quote_ident(table),
-            sum("rows_inserted"),
-            sum("rows_skipped"),
-            sum("rows_rejected")
-        );
-    }
-    let summary = serde_json::json!({
-        "table": table,
-        "files": list,
-        "rows_inserted": sum("rows_inserted"),
-        "rows_skipped": sum("rows_skipped"),
-        "rows_rejected": sum("rows_rejected"),
-        "profile": args.profile.name(),
-    });
+    let summary = totals(args, files.len(), table, summaries);
     Ok(Outcome { status, summary })
 }

@@ -330,42 +330,19 @@ fn import(
 ) -> Result<i32, Error> {
     let never = AtomicBool::new(false);
     let interrupted: &AtomicBool = args.interrupt.as_deref().unwrap_or(&never);
-    let recorded = resume::load(db, table)?;
-    let migrate = resume::migrate_sql(db)?;
     let bytes_read = Arc::clone(&input.bytes_read);
     let size = input.size;
     let display = input.display.clone();
-    let prepared = if args.resume {
-        match prepare_resume(args, db, table, input, recorded)? {
-            Some(p) => p,
-            None => return Ok(EXIT_OK),
-        }
-    } else {
-        prepare_fresh(args, db, table, input, recorded)?
+    let Some(prepared) = prepare(args, db, table, input)? else {
+        return Ok(EXIT_OK);
     };
-    let Prepared {
-        table,
-        plan,
-        records,
-        sample,
-        skip,
-        resume: point,
-        mut setup,
-        progress,
-        mut rejects,
-    } = prepared;
-    if args.keep_other_progress {
-        rejects.name_source();
-    }
-    if !migrate.is_empty() {
-        setup.splice(0..0, migrate);
-    }
     if interrupted.load(Ordering::SeqCst) {
         eprintln!(
             "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
         );
         return Ok(EXIT_INTERRUPTED);
     }
+    let (table, plan) = (prepared.table, prepared.plan);
 
     // What the sniffer decided (header, preamble, dialect) and why: said
     // before the rows flow when a progress bar shows, so that a wrong guess
@@ -379,24 +356,113 @@ fn import(
     if let (true, Some(line)) = (said_early, &sniffed_line) {
         eprintln!("litelane: {line}");
     }
-    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
     let mut converter = Converter::new(plan.clone());
     converter.set_max_length(max_length(db)?);
-    let job = ParseJob {
-        records,
-        sample,
+    let rejects_path = prepared.rejects.path().map(|p| p.display().to_string());
+    let (parser, rx) = start_parser(ParseJob {
+        records: prepared.records,
+        sample: prepared.sample,
         converter,
-        skip,
-        resume: point,
+        skip: prepared.skip,
+        resume: prepared.resume,
         bytes_read,
         size,
         display: display.clone(),
+    })?;
+    let parts = (prepared.setup, prepared.progress, prepared.rejects);
+    let sink = sink(args, db, &table, &plan, parts, &bar, &display, interrupted);
+    let result = sink.run(rx);
+    let joined = parser.join();
+    bar.finish();
+    let (counts, kept, null_counts) = match result {
+        Ok(c) if joined.is_ok() => c,
+        Ok(_) => return Err(Error::Input("the parser thread panicked".into())),
+        Err(e) if interrupted.load(Ordering::SeqCst) => {
+            eprintln!("litelane: {e}");
+            return Ok(EXIT_INTERRUPTED);
+        }
+        Err(e) => return Err(e),
     };
+    let wal = truncate_wal(&args.db);
+    let done = Finished::new(counts, kept, null_counts, wal, start);
+    if !args.quiet {
+        if let (false, Some(line)) = (said_early, &sniffed_line) {
+            eprintln!("litelane: {line}");
+        }
+        say_finished(
+            args,
+            &plan,
+            &table,
+            &display,
+            &done,
+            rejects_path.as_deref(),
+        );
+    }
+    files::emit(args, summary(args, &plan, &table, &done));
+    Ok(if done.counts.rejected > 0 {
+        EXIT_REJECTS
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The batches `job` parses, from a thread of their own, through a bounded
+/// channel.
+type Parsed = std::sync::mpsc::Receiver<Result<crate::convert::batch::Batch, Error>>;
+
+/// Starts the parser thread running `job`.
+fn start_parser(job: ParseJob) -> Result<(std::thread::JoinHandle<()>, Parsed), Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
     let parser = std::thread::Builder::new()
         .name("litelane-parse".into())
         .spawn(move || job.run(tx))
         .map_err(|e| Error::io("starting the parser thread", e))?;
-    let rejects_path = rejects.path().map(|p| p.display().to_string());
+    Ok((parser, rx))
+}
+
+/// Prepares the import of `input` into `table`, fresh or resumed (with the
+/// progress recorded in the database, and the statements that migrate an
+/// old progress table run first); `None` when a resumed import finds
+/// nothing left to do.
+fn prepare(
+    args: &ImportArgs,
+    db: &Database,
+    table: &str,
+    input: source::Input,
+) -> Result<Option<Prepared>, Error> {
+    let recorded = resume::load(db, table)?;
+    let migrate = resume::migrate_sql(db)?;
+    let mut prepared = if args.resume {
+        match prepare_resume(args, db, table, input, recorded)? {
+            Some(p) => p,
+            None => return Ok(None),
+        }
+    } else {
+        prepare_fresh(args, db, table, input, recorded)?
+    };
+    if args.keep_other_progress {
+        prepared.rejects.name_source();
+    }
+    if !migrate.is_empty() {
+        prepared.setup.splice(0..0, migrate);
+    }
+    Ok(Some(prepared))
+}
+
+/// Where the rows of `plan` go: the table's columns (and the source's
+/// column, `--source-column`), the conflict key and action, the commits,
+/// the rejects and the progress bar.
+#[allow(clippy::too_many_arguments)] // each a field of the `Sink`, moved or lent once
+fn sink<'a>(
+    args: &'a ImportArgs,
+    db: &'a Database,
+    table: &str,
+    plan: &Plan,
+    (setup, progress, rejects): (Vec<String>, Option<Progress>, Rejects),
+    bar: &'a Bar,
+    display: &str,
+    interrupted: &'a AtomicBool,
+) -> Sink<'a> {
     let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
     let key: Vec<usize> = plan
         .recurring
@@ -408,12 +474,11 @@ fn import(
         columns.push(c.clone());
         args.source.as_str()
     });
-    let on_conflict = conflict::engine(plan.recurring.on_conflict, &plan.recurring.key);
-    let sink = Sink {
+    Sink {
         db,
-        table: table.clone(),
+        table: table.to_string(),
         columns,
-        on_conflict,
+        on_conflict: conflict::engine(plan.recurring.on_conflict, &plan.recurring.key),
         key,
         extra,
         commit_every: plan.commit_every,
@@ -421,112 +486,134 @@ fn import(
         progress,
         rejects,
         max_rejects: args.max_rejects,
-        bar: &bar,
-        input: display.clone(),
+        bar,
+        input: display.to_string(),
         interrupted,
         rejects_table: plan.rejects_table.clone(),
         source: source_key(&args.source),
         types: plan.columns.iter().map(|c| c.ty).collect(),
-    };
-    let result = sink.run(rx);
-    let joined = parser.join();
-    bar.finish();
-    let (counts, kept, null_counts) = match result {
-        Ok(c) => c,
-        Err(e) if interrupted.load(Ordering::SeqCst) => {
-            eprintln!("litelane: {e}");
-            return Ok(EXIT_INTERRUPTED);
-        }
-        Err(e) => return Err(e),
-    };
-    if joined.is_err() {
-        return Err(Error::Input("the parser thread panicked".into()));
     }
-    let wal = truncate_wal(&args.db);
+}
 
-    let seconds = start.elapsed().as_secs_f64();
-    let rate = counts.inserted as f64 / seconds.max(1e-9);
-    if !args.quiet {
-        let rejected = match (counts.rejected, &rejects_path) {
-            (0, _) => String::new(),
-            (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
-            (n, None) => format!("; {} records rejected (reported above)", group(n)),
-        };
-        let blank = match counts.blank {
-            0 => String::new(),
-            n => format!("; {} blank lines skipped", group(n)),
-        };
-        let blank = match counts.skipped {
-            0 => blank,
-            n => format!("{blank}; {} rows skipped: key already present", group(n)),
-        };
-        if let (false, Some(line)) = (said_early, &sniffed_line) {
-            eprintln!("litelane: {line}");
+/// What a finished run stored and how long it took.
+struct Finished {
+    counts: feed::Counts,
+    /// Per column: values kept as written (they did not fit its type).
+    kept: Vec<u64>,
+    null_counts: feed::NullCounts,
+    wal: WalAfter,
+    seconds: f64,
+    /// Rows stored per second.
+    rate: f64,
+}
+
+impl Finished {
+    /// The run begun at `start`, finished now.
+    fn new(
+        counts: feed::Counts,
+        kept: Vec<u64>,
+        null_counts: feed::NullCounts,
+        wal: WalAfter,
+        start: Instant,
+    ) -> Finished {
+        let seconds = start.elapsed().as_secs_f64();
+        Finished {
+            rate: counts.inserted as f64 / seconds.max(1e-9),
+            seconds,
+            counts,
+            kept,
+            null_counts,
+            wal,
         }
-        if let Some(line) = kept_line(&plan, &kept) {
-            eprintln!("litelane: {line}");
-        }
-        if let Some(line) = nulls_line(&plan, &null_counts) {
-            eprintln!("litelane: {line}");
-        }
-        if let WalAfter::Kept(why) = &wal {
-            eprintln!(
-                "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
-                 `litelane checkpoint {} --mode truncate` when the readers are done",
-                args.db.display(),
-                args.db.display()
-            );
-        }
+    }
+}
+
+/// Says on stderr what a finished run did: kept values, null tokens, the
+/// WAL left untruncated, and the rows, rejects and skips.
+fn say_finished(
+    args: &ImportArgs,
+    plan: &Plan,
+    table: &str,
+    display: &str,
+    done: &Finished,
+    rejects_path: Option<&str>,
+) {
+    let counts = &done.counts;
+    let rejected = match (counts.rejected, rejects_path) {
+        (0, _) => String::new(),
+        (n, Some(p)) => format!("; {} records rejected (see {p})", group(n)),
+        (n, None) => format!("; {} records rejected (reported above)", group(n)),
+    };
+    let blank = match counts.blank {
+        0 => String::new(),
+        n => format!("; {} blank lines skipped", group(n)),
+    };
+    let blank = match counts.skipped {
+        0 => blank,
+        n => format!("{blank}; {} rows skipped: key already present", group(n)),
+    };
+    if let Some(line) = kept_line(plan, &done.kept) {
+        eprintln!("litelane: {line}");
+    }
+    if let Some(line) = nulls_line(plan, &done.null_counts) {
+        eprintln!("litelane: {line}");
+    }
+    if let WalAfter::Kept(why) = &done.wal {
         eprintln!(
-            "litelane: imported {} rows into {} from {display} in {seconds:.2} s ({} rows/s){rejected}{blank}",
-            group(counts.inserted),
-            quote_ident(&table),
-            group(rate as u64),
+            "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+             `litelane checkpoint {} --mode truncate` when the readers are done",
+            args.db.display(),
+            args.db.display()
         );
     }
-    {
-        let columns: Vec<serde_json::Value> = plan
-            .columns
-            .iter()
-            .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
-            .collect();
-        let mut summary = serde_json::json!({
-            "table": table,
-            "rows_inserted": counts.inserted,
-            "rows_rejected": counts.rejected,
-            "blank_lines": counts.blank,
-            "seconds": seconds,
-            "rows_per_sec": rate,
-            "columns": columns,
-            "profile": args.profile.name(),
-            "rows_skipped": counts.skipped,
-            "source": args.source,
-        });
-        if let Some(s) = &plan.sniffed {
-            summary["sniffed"] = sniff::summary_json(s, plan.header);
-        }
-        // Values that did not fit their column's type, stored as written.
-        let kept_json: serde_json::Map<String, serde_json::Value> = plan
-            .columns
-            .iter()
-            .zip(&kept)
-            .filter(|(_, &n)| n > 0)
-            .map(|(c, &n)| (c.name.clone(), n.into()))
-            .collect();
-        summary["kept_as_text"] = kept_json.into();
-        summary["null_tokens"] = nulls_json(&plan, &null_counts);
-        summary["wal_truncated"] = match &wal {
-            WalAfter::Truncated => true.into(),
-            WalAfter::NotWal => serde_json::Value::Null,
-            WalAfter::Kept(_) => false.into(),
-        };
-        files::emit(args, summary);
+    eprintln!(
+        "litelane: imported {} rows into {} from {display} in {:.2} s ({} rows/s){rejected}{blank}",
+        group(counts.inserted),
+        quote_ident(table),
+        done.seconds,
+        group(done.rate as u64),
+    );
+}
+
+/// The summary `--json` prints for a finished run (see `docs/import.md`).
+fn summary(args: &ImportArgs, plan: &Plan, table: &str, done: &Finished) -> serde_json::Value {
+    let counts = &done.counts;
+    let columns: Vec<serde_json::Value> = plan
+        .columns
+        .iter()
+        .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
+        .collect();
+    let mut summary = serde_json::json!({
+        "table": table,
+        "rows_inserted": counts.inserted,
+        "rows_rejected": counts.rejected,
+        "blank_lines": counts.blank,
+        "seconds": done.seconds,
+        "rows_per_sec": done.rate,
+        "columns": columns,
+        "profile": args.profile.name(),
+        "rows_skipped": counts.skipped,
+        "source": args.source,
+    });
+    if let Some(s) = &plan.sniffed {
+        summary["sniffed"] = sniff::summary_json(s, plan.header);
     }
-    Ok(if counts.rejected > 0 {
-        EXIT_REJECTS
-    } else {
-        EXIT_OK
-    })
+    // Values that did not fit their column's type, stored as written.
+    let kept_json: serde_json::Map<String, serde_json::Value> = plan
+        .columns
+        .iter()
+        .zip(&done.kept)
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| (c.name.clone(), n.into()))
+        .collect();
+    summary["kept_as_text"] = kept_json.into();
+    summary["null_tokens"] = nulls_json(plan, &done.null_counts);
+    summary["wal_truncated"] = match &done.wal {
+        WalAfter::Truncated => true.into(),
+        WalAfter::NotWal => serde_json::Value::Null,
+        WalAfter::Kept(_) => false.into(),
+    };
+    summary
 }
 
 /// The summary line for values that did not fit their column's type and
@@ -610,11 +697,13 @@ fn absolute(p: &std::path::Path) -> Result<PathBuf, Error> {
 /// A new import: read the sniffed layout, the header and a sample (and the
 /// existing table), decide the plan in the pure steps of [`plan`], then
 /// open the rejects output and collect the statements to run first.
+// About 90 lines: three commented stages (read, decide, write), each a few
+// calls into `plan`, most of the length their argument lists.
 fn prepare_fresh(
     args: &ImportArgs,
     db: &Database,
     table: &str,
-    mut input: source::Input,
+    input: source::Input,
     recorded: Vec<Progress>,
 ) -> Result<Prepared, Error> {
     let mode = args.mode.unwrap_or(Mode::Create);
@@ -632,34 +721,8 @@ fn prepare_fresh(
 
     // Read: the sniffed (or given) plan of a CSV/TSV file, then the
     // preamble, the header and the sample.
-    let mut format = plan::given_format(args.format, &args.source);
-    if args.format.is_none()
-        && args.plan.is_none()
-        && source::Format::from_name(&args.source).is_none()
-        && records::starts_json(&mut input.reader)
-            .map_err(|e| Error::io(format!("reading {display}"), e))?
-    {
-        // No extension to go by, and the content is JSON.
-        format = Format::Ndjson;
-    }
-    let sniffed = sniff::plan_for_import(
-        args.plan.as_ref(),
-        format,
-        args.delimiter,
-        args.header,
-        args.no_header,
-        &args.nulls,
-        types == Types::Text,
-        &mut input,
-        &args.source,
-    )?;
-    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
-    let mut records = match &sniffed {
-        Some(p) => p.sniffed().records(layout.format, input.reader),
-        None => Records::new(layout.format, input.reader),
-    };
-    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
-    let sample = plan::read_sample(&mut records, &display)?;
+    let fingerprint = input.fingerprint.clone();
+    let (sniffed, layout, records, sample) = read_fresh(args, types, input)?;
 
     // Decide: the input's columns, the key, the table's columns and DDL.
     let inputs = match &sniffed {
@@ -711,7 +774,7 @@ fn prepare_fresh(
     let progress = plan::progress_record(
         &target.table,
         &source,
-        input.fingerprint.clone(),
+        fingerprint,
         &plan,
         rejects.path().map(|p| p.display().to_string()),
         args.commit_every,
@@ -727,6 +790,55 @@ fn prepare_fresh(
         progress,
         rejects,
     })
+}
+
+/// What a fresh import reads before it decides: the sniffed (or given)
+/// plan of a CSV/TSV file, then the preamble, the header and the sample.
+/// The format is the given one, else the extension's, else JSON when the
+/// content starts as JSON.
+fn read_fresh(
+    args: &ImportArgs,
+    types: Types,
+    mut input: source::Input,
+) -> Result<
+    (
+        Option<sniff::SniffPlan>,
+        plan::Layout,
+        Records,
+        Vec<RawOwned>,
+    ),
+    Error,
+> {
+    let display = input.display.clone();
+    let mut format = plan::given_format(args.format, &args.source);
+    if args.format.is_none()
+        && args.plan.is_none()
+        && source::Format::from_name(&args.source).is_none()
+        && records::starts_json(&mut input.reader)
+            .map_err(|e| Error::io(format!("reading {display}"), e))?
+    {
+        // No extension to go by, and the content is JSON.
+        format = Format::Ndjson;
+    }
+    let sniffed = sniff::plan_for_import(
+        args.plan.as_ref(),
+        format,
+        args.delimiter,
+        args.header,
+        args.no_header,
+        &args.nulls,
+        types == Types::Text,
+        &mut input,
+        &args.source,
+    )?;
+    let layout = plan::layout(format, sniffed.as_ref(), args.no_header, &args.nulls);
+    let mut records = match &sniffed {
+        Some(p) => p.sniffed().records(layout.format, input.reader),
+        None => Records::new(layout.format, input.reader),
+    };
+    plan::read_header(&mut records, &layout, sniffed.as_ref(), &display)?;
+    let sample = plan::read_sample(&mut records, &display)?;
+    Ok((sniffed, layout, records, sample))
 }
 
 /// The rejects output of a fresh import: `--rejects` FILE (started anew,

@@ -145,6 +145,23 @@ pub fn resume_point(rec: &Progress) -> Option<ResumePoint> {
 /// (`--resume` always converts as the first run did).
 pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
     let mut bad = Vec::new();
+    conversion_conflicts(args, plan, &mut bad);
+    table_conflicts(args, plan, &mut bad);
+    reading_conflicts(args, plan, &mut bad);
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Input(format!(
+        "refusing to resume: these flags contradict the interrupted import's recorded plan, \
+         which --resume follows: {}; run again without them (or start over with --mode \
+         replace)",
+        bad.join(", ")
+    )))
+}
+
+/// The flags that would convert the values otherwise: format, header,
+/// null tokens, types, strictness.
+fn conversion_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
     if let Some(f) = args.format {
         if f != plan.format {
             bad.push(format!(
@@ -174,6 +191,10 @@ pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
     {
         bad.push("--strict (the import was not strict)".to_string());
     }
+}
+
+/// The flags about the table: mode, key, conflicts, the source's column.
+fn table_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
     if let Some(m) = args.mode {
         bad.push(format!(
             "--mode {} (a resumed import appends to its table)",
@@ -209,6 +230,11 @@ pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
             bad.push(format!("--source-column {sc} (not the import's)"));
         }
     }
+}
+
+/// The flags that would read the input otherwise: a plan, column types,
+/// the delimiter, a header.
+fn reading_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
     if args.plan.is_some() {
         bad.push("--plan (the import's plan is recorded)".to_string());
     }
@@ -231,15 +257,6 @@ pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
     if args.header && !plan.header {
         bad.push("--header (the import read no header line)".to_string());
     }
-    if bad.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Input(format!(
-        "refusing to resume: these flags contradict the interrupted import's recorded plan, \
-         which --resume follows: {}; run again without them (or start over with --mode \
-         replace)",
-        bad.join(", ")
-    )))
 }
 
 fn format_name(f: Format) -> &'static str {

@@ -482,17 +482,7 @@ fn decide_header(
 ) -> (bool, String) {
     let (stats, n) = infer(rows.iter().take(TYPE_RECORDS), first.len(), nulls);
     if n == 0 {
-        let values = first.iter().filter(|f| !f.is_empty()).collect::<Vec<_>>();
-        if !values.is_empty() && values.iter().all(|f| is_value(f)) {
-            return (
-                false,
-                "the only record holds numbers (or dates, booleans), not names: it is data".into(),
-            );
-        }
-        return (
-            true,
-            "the only record holds names: a header with no rows below it".into(),
-        );
+        return only_record(first);
     }
     let types: Vec<ColType> = stats.iter().map(ColumnStats::decide).collect();
     if let Some((f, t)) = first
@@ -510,22 +500,7 @@ fn decide_header(
         );
     }
     let same = |r: &&Rec| r.len() == first.len();
-    // Names written as quoted strings above numbers written bare.
-    let quoted_names = quoted.is_some_and(|(q, rq)| {
-        let all_quoted = first
-            .iter()
-            .zip(q)
-            .all(|(f, &quoted)| quoted || f.is_empty());
-        let bare_number_below = types.iter().enumerate().any(|(j, t)| {
-            matches!(t, ColType::Integer | ColType::Real)
-                && rows
-                    .iter()
-                    .zip(rq)
-                    .filter(|(r, _)| same(r))
-                    .any(|(r, rq)| !r[j].is_empty() && !rq.get(j).copied().unwrap_or(true))
-        });
-        all_quoted && first.iter().any(|f| !f.is_empty()) && bare_number_below
-    });
+    let quoted_names = quoted.is_some_and(|q| quoted_names(first, rows, &types, q));
     if first.len() > 1
         && first[0].is_empty()
         && first.iter().skip(1).all(|f| !f.is_empty())
@@ -567,6 +542,47 @@ fn decide_header(
     )
 }
 
+/// Header or data when `first` is the only record: data when every field
+/// it fills is a value (a number, date, boolean), else a header.
+fn only_record(first: &Rec) -> (bool, String) {
+    let values = first.iter().filter(|f| !f.is_empty()).collect::<Vec<_>>();
+    if !values.is_empty() && values.iter().all(|f| is_value(f)) {
+        return (
+            false,
+            "the only record holds numbers (or dates, booleans), not names: it is data".into(),
+        );
+    }
+    (
+        true,
+        "the only record holds names: a header with no rows below it".into(),
+    )
+}
+
+/// Names written as quoted strings above numbers written bare: every field
+/// of `first` filled is quoted (`q`, per field), and a numeric column
+/// (`types`) has a bare value below (`rq`: which fields of `rows` were
+/// quoted).
+fn quoted_names(
+    first: &Rec,
+    rows: &[Rec],
+    types: &[ColType],
+    (q, rq): (&[bool], &[Vec<bool>]),
+) -> bool {
+    let all_quoted = first
+        .iter()
+        .zip(q)
+        .all(|(f, &quoted)| quoted || f.is_empty());
+    let bare_number_below = types.iter().enumerate().any(|(j, t)| {
+        matches!(t, ColType::Integer | ColType::Real)
+            && rows
+                .iter()
+                .zip(rq)
+                .filter(|(r, _)| r.len() == first.len())
+                .any(|(r, rq)| !r[j].is_empty() && !rq.get(j).copied().unwrap_or(true))
+    });
+    all_quoted && first.iter().any(|f| !f.is_empty()) && bare_number_below
+}
+
 /// The records without their first field (the row names), for checking a
 /// short header against the columns it names.
 fn shifted(rows: &[Rec]) -> Vec<Rec> {
@@ -578,21 +594,15 @@ fn shifted(rows: &[Rec]) -> Vec<Rec> {
 }
 
 /// Sniffs the plan from the start of the input (`head`, `complete` when it
-/// is the whole input) and further `regions` of it.
+/// is the whole input) and further `regions` of it: the dialect, where the
+/// records start, the header, then each column's type from the sample.
 pub fn sniff(
     head: &[u8],
     complete: bool,
     regions: &[Region],
     opts: &Options,
 ) -> Result<SniffPlan, String> {
-    let (delimiter, quote) = match (opts.format, opts.delimiter) {
-        (Format::Tsv, d) => (d.unwrap_or(b'\t'), None),
-        (_, Some(d)) => {
-            let (_, q) = choose_dialect(head, complete);
-            (d, q)
-        }
-        _ => choose_dialect(head, complete),
-    };
+    let (delimiter, quote) = dialect(head, complete, opts);
     let recs = records(
         head,
         delimiter,
@@ -606,210 +616,40 @@ pub fn sniff(
     let user_nulls = opts.nulls.as_deref();
     let mut notes = Vec::new();
     let (fields, _) = modal(&recs[..recs.len().min(2000)]);
-
-    // Preamble: records before the first one with the modal field count (or
-    // one fewer, for a header over row names; or one more, empty, for a
-    // header that ends with a delimiter).
-    let mut start = 0;
-    let mut index_column = false;
-    let mut trailing = false;
-    let mut records_trailing = false;
-    let limit = MAX_SKIP.min(recs.len());
-    while start < limit {
-        let n = recs[start].len();
-        if n == fields {
-            break;
-        }
-        // Every record of the usual width ends with an empty field: the
-        // records end with a delimiter the header lacks (not row names,
-        // which would shift every value one column to the right).
-        if n + 1 == fields
-            && fields > 1
-            && opts.header != Some(false)
-            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
-            && recs[start + 1..]
-                .iter()
-                .take(2000)
-                .filter(|r| r.len() == fields)
-                .all(|r| r[fields - 1].is_empty())
-        {
-            let mut padded = recs[start].clone();
-            padded.push_field(b"");
-            if looks_like_header(&padded, &recs[start + 1..], user_nulls) {
-                records_trailing = true;
-                break;
-            }
-        }
-        if n == fields + 1
-            && fields > 0
-            && opts.header != Some(false)
-            && recs[start].get(n - 1).is_some_and(|f| f.is_empty())
-            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
-        {
-            let cut: Rec = recs[start].iter().take(fields).collect();
-            if looks_like_header(&cut, &recs[start + 1..], user_nulls) {
-                trailing = true;
-                break;
-            }
-        }
-        if n + 1 == fields
-            && opts.header != Some(false)
-            && recs.get(start + 1).is_some_and(|r| r.len() == fields)
-            && !looks_like_header(&recs[start + 1], &recs[start + 2..], user_nulls)
-            && looks_like_header(&recs[start], &shifted(&recs[start + 1..]), user_nulls)
-        {
-            index_column = fields > 1;
-            break;
-        }
-        start += 1;
-    }
-    if start == limit {
-        start = 0;
-    }
-    if start > 0 {
-        notes.push(format!(
-            "skipping {start} record(s) before the {} (they have a different number of fields)",
-            if opts.header == Some(false) {
-                "data"
-            } else {
-                "header"
-            }
-        ));
-    }
-    let first: Rec = if trailing {
-        recs[start].iter().take(fields).collect()
-    } else if records_trailing {
-        let mut r = recs[start].clone();
-        r.push_field(b"");
-        r
-    } else {
-        recs[start].clone()
-    };
-    let first = &first;
-    let quoted = quote.map(|q| {
-        let at = |r: &Rec| r.position().map_or(usize::MAX, |p| p.byte() as usize);
-        let of = |r: &Rec| quoting(head, at(r), delimiter, q);
-        let rows: Vec<Vec<bool>> = recs[start + 1..].iter().take(200).map(of).collect();
-        (of(&recs[start]), rows)
-    });
+    let start = find_start(&recs, fields, opts.header, user_nulls);
+    notes.extend(start.skip_note(opts.header));
+    let first = start.first_record(&recs, fields);
+    let quoted = quote.map(|q| quotings(head, &recs[start.at..], delimiter, q));
     let (header, header_reason) = match opts.header {
         Some(true) => (true, "--header".to_string()),
         Some(false) => (false, "--no-header".to_string()),
-        None if index_column => (
-            true,
-            "the first record has one field fewer than the rest: a header over row names"
-                .to_string(),
-        ),
-        None if trailing => (
-            true,
-            "the first record ends with a delimiter the rest lack: a header".to_string(),
-        ),
-        None if records_trailing => (
-            true,
-            format!(
-                "the first record has one field fewer than the rest, whose last field is always \
-                 empty (a delimiter at the end of each line): a header; the last column is \
-                 named c{fields}"
-            ),
-        ),
-        None => decide_header(
-            first,
-            &recs[start + 1..],
-            user_nulls,
-            quoted.as_ref().map(|(f, r)| (f.as_slice(), r.as_slice())),
-        ),
+        None => start.header_shape(fields).unwrap_or_else(|| {
+            decide_header(
+                &first,
+                &recs[start.at + 1..],
+                user_nulls,
+                quoted.as_ref().map(|(f, r)| (f.as_slice(), r.as_slice())),
+            )
+        }),
     };
-    if index_column {
-        notes.push(format!(
-            "the header has {} fields and the records {fields}: the first field of each record \
-             is a row name, imported as column {INDEX_COLUMN:?}",
-            fields - 1
-        ));
-    }
+    notes.extend(start.index_note(fields));
     if opts.header.is_none() {
         notes.push(format!(
             "{}: {header_reason}",
             if header { "header" } else { "no header" }
         ));
     }
-    let data_from = if header { start + 1 } else { start };
-    let mut region_recs = Vec::new();
-    let mut places = vec!["start".to_string()];
-    for r in regions {
-        let rr = records(&r.bytes, delimiter, quote, r.complete, usize::MAX);
-        if !rr.is_empty() {
-            places.push(r.place.clone());
-        }
-        region_recs.extend(rr);
-    }
+    let data_from = if header { start.at + 1 } else { start.at };
+    let (region_recs, places) = region_records(regions, delimiter, quote);
     let data = &recs[data_from.min(recs.len())..];
     let head_rows = data.iter().take(TYPE_RECORDS);
     let (stats, n) = infer(head_rows.chain(region_recs.iter()), fields, user_nulls);
-
-    let names: Vec<String> = if header {
-        let mut h: Vec<String> = first
-            .iter()
-            .map(|f| String::from_utf8_lossy(f).into_owned())
-            .collect();
-        if index_column {
-            h.insert(0, INDEX_COLUMN.to_string());
-        }
-        h
-    } else {
-        (1..=fields).map(|i| format!("c{i}")).collect()
-    };
-    let names = crate::plan::table::column_names(Some(names), fields);
-    let plan_nulls = opts.nulls.clone().unwrap_or_else(|| vec![String::new()]);
-    let mut columns = Vec::with_capacity(fields);
-    for (name, s) in names.into_iter().zip(&stats) {
-        let inferred = s.decide();
-        let ty = if opts.types_text {
-            ColType::Text
-        } else {
-            inferred
-        };
-        let mut nulls = None;
-        if user_nulls.is_none() && !s.tokens.is_empty() {
-            let toks: Vec<&String> = s.tokens.keys().collect();
-            if ty != ColType::Text {
-                let mut ns = vec![String::new()];
-                ns.extend(toks.iter().map(|t| t.to_string()));
-                notes.push(format!(
-                    "column {name:?}: {} stored as NULL (every other value is {})",
-                    toks.iter()
-                        .map(|t| format!("{t:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    ty.sql()
-                ));
-                nulls = Some(ns);
-            } else {
-                notes.push(format!(
-                    "column {name:?}: {} kept as text (the column holds other text, and NA is \
-                     also a code, e.g. Namibia); give --null to store NULL",
-                    toks.iter()
-                        .map(|t| format!("{t:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-        let trim = s.padded > 0 && matches!(ty, ColType::Integer | ColType::Real);
-        if trim {
-            notes.push(format!(
-                "column {name:?}: {} space-padded number(s), stored as the number without the \
-                 spaces",
-                s.padded
-            ));
-        }
-        columns.push(SniffColumn {
-            name,
-            ty,
-            nulls,
-            trim,
-            tokens_seen: s.tokens.clone(),
-        });
-    }
+    let names = column_names(header.then_some(&first), start.index_column, fields);
+    let columns = names
+        .into_iter()
+        .zip(&stats)
+        .map(|(name, s)| sniff_column(name, s, opts, &mut notes))
+        .collect();
     Ok(SniffPlan {
         format: if opts.format == Format::Tsv {
             Format::Tsv
@@ -819,16 +659,300 @@ pub fn sniff(
         delimiter: delimiter as char,
         quote: quote.map(|q| q as char),
         header,
-        skip_rows: start as u64,
-        index_column,
-        header_trailing_delimiter: trailing,
-        records_trailing_delimiter: records_trailing,
+        skip_rows: start.at as u64,
+        index_column: start.index_column,
+        header_trailing_delimiter: start.trailing,
+        records_trailing_delimiter: start.records_trailing,
         header_reason: opts.header.is_none().then_some(header_reason),
-        nulls: plan_nulls,
+        nulls: opts.nulls.clone().unwrap_or_else(|| vec![String::new()]),
         columns,
         notes,
         sampled: Some(Sampled { records: n, places }),
     })
+}
+
+/// Which fields were quoted: of the first of `recs` and of up to 200
+/// records after it (read again from `head`, where each record starts).
+fn quotings(head: &[u8], recs: &[Rec], delimiter: u8, q: u8) -> (Vec<bool>, Vec<Vec<bool>>) {
+    let at = |r: &Rec| r.position().map_or(usize::MAX, |p| p.byte() as usize);
+    let of = |r: &Rec| quoting(head, at(r), delimiter, q);
+    let rows: Vec<Vec<bool>> = recs[1..].iter().take(200).map(of).collect();
+    (of(&recs[0]), rows)
+}
+
+/// The delimiter and quote: TSV's tab and no quote, or the user's
+/// delimiter, or what the head shows.
+fn dialect(head: &[u8], complete: bool, opts: &Options) -> (u8, Option<u8>) {
+    match (opts.format, opts.delimiter) {
+        (Format::Tsv, d) => (d.unwrap_or(b'\t'), None),
+        (_, Some(d)) => {
+            let (_, q) = choose_dialect(head, complete);
+            (d, q)
+        }
+        _ => choose_dialect(head, complete),
+    }
+}
+
+/// Where the header (or the data) starts, and the header's shape.
+struct Start {
+    /// Records before it (a preamble).
+    at: usize,
+    /// The header has one field fewer than the records: row names.
+    index_column: bool,
+    /// The header ends with a delimiter the records lack.
+    trailing: bool,
+    /// The records end with a delimiter (an always-empty last field) the
+    /// header lacks.
+    records_trailing: bool,
+}
+
+/// Finds the first record with the modal field count `fields` (or one
+/// fewer, for a header over row names; or one more, empty, for a header
+/// that ends with a delimiter), skipping at most `MAX_SKIP` records before
+/// it; none found: the input starts at once. `header` is the user's
+/// `--header`/`--no-header`.
+fn find_start(
+    recs: &[Rec],
+    fields: usize,
+    header: Option<bool>,
+    user_nulls: Option<&[String]>,
+) -> Start {
+    let mut start = Start {
+        at: 0,
+        index_column: false,
+        trailing: false,
+        records_trailing: false,
+    };
+    let limit = MAX_SKIP.min(recs.len());
+    while start.at < limit {
+        let at = start.at;
+        let n = recs[at].len();
+        if n == fields {
+            return start;
+        }
+        let maybe_header =
+            header != Some(false) && recs.get(at + 1).is_some_and(|r| r.len() == fields);
+        if maybe_header {
+            if records_end_with_delimiter(recs, at, fields, user_nulls) {
+                start.records_trailing = true;
+                return start;
+            }
+            if header_ends_with_delimiter(recs, at, fields, user_nulls) {
+                start.trailing = true;
+                return start;
+            }
+            if n + 1 == fields
+                && !looks_like_header(&recs[at + 1], &recs[at + 2..], user_nulls)
+                && looks_like_header(&recs[at], &shifted(&recs[at + 1..]), user_nulls)
+            {
+                start.index_column = fields > 1;
+                return start;
+            }
+        }
+        start.at += 1;
+    }
+    start.at = 0;
+    start
+}
+
+/// Every record of the usual width after `recs[at]` ends with an empty
+/// field, and `recs[at]` (one field short) is a header once given that
+/// field: the records end with a delimiter the header lacks (not row
+/// names, which would shift every value one column to the right).
+fn records_end_with_delimiter(
+    recs: &[Rec],
+    at: usize,
+    fields: usize,
+    user_nulls: Option<&[String]>,
+) -> bool {
+    if recs[at].len() + 1 != fields
+        || fields <= 1
+        || !recs[at + 1..]
+            .iter()
+            .take(2000)
+            .filter(|r| r.len() == fields)
+            .all(|r| r[fields - 1].is_empty())
+    {
+        return false;
+    }
+    let mut padded = recs[at].clone();
+    padded.push_field(b"");
+    looks_like_header(&padded, &recs[at + 1..], user_nulls)
+}
+
+/// `recs[at]` has one field more than the records, empty, and is a header
+/// without it: a header that ends with a delimiter the records lack.
+fn header_ends_with_delimiter(
+    recs: &[Rec],
+    at: usize,
+    fields: usize,
+    user_nulls: Option<&[String]>,
+) -> bool {
+    let n = recs[at].len();
+    if n != fields + 1 || fields == 0 || !recs[at].get(n - 1).is_some_and(|f| f.is_empty()) {
+        return false;
+    }
+    let cut: Rec = recs[at].iter().take(fields).collect();
+    looks_like_header(&cut, &recs[at + 1..], user_nulls)
+}
+
+impl Start {
+    /// The first record as the header would be: without a trailing empty
+    /// field, or with the one the records have.
+    fn first_record(&self, recs: &[Rec], fields: usize) -> Rec {
+        if self.trailing {
+            recs[self.at].iter().take(fields).collect()
+        } else if self.records_trailing {
+            let mut r = recs[self.at].clone();
+            r.push_field(b"");
+            r
+        } else {
+            recs[self.at].clone()
+        }
+    }
+
+    /// The note saying how many records are skipped, when some are
+    /// (`header`: the user's `--header`/`--no-header`).
+    fn skip_note(&self, header: Option<bool>) -> Option<String> {
+        (self.at > 0).then(|| {
+            format!(
+                "skipping {} record(s) before the {} (they have a different number of fields)",
+                self.at,
+                if header == Some(false) {
+                    "data"
+                } else {
+                    "header"
+                }
+            )
+        })
+    }
+
+    /// The note saying the first field is a row name, when it is.
+    fn index_note(&self, fields: usize) -> Option<String> {
+        self.index_column.then(|| {
+            format!(
+                "the header has {} fields and the records {fields}: the first field of each \
+                 record is a row name, imported as column {INDEX_COLUMN:?}",
+                fields - 1
+            )
+        })
+    }
+
+    /// A header told by the first record's shape alone, and why; `None`
+    /// when its values must decide.
+    fn header_shape(&self, fields: usize) -> Option<(bool, String)> {
+        if self.index_column {
+            Some((
+                true,
+                "the first record has one field fewer than the rest: a header over row names"
+                    .to_string(),
+            ))
+        } else if self.trailing {
+            Some((
+                true,
+                "the first record ends with a delimiter the rest lack: a header".to_string(),
+            ))
+        } else if self.records_trailing {
+            Some((
+                true,
+                format!(
+                    "the first record has one field fewer than the rest, whose last field is \
+                     always empty (a delimiter at the end of each line): a header; the last \
+                     column is named c{fields}"
+                ),
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The records of the further regions, and the places sampled (`start`
+/// and each region that held a record).
+fn region_records(regions: &[Region], delimiter: u8, quote: Option<u8>) -> (Vec<Rec>, Vec<String>) {
+    let mut recs = Vec::new();
+    let mut places = vec!["start".to_string()];
+    for r in regions {
+        let rr = records(&r.bytes, delimiter, quote, r.complete, usize::MAX);
+        if !rr.is_empty() {
+            places.push(r.place.clone());
+        }
+        recs.extend(rr);
+    }
+    (recs, places)
+}
+
+/// The columns' names: the header's (after the row names' column), or
+/// c1, c2, ... without one; made usable as SQL names.
+fn column_names(header: Option<&Rec>, index_column: bool, fields: usize) -> Vec<String> {
+    let names: Vec<String> = match header {
+        Some(first) => {
+            let mut h: Vec<String> = first
+                .iter()
+                .map(|f| String::from_utf8_lossy(f).into_owned())
+                .collect();
+            if index_column {
+                h.insert(0, INDEX_COLUMN.to_string());
+            }
+            h
+        }
+        None => (1..=fields).map(|i| format!("c{i}")).collect(),
+    };
+    crate::plan::table::column_names(Some(names), fields)
+}
+
+/// One column of the plan from what the sample showed of it (`s`): its
+/// type, the null tokens it stores as NULL, whether numbers are trimmed;
+/// what was decided is said in `notes`.
+fn sniff_column(
+    name: String,
+    s: &ColumnStats,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> SniffColumn {
+    let ty = if opts.types_text {
+        ColType::Text
+    } else {
+        s.decide()
+    };
+    let mut nulls = None;
+    if opts.nulls.is_none() && !s.tokens.is_empty() {
+        let toks = s
+            .tokens
+            .keys()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if ty != ColType::Text {
+            let mut ns = vec![String::new()];
+            ns.extend(s.tokens.keys().cloned());
+            notes.push(format!(
+                "column {name:?}: {toks} stored as NULL (every other value is {})",
+                ty.sql()
+            ));
+            nulls = Some(ns);
+        } else {
+            notes.push(format!(
+                "column {name:?}: {toks} kept as text (the column holds other text, and NA is \
+                 also a code, e.g. Namibia); give --null to store NULL"
+            ));
+        }
+    }
+    let trim = s.padded > 0 && matches!(ty, ColType::Integer | ColType::Real);
+    if trim {
+        notes.push(format!(
+            "column {name:?}: {} space-padded number(s), stored as the number without the \
+             spaces",
+            s.padded
+        ));
+    }
+    SniffColumn {
+        name,
+        ty,
+        nulls,
+        trim,
+        tokens_seen: s.tokens.clone(),
+    }
 }
 
 /// A reader that fails with the error met while sniffing.

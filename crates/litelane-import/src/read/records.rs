@@ -303,12 +303,46 @@ fn next_array_element<R: BufRead + ?Sized>(
         return Ok(None);
     };
     buf.clear();
-    let io = |line: u64, e: std::io::Error| Error::io(format!("{display}:{line}: reading"), e);
-    // Whitespace, then a comma (after an element) or the closing bracket.
-    let mut want_comma = *elements > 0;
-    let start_line;
+    let Some(first) = element_start(rdr, line, offset, cr, *elements, *opened, display)? else {
+        *state = JsonArray::Closed;
+        only_whitespace_after_array(rdr, line, display)?;
+        return Ok(None);
+    };
+    buf.push(first);
+    let start_line = *line;
+    if matches!(first, b'{' | b'[' | b'"') {
+        let at = ElementAt {
+            start_line,
+            number: *elements + 1,
+        };
+        bracketed_element(rdr, buf, line, offset, cr, at, display)?;
+    } else {
+        bare_element(rdr, buf, line, offset, display)?;
+    }
+    *elements += 1;
+    Ok(Some(start_line))
+}
+
+/// An I/O error reading `display` at `line`.
+fn read_error(display: &str, line: u64, e: std::io::Error) -> Error {
+    Error::io(format!("{display}:{line}: reading"), e)
+}
+
+/// Skips whitespace, then a comma (after an element: `elements > 0`), and
+/// returns the element's first byte; `None` at the closing bracket. A
+/// missing or doubled comma, or the end of the input, is an error.
+fn element_start<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    line: &mut u64,
+    offset: &mut u64,
+    cr: &mut bool,
+    elements: u64,
+    opened: u64,
+    display: &str,
+) -> Result<Option<u8>, Error> {
+    let mut want_comma = elements > 0;
     loop {
-        let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
         if avail.is_empty() {
             return Err(Error::at(
                 display,
@@ -342,29 +376,7 @@ fn next_array_element<R: BufRead + ?Sized>(
             _ => *cr = false,
         }
         match c {
-            b']' => {
-                *state = JsonArray::Closed;
-                // Only whitespace may follow.
-                loop {
-                    let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-                    if avail.is_empty() {
-                        return Ok(None);
-                    }
-                    let n = avail.len();
-                    if let Some(i) = avail.iter().position(|c| !c.is_ascii_whitespace()) {
-                        let at = *line + line_breaks(&avail[..i]);
-                        return Err(Error::at(
-                            display,
-                            at,
-                            "text after the closing bracket of the JSON array \
-                 (a JSON file holds one array of objects; NDJSON holds one object \
-                 per line)",
-                        ));
-                    }
-                    *line += line_breaks(avail);
-                    rdr.consume(n);
-                }
-            }
+            b']' => return Ok(None),
             b',' if want_comma => want_comma = false,
             _ if want_comma => {
                 return Err(Error::at(
@@ -387,105 +399,291 @@ fn next_array_element<R: BufRead + ?Sized>(
                     ),
                 ))
             }
-            _ => {
-                buf.push(c);
-                start_line = *line;
-                break;
-            }
+            _ => return Ok(Some(c)),
         }
     }
-    // The element: up to the end of its outermost brackets (or, for a bare
-    // value, up to the next comma, bracket or whitespace).
+}
+
+/// After the closing bracket of the array, only whitespace may follow.
+fn only_whitespace_after_array<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    line: &mut u64,
+    display: &str,
+) -> Result<(), Error> {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        let n = avail.len();
+        if let Some(i) = avail.iter().position(|c| !c.is_ascii_whitespace()) {
+            let at = *line + line_breaks(&avail[..i]);
+            return Err(Error::at(
+                display,
+                at,
+                "text after the closing bracket of the JSON array \
+                 (a JSON file holds one array of objects; NDJSON holds one object \
+                 per line)",
+            ));
+        }
+        *line += line_breaks(avail);
+        rdr.consume(n);
+    }
+}
+
+/// A bare number or word (its first byte in `buf`): its end is the next
+/// comma, bracket or whitespace.
+fn bare_element<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    display: &str,
+) -> Result<(), Error> {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        let end = avail
+            .iter()
+            .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'));
+        // Up to the delimiter, or all that is buffered (none at the end).
+        let take = end.unwrap_or(avail.len());
+        buf.extend_from_slice(&avail[..take]);
+        rdr.consume(take);
+        *offset += take as u64;
+        if end.is_some() || take == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Where an element begins, for the error of one never closed.
+#[derive(Clone, Copy)]
+struct ElementAt {
+    start_line: u64,
+    /// Its number in the array, from 1.
+    number: u64,
+}
+
+/// An object, array or string element (its first byte in `buf`): up to the
+/// end of its outermost brackets, or its closing quote.
+fn bracketed_element<R: BufRead + ?Sized>(
+    rdr: &mut R,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    cr: &mut bool,
+    at: ElementAt,
+    display: &str,
+) -> Result<(), Error> {
     let mut depth: u32 = matches!(buf[0], b'{' | b'[') as u32;
     let mut in_string = buf[0] == b'"';
     let mut escaped = false;
-    if depth == 0 && !in_string {
-        // A bare number or word: its end is the next delimiter.
-        loop {
-            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-            if avail.is_empty() {
+    loop {
+        let avail = rdr.fill_buf().map_err(|e| read_error(display, *line, e))?;
+        if avail.is_empty() {
+            let ElementAt { start_line, number } = at;
+            return Err(Error::at(
+                display,
+                start_line,
+                format!(
+                    "element {number} of the JSON array, begun on line \
+                 {start_line}, is never closed: the input ends inside it (is the file cut \
+                 short?)"
+                ),
+            ));
+        }
+        let mut used = avail.len();
+        let mut done = false;
+        for (i, &c) in avail.iter().enumerate() {
+            if depth == 0 && !in_string {
+                // A string element ended at its closing quote.
+                used = i;
+                done = true;
                 break;
             }
-            match avail
-                .iter()
-                .position(|c| matches!(c, b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-            {
-                Some(i) => {
-                    buf.extend_from_slice(&avail[..i]);
-                    rdr.consume(i);
-                    *offset += i as u64;
-                    break;
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if c == b'\\' {
+                    escaped = true;
+                } else if c == b'"' {
+                    in_string = false;
                 }
-                None => {
-                    let n = avail.len();
-                    buf.extend_from_slice(avail);
-                    rdr.consume(n);
-                    *offset += n as u64;
+                continue;
+            }
+            match c {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        used = i + 1;
+                        done = true;
+                        break;
+                    }
                 }
+                _ => {}
             }
         }
-    } else {
-        'outer: loop {
-            let avail = rdr.fill_buf().map_err(|e| io(*line, e))?;
-            if avail.is_empty() {
-                return Err(Error::at(
-                    display,
-                    start_line,
-                    format!(
-                        "element {} of the JSON array, begun on line \
-                 {start_line}, is never closed: the input ends inside it (is the file cut \
-                 short?)",
-                        *elements + 1
-                    ),
-                ));
-            }
-            let mut used = avail.len();
-            let mut done = false;
-            for (i, &c) in avail.iter().enumerate() {
-                if depth == 0 && !in_string {
-                    // A string element ended at its closing quote.
-                    used = i;
-                    done = true;
-                    break;
-                }
-                if in_string {
-                    if escaped {
-                        escaped = false;
-                    } else if c == b'\\' {
-                        escaped = true;
-                    } else if c == b'"' {
-                        in_string = false;
-                    }
-                    continue;
-                }
-                match c {
-                    b'"' => in_string = true,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            used = i + 1;
-                            done = true;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let chunk = &avail[..used];
-            // A CRLF split between two reads is one line break.
-            *line += line_breaks(chunk) - (*cr && chunk.first() == Some(&b'\n')) as u64;
-            *cr = chunk.last() == Some(&b'\r');
-            buf.extend_from_slice(chunk);
-            rdr.consume(used);
-            *offset += used as u64;
-            if done {
-                break 'outer;
-            }
+        let chunk = &avail[..used];
+        // A CRLF split between two reads is one line break.
+        *line += line_breaks(chunk) - (*cr && chunk.first() == Some(&b'\n')) as u64;
+        *cr = chunk.last() == Some(&b'\r');
+        buf.extend_from_slice(chunk);
+        rdr.consume(used);
+        *offset += used as u64;
+        if done {
+            return Ok(());
         }
     }
-    *elements += 1;
-    Ok(Some(start_line))
+}
+
+/// The next CSV/TSV record of `rdr` (see [`Records::next_record`]).
+fn next_csv<'a>(
+    rdr: &mut csv::Reader<Lines>,
+    rec: &'a mut csv::ByteRecord,
+    next_line: &mut u64,
+    blank: &mut u64,
+    display: &str,
+) -> Result<Option<RawRef<'a>>, Error> {
+    let more = rdr.read_byte_record(rec).map_err(|e| {
+        // An I/O error (invalid UTF-16, a broken gzip stream) has
+        // no record position: name the line being read.
+        let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
+        let line = rdr.get_ref().line_at(at);
+        let msg = e.to_string();
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => Error::io(format!("{display}:{line}: reading"), io),
+            _ => Error::at(display, line, format!("reading: {msg}")),
+        }
+    })?;
+    if !more {
+        // Only reached when the sentinel was swallowed (below).
+        return Ok(None);
+    }
+    // A record's end is exact (its start may include the blank
+    // lines before it): its line is the one after its end, less
+    // the line breaks inside its fields and its own.
+    let end = rdr.position().byte();
+    let lines = rdr.get_ref();
+    let claimed = lines.claimed.get();
+    let after = lines.line_at(end);
+    // Line breaks up to its end: its own, and only when there are
+    // more (blank lines before it, or breaks inside its quoted
+    // fields) is the record scanned for the ones inside it.
+    let popped = lines.claimed.get() - claimed;
+    if let Some(total) = lines.total {
+        let tail_end = total + 2 + SENTINEL.len() as u64;
+        if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
+            // Blank lines between the last record and the end
+            // are counted too: only the input's own line breaks
+            // (and the one that ends an unterminated last line)
+            // were counted, so `after` is its line count + 1.
+            if after > *next_line {
+                *blank += after - *next_line;
+            }
+            *next_line = after;
+            return Ok(None);
+        }
+        if end > total + 1 {
+            let last = &rec[rec.len() - 1];
+            let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
+            // Every line break after the field's start is in it.
+            let opened = after
+                .saturating_sub(line_breaks(real) + lines.tail_break as u64)
+                .max(1);
+            return Err(Error::at(
+                display,
+                opened,
+                format!(
+                    "a quoted field opened on line {opened} is never \
+                 closed: the quote is still open at the end of the input; close it, \
+                 or double it (\"\") if it is data"
+                ),
+            ));
+        }
+    }
+    let inside = if popped > 1 {
+        line_breaks(rec.as_slice())
+    } else {
+        0
+    };
+    let line = after.saturating_sub(1 + inside).max(1);
+    if line > *next_line {
+        *blank += line - *next_line;
+    }
+    *next_line = line + 1 + inside;
+    Ok(Some(RawRef::Csv(rec, Place { line, end })))
+}
+
+/// The next NDJSON line, or JSON array element, of `rdr` (see
+/// [`Records::next_record`]); `line` and `offset` count what was read.
+fn next_json<'a>(
+    rdr: &mut Box<dyn BufRead + Send>,
+    buf: &'a mut Vec<u8>,
+    line: &mut u64,
+    offset: &mut u64,
+    blank: &mut u64,
+    array: &mut JsonArray,
+    display: &str,
+) -> Result<Option<RawRef<'a>>, Error> {
+    loop {
+        if *array == JsonArray::Unknown {
+            let is_array = starts_json_array(rdr.as_mut())
+                .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
+            *array = JsonArray::Lines;
+            if is_array {
+                // Up to and including the '['.
+                let head = rdr
+                    .fill_buf()
+                    .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
+                let i = head.iter().position(|&c| c == b'[').unwrap_or(0);
+                let opened = 1 + line_breaks(&head[..i]);
+                rdr.consume(i + 1);
+                *offset += i as u64 + 1;
+                *line = opened;
+                *array = JsonArray::Open {
+                    elements: 0,
+                    opened,
+                    cr: false,
+                };
+            }
+        }
+        if matches!(array, JsonArray::Open { .. } | JsonArray::Closed) {
+            let at = next_array_element(rdr.as_mut(), buf, line, offset, array, display)?;
+            return Ok(at.map(|start| {
+                RawRef::Json(
+                    buf,
+                    Place {
+                        line: start,
+                        end: *offset,
+                    },
+                )
+            }));
+        }
+        buf.clear();
+        let n = read_line_any(rdr.as_mut(), buf)
+            .map_err(|e| Error::io(format!("{display}:{}: reading", *line + 1), e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        *line += 1;
+        *offset += n as u64;
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if buf.iter().all(|c| c.is_ascii_whitespace()) {
+            *blank += 1;
+            continue;
+        }
+        return Ok(Some(RawRef::Json(
+            buf,
+            Place {
+                line: *line,
+                end: *offset,
+            },
+        )));
+    }
 }
 
 impl Records {
@@ -545,78 +743,7 @@ impl Records {
                 rec,
                 next_line,
                 blank,
-            } => {
-                let more = rdr.read_byte_record(rec).map_err(|e| {
-                    // An I/O error (invalid UTF-16, a broken gzip stream) has
-                    // no record position: name the line being read.
-                    let at = e.position().map_or(rdr.position().byte(), |p| p.byte());
-                    let line = rdr.get_ref().line_at(at);
-                    let msg = e.to_string();
-                    match e.into_kind() {
-                        csv::ErrorKind::Io(io) => {
-                            Error::io(format!("{display}:{line}: reading"), io)
-                        }
-                        _ => Error::at(display, line, format!("reading: {msg}")),
-                    }
-                })?;
-                if !more {
-                    // Only reached when the sentinel was swallowed (below).
-                    return Ok(None);
-                }
-                // A record's end is exact (its start may include the blank
-                // lines before it): its line is the one after its end, less
-                // the line breaks inside its fields and its own.
-                let end = rdr.position().byte();
-                let lines = rdr.get_ref();
-                let claimed = lines.claimed.get();
-                let after = lines.line_at(end);
-                // Line breaks up to its end: its own, and only when there are
-                // more (blank lines before it, or breaks inside its quoted
-                // fields) is the record scanned for the ones inside it.
-                let popped = lines.claimed.get() - claimed;
-                if let Some(total) = lines.total {
-                    let tail_end = total + 2 + SENTINEL.len() as u64;
-                    if end == tail_end && rec.len() == 1 && &rec[0] == SENTINEL {
-                        // Blank lines between the last record and the end
-                        // are counted too: only the input's own line breaks
-                        // (and the one that ends an unterminated last line)
-                        // were counted, so `after` is its line count + 1.
-                        if after > *next_line {
-                            *blank += after - *next_line;
-                        }
-                        *next_line = after;
-                        return Ok(None);
-                    }
-                    if end > total + 1 {
-                        let last = &rec[rec.len() - 1];
-                        let real = &last[..last.len().saturating_sub(SENTINEL.len() + 2)];
-                        // Every line break after the field's start is in it.
-                        let opened = after
-                            .saturating_sub(line_breaks(real) + lines.tail_break as u64)
-                            .max(1);
-                        return Err(Error::at(
-                            display,
-                            opened,
-                            format!(
-                                "a quoted field opened on line {opened} is never \
-                             closed: the quote is still open at the end of the input; close it, \
-                             or double it (\"\") if it is data"
-                            ),
-                        ));
-                    }
-                }
-                let inside = if popped > 1 {
-                    line_breaks(rec.as_slice())
-                } else {
-                    0
-                };
-                let line = after.saturating_sub(1 + inside).max(1);
-                if line > *next_line {
-                    *blank += line - *next_line;
-                }
-                *next_line = line + 1 + inside;
-                Ok(Some(RawRef::Csv(rec, Place { line, end })))
-            }
+            } => next_csv(rdr, rec, next_line, blank, display),
             Records::Ndjson {
                 rdr,
                 buf,
@@ -624,63 +751,7 @@ impl Records {
                 offset,
                 blank,
                 array,
-            } => loop {
-                if *array == JsonArray::Unknown {
-                    let is_array = starts_json_array(rdr.as_mut())
-                        .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
-                    *array = JsonArray::Lines;
-                    if is_array {
-                        // Up to and including the '['.
-                        let head = rdr
-                            .fill_buf()
-                            .map_err(|e| Error::io(format!("{display}:1: reading"), e))?;
-                        let i = head.iter().position(|&c| c == b'[').unwrap_or(0);
-                        let opened = 1 + line_breaks(&head[..i]);
-                        rdr.consume(i + 1);
-                        *offset += i as u64 + 1;
-                        *line = opened;
-                        *array = JsonArray::Open {
-                            elements: 0,
-                            opened,
-                            cr: false,
-                        };
-                    }
-                }
-                if matches!(array, JsonArray::Open { .. } | JsonArray::Closed) {
-                    let at = next_array_element(rdr.as_mut(), buf, line, offset, array, display)?;
-                    return Ok(at.map(|start| {
-                        RawRef::Json(
-                            buf,
-                            Place {
-                                line: start,
-                                end: *offset,
-                            },
-                        )
-                    }));
-                }
-                buf.clear();
-                let n = read_line_any(rdr.as_mut(), buf)
-                    .map_err(|e| Error::io(format!("{display}:{}: reading", *line + 1), e))?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                *line += 1;
-                *offset += n as u64;
-                while matches!(buf.last(), Some(b'\n' | b'\r')) {
-                    buf.pop();
-                }
-                if buf.iter().all(|c| c.is_ascii_whitespace()) {
-                    *blank += 1;
-                    continue;
-                }
-                return Ok(Some(RawRef::Json(
-                    buf,
-                    Place {
-                        line: *line,
-                        end: *offset,
-                    },
-                )));
-            },
+            } => next_json(rdr, buf, line, offset, blank, array, display),
         }
     }
 }

@@ -13,6 +13,7 @@ mod checkpoints;
 mod concurrency;
 mod configure;
 mod crash;
+mod error_chain;
 mod group_commit;
 mod held;
 mod litefs;
