@@ -284,94 +284,128 @@ fn checkpoint_loop(
         }
     }
     let _guard = OpenGateOnExit(&writer, &signal);
-    let limit = u64::from(cfg.limit_pages);
-    // Commit count at the last checkpoint that copied everything.
-    let mut settled_at = u64::MAX;
-    // Escalate only when it is likely to succeed quickly: an escalation
-    // blocks writers while it waits for the reads that began before it, so
-    // while a read of this process has been open for `long_read` or more the
-    // checkpointer only moves the gate on a little (and looks again after
-    // `limit / 16` more pages) instead of stalling writers for a read that
-    // is not about to end. After escalations that readers outlasted anyway
-    // (another process's, or ones that had just begun), the next one waits
-    // longer and longer (`MAX_BACKOFF_DOUBLINGS`).
-    let long_read = cfg.escalation_wait / 4;
-    let recheck = (limit / 16).max(1);
-    let mut failed_at: Option<Instant> = None;
-    let mut failures = 0u32;
-    let mut escalate_when_useful = |pages: u64| -> Result<CheckpointReport> {
-        let local_long_read = pool
-            .oldest_start()
-            .is_some_and(|t| t.elapsed() >= long_read);
-        let backoff = cfg.escalation_wait * (1u32 << failures.min(MAX_BACKOFF_DOUBLINGS));
-        let backing_off = failed_at.is_some_and(|t| t.elapsed() < backoff);
-        if local_long_read || backing_off {
-            if let (true, Some(age)) = (local_long_read, cfg.max_read_age) {
-                pool.interrupt_older_than(age);
-            }
-            signal.gate_at.store(pages + recheck, Relaxed);
-            writer.open_gate();
-            return run(&conn, CheckpointMode::Passive);
-        }
-        let r = escalate(&conn, &writer, &signal, &cfg, &recorder);
-        let failed = matches!(&r, Ok(rep) if rep.busy);
-        failed_at = failed.then(Instant::now);
-        failures = if failed { failures + 1 } else { 0 };
-        if failed {
-            if let Some(age) = cfg.max_read_age {
-                pool.interrupt_older_than(age);
-            }
-        }
-        r
+    let mut l = Loop {
+        limit: u64::from(cfg.limit_pages),
+        conn: &conn,
+        writer: &writer,
+        pool: &pool,
+        signal: &signal,
+        recorder: &recorder,
+        cfg: &cfg,
+        settled_at: u64::MAX,
+        failed_at: None,
+        failures: 0,
     };
-    loop {
-        let (pages, commits) = {
-            let mut st = signal.lock();
-            if !st.requested && !st.stop {
-                st = wait_timeout(&signal.wake, st, cfg.idle_after);
-            }
-            if st.stop {
-                return;
-            }
-            let requested = std::mem::take(&mut st.requested);
-            let idle = lock(&last_active).elapsed() >= cfg.idle_after;
-            let idle_work = idle && st.pages > 0 && st.commits != settled_at;
-            if !requested && !idle_work {
-                continue;
-            }
-            (st.pages, st.commits)
-        };
-        let report = if pages >= limit {
-            escalate_when_useful(pages)
+    while let Some((pages, commits)) = l.next_request(&last_active) {
+        let report = if pages >= l.limit {
+            l.escalate_when_useful(pages)
         } else {
             run(&conn, CheckpointMode::Passive)
         };
-        let Ok(report) = report else { continue };
-        record(&recorder, &report);
-        {
-            let mut st = signal.lock();
-            // A checkpoint that could not start at all (another one held the
-            // lock) backs off as if it had copied everything.
-            st.backfilled = if report.wal_frames == 0 && report.busy {
-                pages
-            } else {
-                report.checkpointed_frames
-            };
+        if let Ok(report) = report {
+            l.settle(&report, pages, commits);
         }
-        if !report.busy {
-            settled_at = commits;
-            if let Some(r) = catch_up(
-                &conn,
-                &writer,
-                &signal,
-                &report,
-                u64::from(cfg.passive_after_pages),
-            ) {
-                record(&recorder, &r);
+    }
+}
+
+/// The checkpoint thread's state between two checkpoints.
+struct Loop<'a> {
+    /// `Checkpoints::limit_pages`, in pages.
+    limit: u64,
+    conn: &'a Connection,
+    writer: &'a Writer,
+    pool: &'a Pool,
+    signal: &'a Signal,
+    recorder: &'a Recorder,
+    cfg: &'a Checkpoints,
+    /// Commit count at the last checkpoint that copied everything.
+    settled_at: u64,
+    /// When the last escalation that readers outlasted ended.
+    failed_at: Option<Instant>,
+    /// Escalations in a row that readers outlasted.
+    failures: u32,
+}
+
+impl Loop<'_> {
+    /// Waits until a checkpoint is requested, or is due because the writer
+    /// has been idle for `idle_after` with frames not copied yet: the WAL's
+    /// pages and the commit count then. `None`: the thread is to stop.
+    fn next_request(&self, last_active: &Mutex<Instant>) -> Option<(u64, u64)> {
+        loop {
+            let mut st = self.signal.lock();
+            if !st.requested && !st.stop {
+                st = wait_timeout(&self.signal.wake, st, self.cfg.idle_after);
             }
-        } else if report.wal_frames >= limit {
-            if let Ok(r) = escalate_when_useful(report.wal_frames) {
-                record(&recorder, &r);
+            if st.stop {
+                return None;
+            }
+            let requested = std::mem::take(&mut st.requested);
+            let idle = lock(last_active).elapsed() >= self.cfg.idle_after;
+            let idle_work = idle && st.pages > 0 && st.commits != self.settled_at;
+            if requested || idle_work {
+                return Some((st.pages, st.commits));
+            }
+        }
+    }
+
+    /// Escalates past the WAL limit, but only when it is likely to succeed
+    /// quickly: an escalation blocks writers while it waits for the reads
+    /// that began before it, so while a read of this process has been open
+    /// for `escalation_wait / 4` or more the checkpointer only moves the gate
+    /// on a little (and looks again after `limit / 16` more pages) instead
+    /// of stalling writers for a read that is not about to end. After
+    /// escalations that readers outlasted anyway (another process's, or ones
+    /// that had just begun), the next one waits longer and longer
+    /// (`MAX_BACKOFF_DOUBLINGS`).
+    fn escalate_when_useful(&mut self, pages: u64) -> Result<CheckpointReport> {
+        let cfg = self.cfg;
+        let local_long_read = self
+            .pool
+            .oldest_start()
+            .is_some_and(|t| t.elapsed() >= cfg.escalation_wait / 4);
+        let backoff = cfg.escalation_wait * (1u32 << self.failures.min(MAX_BACKOFF_DOUBLINGS));
+        let backing_off = self.failed_at.is_some_and(|t| t.elapsed() < backoff);
+        if local_long_read || backing_off {
+            if let (true, Some(age)) = (local_long_read, cfg.max_read_age) {
+                self.pool.interrupt_older_than(age);
+            }
+            let recheck = (self.limit / 16).max(1);
+            self.signal.gate_at.store(pages + recheck, Relaxed);
+            self.writer.open_gate();
+            return run(self.conn, CheckpointMode::Passive);
+        }
+        let r = escalate(self.conn, self.writer, self.signal, cfg, self.recorder);
+        let failed = matches!(&r, Ok(rep) if rep.busy);
+        self.failed_at = failed.then(Instant::now);
+        self.failures = if failed { self.failures + 1 } else { 0 };
+        if let (true, Some(age)) = (failed, cfg.max_read_age) {
+            self.pool.interrupt_older_than(age);
+        }
+        r
+    }
+
+    /// Records a checkpoint that ran on a request for `pages` pages at
+    /// `commits` commits, and follows it up: a complete one by copying what
+    /// was committed meanwhile ([`catch_up`]), an incomplete one past the
+    /// limit by escalating.
+    fn settle(&mut self, report: &CheckpointReport, pages: u64, commits: u64) {
+        record(self.recorder, report);
+        // A checkpoint that could not start at all (another one held the
+        // lock) backs off as if it had copied everything.
+        self.signal.lock().backfilled = if report.wal_frames == 0 && report.busy {
+            pages
+        } else {
+            report.checkpointed_frames
+        };
+        if !report.busy {
+            self.settled_at = commits;
+            let min_frames = u64::from(self.cfg.passive_after_pages);
+            if let Some(r) = catch_up(self.conn, self.writer, self.signal, report, min_frames) {
+                record(self.recorder, &r);
+            }
+        } else if report.wal_frames >= self.limit {
+            if let Ok(r) = self.escalate_when_useful(report.wal_frames) {
+                record(self.recorder, &r);
             }
         }
     }

@@ -284,7 +284,14 @@ struct Group<'a> {
     started: Instant,
 }
 
-impl Group<'_> {
+impl<'a> Group<'a> {
+    /// Adds a member whose work is now part of the transaction (it changed
+    /// the rows counted since `changes_before`), to be told at the commit.
+    fn keep(&mut self, conn: &Connection, changes_before: u64, member: Member<'a>) {
+        self.rows += conn.total_changes() - changes_before;
+        self.members.push(member);
+    }
+
     /// Tells every member that the transaction ended without committing.
     fn roll_back_all(&mut self, by: &str, cause: &Error) {
         for m in self.members.drain(..) {
@@ -952,84 +959,33 @@ impl Writer {
         self.start_job(slot, member.job());
         let conn = &slot.conn;
         let leader = group.is_none();
-        if leader {
-            let begun = end_stale_transaction(conn).and_then(|()| {
-                control(conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
-            });
-            if let Err(e) = begun {
-                self.recorder.note_error(&e);
-                member.settle(Err(e));
-                return false;
-            }
-            *group = Some(Group {
-                members: Vec::new(),
-                rows: 0,
-                started: Instant::now(),
-            });
-        } else if let Err(e) = control(conn, "SAVEPOINT litelane_job") {
-            let e = Error::from_sqlite(e, "SAVEPOINT litelane_job");
-            self.recorder.note_error(&e);
-            if conn.is_autocommit() {
-                let g = group.as_mut().expect("open group");
-                g.roll_back_all(member.job().label(), &e);
-                *group = None;
-            }
+        if let Err((e, go_on)) = self.open_member(conn, group, member.job().label()) {
             member.settle(Err(e));
-            return true;
+            return go_on;
         }
-
         let changes_before = conn.total_changes();
-        let ran = member.job().run(&Tx::new(conn));
-        let mut failure = match ran {
-            Ran::Ok => None,
-            Ran::Err(e) => {
-                self.recorder.note_error(&e);
-                Some(e)
-            }
-            Ran::Panicked => Some(Error::user("the write closure panicked")),
-        };
-        if failure.is_none() && crate::ffi::has_deferred_fk_violations(conn) {
-            // It would fail at COMMIT: fail it alone now, so it cannot sink
-            // the other jobs of its group.
-            failure = Some(deferred_fk_error());
-        }
+        let failure = self.run_job(conn, &mut member);
         let label = member.job().label().to_string();
         if conn.is_autocommit() {
-            // A statement of this job ended the whole transaction.
-            self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
-            let cause = failure.unwrap_or_else(|| {
-                Error::invalid(
-                    "a statement of the write ended the transaction (INSERT OR ROLLBACK, \
-                     RAISE(ROLLBACK), ROLLBACK, or an error SQLite answers with a rollback) \
-                     and the closure returned Ok",
-                )
-            });
-            let mut g = group.take().expect("open group");
-            self.recorder
-                .rollbacks
-                .fetch_add(g.members.len() as u64, Ordering::Relaxed);
-            g.roll_back_all(&label, &cause);
-            member.settle(Err(Error::RolledBack {
-                by: label,
-                cause: Box::new(cause),
-                retryable: false,
-            }));
+            self.transaction_ended(group, member, label, failure);
             return true;
         }
         match failure {
-            None => {
-                if !leader {
-                    if let Err(e) = control(conn, "RELEASE litelane_job") {
-                        let e = Error::from_sqlite(e, "RELEASE litelane_job");
-                        self.abort_group(conn, group, &label, &e);
-                        member.settle(Err(e));
-                        return true;
-                    }
+            None if !leader => match control(conn, "RELEASE litelane_job") {
+                Ok(()) => group
+                    .as_mut()
+                    .expect("open group")
+                    .keep(conn, changes_before, member),
+                Err(e) => {
+                    let e = Error::from_sqlite(e, "RELEASE litelane_job");
+                    self.abort_group(conn, group, &label, &e);
+                    member.settle(Err(e));
                 }
-                let g = group.as_mut().expect("open group");
-                g.rows += conn.total_changes() - changes_before;
-                g.members.push(member);
-            }
+            },
+            None => group
+                .as_mut()
+                .expect("open group")
+                .keep(conn, changes_before, member),
             Some(e) => {
                 self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
                 let undone = if leader {
@@ -1049,6 +1005,87 @@ impl Writer {
             }
         }
         true
+    }
+
+    /// Opens a member's part of the group's transaction: `BEGIN IMMEDIATE`
+    /// for the first (the leader, which starts the group), a savepoint for
+    /// the others. `Err((error, go_on))` when it could not: the member is
+    /// to be told `error`, and the group goes on when `go_on`.
+    fn open_member(
+        &self,
+        conn: &Connection,
+        group: &mut Option<Group<'_>>,
+        label: &str,
+    ) -> std::result::Result<(), (Error, bool)> {
+        if group.is_none() {
+            let begun = end_stale_transaction(conn).and_then(|()| {
+                control(conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
+            });
+            if let Err(e) = begun {
+                self.recorder.note_error(&e);
+                return Err((e, false));
+            }
+            *group = Some(Group {
+                members: Vec::new(),
+                rows: 0,
+                started: Instant::now(),
+            });
+        } else if let Err(e) = control(conn, "SAVEPOINT litelane_job") {
+            let e = Error::from_sqlite(e, "SAVEPOINT litelane_job");
+            self.recorder.note_error(&e);
+            if conn.is_autocommit() {
+                let g = group.as_mut().expect("open group");
+                g.roll_back_all(label, &e);
+                *group = None;
+            }
+            return Err((e, true));
+        }
+        Ok(())
+    }
+
+    /// Runs a member's closure: its error, if it failed, panicked, or left
+    /// deferred foreign-key violations (which would fail at `COMMIT`: it
+    /// fails alone now, so it cannot sink the other jobs of its group).
+    fn run_job(&self, conn: &Connection, member: &mut Member<'_>) -> Option<Error> {
+        match member.job().run(&Tx::new(conn)) {
+            Ran::Ok if crate::ffi::has_deferred_fk_violations(conn) => Some(deferred_fk_error()),
+            Ran::Ok => None,
+            Ran::Err(e) => {
+                self.recorder.note_error(&e);
+                Some(e)
+            }
+            Ran::Panicked => Some(Error::user("the write closure panicked")),
+        }
+    }
+
+    /// A statement of the member labelled `label` ended the whole
+    /// transaction: every member of the group is told it was rolled back,
+    /// and this one that it was the cause.
+    fn transaction_ended(
+        &self,
+        group: &mut Option<Group<'_>>,
+        member: Member<'_>,
+        label: String,
+        failure: Option<Error>,
+    ) {
+        self.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+        let cause = failure.unwrap_or_else(|| {
+            Error::invalid(
+                "a statement of the write ended the transaction (INSERT OR ROLLBACK, \
+                 RAISE(ROLLBACK), ROLLBACK, or an error SQLite answers with a rollback) \
+                 and the closure returned Ok",
+            )
+        });
+        let mut g = group.take().expect("open group");
+        self.recorder
+            .rollbacks
+            .fetch_add(g.members.len() as u64, Ordering::Relaxed);
+        g.roll_back_all(&label, &cause);
+        member.settle(Err(Error::RolledBack {
+            by: label,
+            cause: Box::new(cause),
+            retryable: false,
+        }));
     }
 
     /// Rolls the whole transaction back and tells every member so.
