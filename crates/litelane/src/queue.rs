@@ -98,6 +98,55 @@ pub(crate) struct OwnedTurn<J> {
     released: bool,
 }
 
+/// Proof of holding a queue's turn, for [`Guarded::enter`].
+pub(crate) trait HoldsTurn {
+    /// The address of the queue whose turn this is (its identity).
+    fn queue_id(&self) -> usize;
+}
+
+impl<J> HoldsTurn for Turn<'_, J> {
+    fn queue_id(&self) -> usize {
+        std::ptr::from_ref(self.queue) as usize
+    }
+}
+
+impl<J> HoldsTurn for OwnedTurn<J> {
+    fn queue_id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.queue) as usize
+    }
+}
+
+/// A value that only the holder of a queue's turn may use (the writer's
+/// connection): [`enter`](Guarded::enter) takes a turn of that queue as
+/// proof and asserts it is one. The mutex inside is therefore never
+/// contended; it makes the value `Sync` without `unsafe`.
+pub(crate) struct Guarded<T> {
+    /// The identity of the queue whose turn is asked for.
+    queue_id: usize,
+    value: std::sync::Mutex<T>,
+}
+
+impl<T> Guarded<T> {
+    /// Guards `value` by the turn of `queue`.
+    pub fn new<J>(queue: &std::sync::Arc<Queue<J>>, value: T) -> Guarded<T> {
+        Guarded {
+            queue_id: std::sync::Arc::as_ptr(queue) as usize,
+            value: std::sync::Mutex::new(value),
+        }
+    }
+
+    /// The value, for the holder of `turn`. Panics if `turn` is a turn of
+    /// another queue.
+    pub fn enter(&self, turn: &impl HoldsTurn) -> std::sync::MutexGuard<'_, T> {
+        assert_eq!(
+            turn.queue_id(),
+            self.queue_id,
+            "a guarded value entered with another queue's turn"
+        );
+        crate::unpoisoned::lock(&self.value)
+    }
+}
+
 /// A job taken from the queue by the turn holder. Its owner stays asleep
 /// until this is dropped, which wakes it with [`Entered::Done`].
 pub(crate) struct Claimed<J> {
@@ -351,6 +400,28 @@ mod tests {
         while q.depth() < n {
             thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn a_guarded_value_is_entered_only_with_a_turn_of_its_own_queue() {
+        let q: Arc<Queue<u32>> = Arc::default();
+        let other: Arc<Queue<u32>> = Arc::default();
+        let guarded = Guarded::new(&q, 7u32);
+        let Entered::Turn(t) = q.enter(Kind::Turn, None) else {
+            panic!("a free queue must grant the turn");
+        };
+        *guarded.enter(&t) += 1;
+        drop(t);
+        let owned = try_enter_owned(&q).expect("free again");
+        assert_eq!(*guarded.enter(&owned), 8, "an owned turn enters too");
+        drop(owned);
+        let Entered::Turn(foreign) = other.enter(Kind::Turn, None) else {
+            panic!("a free queue must grant the turn");
+        };
+        let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(guarded.enter(&foreign));
+        }));
+        assert!(wrong.is_err(), "another queue's turn is refused");
     }
 
     #[test]

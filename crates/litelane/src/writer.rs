@@ -42,7 +42,9 @@ use crate::error::{Context, Error, OsError, Result};
 use crate::ffi::{enter_with_job, JobRef};
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
-use crate::queue::{try_enter_owned, Claimed, Entered, Kind, OwnedTurn, Queue, Released, Turn};
+use crate::queue::{
+    try_enter_owned, Claimed, Entered, Guarded, Kind, OwnedTurn, Queue, Released, Turn,
+};
 use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
 use crate::wal_space::WalSpace;
@@ -88,7 +90,9 @@ impl HeldWrite {
             return Err(Error::invalid("the transaction is finished"));
         }
         let writer = Arc::clone(&self.writer);
-        let mut slot = lock(&writer.slot);
+        let mut slot = writer
+            .slot
+            .enter(self.turn.as_ref().expect("checked above"));
         // Functions and collations configured since the last statement.
         writer.catch_up(&mut slot);
         let mark = HoldingMark::set(writer.id);
@@ -135,7 +139,7 @@ impl HeldWrite {
         let writer = Arc::clone(&self.writer);
         let mut to_sync = None;
         let result = {
-            let mut slot = lock(&writer.slot);
+            let mut slot = writer.slot.enter(&turn);
             if commit && self.ended.is_none() {
                 writer.reserve_wal(&mut slot);
             }
@@ -328,7 +332,9 @@ struct Slot {
 pub(crate) struct Writer {
     id: u64,
     queue: Arc<WriterQueue>,
-    slot: Mutex<Slot>,
+    /// The connection and what goes with it: entered only with a turn of
+    /// `queue`.
+    slot: Guarded<Slot>,
     group: GroupCommit,
     long_wait: Duration,
     /// How long to wait for another process's turn (`Options::busy_timeout`).
@@ -527,14 +533,17 @@ impl Writer {
         };
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
+            slot: Guarded::new(
+                &queue,
+                Slot {
+                    conn,
+                    last_label: String::new(),
+                    wait_attributed: false,
+                    config_seen,
+                    wal_space,
+                },
+            ),
             queue,
-            slot: Mutex::new(Slot {
-                conn,
-                last_label: String::new(),
-                wait_attributed: false,
-                config_seen,
-                wal_space,
-            }),
             group,
             long_wait,
             busy_timeout,
@@ -613,7 +622,7 @@ impl Writer {
     ) -> Option<Result<T>> {
         let turn = try_enter_owned(&self.queue)?;
         let out = {
-            let mut slot = lock(&self.slot);
+            let mut slot = self.slot.enter(&turn);
             self.catch_up(&mut slot);
             let conn = &slot.conn;
             let mark = HoldingMark::set(self.id);
@@ -675,7 +684,7 @@ impl Writer {
             },
         };
         let begun = {
-            let mut slot = lock(&self.slot);
+            let mut slot = self.slot.enter(&turn);
             self.catch_up(&mut slot);
             self.start_labeled(&mut slot, label, start);
             end_stale_transaction(&slot.conn).and_then(|()| {
@@ -751,7 +760,7 @@ impl Writer {
         let Entered::Turn(turn) = self.queue.enter(kind, None) else {
             unreachable!("only job waiters are run by others");
         };
-        let mut slot = lock(&self.slot);
+        let mut slot = self.slot.enter(&turn);
         self.catch_up(&mut slot);
         if !priority {
             self.recorder.record_wait(start.elapsed());
@@ -859,7 +868,7 @@ impl Writer {
                 }
             },
         };
-        let mut slot = lock(&self.slot);
+        let mut slot = self.slot.enter(&turn);
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()
