@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! LITELANE_POWERLOSS_CUTS=100 cargo test --release -p litelane-faultvfs \
-//!     --test powerloss -- --ignored --nocapture
+//!     --test it powerloss:: -- --ignored --nocapture
 //! ```
 //!
 //! `LITELANE_POWERLOSS_CUTS` is per profile and workload;
@@ -426,7 +426,7 @@ fn the_harness_fails_on_a_disk_that_lies_about_fsync() {
 
 /// The long form: prints the table for docs/durability.md.
 #[test]
-#[ignore = "long: LITELANE_POWERLOSS_CUTS=100 cargo test --release -p litelane-faultvfs --test powerloss -- --ignored --nocapture"]
+#[ignore = "long: LITELANE_POWERLOSS_CUTS=100 cargo test --release -p litelane-faultvfs --test it powerloss:: -- --ignored --nocapture"]
 fn power_loss_table() {
     let cuts: u64 = std::env::var("LITELANE_POWERLOSS_CUTS")
         .ok()
