@@ -125,6 +125,40 @@ def test_the_gil_is_released_while_importing(tmp_path):
     assert longest < elapsed / 2, (longest, elapsed)
 
 
+def test_ctrl_c_stops_an_import_and_keeps_what_was_committed(tmp_path):
+    """SIGINT during import_file raises KeyboardInterrupt soon, not after
+    the whole file; the database holds whole batches only (a prefix of the
+    file, as the command's Ctrl-C leaves it) and takes writes afterwards."""
+    import os
+    import signal
+
+    rows = 3_000_000
+    csv = tmp_path / "huge.csv"
+    with open(csv, "w") as f:
+        f.write("a,b\n")
+        f.writelines(f"{i},row {i}\n" for i in range(rows))
+    db = litelane.open(str(tmp_path / "t.db"))
+    # The main thread gets SIGINT while it is inside import_file.
+    # (The whole file takes this machine about 1.5 s.)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        db.import_file(str(csv), "t", commit_every="50000")
+    took = time.perf_counter() - started
+    timer.join()
+    created = db.query("SELECT count(*) FROM sqlite_master WHERE name = 't'") == [(1,)]
+    count, top = db.query("SELECT count(*), max(a) FROM t")[0] if created else (0, None)
+    # Stopped early, with whole batches of the file's first rows stored.
+    assert count < rows, (count, took)
+    assert count % 50_000 == 0, count
+    assert top == (count - 1 if count else None), (count, top)
+    db.execute("CREATE TABLE after_stop(x)")
+    db.execute("INSERT INTO after_stop VALUES (1)")
+    assert db.query("SELECT x FROM after_stop") == [(1,)]
+    db.close()
+
+
 def test_errors_name_the_file_and_a_bad_option_is_refused(tmp_path):
     with litelane.open(str(tmp_path / "t.db")) as db:
         with pytest.raises(litelane.OperationalError, match="missing.csv"):
