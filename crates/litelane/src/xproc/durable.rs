@@ -33,8 +33,9 @@
 //! chain of valid frames: every commit at or after the failed one is then of
 //! unknown durability. The failure is recorded (`failed`) and every commit
 //! not confirmed before it is told so instead of `Ok`; see
-//! docs/durability.md. The mark stays until the lock file is removed while
-//! no process has the database open.
+//! docs/durability.md. The mark is synced to the lock file (so a power cut
+//! does not drop it) and stays until the lock file is removed while no
+//! process has the database open.
 
 use std::fs::File;
 use std::io;
@@ -100,6 +101,7 @@ impl Counters {
                     Err(e) => {
                         let at = target.max(seq);
                         self.page.word(FAILED).fetch_max(at, SeqCst);
+                        persist_mark(file);
                         Err(NotDurable::SyncFailed {
                             error: Some(e),
                             failed_at: at,
@@ -133,6 +135,21 @@ impl Counters {
         (self.page.word(SYNCED).load(SeqCst) >= seq).then_some(Ok(()))
     }
 }
+
+/// Makes the failure mark just set in the mapped page durable: without it
+/// a power cut could drop the mark with the page, and writes would resume
+/// after the restart on commits of unknown durability. Best effort: if the
+/// lock file cannot be synced either, the mark still holds for as long as
+/// the machine runs.
+fn persist_mark(file: &File) {
+    #[cfg(test)]
+    MARKS_PERSISTED.fetch_add(1, SeqCst);
+    let _ = file.sync_data();
+}
+
+/// Calls of [`persist_mark`], for the tests.
+#[cfg(test)]
+static MARKS_PERSISTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[cfg(test)]
 mod tests {
@@ -196,7 +213,12 @@ mod tests {
         let (_d, f, c) = lock_file();
         let a = c.count();
         let b = c.count();
+        let persisted = MARKS_PERSISTED.load(Ordering::SeqCst);
         let out = c.wait_durable(&f, a, || Err(io::Error::from_raw_os_error(5)));
+        assert!(
+            MARKS_PERSISTED.load(Ordering::SeqCst) > persisted,
+            "the failure mark is synced to the lock file"
+        );
         assert!(matches!(
             out.unwrap(),
             Err(NotDurable::SyncFailed {
