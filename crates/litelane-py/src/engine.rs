@@ -654,6 +654,7 @@ impl Engine {
         d.set_item("queue_depth", m.queue_depth)?;
         d.set_item("transactions", m.transactions)?;
         d.set_item("rollbacks", m.rollbacks)?;
+        d.set_item("outcomes_unknown", m.outcomes_unknown)?;
         d.set_item("rows_written", m.rows_written)?;
         d.set_item("commits", m.commits)?;
         d.set_item("mean_group_size", m.mean_group_size())?;

@@ -60,6 +60,11 @@ pub struct Metrics {
     /// Write transactions that rolled back (error or panic in the closure, or a
     /// failed commit).
     pub rollbacks: u64,
+    /// Write transactions whose commit ended in
+    /// [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown): visible, of
+    /// unknown durability (a failed fsync); neither committed nor rolled back
+    /// as far as this count goes.
+    pub outcomes_unknown: u64,
     /// Rows changed by committed write transactions.
     pub rows_written: u64,
     /// SQLite commits run by the writer (one per group).
@@ -115,6 +120,7 @@ pub const GROUP_BUCKETS: [u64; 8] = [1, 2, 4, 8, 16, 32, 64, u64::MAX];
 pub(crate) struct Recorder {
     pub transactions: AtomicU64,
     pub rollbacks: AtomicU64,
+    pub outcomes_unknown: AtomicU64,
     pub rows_written: AtomicU64,
     pub commits: AtomicU64,
     pub busy_errors: AtomicU64,
@@ -214,6 +220,16 @@ impl Recorder {
         }
     }
 
+    /// Counts `jobs` write transactions whose commit failed with `err`: as
+    /// rollbacks, or as outcomes unknown when that is what `err` says.
+    pub fn record_failed_commit(&self, err: &crate::Error, jobs: u64) {
+        match err {
+            crate::Error::OutcomeUnknown { .. } => &self.outcomes_unknown,
+            _ => &self.rollbacks,
+        }
+        .fetch_add(jobs, Relaxed);
+    }
+
     pub fn snapshot(&self, queue_depth: usize) -> Metrics {
         let ([p50, p95, p99], max) = {
             let w = lock(&self.waits);
@@ -237,6 +253,7 @@ impl Recorder {
             queue_depth,
             transactions: self.transactions.load(Relaxed),
             rollbacks: self.rollbacks.load(Relaxed),
+            outcomes_unknown: self.outcomes_unknown.load(Relaxed),
             rows_written: self.rows_written.load(Relaxed),
             commits: self.commits.load(Relaxed),
             group_sizes: std::array::from_fn(|i| self.group_sizes[i].load(Relaxed)),

@@ -155,7 +155,7 @@ impl HeldWrite {
             };
             if let Err(e) = &result {
                 writer.recorder.note_error(e);
-                writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+                writer.recorder.record_failed_commit(e, 1);
             }
             if !conn.is_autocommit() {
                 let _ = control(conn, "ROLLBACK");
@@ -172,7 +172,7 @@ impl HeldWrite {
             let durable = writer.make_durable(to_sync, &|| format!("{:?}", self.label));
             if let Err(e) = &durable {
                 writer.recorder.note_error(e);
-                writer.recorder.rollbacks.fetch_add(1, Ordering::Relaxed);
+                writer.recorder.record_failed_commit(e, 1);
             }
             durable
         });
@@ -1389,9 +1389,7 @@ impl Writer {
                 }
             }
             Err(e) => {
-                self.recorder
-                    .rollbacks
-                    .fetch_add(jobs as u64, Ordering::Relaxed);
+                self.recorder.record_failed_commit(&e, jobs as u64);
                 for m in g.members.drain(..) {
                     m.settle(Err(e.clone()));
                 }

@@ -260,12 +260,17 @@ fn an_fsync_error_at_a_group_commit_tells_every_member_unknown() {
             o.process_queue = queue;
         });
         let before = committed(&db, 0, 5);
+        let rollbacks = db.metrics().rollbacks;
         let outcomes = group_under_fault(&db, 6, 100, || {
             vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
                 .unwrap()
         });
         assert_eq!(vfs.faults_fired(), 1);
         assert_eq!(outcomes.len(), 7);
+        // Counted as what they are: not rolled back, of unknown outcome.
+        let m = db.metrics();
+        assert_eq!(m.outcomes_unknown, 7, "queue {queue}");
+        assert_eq!(m.rollbacks, rollbacks, "queue {queue}");
         for (id, r) in &outcomes {
             let e = r.as_ref().err().unwrap_or_else(|| panic!("{id} told Ok"));
             assert_unknown(e);
