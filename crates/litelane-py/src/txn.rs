@@ -96,6 +96,23 @@ enum Cmd {
     Rollback(Reply<()>),
 }
 
+/// Parameter sets converted per chunk of a pipelined `executemany`.
+const CHUNK: usize = 4096;
+
+/// The next [`CHUNK`] parameter sets of `sets`, converted (fewer at the
+/// end), and the error that stopped the conversion, if one did: the sets
+/// before it are still returned, to run.
+fn next_chunk(sets: &mut Bound<'_, pyo3::types::PyIterator>) -> (Vec<Params>, PyResult<()>) {
+    let mut chunk = Vec::with_capacity(CHUNK);
+    for item in sets.by_ref().take(CHUNK) {
+        match item.and_then(|i| to_params(Some(&i))) {
+            Ok(p) => chunk.push(p),
+            Err(e) => return (chunk, Err(e)),
+        }
+    }
+    (chunk, Ok(()))
+}
+
 /// How many times a thread waiting for the other side of a transaction
 /// yields its CPU before it goes to sleep on the channel. A statement's
 /// round trip is then one handover instead of two sleeps and wake-ups
@@ -332,6 +349,92 @@ impl Txn {
             r
         })
         .py_err(py)
+    }
+
+    /// `executemany` on a transaction held on this thread, as a pipeline:
+    /// this thread converts the parameter sets [`CHUNK`] at a time (the GIL
+    /// held: adapters and the sets' iterator are Python) while a scoped
+    /// thread inserts the previous chunk (GIL released). Rows run in the
+    /// order given and stop at the first error, as one `run_many` would; a
+    /// set that fails to convert ends it with the sets before it run, as in
+    /// `sqlite3`, whose `executemany` binds and steps one set at a time.
+    /// Fewer than [`CHUNK`] sets run on this thread, with no second thread.
+    fn executemany_pipelined(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        seq: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
+        let mut sets = seq.try_iter()?;
+        let (first, mut converted) = next_chunk(&mut sets);
+        if first.len() < CHUNK || converted.is_err() {
+            let o = self.statement(py, Stmt::Many(sql, first))?;
+            return converted.map(|()| o);
+        }
+        let (to_inserter, chunks) = mpsc::sync_channel::<Vec<Params>>(1);
+        std::thread::scope(|s| {
+            let inserter = s.spawn(|| self.insert_chunks(&sql, chunks));
+            let mut chunk = first;
+            loop {
+                let sender = to_inserter.clone();
+                // Blocks while the inserter is a chunk behind: GIL released.
+                let sent = py.detach(move || sender.send(chunk).is_ok());
+                if !sent || converted.is_err() {
+                    break; // the inserter stopped on an error, or this side did
+                }
+                let next;
+                (next, converted) = next_chunk(&mut sets);
+                if next.is_empty() {
+                    break;
+                }
+                chunk = next;
+            }
+            drop(to_inserter);
+            let inserted = py
+                .detach(|| inserter.join())
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            // The inserts' error first: it came from an earlier set.
+            let o = inserted.py_err(py)?;
+            converted.map(|()| o)
+        })
+    }
+
+    /// The inserting side of [`executemany_pipelined`](Txn::executemany_pipelined):
+    /// runs each chunk on the held transaction until the chunks end or one
+    /// fails; the outcome of them all.
+    fn insert_chunks(&self, sql: &str, chunks: mpsc::Receiver<Vec<Params>>) -> Result<Outcome> {
+        let mut held = lock(&self.held);
+        let Some(h) = held.as_mut() else {
+            return Err(Error::InvalidInput {
+                message: "the transaction is finished (committed or rolled back)".into(),
+            });
+        };
+        let mut total: Option<Outcome> = None;
+        let mut result = Ok(());
+        for sets in chunks {
+            let hooks = &h.hooks;
+            match h
+                .write
+                .run(|tx| hooks.around(tx, || exec::run_many(tx, sql, &sets)))
+            {
+                Ok(o) => {
+                    if let Some(t) = &mut total {
+                        t.rowcount += o.rowcount.max(0);
+                        t.lastrowid = o.lastrowid;
+                    } else {
+                        total = Some(o);
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break; // dropping `chunks` stops the converting side
+                }
+            }
+        }
+        if h.write.has_ended() {
+            held.take(); // rolled back already: hands the writer on
+        }
+        result.map(|()| total.unwrap_or_default())
     }
 
     /// The error for a transaction of the parent used in a forked child.
@@ -637,8 +740,12 @@ impl Txn {
         seq: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         refuse_control(py, &sql)?;
-        let sets = params_seq(seq)?;
-        let o = self.statement(py, Stmt::Many(sql, sets))?;
+        let o = if self.held_mode && !self.shared.stale() {
+            self.executemany_pipelined(py, sql, seq)?
+        } else {
+            let sets = params_seq(seq)?;
+            self.statement(py, Stmt::Many(sql, sets))?
+        };
         outcome_tuple(py, &o)
     }
 
