@@ -479,6 +479,11 @@ class Connection:
 
     _initialized = False  # until __init__ completes (sqlite3's "Base __init__ not called")
     _trace: Optional[Callable[[str], Any]] = None
+    # The hot paths (Cursor.execute, fetchone, commit) test these inline and
+    # call _check() only to raise: without __init__, _engine reads None.
+    _engine: Optional[Any] = None
+    _check_same_thread = True
+    _thread = 0
 
     Warning = Warning
     Error = Error
@@ -508,6 +513,9 @@ class Connection:
         **options: Any,
     ) -> None:
         self._initialized = False
+        # Run again on a connection (sqlite3 closes it first): unusable
+        # until the new open succeeds.
+        self._engine = None
         if not isinstance(detect_types, int):
             raise TypeError(f"detect_types must be int, not {type(detect_types).__name__}")
         self._detect_types = detect_types
@@ -620,18 +628,25 @@ class Connection:
         try:
             return method(*args)
         except BaseException:
-            if txn is not None and not txn.active:
-                self._txn = None
-                self._savepoint_opened = None
+            self._txn_failed(txn)
             raise
+
+    def _txn_failed(self, txn: Any) -> None:
+        """After a statement of ``txn`` failed: forgets the transaction if
+        the failure ended it."""
+        if txn is not None and not txn.active:
+            self._txn = None
+            self._savepoint_opened = None
 
     def commit(self, _sql: str = "COMMIT") -> None:
         """Commits the open transaction (a no-op without one). Returns after
         the commit (under the ``safe`` profile, after the fsync)."""
-        self._check()
-        txn, self._txn = self._txn, None
+        if self._engine is None or (self._check_same_thread and _get_ident() != self._thread):
+            self._check()  # raises, saying why
+        txn = self._txn
         self._savepoint_opened = None
         if txn is not None:
+            self._txn = None
             if self._trace is not None:
                 self._traced(_sql)
             txn.commit()
@@ -819,7 +834,15 @@ class Connection:
             raise DataError("query string is too large")
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        return self.cursor().execute(sql, parameters)
+        if type(self).cursor is not _CONNECTION_CURSOR:
+            return self.cursor().execute(sql, parameters)
+        # What cursor() and Cursor.__init__ do for the default factory
+        # (Cursor.execute checks the connection).
+        cur = _new_object(Cursor)
+        cur.connection = self
+        cur.row_factory = self.row_factory
+        cur._closed = False
+        return cur.execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
         return self.cursor().executemany(sql, parameters)
@@ -967,6 +990,8 @@ class Connection:
 
 
 _RECURSIVE = "Recursive use of cursors not allowed."
+_CONNECTION_CURSOR = Connection.cursor
+_new_object = object.__new__
 
 
 def _text(value: Any, text_factory: Any) -> Any:
@@ -1033,18 +1058,62 @@ class Cursor:
         self.lastrowid = conn._lastrowid
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+        # The common cases of Connection._run and of _set are written out
+        # here: one Python call per statement (see docs/python.md).
         if self._busy or self._closed is not False:
             self._check()  # raises, saying why
+        conn = self.connection
+        engine = conn._engine
+        if engine is None or (conn._check_same_thread and _get_ident() != conn._thread):
+            conn._check()  # raises, saying why
         if type(sql) is not str or "\0" in sql:
             _check_sql(sql)
         self._rows = ()
         self.description = None
         self._busy = True  # adapters run user code while parameters bind
         try:
-            result = self.connection._run(sql, parameters)
+            kind = (_kinds.get(sql) or _classify(sql))[0]
+            txn = conn._txn
+            if kind != "dml" and kind != "other":
+                result = conn._run(sql, parameters)
+            elif txn is not None:
+                try:
+                    result = txn.execute(sql, parameters)
+                except BaseException:
+                    conn._txn_failed(txn)
+                    raise
+            elif conn._autocommit is False:
+                result = conn._run(sql, parameters)
+            elif kind == "other":
+                result = engine.execute(sql, parameters, True)
+            elif conn._autocommit == LEGACY_TRANSACTION_CONTROL and conn._isolation_level is not None:
+                if conn._trace is None:
+                    txn = conn._txn = engine.begin(conn._timeout)
+                else:
+                    txn = conn._begin()
+                try:
+                    result = txn.execute(sql, parameters)
+                except BaseException:
+                    conn._txn_failed(txn)
+                    raise
+            else:
+                result = engine.execute_write(sql, parameters)
         finally:
             self._busy = False
-        self._set(result)
+        if conn._detect_types:
+            self._set(result)
+            return self
+        columns, rows, rowcount, lastrowid, wrote, decltypes = result
+        if columns:
+            self.description = _descriptions.get((columns, decltypes)) or _description(columns, decltypes)
+        self._rows = rows
+        self._pos = 0
+        self.rowcount = rowcount
+        if wrote and lastrowid is not None:
+            conn._lastrowid = lastrowid
+        if rowcount > 0:
+            conn._total_changes += rowcount
+        self.lastrowid = conn._lastrowid
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> "Cursor":
@@ -1105,11 +1174,23 @@ class Cursor:
             )
 
     def fetchone(self) -> Any:
-        self._check_result()
-        if self._pos >= len(self._rows):
+        conn = self.connection if self._closed is False else None
+        if (
+            conn is None
+            or self._busy
+            or self.description is None
+            or conn._engine is None
+            or (conn._check_same_thread and _get_ident() != conn._thread)
+        ):
+            self._check_result()  # raises, saying why
+        rows = self._rows
+        pos = self._pos
+        if pos >= len(rows):
             return None
-        row = self._rows[self._pos]
-        self._pos += 1
+        row = rows[pos]
+        self._pos = pos + 1
+        if self._converters is None and self.row_factory is None and conn.text_factory is str:
+            return row
         return self._convert(row)
 
     def fetchmany(self, size: Optional[int] = None) -> List[Any]:
