@@ -352,21 +352,10 @@ def _unquote(name: str) -> str:
     return name
 
 
-_NO_RESULT = (None, [], -1, None, False, ())
-
-# cursor.description per (column names, declared types): built once.
-_descriptions: Dict[Tuple[Any, Any], Tuple[Tuple[Any, ...], ...]] = {}
-
-
-def _description(columns: Tuple[str, ...], decltypes: Tuple[Optional[str], ...]) -> Tuple[Tuple[Any, ...], ...]:
-    key = (columns, decltypes)
-    desc = _descriptions.get(key)
-    if desc is None:
-        desc = tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
-        if len(_descriptions) > 1024:
-            _descriptions.clear()
-        _descriptions[key] = desc
-    return desc
+# What the engine's calls return with ``describe`` (their last argument,
+# True everywhere here): (description, rows, rowcount, lastrowid, wrote),
+# the description built and cached by the extension.
+_NO_RESULT = (None, [], -1, None, False)
 
 
 # --- Row --------------------------------------------------------------------
@@ -718,11 +707,11 @@ class Connection:
             if self._txn is None:
                 self._begin("")  # the SAVEPOINT itself opens it
                 self._savepoint_opened = _unquote(name).lower()
-            return self._in_txn(self._txn.execute, sql, params)
+            return self._in_txn(self._txn.execute, sql, params, True)
         # release / rollback_to
         if self._txn is None:
             raise OperationalError(f"no such savepoint: {_unquote(name)}")
-        result = self._in_txn(self._txn.execute, sql, params)
+        result = self._in_txn(self._txn.execute, sql, params, True)
         if kind == "release" and self._savepoint_opened == _unquote(name).lower():
             # Releasing the savepoint that opened the transaction ends it
             # (the RELEASE itself was the statement traced).
@@ -737,23 +726,23 @@ class Connection:
         if kind == "empty":
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
-            return engine.execute_outside_transaction(sql, params)
+            return engine.execute_outside_transaction(sql, params, True)
         if kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn
         if txn is not None:
-            return self._in_txn(txn.execute, sql, params)
+            return self._in_txn(txn.execute, sql, params, True)
         ac = self._autocommit
         if ac is False:
-            result = engine.execute(sql, params, False)
+            result = engine.execute(sql, params, False, True)
             if result is not None:
                 return result
-            return self._in_txn(self._begin().execute, sql, params)
+            return self._in_txn(self._begin().execute, sql, params, True)
         if kind == "dml" and ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None:
-            return self._in_txn(self._begin().execute, sql, params)
+            return self._in_txn(self._begin().execute, sql, params, True)
         if kind == "dml":
-            return engine.execute_write(sql, params)
-        return engine.execute(sql, params, True)
+            return engine.execute_write(sql, params, True)
+        return engine.execute(sql, params, True, True)
 
     def _run_many(self, sql: str, seq: Any) -> Any:
         engine = self._check()
@@ -924,11 +913,11 @@ class Connection:
         transaction, else as a write of its own (``write``) or on a reader."""
         engine = self._check()
         if self._txn is not None:
-            result = self._in_txn(self._txn.execute, sql, params)
+            result = self._in_txn(self._txn.execute, sql, params, True)
         elif write:
-            result = engine.execute_write(sql, params)
+            result = engine.execute_write(sql, params, True)
         else:
-            result = engine.execute(sql, params, True)
+            result = engine.execute(sql, params, True, True)
         return result[1]
 
     def iterdump(self) -> Iterator[str]:
@@ -1036,17 +1025,14 @@ class Cursor:
         self.connection._check()
 
     def _set(self, result: Any) -> None:
-        columns, rows, rowcount, lastrowid, wrote, decltypes = result
+        desc, rows, rowcount, lastrowid, wrote = result
         self._converters = None
-        if columns:
-            detect = self.connection._detect_types
-            if detect:
-                convs = [_converter_for(c, t, detect) for c, t in zip(columns, decltypes)]
-                self._converters = convs if any(convs) else None
-                columns = tuple(_column_name(c, detect) for c in columns)
-            self.description = _description(columns, decltypes)
-        else:
-            self.description = None
+        detect = self.connection._detect_types
+        if desc is not None and detect:
+            convs = [_converter_for(d[0], d[1], detect) for d in desc]
+            self._converters = convs if any(convs) else None
+            desc = tuple((_column_name(d[0], detect),) + d[1:] for d in desc)
+        self.description = desc
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
@@ -1078,34 +1064,34 @@ class Cursor:
                 result = conn._run(sql, parameters)
             elif txn is not None:
                 try:
-                    result = txn.execute(sql, parameters)
+                    result = txn.execute(sql, parameters, True)
                 except BaseException:
                     conn._txn_failed(txn)
                     raise
             elif conn._autocommit is False:
                 result = conn._run(sql, parameters)
             elif kind == "other":
-                result = engine.execute(sql, parameters, True)
+                result = engine.execute(sql, parameters, True, True)
             elif conn._autocommit == LEGACY_TRANSACTION_CONTROL and conn._isolation_level is not None:
                 if conn._trace is None:
                     txn = conn._txn = engine.begin(conn._timeout)
                 else:
                     txn = conn._begin()
                 try:
-                    result = txn.execute(sql, parameters)
+                    result = txn.execute(sql, parameters, True)
                 except BaseException:
                     conn._txn_failed(txn)
                     raise
             else:
-                result = engine.execute_write(sql, parameters)
+                result = engine.execute_write(sql, parameters, True)
         finally:
             self._busy = False
         if conn._detect_types:
             self._set(result)
             return self
-        columns, rows, rowcount, lastrowid, wrote, decltypes = result
-        if columns:
-            self.description = _descriptions.get((columns, decltypes)) or _description(columns, decltypes)
+        desc, rows, rowcount, lastrowid, wrote = result
+        if desc is not None:
+            self.description = desc
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount

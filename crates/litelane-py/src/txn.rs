@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::convert::to_params;
-use crate::engine::{lock, outcome_tuple, params_seq, refuse_control, rows_out, Shared};
+use crate::engine::{
+    lock, outcome_tuple, params_seq, refuse_control, result_tuple, rows_out, Shared,
+};
 use crate::errors::{exc, IntoPy};
 use crate::exec::{self, Outcome, Params};
 use crate::functions::Hooks;
@@ -231,9 +233,6 @@ impl Txn {
         guard: bool,
         hooks: Arc<Hooks>,
     ) -> PyResult<Txn> {
-        let (tx, rx) = mpsc::channel::<Cmd>();
-        let state = Arc::new(AtomicU8::new(QUEUED));
-        let failure = Arc::new(Mutex::new(None));
         let owner = std::thread::current().id();
         if guard {
             // The writer is free: run on this thread. Otherwise queue on a
@@ -265,6 +264,10 @@ impl Txn {
                 });
             }
         }
+        // Queued on a worker thread.
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        let failure = Arc::new(Mutex::new(None));
         let mark = guard.then(|| {
             shared.mark_open(owner);
             OpenMark {
@@ -600,18 +603,21 @@ fn worker(
 #[pymethods]
 impl Txn {
     /// Runs one statement in the transaction; returns
-    /// `(columns, rows, rowcount, lastrowid, True)`.
-    #[pyo3(signature = (sql, params = None))]
+    /// `(columns, rows, rowcount, lastrowid, True, decltypes)`, or with
+    /// `describe` the DB-API layer's `(description, rows, rowcount,
+    /// lastrowid, True)` (see `Engine.execute`).
+    #[pyo3(signature = (sql, params = None, describe = false))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
+        describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         refuse_control(py, &sql)?;
         let p = to_params(params)?;
         let o = self.statement(py, Stmt::Exec(sql, p))?;
-        outcome_tuple(py, &o)
+        result_tuple(py, o, describe)
     }
 
     /// Runs one statement in the transaction and returns its rows.
