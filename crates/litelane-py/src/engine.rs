@@ -294,6 +294,9 @@ fn build_options(
 /// Refuses transaction-control statements where litelane owns the
 /// transaction (use the API's commit/rollback instead).
 pub fn refuse_control(py: Python<'_>, sql: &str) -> PyResult<()> {
+    if !exec::starts_with_keyword(sql, &["BEGIN", "COMMIT", "END", "ROLLBACK"]) {
+        return Ok(()); // the usual case, decided without allocating
+    }
     let kw = leading_keyword(sql);
     let bare_rollback = kw == "ROLLBACK"
         && !sql

@@ -462,11 +462,14 @@ impl Txn {
             return Ok(());
         }
         if self.held_mode {
-            let Some(held) = py.detach(|| lock(&self.held).take()) else {
-                return Ok(());
-            };
+            // One release of the GIL for taking the transaction and ending it.
             return py
-                .detach(move || {
+                .detach(|| {
+                    let Some(held) = lock(&self.held).take() else {
+                        return Ok(());
+                    };
+                    // The rest of `held` (this thread's open-transaction
+                    // mark) goes after the commit, as before.
                     let Held { write, .. } = held;
                     if commit {
                         write.commit()
