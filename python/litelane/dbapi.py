@@ -473,6 +473,7 @@ class Connection:
     _engine: Optional[Any] = None
     _check_same_thread = True
     _thread = 0
+    row_factory: Optional[Callable[["Cursor", Tuple[Any, ...]], Any]] = None
 
     Warning = Warning
     Error = Error
@@ -526,7 +527,7 @@ class Connection:
         self._lastrowid = 0
         self._total_changes = 0
         self._lock = threading.RLock()
-        self.row_factory: Optional[Callable[[Cursor, Tuple[Any, ...]], Any]] = None
+        self.row_factory = None
         self.text_factory: Any = str
         self._initialized = True
 
@@ -823,10 +824,8 @@ class Connection:
             raise DataError("query string is too large")
 
     def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        if type(self).cursor is not _CONNECTION_CURSOR:
-            return self.cursor().execute(sql, parameters)
-        # What cursor() and Cursor.__init__ do for the default factory
-        # (Cursor.execute checks the connection).
+        # A Cursor, whatever self.cursor() would make, as in sqlite3; made
+        # as Cursor.__init__ makes it (Cursor.execute checks the connection).
         cur = _new_object(Cursor)
         cur.connection = self
         cur.row_factory = self.row_factory
@@ -979,7 +978,6 @@ class Connection:
 
 
 _RECURSIVE = "Recursive use of cursors not allowed."
-_CONNECTION_CURSOR = Connection.cursor
 _new_object = object.__new__
 
 
