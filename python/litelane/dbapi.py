@@ -833,10 +833,10 @@ class Connection:
         return cur.execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
-        return self.cursor().executemany(sql, parameters)
+        return Cursor(self).executemany(sql, parameters)  # as execute: a plain Cursor
 
     def executescript(self, script: str, /) -> "Cursor":
-        return self.cursor().executescript(script)
+        return Cursor(self).executescript(script)
 
     # -- compatibility stubs -------------------------------------------------
 

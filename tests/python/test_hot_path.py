@@ -189,10 +189,14 @@ def test_subclasses_overriding_cursor_execute_and_fetchone_are_called(mod, db_pa
             return super().cursor(factory)
 
     con = mod.connect(db_path, factory=MyConnection)
-    # Connection.execute makes a plain Cursor, not self.cursor(), as sqlite3 does.
+    # Connection.execute/executemany/executescript make a plain Cursor, not
+    # self.cursor(), as sqlite3 does.
     cur = con.execute("SELECT ?", (5,))
-    assert type(cur) is mod.Cursor and calls == []
+    assert type(cur) is mod.Cursor
     assert cur.fetchone() == (5,)
+    assert type(con.executescript("CREATE TABLE t(a);")) is mod.Cursor
+    assert type(con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])) is mod.Cursor
+    assert calls == []
     cur = con.cursor()
     assert type(cur) is MyCursor
     assert cur.execute("SELECT ?", (6,)) is cur
