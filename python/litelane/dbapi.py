@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 from threading import get_ident as _get_ident
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _blob, _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
@@ -463,17 +463,19 @@ def _check_autocommit(value: Any) -> Any:
     )
 
 
-class Connection:
-    """A connection: a view on the process-wide engine of one file."""
+class Connection(_litelane.ConnectionBase):
+    """A connection: a view on the process-wide engine of one file.
+
+    The state statements read and change (``_engine``, ``_txn``,
+    ``_autocommit``, ``_isolation_level``, ``_trace``, ``_timeout``,
+    ``_detect_types``, ``_lastrowid``, ``_total_changes``,
+    ``_savepoint_opened``, ``_check_same_thread``, ``_thread``,
+    ``row_factory``, ``text_factory``) lives in the extension's
+    ``ConnectionBase`` (``_engine`` None until opened), whose ``execute``
+    and ``commit`` run the common cases in one call and fall back to
+    ``Cursor._execute`` and ``_commit`` here."""
 
     _initialized = False  # until __init__ completes (sqlite3's "Base __init__ not called")
-    _trace: Optional[Callable[[str], Any]] = None
-    # The hot paths (Cursor.execute, fetchone, commit) test these inline and
-    # call _check() only to raise: without __init__, _engine reads None.
-    _engine: Optional[Any] = None
-    _check_same_thread = True
-    _thread = 0
-    row_factory: Optional[Callable[["Cursor", Tuple[Any, ...]], Any]] = None
 
     Warning = Warning
     Error = Error
@@ -628,9 +630,11 @@ class Connection:
             self._txn = None
             self._savepoint_opened = None
 
-    def commit(self, _sql: str = "COMMIT") -> None:
-        """Commits the open transaction (a no-op without one). Returns after
-        the commit (under the ``safe`` profile, after the fsync)."""
+    def _commit(self, _sql: str = "COMMIT") -> None:
+        """``commit`` where ``ConnectionBase.commit``'s fast path does not
+        apply. ``commit()`` commits the open transaction (a no-op without
+        one) and returns after the commit (under the ``safe`` profile, after
+        the fsync)."""
         if self._engine is None or (self._check_same_thread and _get_ident() != self._thread):
             self._check()  # raises, saying why
         txn = self._txn
@@ -823,15 +827,6 @@ class Connection:
         if size > self._check().getlimit(_SQLITE_CONSTANTS["SQLITE_LIMIT_SQL_LENGTH"]):
             raise DataError("query string is too large")
 
-    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        # A Cursor, whatever self.cursor() would make, as in sqlite3; made
-        # as Cursor.__init__ makes it (Cursor.execute checks the connection).
-        cur = _new_object(Cursor)
-        cur.connection = self
-        cur.row_factory = self.row_factory
-        cur._closed = False
-        return cur.execute(sql, parameters)
-
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
         return Cursor(self).executemany(sql, parameters)  # as execute: a plain Cursor
 
@@ -978,7 +973,6 @@ class Connection:
 
 
 _RECURSIVE = "Recursive use of cursors not allowed."
-_new_object = object.__new__
 
 
 def _text(value: Any, text_factory: Any) -> Any:
@@ -988,20 +982,19 @@ def _text(value: Any, text_factory: Any) -> Any:
     return value.encode() if text_factory is bytes else text_factory(value.encode())
 
 
-class Cursor:
+class Cursor(_litelane.CursorBase):
     """A cursor: results are fetched from memory (a statement's rows are
-    read in full when it runs)."""
+    read in full when it runs).
 
-    _closed: Optional[bool] = None  # None until __init__ ran
-    _busy = False  # converters, adapters or a parameter iterator are running
+    Its state (``description``, ``rowcount``, ``lastrowid``, ``connection``,
+    ``row_factory`` and the private ``_rows``, ``_pos``, ``_converters``,
+    ``_closed`` (None until ``__init__`` ran) and ``_busy`` (converters,
+    adapters or a parameter iterator are running)) lives in the extension's
+    ``CursorBase``, whose ``execute`` and ``fetchone`` run the common cases
+    in one call and fall back to ``_execute`` and ``_fetchone`` here."""
+
     # What a new cursor starts with (set per instance once it changes).
     arraysize = 1
-    description: Optional[Tuple[Tuple[Any, ...], ...]] = None
-    rowcount = -1
-    lastrowid: Optional[int] = None
-    _rows: Sequence[Tuple[Any, ...]] = ()
-    _converters: Optional[List[Optional[Callable[[bytes], Any]]]] = None
-    _pos = 0
 
     def __init__(self, connection: Connection, /) -> None:
         if self._busy:
@@ -1041,63 +1034,21 @@ class Cursor:
             conn._total_changes += rowcount
         self.lastrowid = conn._lastrowid
 
-    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        # The common cases of Connection._run and of _set are written out
-        # here: one Python call per statement (see docs/python.md).
+    def _execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+        """``execute`` where ``CursorBase.execute``'s fast path does not
+        apply (and for every error it would raise)."""
         if self._busy or self._closed is not False:
             self._check()  # raises, saying why
-        conn = self.connection
-        engine = conn._engine
-        if engine is None or (conn._check_same_thread and _get_ident() != conn._thread):
-            conn._check()  # raises, saying why
         if type(sql) is not str or "\0" in sql:
             _check_sql(sql)
         self._rows = ()
         self.description = None
         self._busy = True  # adapters run user code while parameters bind
         try:
-            kind = (_kinds.get(sql) or _classify(sql))[0]
-            txn = conn._txn
-            if kind != "dml" and kind != "other":
-                result = conn._run(sql, parameters)
-            elif txn is not None:
-                try:
-                    result = txn.execute(sql, parameters, True)
-                except BaseException:
-                    conn._txn_failed(txn)
-                    raise
-            elif conn._autocommit is False:
-                result = conn._run(sql, parameters)
-            elif kind == "other":
-                result = engine.execute(sql, parameters, True, True)
-            elif conn._autocommit == LEGACY_TRANSACTION_CONTROL and conn._isolation_level is not None:
-                if conn._trace is None:
-                    txn = conn._txn = engine.begin(conn._timeout)
-                else:
-                    txn = conn._begin()
-                try:
-                    result = txn.execute(sql, parameters, True)
-                except BaseException:
-                    conn._txn_failed(txn)
-                    raise
-            else:
-                result = engine.execute_write(sql, parameters, True)
+            result = self.connection._run(sql, parameters)
         finally:
             self._busy = False
-        if conn._detect_types:
-            self._set(result)
-            return self
-        desc, rows, rowcount, lastrowid, wrote = result
-        if desc is not None:
-            self.description = desc
-        self._rows = rows
-        self._pos = 0
-        self.rowcount = rowcount
-        if wrote and lastrowid is not None:
-            conn._lastrowid = lastrowid
-        if rowcount > 0:
-            conn._total_changes += rowcount
-        self.lastrowid = conn._lastrowid
+        self._set(result)
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> "Cursor":
@@ -1157,24 +1108,14 @@ class Cursor:
                 "statement returns no rows (PEP 249)"
             )
 
-    def fetchone(self) -> Any:
-        conn = self.connection if self._closed is False else None
-        if (
-            conn is None
-            or self._busy
-            or self.description is None
-            or conn._engine is None
-            or (conn._check_same_thread and _get_ident() != conn._thread)
-        ):
-            self._check_result()  # raises, saying why
-        rows = self._rows
-        pos = self._pos
-        if pos >= len(rows):
+    def _fetchone(self) -> Any:
+        """``fetchone`` where ``CursorBase.fetchone``'s fast path does not
+        apply (converters, a row factory or a text factory; errors)."""
+        self._check_result()
+        if self._pos >= len(self._rows):
             return None
-        row = rows[pos]
-        self._pos = pos + 1
-        if self._converters is None and self.row_factory is None and conn.text_factory is str:
-            return row
+        row = self._rows[self._pos]
+        self._pos += 1
         return self._convert(row)
 
     def fetchmany(self, size: Optional[int] = None) -> List[Any]:
@@ -1219,6 +1160,9 @@ class Cursor:
 
     def setoutputsize(self, size: Any, column: Any = None) -> None:
         """Accepted and ignored (PEP 249)."""
+
+
+_litelane.register_dbapi(_kinds, Cursor)
 
 
 def connect(*args: Any, **kwargs: Any) -> Connection:

@@ -260,3 +260,59 @@ def test_native_api_keeps_its_result_shape(db_path):
     desc, rows, rowcount, lastrowid, wrote = con.engine.execute("SELECT a FROM t", None, True, True)
     assert desc == (("a", "INTEGER", None, None, None, None, None),)
     con.close()
+
+
+def test_connection_and_cursor_in_reference_cycles_are_collected(db_path):
+    # (sqlite3's connections take no weak references: litelane.dbapi only.)
+    import gc
+    import weakref
+
+    def make_cycles():
+        con = connect(dbapi, db_path)
+        box = [con]
+        con.set_trace_callback(lambda sql: box)  # connection -> callback -> connection
+        cur = con.cursor()
+        box.append(cur)
+        cur.row_factory = lambda c, r: (box, r)  # cursor -> factory -> cursor
+        cur.execute("SELECT 1").fetchone()
+        con.close()
+        return weakref.ref(con), weakref.ref(cur)
+
+    refs = make_cycles()
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+
+
+def test_a_connection_shared_across_threads_when_allowed(mod, db_path):
+    con = connect(mod, db_path, check_same_thread=False)
+    con.execute("CREATE TABLE t(a)")
+    out = []
+
+    def work():
+        con.execute("INSERT INTO t VALUES (?)", (1,))
+        con.commit()
+        out.append(con.execute("SELECT count(*) FROM t").fetchone())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert out == [(1,)]
+    assert not con.in_transaction
+    con.close()
+
+
+def test_state_set_from_python_is_what_the_fast_path_uses(db_path):
+    con = dbapi.connect(db_path, profile="balanced")
+    con.execute("CREATE TABLE t(a)")
+    con.isolation_level = None  # autocommit: no implicit BEGIN
+    con.execute("INSERT INTO t VALUES (1)")
+    assert not con.in_transaction and con.total_changes == 1
+    con.isolation_level = "DEFERRED"
+    cur = con.execute("INSERT INTO t VALUES (2)")
+    assert con.in_transaction and cur.lastrowid == 2 and con.total_changes == 2
+    con.rollback()
+    con.text_factory = lambda b: b.decode().upper()
+    con.execute("CREATE TABLE s(v TEXT)")
+    con.execute("INSERT INTO s VALUES ('x')")
+    assert con.execute("SELECT v FROM s").fetchone() == ("X",)
+    con.close()

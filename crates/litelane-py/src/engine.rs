@@ -342,7 +342,7 @@ static DESCRIPTIONS: LazyLock<Mutex<HashMap<Shape, Py<PyTuple>>>> =
 /// `(name, declared type or None, None, None, None, None, None)` per
 /// column; `None` for a statement without result columns. Returns it with
 /// the rest of the outcome.
-fn description<'py>(py: Python<'py>, o: Outcome) -> PyResult<(Bound<'py, PyAny>, Outcome)> {
+pub fn description<'py>(py: Python<'py>, o: Outcome) -> PyResult<(Bound<'py, PyAny>, Outcome)> {
     let Outcome {
         columns,
         decltypes,
@@ -512,6 +512,39 @@ impl Engine {
         }
     }
 
+    /// `execute`'s statement as an outcome (see `execute`).
+    pub(crate) fn run_outcome(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        allow_write: bool,
+    ) -> PyResult<Option<Outcome>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let out = py
+            .detach(|| -> litelane::Result<Option<Outcome>> {
+                if let Some(o) = self.read_first(&sh, &sql, &p)? {
+                    return Ok(Some(o));
+                }
+                if !allow_write {
+                    return Ok(None);
+                }
+                sh.check_no_open_txn()?;
+                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
+                o.wrote = true;
+                Ok(Some(o))
+            })
+            .py_err(py)?;
+        Ok(out)
+    }
+
+    /// `begin(timeout)` with the guard on: the transaction the DB-API
+    /// layer opens before a statement.
+    pub(crate) fn begin_guarded(&self, py: Python<'_>, timeout: f64) -> PyResult<Txn> {
+        self.begin(py, timeout, true)
+    }
+
     pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
         let sh = lock(&self.shared).clone().ok_or_else(|| {
             exc(
@@ -579,23 +612,9 @@ impl Engine {
         allow_write: bool,
         describe: bool,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let p = to_params(params)?;
-        let sh = self.get(py)?;
-        let out = py
-            .detach(|| -> litelane::Result<Option<Outcome>> {
-                if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                    return Ok(Some(o));
-                }
-                if !allow_write {
-                    return Ok(None);
-                }
-                sh.check_no_open_txn()?;
-                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
-                o.wrote = true;
-                Ok(Some(o))
-            })
-            .py_err(py)?;
-        out.map(|o| result_tuple(py, o, describe)).transpose()
+        self.run_outcome(py, sql, params, allow_write)?
+            .map(|o| result_tuple(py, o, describe))
+            .transpose()
     }
 
     /// Runs one statement as its own write transaction, without first

@@ -350,6 +350,18 @@ impl Txn {
         )
     }
 
+    /// `execute`'s statement as an outcome.
+    pub(crate) fn execute_outcome(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Outcome> {
+        refuse_control(py, &sql)?;
+        let p = to_params(params)?;
+        self.statement(py, Stmt::Exec(sql, p))
+    }
+
     /// Runs one statement: on the held transaction, or through the worker.
     fn statement(&self, py: Python<'_>, stmt: Stmt) -> PyResult<Outcome> {
         if self.shared.stale() {
@@ -452,7 +464,7 @@ impl Txn {
         }
     }
 
-    fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+    pub(crate) fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
         if self.shared.stale() {
             // In a forked child: the parent's transaction is the parent's.
             // Ending it here only lets go of it (see `Drop`).
@@ -617,9 +629,7 @@ impl Txn {
         params: Option<&Bound<'py, PyAny>>,
         describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        refuse_control(py, &sql)?;
-        let p = to_params(params)?;
-        let o = self.statement(py, Stmt::Exec(sql, p))?;
+        let o = self.execute_outcome(py, sql, params)?;
         result_tuple(py, o, describe)
     }
 
