@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 from threading import get_ident as _get_ident
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import _blob, _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
@@ -352,21 +352,10 @@ def _unquote(name: str) -> str:
     return name
 
 
-_NO_RESULT = (None, [], -1, None, False, ())
-
-# cursor.description per (column names, declared types): built once.
-_descriptions: Dict[Tuple[Any, Any], Tuple[Tuple[Any, ...], ...]] = {}
-
-
-def _description(columns: Tuple[str, ...], decltypes: Tuple[Optional[str], ...]) -> Tuple[Tuple[Any, ...], ...]:
-    key = (columns, decltypes)
-    desc = _descriptions.get(key)
-    if desc is None:
-        desc = tuple((c, t, None, None, None, None, None) for c, t in zip(columns, decltypes))
-        if len(_descriptions) > 1024:
-            _descriptions.clear()
-        _descriptions[key] = desc
-    return desc
+# What the engine's calls return with ``describe`` (their last argument,
+# True everywhere here): (description, rows, rowcount, lastrowid, wrote),
+# the description built and cached by the extension.
+_NO_RESULT = (None, [], -1, None, False)
 
 
 # --- Row --------------------------------------------------------------------
@@ -474,11 +463,19 @@ def _check_autocommit(value: Any) -> Any:
     )
 
 
-class Connection:
-    """A connection: a view on the process-wide engine of one file."""
+class Connection(_litelane.ConnectionBase):
+    """A connection: a view on the process-wide engine of one file.
+
+    The state statements read and change (``_engine``, ``_txn``,
+    ``_autocommit``, ``_isolation_level``, ``_trace``, ``_timeout``,
+    ``_detect_types``, ``_lastrowid``, ``_total_changes``,
+    ``_savepoint_opened``, ``_check_same_thread``, ``_thread``,
+    ``row_factory``, ``text_factory``) lives in the extension's
+    ``ConnectionBase`` (``_engine`` None until opened), whose ``execute``
+    and ``commit`` run the common cases in one call and fall back to
+    ``Cursor._execute`` and ``_commit`` here."""
 
     _initialized = False  # until __init__ completes (sqlite3's "Base __init__ not called")
-    _trace: Optional[Callable[[str], Any]] = None
 
     Warning = Warning
     Error = Error
@@ -508,6 +505,9 @@ class Connection:
         **options: Any,
     ) -> None:
         self._initialized = False
+        # Run again on a connection (sqlite3 closes it first): unusable
+        # until the new open succeeds.
+        self._engine = None
         if not isinstance(detect_types, int):
             raise TypeError(f"detect_types must be int, not {type(detect_types).__name__}")
         self._detect_types = detect_types
@@ -529,7 +529,7 @@ class Connection:
         self._lastrowid = 0
         self._total_changes = 0
         self._lock = threading.RLock()
-        self.row_factory: Optional[Callable[[Cursor, Tuple[Any, ...]], Any]] = None
+        self.row_factory = None
         self.text_factory: Any = str
         self._initialized = True
 
@@ -620,18 +620,27 @@ class Connection:
         try:
             return method(*args)
         except BaseException:
-            if txn is not None and not txn.active:
-                self._txn = None
-                self._savepoint_opened = None
+            self._txn_failed(txn)
             raise
 
-    def commit(self, _sql: str = "COMMIT") -> None:
-        """Commits the open transaction (a no-op without one). Returns after
-        the commit (under the ``safe`` profile, after the fsync)."""
-        self._check()
-        txn, self._txn = self._txn, None
+    def _txn_failed(self, txn: Any) -> None:
+        """After a statement of ``txn`` failed: forgets the transaction if
+        the failure ended it."""
+        if txn is not None and not txn.active:
+            self._txn = None
+            self._savepoint_opened = None
+
+    def _commit(self, _sql: str = "COMMIT") -> None:
+        """``commit`` where ``ConnectionBase.commit``'s fast path does not
+        apply. ``commit()`` commits the open transaction (a no-op without
+        one) and returns after the commit (under the ``safe`` profile, after
+        the fsync)."""
+        if self._engine is None or (self._check_same_thread and _get_ident() != self._thread):
+            self._check()  # raises, saying why
+        txn = self._txn
         self._savepoint_opened = None
         if txn is not None:
+            self._txn = None
             if self._trace is not None:
                 self._traced(_sql)
             txn.commit()
@@ -703,11 +712,11 @@ class Connection:
             if self._txn is None:
                 self._begin("")  # the SAVEPOINT itself opens it
                 self._savepoint_opened = _unquote(name).lower()
-            return self._in_txn(self._txn.execute, sql, params)
+            return self._in_txn(self._txn.execute, sql, params, True)
         # release / rollback_to
         if self._txn is None:
             raise OperationalError(f"no such savepoint: {_unquote(name)}")
-        result = self._in_txn(self._txn.execute, sql, params)
+        result = self._in_txn(self._txn.execute, sql, params, True)
         if kind == "release" and self._savepoint_opened == _unquote(name).lower():
             # Releasing the savepoint that opened the transaction ends it
             # (the RELEASE itself was the statement traced).
@@ -722,23 +731,23 @@ class Connection:
         if kind == "empty":
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
-            return engine.execute_outside_transaction(sql, params)
+            return engine.execute_outside_transaction(sql, params, True)
         if kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn
         if txn is not None:
-            return self._in_txn(txn.execute, sql, params)
+            return self._in_txn(txn.execute, sql, params, True)
         ac = self._autocommit
         if ac is False:
-            result = engine.execute(sql, params, False)
+            result = engine.execute(sql, params, False, True)
             if result is not None:
                 return result
-            return self._in_txn(self._begin().execute, sql, params)
+            return self._in_txn(self._begin().execute, sql, params, True)
         if kind == "dml" and ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None:
-            return self._in_txn(self._begin().execute, sql, params)
+            return self._in_txn(self._begin().execute, sql, params, True)
         if kind == "dml":
-            return engine.execute_write(sql, params)
-        return engine.execute(sql, params, True)
+            return engine.execute_write(sql, params, True)
+        return engine.execute(sql, params, True, True)
 
     def _run_many(self, sql: str, seq: Any) -> Any:
         engine = self._check()
@@ -818,14 +827,11 @@ class Connection:
         if size > self._check().getlimit(_SQLITE_CONSTANTS["SQLITE_LIMIT_SQL_LENGTH"]):
             raise DataError("query string is too large")
 
-    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
-        return self.cursor().execute(sql, parameters)
-
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
-        return self.cursor().executemany(sql, parameters)
+        return Cursor(self).executemany(sql, parameters)  # as execute: a plain Cursor
 
     def executescript(self, script: str, /) -> "Cursor":
-        return self.cursor().executescript(script)
+        return Cursor(self).executescript(script)
 
     # -- compatibility stubs -------------------------------------------------
 
@@ -901,11 +907,11 @@ class Connection:
         transaction, else as a write of its own (``write``) or on a reader."""
         engine = self._check()
         if self._txn is not None:
-            result = self._in_txn(self._txn.execute, sql, params)
+            result = self._in_txn(self._txn.execute, sql, params, True)
         elif write:
-            result = engine.execute_write(sql, params)
+            result = engine.execute_write(sql, params, True)
         else:
-            result = engine.execute(sql, params, True)
+            result = engine.execute(sql, params, True, True)
         return result[1]
 
     def iterdump(self) -> Iterator[str]:
@@ -976,20 +982,19 @@ def _text(value: Any, text_factory: Any) -> Any:
     return value.encode() if text_factory is bytes else text_factory(value.encode())
 
 
-class Cursor:
+class Cursor(_litelane.CursorBase):
     """A cursor: results are fetched from memory (a statement's rows are
-    read in full when it runs)."""
+    read in full when it runs).
 
-    _closed: Optional[bool] = None  # None until __init__ ran
-    _busy = False  # converters, adapters or a parameter iterator are running
+    Its state (``description``, ``rowcount``, ``lastrowid``, ``connection``,
+    ``row_factory`` and the private ``_rows``, ``_pos``, ``_converters``,
+    ``_closed`` (None until ``__init__`` ran) and ``_busy`` (converters,
+    adapters or a parameter iterator are running)) lives in the extension's
+    ``CursorBase``, whose ``execute`` and ``fetchone`` run the common cases
+    in one call and fall back to ``_execute`` and ``_fetchone`` here."""
+
     # What a new cursor starts with (set per instance once it changes).
     arraysize = 1
-    description: Optional[Tuple[Tuple[Any, ...], ...]] = None
-    rowcount = -1
-    lastrowid: Optional[int] = None
-    _rows: Sequence[Tuple[Any, ...]] = ()
-    _converters: Optional[List[Optional[Callable[[bytes], Any]]]] = None
-    _pos = 0
 
     def __init__(self, connection: Connection, /) -> None:
         if self._busy:
@@ -1011,17 +1016,14 @@ class Cursor:
         self.connection._check()
 
     def _set(self, result: Any) -> None:
-        columns, rows, rowcount, lastrowid, wrote, decltypes = result
+        desc, rows, rowcount, lastrowid, wrote = result
         self._converters = None
-        if columns:
-            detect = self.connection._detect_types
-            if detect:
-                convs = [_converter_for(c, t, detect) for c, t in zip(columns, decltypes)]
-                self._converters = convs if any(convs) else None
-                columns = tuple(_column_name(c, detect) for c in columns)
-            self.description = _description(columns, decltypes)
-        else:
-            self.description = None
+        detect = self.connection._detect_types
+        if desc is not None and detect:
+            convs = [_converter_for(d[0], d[1], detect) for d in desc]
+            self._converters = convs if any(convs) else None
+            desc = tuple((_column_name(d[0], detect),) + d[1:] for d in desc)
+        self.description = desc
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
@@ -1032,7 +1034,9 @@ class Cursor:
             conn._total_changes += rowcount
         self.lastrowid = conn._lastrowid
 
-    def execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+    def _execute(self, sql: str, parameters: Any = (), /) -> "Cursor":
+        """``execute`` where ``CursorBase.execute``'s fast path does not
+        apply (and for every error it would raise)."""
         if self._busy or self._closed is not False:
             self._check()  # raises, saying why
         if type(sql) is not str or "\0" in sql:
@@ -1104,7 +1108,9 @@ class Cursor:
                 "statement returns no rows (PEP 249)"
             )
 
-    def fetchone(self) -> Any:
+    def _fetchone(self) -> Any:
+        """``fetchone`` where ``CursorBase.fetchone``'s fast path does not
+        apply (converters, a row factory or a text factory; errors)."""
         self._check_result()
         if self._pos >= len(self._rows):
             return None
@@ -1154,6 +1160,9 @@ class Cursor:
 
     def setoutputsize(self, size: Any, column: Any = None) -> None:
         """Accepted and ignored (PEP 249)."""
+
+
+_litelane.register_dbapi(_kinds, Cursor)
 
 
 def connect(*args: Any, **kwargs: Any) -> Connection:

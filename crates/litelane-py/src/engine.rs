@@ -294,6 +294,9 @@ fn build_options(
 /// Refuses transaction-control statements where litelane owns the
 /// transaction (use the API's commit/rollback instead).
 pub fn refuse_control(py: Python<'_>, sql: &str) -> PyResult<()> {
+    if !exec::starts_with_keyword(sql, &["BEGIN", "COMMIT", "END", "ROLLBACK"]) {
+        return Ok(()); // the usual case, decided without allocating
+    }
     let kw = leading_keyword(sql);
     let bare_rollback = kw == "ROLLBACK"
         && !sql
@@ -326,6 +329,95 @@ pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, P
         PyTuple::new(py, &o.decltypes)?,
     )
         .into_pyobject(py)
+}
+
+/// `cursor.description` per result shape (column names, declared types),
+/// built once: a statement run again returns the same tuple. Read and
+/// filled with the GIL held; emptied when it grows past 1,024 shapes.
+type Shape = (Vec<String>, Vec<Option<String>>);
+static DESCRIPTIONS: LazyLock<Mutex<HashMap<Shape, Py<PyTuple>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The DB-API `cursor.description` of a result: one
+/// `(name, declared type or None, None, None, None, None, None)` per
+/// column; `None` for a statement without result columns. Returns it with
+/// the rest of the outcome.
+pub fn description<'py>(py: Python<'py>, o: Outcome) -> PyResult<(Bound<'py, PyAny>, Outcome)> {
+    let Outcome {
+        columns,
+        decltypes,
+        rows,
+        rowcount,
+        lastrowid,
+        wrote,
+    } = o;
+    let rest = Outcome {
+        columns: None,
+        decltypes: Vec::new(),
+        rows,
+        rowcount,
+        lastrowid,
+        wrote,
+    };
+    let Some(columns) = columns else {
+        return Ok((py.None().into_bound(py), rest));
+    };
+    let key = (columns, decltypes);
+    let mut cache = lock(&DESCRIPTIONS);
+    if let Some(d) = cache.get(&key) {
+        return Ok((d.bind(py).clone().into_any(), rest));
+    }
+    let items = key
+        .0
+        .iter()
+        .zip(&key.1)
+        .map(|(name, decl)| {
+            (
+                name,
+                decl,
+                py.None(),
+                py.None(),
+                py.None(),
+                py.None(),
+                py.None(),
+            )
+                .into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let d = PyTuple::new(py, items)?;
+    if cache.len() >= 1024 {
+        cache.clear();
+    }
+    cache.insert(key, d.clone().unbind());
+    Ok((d.into_any(), rest))
+}
+
+/// The result of a statement as the DB-API layer (`litelane.dbapi`) stores
+/// it: `(description, rows, rowcount, lastrowid, wrote)`, the description
+/// as `cursor.description` shows it (see `description`).
+pub fn dbapi_tuple<'py>(py: Python<'py>, o: Outcome) -> PyResult<Bound<'py, PyTuple>> {
+    let (desc, o) = description(py, o)?;
+    (
+        desc,
+        rows_list(py, &o.rows)?,
+        o.rowcount,
+        o.lastrowid,
+        o.wrote,
+    )
+        .into_pyobject(py)
+}
+
+/// `outcome_tuple`, or `dbapi_tuple` when `describe`.
+pub fn result_tuple<'py>(
+    py: Python<'py>,
+    o: Outcome,
+    describe: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if describe {
+        dbapi_tuple(py, o)
+    } else {
+        outcome_tuple(py, &o)
+    }
 }
 
 /// Rows as tuples, or as dicts keyed by column name.
@@ -379,13 +471,15 @@ impl Drop for Engine {
 
 impl Engine {
     /// One statement as a write of its own (`outside`: on the writer outside
-    /// any transaction), with this handle's hooks; the outcome tuple.
+    /// any transaction), with this handle's hooks; the outcome tuple (the
+    /// DB-API layer's tuple when `describe`, see `result_tuple`).
     fn write_one<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         outside: bool,
+        describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
@@ -402,7 +496,7 @@ impl Engine {
             })
             .py_err(py)?;
         o.wrote = true;
-        outcome_tuple(py, &o)
+        result_tuple(py, o, describe)
     }
 
     /// Runs `sql` if it only reads (`None` if it would write): on the writer
@@ -416,6 +510,39 @@ impl Engine {
             Some(r) => r,
             None => sh.db.read(run),
         }
+    }
+
+    /// `execute`'s statement as an outcome (see `execute`).
+    pub(crate) fn run_outcome(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        allow_write: bool,
+    ) -> PyResult<Option<Outcome>> {
+        let p = to_params(params)?;
+        let sh = self.get(py)?;
+        let out = py
+            .detach(|| -> litelane::Result<Option<Outcome>> {
+                if let Some(o) = self.read_first(&sh, &sql, &p)? {
+                    return Ok(Some(o));
+                }
+                if !allow_write {
+                    return Ok(None);
+                }
+                sh.check_no_open_txn()?;
+                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
+                o.wrote = true;
+                Ok(Some(o))
+            })
+            .py_err(py)?;
+        Ok(out)
+    }
+
+    /// `begin(timeout)` with the guard on: the transaction the DB-API
+    /// layer opens before a statement.
+    pub(crate) fn begin_guarded(&self, py: Python<'_>, timeout: f64) -> PyResult<Txn> {
+        self.begin(py, timeout, true)
     }
 
     pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Shared>> {
@@ -472,44 +599,35 @@ pub fn open(
 impl Engine {
     /// Runs one statement outside any transaction: read-only statements on a
     /// reader, others as one write transaction (if `allow_write`; otherwise
-    /// returns None without running it).
-    #[pyo3(signature = (sql, params = None, allow_write = true))]
+    /// returns None without running it). Returns
+    /// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`, or with
+    /// `describe` the DB-API layer's `(description, rows, rowcount,
+    /// lastrowid, wrote)`.
+    #[pyo3(signature = (sql, params = None, allow_write = true, describe = false))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         allow_write: bool,
+        describe: bool,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let p = to_params(params)?;
-        let sh = self.get(py)?;
-        let out = py
-            .detach(|| -> litelane::Result<Option<Outcome>> {
-                if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                    return Ok(Some(o));
-                }
-                if !allow_write {
-                    return Ok(None);
-                }
-                sh.check_no_open_txn()?;
-                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
-                o.wrote = true;
-                Ok(Some(o))
-            })
-            .py_err(py)?;
-        out.map(|o| outcome_tuple(py, &o)).transpose()
+        self.run_outcome(py, sql, params, allow_write)?
+            .map(|o| result_tuple(py, o, describe))
+            .transpose()
     }
 
     /// Runs one statement as its own write transaction, without first
-    /// checking on a reader whether it writes.
-    #[pyo3(signature = (sql, params = None))]
+    /// checking on a reader whether it writes; the tuple of `execute`.
+    #[pyo3(signature = (sql, params = None, describe = false))]
     fn execute_write<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
+        describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, false)
+        self.write_one(py, sql, params, false, describe)
     }
 
     /// Runs a read-only statement and returns its rows (tuples or dicts);
@@ -735,15 +853,16 @@ impl Engine {
     }
 
     /// Runs one statement on the writer outside any transaction (`VACUUM`):
-    /// returns the outcome tuple of `execute`.
-    #[pyo3(signature = (sql, params = None))]
+    /// returns the tuple of `execute`.
+    #[pyo3(signature = (sql, params = None, describe = false))]
     fn execute_outside_transaction<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
+        describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, true)
+        self.write_one(py, sql, params, true, describe)
     }
 
     /// Copies the database, consistent as of one moment, to a new file at

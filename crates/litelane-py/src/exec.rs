@@ -67,7 +67,7 @@ pub fn leading_keyword(sql: &str) -> String {
 }
 
 /// True when `sql` starts with one of `keywords` (upper-case), in any case.
-fn starts_with_keyword(sql: &str, keywords: &[&str]) -> bool {
+pub fn starts_with_keyword(sql: &str, keywords: &[&str]) -> bool {
     let word = leading_word(sql);
     keywords.iter().any(|k| word.eq_ignore_ascii_case(k))
 }

@@ -12,6 +12,7 @@
 mod bulk;
 mod codes;
 mod convert;
+mod dbapi;
 mod engine;
 mod errors;
 mod exec;
@@ -77,6 +78,9 @@ fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_script, m)?)?;
     m.add_function(wrap_pyfunction!(convert::set_base_types_adapted, m)?)?;
     m.add_function(wrap_pyfunction!(functions::enable_callback_tracebacks, m)?)?;
+    m.add_function(wrap_pyfunction!(dbapi::register_dbapi, m)?)?;
+    m.add_class::<dbapi::ConnectionBase>()?;
+    m.add_class::<dbapi::CursorBase>()?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::RowIter>()?;
     m.add_class::<txn::Txn>()?;

@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::convert::to_params;
-use crate::engine::{lock, outcome_tuple, params_seq, refuse_control, rows_out, Shared};
+use crate::engine::{
+    lock, outcome_tuple, params_seq, refuse_control, result_tuple, rows_out, Shared,
+};
 use crate::errors::{exc, IntoPy};
 use crate::exec::{self, Outcome, Params};
 use crate::functions::Hooks;
@@ -248,9 +250,6 @@ impl Txn {
         guard: bool,
         hooks: Arc<Hooks>,
     ) -> PyResult<Txn> {
-        let (tx, rx) = mpsc::channel::<Cmd>();
-        let state = Arc::new(AtomicU8::new(QUEUED));
-        let failure = Arc::new(Mutex::new(None));
         let owner = std::thread::current().id();
         if guard {
             // The writer is free: run on this thread. Otherwise queue on a
@@ -282,6 +281,10 @@ impl Txn {
                 });
             }
         }
+        // Queued on a worker thread.
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        let failure = Arc::new(Mutex::new(None));
         let mark = guard.then(|| {
             shared.mark_open(owner);
             OpenMark {
@@ -450,6 +453,18 @@ impl Txn {
         )
     }
 
+    /// `execute`'s statement as an outcome.
+    pub(crate) fn execute_outcome(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Outcome> {
+        refuse_control(py, &sql)?;
+        let p = to_params(params)?;
+        self.statement(py, Stmt::Exec(sql, p))
+    }
+
     /// Runs one statement: on the held transaction, or through the worker.
     fn statement(&self, py: Python<'_>, stmt: Stmt) -> PyResult<Outcome> {
         if self.shared.stale() {
@@ -552,7 +567,7 @@ impl Txn {
         }
     }
 
-    fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+    pub(crate) fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
         if self.shared.stale() {
             // In a forked child: the parent's transaction is the parent's.
             // Ending it here only lets go of it (see `Drop`).
@@ -562,11 +577,14 @@ impl Txn {
             return Ok(());
         }
         if self.held_mode {
-            let Some(held) = py.detach(|| lock(&self.held).take()) else {
-                return Ok(());
-            };
+            // One release of the GIL for taking the transaction and ending it.
             return py
-                .detach(move || {
+                .detach(|| {
+                    let Some(held) = lock(&self.held).take() else {
+                        return Ok(());
+                    };
+                    // The rest of `held` (this thread's open-transaction
+                    // mark) goes after the commit, as before.
                     let Held { write, .. } = held;
                     if commit {
                         write.commit()
@@ -703,18 +721,19 @@ fn worker(
 #[pymethods]
 impl Txn {
     /// Runs one statement in the transaction; returns
-    /// `(columns, rows, rowcount, lastrowid, True)`.
-    #[pyo3(signature = (sql, params = None))]
+    /// `(columns, rows, rowcount, lastrowid, True, decltypes)`, or with
+    /// `describe` the DB-API layer's `(description, rows, rowcount,
+    /// lastrowid, True)` (see `Engine.execute`).
+    #[pyo3(signature = (sql, params = None, describe = false))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
+        describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        refuse_control(py, &sql)?;
-        let p = to_params(params)?;
-        let o = self.statement(py, Stmt::Exec(sql, p))?;
-        outcome_tuple(py, &o)
+        let o = self.execute_outcome(py, sql, params)?;
+        result_tuple(py, o, describe)
     }
 
     /// Runs one statement in the transaction and returns its rows.

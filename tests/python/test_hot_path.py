@@ -1,0 +1,318 @@
+"""The per-statement fast path of litelane.dbapi (Connection.execute making
+the default cursor inline, Cursor.execute running the common cases of
+Connection._run and Cursor._set in one call, fetchone and commit checking the
+connection inline, cursor.description built and cached by the extension):
+what it skips must not change what a program sees. Each test that can runs
+on the standard library's sqlite3 and on litelane.dbapi alike."""
+
+import sqlite3 as std
+import threading
+
+import litelane.dbapi as dbapi
+import pytest
+
+
+@pytest.fixture(params=["sqlite3", "litelane"])
+def mod(request):
+    return std if request.param == "sqlite3" else dbapi
+
+
+def connect(mod, path, **kw):
+    if mod is std:
+        con = std.connect(path, **kw)
+        con.execute("PRAGMA journal_mode=WAL")
+        return con
+    return dbapi.connect(path, profile="balanced", **kw)
+
+
+def state(cur):
+    """What a program reads off a cursor after a statement (the column
+    names only: litelane.dbapi gives the declared type as type_code)."""
+    names = None if cur.description is None else [d[0] for d in cur.description]
+    return names, cur.rowcount, cur.lastrowid
+
+
+def test_description_rowcount_lastrowid_after_each_kind_of_statement(mod, db_path):
+    con = connect(mod, db_path)
+    seen = []
+    for sql, params in [
+        ("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)", ()),
+        ("INSERT INTO t(v) VALUES (?)", ("a",)),  # the implicit BEGIN
+        ("INSERT INTO t(v) VALUES (?)", ("b",)),  # in the open transaction
+        ("SELECT id, v AS value FROM t ORDER BY id", ()),  # in it too
+        ("UPDATE t SET v = v || '!'", ()),
+        ("DELETE FROM t WHERE id = ?", (1,)),
+    ]:
+        seen.append(state(con.execute(sql, params)))
+    con.commit()
+    cur = con.execute("SELECT v FROM t WHERE id = ?", (2,))  # outside a transaction
+    seen.append(state(cur))
+    assert cur.fetchone() == ("b!",)
+    con.close()
+    assert seen == [
+        (None, -1, 0),
+        (None, 1, 1),
+        (None, 1, 2),
+        (["id", "value"], -1, 2),
+        (None, 2, 2),
+        (None, 1, 2),
+        (["v"], -1, 2),
+    ]
+
+
+def test_autocommit_statements_and_total_changes(mod, db_path):
+    con = connect(mod, db_path, isolation_level=None)
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v)")
+    assert state(con.execute("INSERT INTO t(v) VALUES (1), (2), (3)")) == (None, 3, 3)
+    assert not con.in_transaction
+    assert state(con.execute("UPDATE t SET v = 0 WHERE id > 1")) == (None, 2, 3)
+    assert con.total_changes == 5
+    con.close()
+
+
+def test_fetchone_after_the_last_row_keeps_returning_none(mod, db_path):
+    con = connect(mod, db_path)
+    cur = con.execute("SELECT 1 UNION ALL SELECT 2")
+    assert [cur.fetchone(), cur.fetchone(), cur.fetchone(), cur.fetchone()] == [(1,), (2,), None, None]
+    assert cur.fetchall() == []
+    cur.execute("SELECT 3")
+    assert cur.fetchone() == (3,)
+    assert cur.fetchone() is None
+    con.close()
+
+
+def test_a_failed_statement_leaves_no_rows_and_keeps_the_transaction(mod, db_path):
+    con = connect(mod, db_path)
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY)")
+    con.execute("INSERT INTO t VALUES (1)")
+    cur = con.cursor()
+    cur.execute("SELECT id FROM t")
+    with pytest.raises(mod.IntegrityError):
+        cur.execute("INSERT INTO t VALUES (1)")
+    assert cur.description is None
+    assert con.in_transaction  # the implicit BEGIN stays open, as in sqlite3
+    con.commit()
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    con.close()
+
+
+def test_the_first_statement_of_a_transaction_failing_keeps_it_open(mod, db_path):
+    con = connect(mod, db_path)
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY)")
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    with pytest.raises(mod.IntegrityError):
+        con.execute("INSERT INTO t VALUES (1)")
+    assert con.in_transaction
+    con.rollback()
+    assert not con.in_transaction
+    con.close()
+
+
+def test_fetchone_where_no_statement_returned_rows(mod, db_path):
+    con = connect(mod, db_path)
+    cur = con.execute("CREATE TABLE t(a)")
+    # sqlite3 returns None here; litelane.dbapi raises ProgrammingError as
+    # PEP 249 asks (docs/python.md): either way, no row.
+    try:
+        assert cur.fetchone() is None
+    except mod.ProgrammingError:
+        assert mod is dbapi
+    con.close()
+
+
+def test_closed_cursor_and_connection_refuse_the_fast_path(mod, db_path):
+    con = connect(mod, db_path)
+    cur = con.execute("SELECT 1")
+    cur.close()
+    with pytest.raises(mod.ProgrammingError, match="closed cursor"):
+        cur.fetchone()
+    with pytest.raises(mod.ProgrammingError, match="closed cursor"):
+        cur.execute("SELECT 1")
+    cur = con.execute("SELECT 1")
+    con.close()
+    for call in (cur.fetchone, lambda: con.execute("SELECT 1"), con.commit):
+        with pytest.raises(mod.ProgrammingError, match="closed database"):
+            call()
+
+
+def test_objects_whose_init_never_ran(mod):
+    con = mod.Connection.__new__(mod.Connection)
+    for call in (lambda: con.execute("SELECT 1"), con.commit):
+        with pytest.raises(mod.ProgrammingError, match="Base Connection.__init__ not called"):
+            call()
+    cur = mod.Cursor.__new__(mod.Cursor)
+    with pytest.raises(mod.ProgrammingError, match="Base Cursor.__init__ not called"):
+        cur.execute("SELECT 1")
+    with pytest.raises(mod.ProgrammingError, match="Base Cursor.__init__ not called"):
+        cur.fetchone()
+
+
+def test_another_thread_is_refused_by_execute_fetchone_and_commit(mod, db_path):
+    con = connect(mod, db_path)
+    cur = con.execute("SELECT 1")
+    errors = []
+
+    def use():
+        for call in (cur.fetchone, lambda: con.execute("SELECT 1"), con.commit):
+            try:
+                call()
+                errors.append(None)
+            except mod.ProgrammingError as e:
+                errors.append(str(e))
+
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert len(errors) == 3
+    assert all(e and "same thread" in e for e in errors)
+    assert cur.fetchone() == (1,)
+    con.close()
+
+
+def test_subclasses_overriding_cursor_execute_and_fetchone_are_called(mod, db_path):
+    calls = []
+
+    class MyCursor(mod.Cursor):
+        def execute(self, sql, parameters=(), /):
+            calls.append(("execute", sql))
+            return super().execute(sql, parameters)
+
+        def fetchone(self):
+            calls.append(("fetchone",))
+            row = super().fetchone()
+            return None if row is None else ("mine",) + row
+
+    class MyConnection(mod.Connection):
+        def cursor(self, factory=MyCursor):
+            calls.append(("cursor",))
+            return super().cursor(factory)
+
+    con = mod.connect(db_path, factory=MyConnection)
+    # Connection.execute/executemany/executescript make a plain Cursor, not
+    # self.cursor(), as sqlite3 does.
+    cur = con.execute("SELECT ?", (5,))
+    assert type(cur) is mod.Cursor
+    assert cur.fetchone() == (5,)
+    assert type(con.executescript("CREATE TABLE t(a);")) is mod.Cursor
+    assert type(con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])) is mod.Cursor
+    assert calls == []
+    cur = con.cursor()
+    assert type(cur) is MyCursor
+    assert cur.execute("SELECT ?", (6,)) is cur
+    assert cur.fetchone() == ("mine", 6)
+    assert calls == [("cursor",), ("execute", "SELECT ?"), ("fetchone",)]
+    con.close()
+
+
+def test_row_factory_text_factory_and_converters_still_apply(mod, db_path):
+    con = connect(mod, db_path, detect_types=mod.PARSE_DECLTYPES | mod.PARSE_COLNAMES)
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, pt POINT)")
+    con.execute("INSERT INTO t(name, pt) VALUES ('x', '1;2')")
+    con.commit()
+    mod.register_converter("POINT", lambda b: tuple(int(v) for v in b.split(b";")))
+    try:
+        assert con.execute("SELECT pt FROM t").fetchone() == ((1, 2),)
+        assert con.execute('SELECT name AS "n [point]" FROM t').description[0][0] == "n"
+    finally:
+        del mod.converters["POINT"]
+    con.text_factory = bytes
+    assert con.execute("SELECT name FROM t").fetchone() == (b"x",)
+    con.text_factory = str
+    con.row_factory = mod.Row
+    row = con.execute("SELECT id, name FROM t").fetchone()
+    assert (row["name"], row[0], row.keys()) == ("x", 1, ["id", "name"])
+    cur = con.cursor()
+    cur.row_factory = lambda c, r: {d[0]: v for d, v in zip(c.description, r)}
+    assert cur.execute("SELECT name FROM t").fetchone() == {"name": "x"}
+    con.close()
+
+
+def test_trace_callback_sees_the_implicit_begin(mod, db_path):
+    con = connect(mod, db_path)
+    con.execute("CREATE TABLE t(a)")
+    seen = []
+    con.set_trace_callback(seen.append)
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    assert [s for s in seen if s.split()[0] in ("BEGIN", "INSERT", "COMMIT")] == [
+        "BEGIN ", "INSERT INTO t VALUES (1)", "COMMIT"]
+    con.close()
+
+
+def test_description_follows_the_shape_after_a_schema_change(db_path):
+    con = dbapi.connect(db_path, profile="balanced")
+    con.execute("CREATE TABLE t(a INTEGER)")
+    first = con.execute("SELECT * FROM t").description
+    again = con.execute("SELECT * FROM t").description
+    assert first == (("a", "INTEGER", None, None, None, None, None),)
+    assert again is first  # built once per shape by the extension
+    con.execute("ALTER TABLE t ADD COLUMN b TEXT")
+    assert [d[:2] for d in con.execute("SELECT * FROM t").description] == [("a", "INTEGER"), ("b", "TEXT")]
+    con.close()
+
+
+def test_native_api_keeps_its_result_shape(db_path):
+    con = dbapi.connect(db_path, profile="balanced")
+    con.execute("CREATE TABLE t(a INTEGER)")
+    columns, rows, rowcount, lastrowid, wrote, decltypes = con.engine.execute("SELECT a FROM t")
+    assert (columns, rows, rowcount, wrote, decltypes) == (("a",), [], -1, False, ("INTEGER",))
+    desc, rows, rowcount, lastrowid, wrote = con.engine.execute("SELECT a FROM t", None, True, True)
+    assert desc == (("a", "INTEGER", None, None, None, None, None),)
+    con.close()
+
+
+def test_connection_and_cursor_in_reference_cycles_are_collected(db_path):
+    # (sqlite3's connections take no weak references: litelane.dbapi only.)
+    import gc
+    import weakref
+
+    def make_cycles():
+        con = connect(dbapi, db_path)
+        box = [con]
+        con.set_trace_callback(lambda sql: box)  # connection -> callback -> connection
+        cur = con.cursor()
+        box.append(cur)
+        cur.row_factory = lambda c, r: (box, r)  # cursor -> factory -> cursor
+        cur.execute("SELECT 1").fetchone()
+        con.close()
+        return weakref.ref(con), weakref.ref(cur)
+
+    refs = make_cycles()
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+
+
+def test_a_connection_shared_across_threads_when_allowed(mod, db_path):
+    con = connect(mod, db_path, check_same_thread=False)
+    con.execute("CREATE TABLE t(a)")
+    out = []
+
+    def work():
+        con.execute("INSERT INTO t VALUES (?)", (1,))
+        con.commit()
+        out.append(con.execute("SELECT count(*) FROM t").fetchone())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert out == [(1,)]
+    assert not con.in_transaction
+    con.close()
+
+
+def test_state_set_from_python_is_what_the_fast_path_uses(db_path):
+    con = dbapi.connect(db_path, profile="balanced")
+    con.execute("CREATE TABLE t(a)")
+    con.isolation_level = None  # autocommit: no implicit BEGIN
+    con.execute("INSERT INTO t VALUES (1)")
+    assert not con.in_transaction and con.total_changes == 1
+    con.isolation_level = "DEFERRED"
+    cur = con.execute("INSERT INTO t VALUES (2)")
+    assert con.in_transaction and cur.lastrowid == 2 and con.total_changes == 2
+    con.rollback()
+    con.text_factory = lambda b: b.decode().upper()
+    con.execute("CREATE TABLE s(v TEXT)")
+    con.execute("INSERT INTO s VALUES ('x')")
+    assert con.execute("SELECT v FROM s").fetchone() == ("X",)
+    con.close()
