@@ -19,11 +19,12 @@
 //! (plus one transaction) of each process ahead of it in the queue, and a
 //! linger that is not used costs the next process at most the linger.
 //!
-//! Under `safe` with shared fsyncs ([`Keep::WhileAlone`]) a process keeps
-//! the turn only while no other process has the database open: there a
+//! Under `safe` with shared fsyncs ([`Keep::WhileAlone`]) an idle writer
+//! lingers only while no other process has the database open: there a
 //! commit's fsync runs after the turn, so that another process commits
 //! during it, but a process alone saves taking and giving back the turn on
-//! every commit.
+//! every commit. (Leaders of one process still hand the turn on to each
+//! other within the budget.)
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -92,8 +93,8 @@ impl Carry {
         })
     }
 
-    /// True when `held` must be given back because another process may
-    /// want it (one `fcntl`, under [`Keep::WhileAlone`] only).
+    /// True when an idle writer must give `held` back because another
+    /// process may want it (one `fcntl`, under [`Keep::WhileAlone`] only).
     fn wanted(&self, held: &HeldProcessTurn) -> bool {
         self.keep == Keep::WhileAlone && held.turn.others_present()
     }
@@ -117,7 +118,7 @@ impl Carry {
             }
         };
         drop(expired); // the system call outside the lock
-        kept.filter(|h| !self.wanted(h)) // given back if wanted
+        kept
     }
 
     /// Keeps the turn for the next leader of this process (the writer is
@@ -293,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn while_alone_a_turn_is_kept_only_until_another_queue_opens() {
+    fn while_alone_an_idle_writer_lingers_and_not_once_another_queue_is_open() {
         let (dir, q) = queue();
         let carry = Carry::new(
             Duration::from_secs(10),
@@ -306,17 +307,15 @@ mod tests {
         // Another queue on the same database (another process, in effect).
         let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         assert!(q.others_present() && other.others_present());
-        assert!(
-            carry.take().is_none(),
-            "not carried once another is present"
-        );
-        assert!(q.holder().is_none(), "given back to the queue");
-        carry.put(Some(turn(&q)));
+        // The write that comes within the linger still takes it over...
+        let held = carry.take().expect("taken over within the linger");
+        // ...and the leaders of this process hand it on to each other...
+        carry.put(Some(held));
+        let held = carry.take().expect("handed on within the budget");
+        // ...but an idle writer gives it back at once now.
+        carry.put(Some(held));
         carry.idle();
-        assert!(
-            q.holder().is_none(),
-            "not kept at all while another is present"
-        );
+        assert!(q.holder().is_none(), "not kept while another is present");
         drop(other);
         assert!(
             !q.others_present(),
@@ -324,7 +323,7 @@ mod tests {
         );
         carry.put(Some(turn(&q)));
         carry.idle();
-        assert!(carry.take().is_some(), "alone again: carried");
+        assert!(q.holder().is_some(), "alone again: kept");
         carry.close();
     }
 

@@ -235,7 +235,10 @@ impl Drop for ProcessTurn {
             // description) drops the lock anyway.
             if imp::unlock_ticket(&file, self.ticket).is_ok() {
                 self.shared.put_idle(file);
+            } else {
+                drop(file); // closing it drops the lock
             }
+            // Only once the byte is free: a waiter that wakes looks at it.
             self.shared.ring(self.ticket);
         }
     }
