@@ -651,47 +651,83 @@ fn worker(
             };
             // Functions and collations created since this transaction began.
             shared.funcs.catch_up(tx, &mut seen);
-            match next {
-                Ok(Cmd::Exec(sql, params, reply)) => {
-                    let r = hooks
-                        .around(tx, || exec::run(tx, &sql, &params))
-                        .map(|mut o| {
-                            o.wrote = true;
-                            o
-                        });
-                    if tx.is_autocommit() {
-                        ended = Some((reply, r));
-                        return Err(Error::user(STATEMENT_ENDED));
-                    }
-                    deliver_outcome(reply, r);
+            let Ok(cmd) = next else {
+                return Err(Error::user(ROLLBACK)); // the Txn is gone
+            };
+            match run_command(tx, &hooks, cmd) {
+                Next::More => {}
+                Next::Ended(reply, r) => {
+                    ended = Some((reply, r));
+                    return Err(Error::user(STATEMENT_ENDED));
                 }
-                Ok(Cmd::Many(sql, sets, reply)) => {
-                    let r = hooks.around(tx, || exec::run_many(tx, &sql, &sets));
-                    if tx.is_autocommit() {
-                        ended = Some((reply, r));
-                        return Err(Error::user(STATEMENT_ENDED));
-                    }
-                    deliver_outcome(reply, r);
+                Next::Finish(commit, reply) => {
+                    end = Some((commit, reply));
+                    return if commit {
+                        Ok(())
+                    } else {
+                        Err(Error::user(ROLLBACK))
+                    };
                 }
-                Ok(Cmd::Script(sql, reply)) => {
-                    // A failing script undoes only its own statements.
-                    let r = hooks
-                        .around(tx, || tx.write(|tx| exec::run_script(tx, &sql)))
-                        .map(|_| Outcome::default());
-                    deliver_outcome(reply, r);
-                }
-                Ok(Cmd::Commit(reply)) => {
-                    end = Some((true, reply));
-                    return Ok(());
-                }
-                Ok(Cmd::Rollback(reply)) => {
-                    end = Some((false, reply));
-                    return Err(Error::user(ROLLBACK));
-                }
-                Err(_) => return Err(Error::user(ROLLBACK)),
             }
         }
     });
+    answer_end(end, res, &failure);
+    if let Some((reply, r)) = ended {
+        deliver_outcome(reply, r);
+    }
+    // `rx` (and the reply senders of any command still queued) drops here,
+    // after `failure` is set, so a waiter that sees the channel close finds
+    // the reason.
+}
+
+/// What the worker does after one command.
+enum Next {
+    /// Waits for the next command.
+    More,
+    /// A statement ended the transaction itself: its reply, sent once the
+    /// failure is recorded.
+    Ended(Reply<Outcome>, Result<Outcome>),
+    /// Commits (`true`) or rolls back, then answers.
+    Finish(bool, Reply<()>),
+}
+
+/// Runs one command of the worker's transaction and answers it, unless it
+/// ends the transaction.
+fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, cmd: Cmd) -> Next {
+    let (reply, r) = match cmd {
+        Cmd::Exec(sql, params, reply) => {
+            let r = hooks
+                .around(tx, || exec::run(tx, &sql, &params))
+                .map(|mut o| {
+                    o.wrote = true;
+                    o
+                });
+            (reply, r)
+        }
+        Cmd::Many(sql, sets, reply) => {
+            (reply, hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
+        }
+        Cmd::Script(sql, reply) => {
+            // A failing script undoes only its own statements.
+            let r = hooks
+                .around(tx, || tx.write(|tx| exec::run_script(tx, &sql)))
+                .map(|_| Outcome::default());
+            deliver_outcome(reply, r);
+            return Next::More;
+        }
+        Cmd::Commit(reply) => return Next::Finish(true, reply),
+        Cmd::Rollback(reply) => return Next::Finish(false, reply),
+    };
+    if tx.is_autocommit() {
+        return Next::Ended(reply, r);
+    }
+    deliver_outcome(reply, r);
+    Next::More
+}
+
+/// Answers the commit or rollback that ended the worker's transaction
+/// (`res`: how the write ended), or records why it ended without one.
+fn answer_end(end: Option<(bool, Reply<()>)>, res: Result<()>, failure: &Mutex<Option<Error>>) {
     match end {
         Some((true, reply)) => deliver_unit(reply, res),
         Some((false, reply)) => deliver_unit(
@@ -707,15 +743,9 @@ fn worker(
                 Err(e) => e,
                 Ok(()) => Error::user("the transaction ended"),
             };
-            *lock(&failure) = Some(e);
+            *lock(failure) = Some(e);
         }
     }
-    if let Some((reply, r)) = ended {
-        deliver_outcome(reply, r);
-    }
-    // `rx` (and the reply senders of any command still queued) drops here,
-    // after `failure` is set, so a waiter that sees the channel close finds
-    // the reason.
 }
 
 #[pymethods]
