@@ -53,7 +53,7 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             code,
             extended_code,
             message,
-            context: _,
+            ..
         } => {
             // SQL longer than SQLITE_LIMIT_SQL_LENGTH: sqlite3 checks the
             // length itself and says so in its own words.
@@ -125,6 +125,7 @@ mod tests {
         assert_eq!(commit_state_class(&stopped), Some(("WritesStopped", None)));
         let plain = litelane::Error::Sqlite {
             code: 10,
+            os: None,
             extended_code: 1034,
             message: "disk I/O error".into(),
             context: String::new(),

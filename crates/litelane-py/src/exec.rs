@@ -162,6 +162,7 @@ pub fn value_at(r: &litelane::rusqlite::Row<'_>, i: usize) -> Result<Value> {
             Ok(text) => Ok(Value::Text(text.to_owned())),
             Err(_) => Err(Error::Sqlite {
                 code: litelane::rusqlite::ffi::SQLITE_ERROR,
+                os: None,
                 extended_code: litelane::rusqlite::ffi::SQLITE_ERROR,
                 message: format!(
                     "Could not decode to UTF-8 column '{}' with text '{}'",
@@ -320,11 +321,13 @@ fn with_context(e: Error, sql: &str) -> Error {
             extended_code,
             message,
             context,
+            os,
         } if context.is_empty() => Error::Sqlite {
             code,
             extended_code,
             message,
             context: format!("running {sql:?}"),
+            os,
         },
         e => e,
     }

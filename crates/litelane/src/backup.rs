@@ -321,6 +321,7 @@ fn copy_pages(
                     if restarts > MAX_RESTARTS {
                         return Err(Error::Sqlite {
                             code: crate::SQLITE_BUSY,
+                            os: None,
                             extended_code: crate::SQLITE_BUSY,
                             message: format!(
                                 "the database changed under the copy {restarts} times"
@@ -344,6 +345,7 @@ fn copy_pages(
                 if since.elapsed() > BUSY_RETRY_FOR {
                     return Err(Error::Sqlite {
                         code: crate::SQLITE_BUSY,
+                        os: None,
                         extended_code: crate::SQLITE_BUSY,
                         message: "database is locked".into(),
                         context: format!(

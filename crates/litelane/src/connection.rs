@@ -175,6 +175,7 @@ pub(crate) fn open(
     config: Option<(&Registry, &mut u64)>,
 ) -> Result<Connection> {
     ffi::disable_memstatus();
+    ffi::capture_os_errors();
     let name = target.display();
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
@@ -248,6 +249,7 @@ fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &s
     if !got.eq_ignore_ascii_case(want) {
         return Err(Error::Sqlite {
             code: rusqlite::ffi::SQLITE_ERROR,
+            os: None,
             extended_code: rusqlite::ffi::SQLITE_ERROR,
             message: format!("journal_mode is {got}, wanted {want}"),
             context: ctx("journal_mode"),

@@ -16,9 +16,10 @@ use crate::SqliteCode;
 #[non_exhaustive]
 pub enum Error {
     /// SQLite returned an error. Its [`source`](std::error::Error::source)
-    /// is the [`SqliteCode`] of `extended_code` (SQLite's name for it, e.g.
-    /// `SQLITE_CONSTRAINT_PRIMARYKEY`; the primary code's where SQLite
-    /// names no such extended code).
+    /// is the operating system's error when a failed system call caused it
+    /// (`os`), else the [`SqliteCode`] of `extended_code` (SQLite's name for
+    /// it, e.g. `SQLITE_CONSTRAINT_PRIMARYKEY`; the primary code's where
+    /// SQLite names no such extended code).
     Sqlite {
         /// Primary result code (`SQLITE_BUSY` = 5, `SQLITE_CONSTRAINT` = 19, ...).
         code: i32,
@@ -28,6 +29,11 @@ pub enum Error {
         message: String,
         /// What litelane was doing: the statement, table or file involved.
         context: String,
+        /// The failed system call behind the error, when SQLite's Unix VFS
+        /// reported one (opening, syncing, truncating a file...: the call,
+        /// the file and the `errno`, from SQLite's error log; read and write
+        /// errors are not logged by SQLite and have none).
+        os: Option<OsError>,
     },
     /// The caller passed something litelane cannot use (an unknown column,
     /// a row with the wrong number of values, an empty column list...).
@@ -157,12 +163,23 @@ impl Error {
     pub fn from_sqlite(err: rusqlite::Error, context: impl Into<String>) -> Self {
         let context = context.into();
         match err {
-            rusqlite::Error::SqliteFailure(e, msg) => Error::Sqlite {
-                code: e.extended_code & 0xff,
-                extended_code: e.extended_code,
-                message: msg.unwrap_or_else(|| e.to_string()),
-                context,
-            },
+            rusqlite::Error::SqliteFailure(e, msg) => {
+                // The failed system call behind it, if SQLite logged one:
+                // named in the context, its errno kept as the source.
+                let logged = crate::ffi::take_logged_os_error(e.extended_code);
+                let context = match &logged {
+                    Some(l) if context.is_empty() => format!("{}({})", l.call, l.path),
+                    Some(l) => format!("{context}: {}({})", l.call, l.path),
+                    None => context,
+                };
+                Error::Sqlite {
+                    code: e.extended_code & 0xff,
+                    extended_code: e.extended_code,
+                    message: msg.unwrap_or_else(|| e.to_string()),
+                    context,
+                    os: logged.map(|l| std::io::Error::from_raw_os_error(l.errno).into()),
+                }
+            }
             rusqlite::Error::SqlInputError {
                 error, msg, sql, ..
             } => Error::Sqlite {
@@ -170,6 +187,7 @@ impl Error {
                 extended_code: error.extended_code,
                 message: msg,
                 context: if context.is_empty() { sql } else { context },
+                os: None,
             },
             other => match other.sqlite_extended_error_code() {
                 Some(ext) => Error::Sqlite {
@@ -177,6 +195,7 @@ impl Error {
                     extended_code: ext,
                     message: other.to_string(),
                     context,
+                    os: None,
                 },
                 None => Error::InvalidInput {
                     message: if context.is_empty() {
@@ -252,6 +271,7 @@ impl fmt::Display for Error {
                 extended_code,
                 message,
                 context,
+                os,
             } => {
                 write!(
                     f,
@@ -259,6 +279,9 @@ impl fmt::Display for Error {
                 )?;
                 if !context.is_empty() {
                     write!(f, " while {context}")?;
+                }
+                if let Some(os) = os {
+                    write!(f, " [{}]", os.io())?;
                 }
                 Ok(())
             }
@@ -326,9 +349,9 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::RolledBack { cause, .. } => Some(cause.as_ref()),
-            Error::Io { os: Some(os), .. } | Error::OutcomeUnknown { os: Some(os), .. } => {
-                Some(os.io())
-            }
+            Error::Io { os: Some(os), .. }
+            | Error::OutcomeUnknown { os: Some(os), .. }
+            | Error::Sqlite { os: Some(os), .. } => Some(os.io()),
             Error::Sqlite { extended_code, .. } | Error::OutcomeUnknown { extended_code, .. } => {
                 SqliteCode::of(*extended_code).map(|c| c as &(dyn std::error::Error + 'static))
             }

@@ -200,6 +200,7 @@ impl Pool {
         }
         Error::Sqlite {
             code: rusqlite::ffi::SQLITE_INTERRUPT,
+            os: None,
             extended_code: rusqlite::ffi::SQLITE_INTERRUPT,
             message: format!(
                 "read interrupted by litelane after {:.1} s: it held a snapshot longer than \
@@ -307,6 +308,7 @@ fn schema_read_error(conn: &Connection, e: Error) -> Error {
     }
     Error::Sqlite {
         code: rusqlite::ffi::SQLITE_SCHEMA,
+        os: None,
         extended_code: rusqlite::ffi::SQLITE_SCHEMA,
         message: format!(
             "the database schema changed or could not be re-read: {answered}, but {table} \

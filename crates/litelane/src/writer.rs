@@ -487,6 +487,7 @@ fn group_label(jobs: usize) -> String {
 fn deferred_fk_error() -> Error {
     Error::Sqlite {
         code: codes::SQLITE_CONSTRAINT,
+        os: None,
         extended_code: codes::SQLITE_CONSTRAINT_FOREIGNKEY,
         message: "FOREIGN KEY constraint failed (deferred)".into(),
         context: "checking the deferred foreign keys of a write".into(),
@@ -937,6 +938,7 @@ impl Writer {
             }
             Ok(None) => Err(Error::Sqlite {
                 code: codes::SQLITE_BUSY,
+                os: None,
                 extended_code: codes::SQLITE_BUSY,
                 message: format!(
                     "another process held the writer queue for longer than busy_timeout ({:?})",
@@ -1189,6 +1191,7 @@ impl Writer {
             extended_code,
             message,
             context,
+            os,
         } = e
         else {
             return e;
@@ -1200,7 +1203,7 @@ impl Writer {
             extended_code,
             cause: explain(message),
             context,
-            os: None,
+            os,
         }
     }
 

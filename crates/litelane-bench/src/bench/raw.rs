@@ -32,6 +32,7 @@ fn code_error(rc: c_int, context: &str) -> Error {
         .into_owned();
     Error::Sqlite {
         code: rc & 0xff,
+        os: None,
         extended_code: rc,
         message,
         context: context.to_string(),
@@ -87,6 +88,7 @@ impl RawConnection {
         };
         Error::Sqlite {
             code: rc & 0xff,
+            os: None,
             extended_code: extended,
             message,
             context: context.to_string(),

@@ -79,8 +79,11 @@ fn a_constraint_violation_chains_to_its_extended_code() {
     assert_eq!(last_code(&err).name(), "SQLITE_CONSTRAINT_NOTNULL");
 }
 
+/// A failed system call behind an SQLite error (here `open`, which SQLite's
+/// Unix VFS logs) is its source: the `errno` as a value, the call and the
+/// file named in the message; the code stays in the error's fields.
 #[test]
-fn a_missing_file_opened_read_only_chains_to_cantopen() {
+fn a_missing_file_opened_read_only_chains_to_the_failed_open() {
     let dir = tempfile::tempdir().unwrap();
     for path in [
         dir.path().join("absent.db"),
@@ -91,12 +94,17 @@ fn a_missing_file_opened_read_only_chains_to_cantopen() {
             Ok(_) => panic!("opened {uri}, which does not exist"),
             Err(e) => e,
         };
-        assert_eq!(
-            links(&err),
-            [Link::Engine("Sqlite"), Link::Code("SQLITE_CANTOPEN")],
-            "{err}"
+        assert_eq!(links(&err), [Link::Engine("Sqlite"), Link::Os], "{err}");
+        let os = std::error::Error::source(&err)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .expect("the OS error");
+        assert_eq!(os.raw_os_error(), Some(2), "ENOENT: {err}");
+        assert_eq!(os.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(err.sqlite_code(), Some(14), "SQLITE_CANTOPEN: {err}");
+        assert!(
+            err.to_string().contains(&format!("open({})", path.display())),
+            "the call and the file are named: {err}"
         );
-        assert_eq!(last_code(&err).code(), 14);
         assert!(!path.exists(), "a read-only open created {path:?}");
     }
 }
