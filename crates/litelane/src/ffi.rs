@@ -236,36 +236,29 @@ impl SharedPage {
     /// The 4-byte word at `offset` (a multiple of 4 inside the page), for
     /// [`futex_wait`] and [`futex_wake_all`].
     pub(crate) fn word32(&self, offset: usize) -> &std::sync::atomic::AtomicU32 {
-        assert!(
-            offset % 4 == 0 && offset + 4 <= Self::LEN,
-            "word32 {offset}"
-        );
-        // SAFETY: as in `word`, for a 4-aligned `AtomicU32`.
-        unsafe {
-            &*self
-                .ptr
-                .as_ptr()
-                .cast::<u8>()
-                .add(offset)
-                .cast::<std::sync::atomic::AtomicU32>()
-        }
+        self.atomic_at(offset)
     }
 
     /// The 8-byte word at `offset` (a multiple of 8 inside the page).
     pub(crate) fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= Self::LEN, "word {offset}");
-        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
-        // valid for as long as `self` (unmapped in Drop). `AtomicU64` has
-        // the layout of `u64` and mutates through `UnsafeCell`; every other
-        // process touches these words with atomic instructions too.
-        unsafe {
-            &*self
-                .ptr
-                .as_ptr()
-                .cast::<u8>()
-                .add(offset)
-                .cast::<std::sync::atomic::AtomicU64>()
-        }
+        self.atomic_at(offset)
+    }
+
+    /// The atomic `A` (`AtomicU32` or `AtomicU64`: only those) at `offset`,
+    /// a multiple of its size inside the page.
+    fn atomic_at<A>(&self, offset: usize) -> &A {
+        let size = std::mem::size_of::<A>();
+        assert!(
+            offset % size == 0 && offset + size <= Self::LEN,
+            "word of {size} bytes at {offset}"
+        );
+        // SAFETY: in bounds and aligned to its size (the mapping is
+        // page-aligned), which is the alignment of the atomics it is used
+        // for; valid for as long as `self` (unmapped in Drop). Those types
+        // have the layout of their integer and mutate through
+        // `UnsafeCell`; every other process touches these words with atomic
+        // instructions too.
+        unsafe { &*self.ptr.as_ptr().cast::<u8>().add(offset).cast::<A>() }
     }
 }
 
@@ -293,36 +286,39 @@ pub(crate) fn futex_wait(
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as nix::libc::time_t,
         tv_nsec: timeout.subsec_nanos() as nix::libc::c_long,
     };
-    // SAFETY: `word` is a live, 4-aligned u32 (shared mapping or not);
-    // FUTEX_WAIT only reads it, and `ts` outlives the call. Every result
-    // (woken, EAGAIN for a changed word, ETIMEDOUT, EINTR) means "look
-    // again", so it is ignored.
-    unsafe {
-        nix::libc::syscall(
-            nix::libc::SYS_futex,
-            word.as_ptr(),
-            nix::libc::FUTEX_WAIT,
-            seen,
-            &ts as *const nix::libc::timespec,
-            ptr::null::<u32>(),
-            0u32,
-        );
-    }
+    // Every result (woken, EAGAIN for a changed word, ETIMEDOUT, EINTR)
+    // means "look again".
+    futex(word, nix::libc::FUTEX_WAIT, seen, &ts);
 }
 
 /// Wakes every thread, in any process, sleeping in [`futex_wait`] on
-/// `word`. Change the word first.
+/// `word`. Change the word first. A failure wakes nobody, and sleepers
+/// poll anyway.
 #[cfg(target_os = "linux")]
 pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
-    // SAFETY: `word` is a live, 4-aligned u32; FUTEX_WAKE does not touch
-    // memory. A failure wakes nobody, and sleepers poll anyway.
+    futex(word, nix::libc::FUTEX_WAKE, i32::MAX as u32, ptr::null());
+}
+
+/// The `futex` system call on a shared (not process-private) word; its
+/// result is ignored by both callers.
+#[cfg(target_os = "linux")]
+fn futex(
+    word: &std::sync::atomic::AtomicU32,
+    op: nix::libc::c_int,
+    val: u32,
+    timeout: *const nix::libc::timespec,
+) {
+    // SAFETY: `word` is a live, 4-aligned u32 (shared mapping or not) for
+    // the whole call; FUTEX_WAIT only reads it and FUTEX_WAKE touches no
+    // memory; `timeout` is null or points to a timespec the caller keeps
+    // alive across the call.
     unsafe {
         nix::libc::syscall(
             nix::libc::SYS_futex,
             word.as_ptr(),
-            nix::libc::FUTEX_WAKE,
-            i32::MAX,
-            ptr::null::<nix::libc::timespec>(),
+            op,
+            val,
+            timeout,
             ptr::null::<u32>(),
             0u32,
         );

@@ -1047,15 +1047,8 @@ mod imp {
         bells: &super::doorbell::Doorbells,
         until: std::time::Instant,
     ) -> Result<super::Waited, String> {
-        let mut w = Walk {
-            file,
-            ticket: pending.ticket,
-            h: Header { next: 0, floor: 0 }, // read once the mutex is taken
-            record: pending.record,
-            mutex: None,
-            published: true,
-        };
         let mut k = pending.k;
+        let mut w = Walk::resume(file, pending);
         loop {
             // Read before the check: a ring after it changes the count.
             let seen = bells.seen(k);
@@ -1154,16 +1147,10 @@ mod imp {
         pending: Pending,
         gate: &dyn Fn() -> bool,
     ) -> Result<Option<(u64, SystemTime)>, String> {
-        let mut w = Walk {
-            file,
-            ticket: pending.ticket,
-            h: Header { next: 0, floor: 0 }, // read once the mutex is taken
-            record: pending.record,
-            mutex: None,
-            published: true,
-        };
-        w.sleep_on(pending.k)?;
-        match w.run(pending.k - 1, gate, true)? {
+        let k = pending.k;
+        let mut w = Walk::resume(file, pending);
+        w.sleep_on(k)?;
+        match w.run(k - 1, gate, true)? {
             Step::Granted(t, since) => Ok(Some((t, since))),
             Step::Refused => Ok(None),
             Step::Sleep(_) => Err("a blocking walk returned without its turn".into()),
@@ -1191,7 +1178,19 @@ mod imp {
         published: bool,
     }
 
-    impl Walk<'_> {
+    impl<'f> Walk<'f> {
+        /// The walk of a published ticket that waits (after [`start`]).
+        fn resume(file: &'f File, pending: Pending) -> Walk<'f> {
+            Walk {
+                file,
+                ticket: pending.ticket,
+                h: Header { next: 0, floor: 0 }, // read once the mutex is taken
+                record: pending.record,
+                mutex: None,
+                published: true,
+            }
+        }
+
         fn publish(&mut self) -> Result<(), String> {
             write_header(self.file, &self.h).map_err(|e| ctx("cannot write the lock file", e))?;
             let _ = write_record(self.file, &self.record);

@@ -102,7 +102,8 @@ fn a_missing_file_opened_read_only_chains_to_the_failed_open() {
         assert_eq!(os.kind(), std::io::ErrorKind::NotFound);
         assert_eq!(err.sqlite_code(), Some(14), "SQLITE_CANTOPEN: {err}");
         assert!(
-            err.to_string().contains(&format!("open({})", path.display())),
+            err.to_string()
+                .contains(&format!("open({})", path.display())),
             "the call and the file are named: {err}"
         );
         assert!(!path.exists(), "a read-only open created {path:?}");

@@ -740,25 +740,7 @@ fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
     assert!(t.waited() < Duration::from_secs(1));
     drop(t);
 
-    let mut hung = spawn("holder", &db, &[]);
-    line_starting(&mut hung, "HOLDING");
-    let start = Instant::now();
-    let got = q
-        .acquire_timeout("impatient", Duration::from_millis(200))
-        .unwrap();
-    let waited = start.elapsed();
-    assert!(got.is_none(), "no turn while the holder hangs");
-    assert!(
-        waited >= Duration::from_millis(200) && waited < Duration::from_secs(3),
-        "{waited:?}"
-    );
-    // Behind the abandoned ticket: another process.
-    let mut waiter = spawn("waiter", &db, &[]);
-    assert!(wait_until(Duration::from_secs(10), || q.queued() == 2));
-    hung.kill().unwrap();
-    hung.wait().unwrap();
-    line_starting(&mut waiter, "GRANTED");
-    assert!(waiter.wait().unwrap().success());
+    give_up_on_a_hung_holder(&q, &db, Duration::from_millis(200));
     // And a timed acquire that is served before its timeout.
     let t = q
         .acquire_timeout("patient", Duration::from_secs(10))
@@ -768,19 +750,25 @@ fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
     drop(t);
     // Again with a timeout inside the doorbell window (the wait stays on
     // this thread): given up on time, and stepped over at once.
-    let mut hung = spawn("holder", &db, &[]);
+    give_up_on_a_hung_holder(&q, &db, Duration::from_millis(5));
+}
+
+/// A holder process that hangs in its turn: `acquire_timeout(timeout)`
+/// gives up after `timeout`, and the process queued behind the abandoned
+/// ticket is served when the holder is killed.
+fn give_up_on_a_hung_holder(q: &ProcessQueue, db: &Path, timeout: Duration) {
+    let mut hung = spawn("holder", db, &[]);
     line_starting(&mut hung, "HOLDING");
     let start = Instant::now();
-    let got = q
-        .acquire_timeout("in a hurry", Duration::from_millis(5))
-        .unwrap();
+    let got = q.acquire_timeout("impatient", timeout).unwrap();
     let waited = start.elapsed();
     assert!(got.is_none(), "no turn while the holder hangs");
     assert!(
-        waited >= Duration::from_millis(5) && waited < Duration::from_secs(2),
+        waited >= timeout && waited < timeout + Duration::from_secs(3),
         "{waited:?}"
     );
-    let mut waiter = spawn("waiter", &db, &[]);
+    // Behind the abandoned ticket: another process.
+    let mut waiter = spawn("waiter", db, &[]);
     assert!(wait_until(Duration::from_secs(10), || q.queued() == 2));
     hung.kill().unwrap();
     hung.wait().unwrap();
