@@ -88,31 +88,23 @@ def bench_insert(rows_n: int, runs: int) -> None:
     rows = records(rows_n)
     dict_rows = [dict(zip(("id", "code", "name", "amount", "flag"), r)) for r in rows]
 
-    def std_executemany() -> float:
-        p = fresh("ins")
-        con = std_connect(p, "NORMAL")
-        con.execute(RECORD_SCHEMA)
-        t = time.perf_counter()
-        with con:
-            con.executemany(RECORD_INSERT, rows)
-        dt = time.perf_counter() - t
-        assert con.execute("SELECT count(*) FROM record").fetchone()[0] == rows_n
-        con.close()
-        cleanup(p)
-        return dt
+    def executemany(connect: Callable[[str], Any]) -> Callable[[], float]:
+        def run() -> float:
+            p = fresh("ins")
+            con = connect(p)
+            con.execute(RECORD_SCHEMA)
+            t = time.perf_counter()
+            with con:
+                con.executemany(RECORD_INSERT, rows)
+            dt = time.perf_counter() - t
+            assert con.execute("SELECT count(*) FROM record").fetchone()[0] == rows_n
+            con.close()
+            cleanup(p)
+            return dt
+        return run
 
-    def dbapi_executemany() -> float:
-        p = fresh("ins")
-        con = litelane.dbapi.connect(p, profile="balanced")
-        con.execute(RECORD_SCHEMA)
-        t = time.perf_counter()
-        with con:
-            con.executemany(RECORD_INSERT, rows)
-        dt = time.perf_counter() - t
-        assert con.execute("SELECT count(*) FROM record").fetchone()[0] == rows_n
-        con.close()
-        cleanup(p)
-        return dt
+    std_executemany = executemany(lambda p: std_connect(p, "NORMAL"))
+    dbapi_executemany = executemany(lambda p: litelane.dbapi.connect(p, profile="balanced"))
 
     def native(data: List[Any]) -> Callable[[], float]:
         def run() -> float:

@@ -25,9 +25,10 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Dict, List
+
+from bench_workers import fresh_app_db
 
 
 def _threads() -> Dict[str, int]:
@@ -47,15 +48,7 @@ def _threads() -> Dict[str, int]:
 
 
 def _child(driver: str, txns: int, calls: bool) -> None:
-    d = tempfile.mkdtemp(prefix="lltxncpu-")
-    path = os.path.join(d, "app.db")
-    setup = sqlite3.connect(path)
-    setup.execute("PRAGMA journal_mode=WAL")
-    setup.execute("CREATE TABLE kv(k INTEGER PRIMARY KEY, v INTEGER)")
-    setup.execute("CREATE TABLE log(worker INTEGER, seq INTEGER, v INTEGER, PRIMARY KEY(worker, seq))")
-    setup.executemany("INSERT INTO kv VALUES (?, ?)", [(i, i * 7) for i in range(100)])
-    setup.commit()
-    setup.close()
+    d, path = fresh_app_db("lltxncpu-")
     if driver == "sqlite3":
         con = sqlite3.connect(path, timeout=30)
         con.execute("PRAGMA journal_mode=WAL")

@@ -67,9 +67,10 @@ def _worker(driver: str, path: str, profile: str, me: int, txns: int, start, out
     out.put((me, acked, errors))
 
 
-def run_cell(driver: str, profile: str, processes: int, txns: int) -> Tuple[float, Dict[str, int], int]:
-    """One run: (transactions per second, errors, rows lost)."""
-    d = tempfile.mkdtemp(prefix="llworkers-")
+def fresh_app_db(prefix: str) -> Tuple[str, str]:
+    """A new directory holding the workload's database in WAL mode, with
+    its tables and 100 keys: (directory, database path)."""
+    d = tempfile.mkdtemp(prefix=prefix)
     path = os.path.join(d, "app.db")
     setup = sqlite3.connect(path)
     setup.execute("PRAGMA journal_mode=WAL")
@@ -78,6 +79,12 @@ def run_cell(driver: str, profile: str, processes: int, txns: int) -> Tuple[floa
     setup.executemany("INSERT INTO kv VALUES (?, ?)", [(i, i * 7) for i in range(100)])
     setup.commit()
     setup.close()
+    return d, path
+
+
+def run_cell(driver: str, profile: str, processes: int, txns: int) -> Tuple[float, Dict[str, int], int]:
+    """One run: (transactions per second, errors, rows lost)."""
+    d, path = fresh_app_db("llworkers-")
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(driver, path, profile, i, txns, start, out))

@@ -224,6 +224,19 @@ mod tests {
         }
     }
 
+    /// A carry holding a turn of `q` that its writer just left idle.
+    fn idle_with_turn(
+        q: &ProcessQueue,
+        budget: Duration,
+        linger: Duration,
+        keep: Keep,
+    ) -> Arc<Carry> {
+        let carry = Carry::new(budget, linger, keep);
+        carry.put(Some(turn(q)));
+        carry.idle();
+        carry
+    }
+
     fn queue() -> (tempfile::TempDir, ProcessQueue) {
         let dir = tempfile::tempdir().unwrap();
         let q = ProcessQueue::open(&dir.path().join("c.db")).expect("queue");
@@ -233,13 +246,12 @@ mod tests {
     #[test]
     fn a_linger_gives_the_turn_back_when_it_ends() {
         let (_dir, q) = queue();
-        let carry = Carry::new(
+        let carry = idle_with_turn(
+            &q,
             Duration::from_secs(5),
             Duration::from_millis(20),
             Keep::ForBudget,
         );
-        carry.put(Some(turn(&q)));
-        carry.idle();
         assert!(q.holder().is_some(), "kept during the linger");
         let deadline = Instant::now() + Duration::from_secs(5);
         while q.holder().is_some() && Instant::now() < deadline {
@@ -253,13 +265,12 @@ mod tests {
     #[test]
     fn a_write_within_the_linger_takes_the_turn_over() {
         let (_dir, q) = queue();
-        let carry = Carry::new(
+        let carry = idle_with_turn(
+            &q,
             Duration::from_secs(10),
             Duration::from_secs(5),
             Keep::ForBudget,
         );
-        carry.put(Some(turn(&q)));
-        carry.idle();
         let held = carry.take().expect("kept for the next write");
         assert!(q.holder().is_some());
         drop(held);
@@ -270,13 +281,12 @@ mod tests {
     #[test]
     fn a_slow_writer_stops_lingering_and_close_gives_back() {
         let (_dir, q) = queue();
-        let carry = Carry::new(
+        let carry = idle_with_turn(
+            &q,
             Duration::from_secs(5),
             Duration::from_millis(10),
             Keep::ForBudget,
         );
-        carry.put(Some(turn(&q)));
-        carry.idle();
         std::thread::sleep(Duration::from_millis(30)); // a gap past the linger
         assert!(carry.take().is_none(), "the reaper gave it back");
         carry.put(Some(turn(&q)));
@@ -296,13 +306,12 @@ mod tests {
     #[test]
     fn while_alone_an_idle_writer_lingers_and_not_once_another_queue_is_open() {
         let (dir, q) = queue();
-        let carry = Carry::new(
+        let carry = idle_with_turn(
+            &q,
             Duration::from_secs(10),
             Duration::from_secs(5),
             Keep::WhileAlone,
         );
-        carry.put(Some(turn(&q)));
-        carry.idle();
         assert!(q.holder().is_some(), "alone: kept during the linger");
         // Another queue on the same database (another process, in effect).
         let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
