@@ -1159,16 +1159,7 @@ mod tests {
             (&"very-long-variant-name-".repeat(6), 123.0, 456.0),
         ];
         let mut o = Outcome::new("wal", "report 002", "hostile".into());
-        o.series = vec![
-            Series {
-                key: "writes_per_sec",
-                label: "writes/s",
-            },
-            Series {
-                key: "reads_per_sec",
-                label: "reads/s",
-            },
-        ];
+        o.series = super::super::wal::series();
         for (name, w, r) in cases {
             o.rows.push(
                 Row::new(*name, Unit::Ops, 1, Duration::from_secs(1))

@@ -50,6 +50,42 @@ struct Tally {
     first_error: Option<String>,
 }
 
+impl Tally {
+    /// A thread that could not open its connection: every one of its `ops`
+    /// operations counts as an error, and the open's error is the first one.
+    fn open_failed(ops: u64, e: rusqlite::Error) -> Self {
+        Tally {
+            errors: ops,
+            first_error: Some(e.to_string()),
+            ..Tally::default()
+        }
+    }
+
+    /// Runs `op` again while SQLite answers busy or locked (each such answer
+    /// counts as an error); any other error is counted, kept as the first
+    /// error if there is none yet, and ends the tries. Then records the time
+    /// since `t0` as one latency. `None` when `op` failed for good.
+    fn until_not_busy<T>(
+        &mut self,
+        t0: Instant,
+        mut op: impl FnMut() -> rusqlite::Result<T>,
+    ) -> Option<T> {
+        let out = loop {
+            match op() {
+                Ok(v) => break Some(v),
+                Err(e) if is_busy(&e) => self.errors += 1,
+                Err(e) => {
+                    self.errors += 1;
+                    self.first_error.get_or_insert(e.to_string());
+                    break None;
+                }
+            }
+        };
+        self.latencies.push(t0.elapsed());
+        out
+    }
+}
+
 /// Runs the scenario.
 pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     let shape = Shape {
@@ -72,16 +108,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     o.param("writes_per_writer", shape.writes);
     o.param("reads_per_reader", shape.reads);
     o.param("profile", profile.name());
-    o.series = vec![
-        Series {
-            key: "writes_per_sec",
-            label: "writes/s",
-        },
-        Series {
-            key: "reads_per_sec",
-            label: "reads/s",
-        },
-    ];
+    o.series = series();
     o.column("writes/s", "writes_per_sec", 0);
     o.column("reads/s", "reads_per_sec", 0);
     o.column("read p99 ms", "read_p99_ms", 3);
@@ -110,6 +137,20 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
         ));
     }
     Ok(o)
+}
+
+/// The chart's two bar series: writes/s and reads/s of each variant.
+pub(super) fn series() -> Vec<Series> {
+    vec![
+        Series {
+            key: "writes_per_sec",
+            label: "writes/s",
+        },
+        Series {
+            key: "reads_per_sec",
+            label: "reads/s",
+        },
+    ]
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -209,37 +250,27 @@ fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Resul
         c.execute_batch("COMMIT")?;
     }
     let barrier = Barrier::new(shape.writers + shape.readers + 1);
+    // Each thread opens its connection, then waits for the start; one that
+    // could not open gives back its tally of `ops` failed operations.
+    let connect = |ops: u64| -> Result<Connection, Tally> {
+        let conn = open(&path);
+        barrier.wait();
+        conn.map_err(|e| Tally::open_failed(ops, e))
+    };
     let (elapsed, writes, reads) = std::thread::scope(|s| {
         let w: Vec<_> = (0..shape.writers)
             .map(|_| {
-                let (path, barrier, open) = (&path, &barrier, &open);
+                let connect = &connect;
                 s.spawn(move || {
-                    let mut t = Tally::default();
-                    let conn = open(path);
-                    barrier.wait();
-                    let conn = match conn {
+                    let conn = match connect(shape.writes) {
                         Ok(c) => c,
-                        Err(e) => {
-                            t.errors = shape.writes;
-                            t.first_error = Some(e.to_string());
-                            return t;
-                        }
+                        Err(t) => return t,
                     };
+                    let mut t = Tally::default();
                     for i in 0..shape.writes {
                         let t0 = Instant::now();
                         let value = format!("Value {i}");
-                        loop {
-                            match conn.execute(INSERT, [&value]) {
-                                Ok(_) => break,
-                                Err(e) if is_busy(&e) => t.errors += 1,
-                                Err(e) => {
-                                    t.errors += 1;
-                                    t.first_error.get_or_insert(e.to_string());
-                                    break;
-                                }
-                            }
-                        }
-                        t.latencies.push(t0.elapsed());
+                        t.until_not_busy(t0, || conn.execute(INSERT, [&value]));
                     }
                     t
                 })
@@ -247,41 +278,22 @@ fn plain(ctx: &Ctx, name: &str, journal: &str, shape: Shape, seed: u64) -> Resul
             .collect();
         let r: Vec<_> = (0..shape.readers)
             .map(|i| {
-                let (path, barrier, open) = (&path, &barrier, &open);
+                let connect = &connect;
                 s.spawn(move || {
-                    let mut t = Tally::default();
                     let mut rng = SplitMix64::stream(seed, 1000 + i as u64);
-                    let conn = open(path);
-                    barrier.wait();
-                    let conn = match conn {
+                    let conn = match connect(shape.reads) {
                         Ok(c) => c,
-                        Err(e) => {
-                            t.errors = shape.reads;
-                            t.first_error = Some(e.to_string());
-                            return t;
-                        }
+                        Err(t) => return t,
                     };
+                    let mut t = Tally::default();
                     for _ in 0..shape.reads {
                         let id = 1 + rng.below(PRELOAD as u64) as i64;
                         let t0 = Instant::now();
-                        loop {
-                            let r = conn
-                                .query_row(SELECT, [id], |r| r.get::<_, String>(1))
-                                .optional();
-                            match r {
-                                Ok(v) => {
-                                    t.found += u64::from(v.is_some());
-                                    break;
-                                }
-                                Err(e) if is_busy(&e) => t.errors += 1,
-                                Err(e) => {
-                                    t.errors += 1;
-                                    t.first_error.get_or_insert(e.to_string());
-                                    break;
-                                }
-                            }
-                        }
-                        t.latencies.push(t0.elapsed());
+                        let v = t.until_not_busy(t0, || {
+                            conn.query_row(SELECT, [id], |r| r.get::<_, String>(1))
+                                .optional()
+                        });
+                        t.found += u64::from(matches!(v, Some(Some(_))));
                     }
                     t
                 })
