@@ -31,7 +31,7 @@ use litelane::{BulkRow, Database, Options, Profile, ValueRef};
 use rusqlite::Connection;
 use serde_json::Value;
 
-use super::data::{trips, write_trips_csv, Trip, TRIP_ROWS};
+use super::data::{trips, write_trips_csv, Trip, TRIP_COLUMNS, TRIP_ROWS};
 use super::report::{group_digits, round, Outcome, Row, Unit};
 use super::Ctx;
 use crate::error::BenchError;
@@ -39,17 +39,16 @@ use crate::error::BenchError;
 const TTC_SCHEMA: &str = "CREATE TABLE ttc(id INTEGER PRIMARY KEY, route_id INTEGER, \
      service_id INTEGER, trip_id INTEGER, trip_headsign TEXT, direction_id INTEGER, \
      block_id INTEGER, shape_id INTEGER, wheelchair_accessible INTEGER)";
-const TTC_COLUMNS: [&str; 9] = [
-    "id",
-    "route_id",
-    "service_id",
-    "trip_id",
-    "trip_headsign",
-    "direction_id",
-    "block_id",
-    "shape_id",
-    "wheelchair_accessible",
-];
+/// `id`, then the trips CSV's columns ([`TRIP_COLUMNS`]) in their order.
+const TTC_COLUMNS: [&str; 9] = {
+    let mut cols = ["id"; 9];
+    let mut i = 0;
+    while i < TRIP_COLUMNS.len() {
+        cols[i + 1] = TRIP_COLUMNS[i];
+        i += 1;
+    }
+    cols
+};
 const SELECT_RANGE: &str = "SELECT route_id, service_id, trip_id, trip_headsign, direction_id, \
      block_id, shape_id, wheelchair_accessible FROM ttc WHERE id BETWEEN ?1 AND ?2 ORDER BY id";
 const SELECT_ALL: &str = "SELECT route_id, service_id, trip_id, trip_headsign, direction_id, \
