@@ -261,6 +261,21 @@ fn plain_connection(path: &std::path::Path, profile: Profile) -> rusqlite::Resul
     Ok(c)
 }
 
+/// A [`plain_connection`] to a new database at `path` with the schema and
+/// the preloaded rows of `seed`, committed in one transaction.
+fn preloaded_connection(
+    path: &std::path::Path,
+    profile: Profile,
+    seed: u64,
+) -> rusqlite::Result<Connection> {
+    let conn = plain_connection(path, profile)?;
+    conn.execute_batch(SCHEMA)?;
+    conn.execute_batch("BEGIN")?;
+    preload(&conn, seed)?;
+    conn.execute_batch("COMMIT")?;
+    Ok(conn)
+}
+
 fn shared_handle(
     ctx: &Ctx,
     profile: Profile,
@@ -269,12 +284,7 @@ fn shared_handle(
 ) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("contention.db");
-    let conn = plain_connection(&path, profile)?;
-    conn.execute_batch(SCHEMA)?;
-    conn.execute_batch("BEGIN")?;
-    preload(&conn, seed)?;
-    conn.execute_batch("COMMIT")?;
-    let shared = Mutex::new(conn);
+    let shared = Mutex::new(preloaded_connection(&path, profile, seed)?);
     let (elapsed, tallies) = drive(work, |t, op| {
         let conn = shared.lock().unwrap_or_else(|e| e.into_inner());
         run_op(&conn, op, t).map(|_| 0).map_err(|e| e.to_string())
@@ -285,13 +295,7 @@ fn shared_handle(
 fn busy_retry(ctx: &Ctx, profile: Profile, work: &[Vec<Op>], seed: u64) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("contention.db");
-    {
-        let conn = plain_connection(&path, profile)?;
-        conn.execute_batch(SCHEMA)?;
-        conn.execute_batch("BEGIN")?;
-        preload(&conn, seed)?;
-        conn.execute_batch("COMMIT")?;
-    }
+    drop(preloaded_connection(&path, profile, seed)?);
     let conns: Vec<Mutex<Connection>> = (0..work.len())
         .map(|_| plain_connection(&path, profile).map(Mutex::new))
         .collect::<rusqlite::Result<_>>()?;
