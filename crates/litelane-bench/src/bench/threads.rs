@@ -207,6 +207,26 @@ fn apply_profile(conn: &Connection, profile: Profile) -> rusqlite::Result<()> {
     conn.execute_batch(&format!("PRAGMA synchronous = {}", profile.synchronous()))
 }
 
+/// A plain connection to `path` under `profile` ([`apply_profile`]), with
+/// `busy_timeout` when given (else rusqlite's default, 5 s).
+fn open_with_profile(
+    path: &Path,
+    profile: Profile,
+    busy_timeout: Option<Duration>,
+) -> rusqlite::Result<Connection> {
+    let c = Connection::open(path)?;
+    apply_profile(&c, profile)?;
+    if let Some(b) = busy_timeout {
+        c.busy_timeout(b)?;
+    }
+    Ok(c)
+}
+
+/// Creates the accounts table in a new database at `path` under `profile`.
+fn create_accounts(path: &Path, profile: Profile) -> rusqlite::Result<()> {
+    open_with_profile(path, profile, None)?.execute_batch(ACCOUNT_SCHEMA)
+}
+
 /// One thread, one connection, one autocommit `conn.execute` per row (the
 /// report's code: the statement is compiled each time).
 fn single_thread(
@@ -260,11 +280,7 @@ fn per_thread_connections(
 ) -> Result<Row, BenchError> {
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("threads.db");
-    {
-        let conn = Connection::open(&path)?;
-        apply_profile(&conn, profile)?;
-        conn.execute_batch(ACCOUNT_SCHEMA)?;
-    }
+    create_accounts(&path, profile)?;
     let barrier = Barrier::new(threads + 1);
     let (work, elapsed) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -272,13 +288,7 @@ fn per_thread_connections(
                 let (path, barrier) = (&path, &barrier);
                 s.spawn(move || {
                     let mut w = Work::default();
-                    let conn = match Connection::open(path).and_then(|c| {
-                        apply_profile(&c, profile)?;
-                        if let Some(b) = busy_timeout {
-                            c.busy_timeout(b)?;
-                        }
-                        Ok(c)
-                    }) {
+                    let conn = match open_with_profile(path, profile, busy_timeout) {
                         Ok(c) => c,
                         Err(e) => {
                             w.failed = per_thread;
@@ -346,34 +356,11 @@ fn litelane_threads(
             .map(|t| {
                 let (db, barrier) = (&db, &barrier);
                 s.spawn(move || {
-                    let mut w = Work::default();
                     let accounts: Vec<_> = Accounts::new(seed, t as u64)
                         .take(per_thread as usize)
                         .collect();
                     barrier.wait();
-                    for a in accounts {
-                        let t0 = Instant::now();
-                        let r = db.write(|tx| {
-                            tx.prepare_cached(ACCOUNT_INSERT)?.execute((
-                                &a.id,
-                                &a.created_at,
-                                &a.username,
-                            ))?;
-                            Ok(())
-                        });
-                        match r {
-                            Ok(()) => w.latencies.push(t0.elapsed()),
-                            Err(e) => {
-                                if e.is_busy() {
-                                    w.busy += 1;
-                                } else {
-                                    w.failed += 1;
-                                }
-                                w.first_error.get_or_insert(e.to_string());
-                            }
-                        }
-                    }
-                    w
+                    litelane_inserts(db, accounts)
                 })
             })
             .collect();
@@ -476,12 +463,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
     };
     let conns = if db.is_none() {
         (0..threads)
-            .map(|_| {
-                let c = Connection::open(&args.db)?;
-                apply_profile(&c, profile)?;
-                c.busy_timeout(Duration::from_secs(5))?;
-                Ok(c)
-            })
+            .map(|_| open_with_profile(&args.db, profile, Some(Duration::from_secs(5))))
             .collect::<rusqlite::Result<Vec<_>>>()?
     } else {
         Vec::new()
@@ -615,11 +597,7 @@ fn processes(
     use std::process::{Command, Stdio};
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("processes.db");
-    {
-        let conn = Connection::open(&path)?;
-        apply_profile(&conn, profile)?;
-        conn.execute_batch(ACCOUNT_SCHEMA)?;
-    }
+    create_accounts(&path, profile)?;
     let exe = std::env::current_exe()
         .map_err(|e| BenchError::io("finding the litelane-bench executable", e))?;
     let mut children = Vec::with_capacity(procs);
