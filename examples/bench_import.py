@@ -108,27 +108,25 @@ def main():
         return timed([SQLITE3, db, ".import --csv --skip 1 " + src + " t", "BEGIN", nullify,
                       "COMMIT"])
 
-    def copy(journal, sync, where=""):
+    def attached_copy(journal, sync, source, insert):
+        """A fresh typed table (litelane's schema), then `insert` from the
+        database `source` attached as `s`, timed, in one transaction."""
         def run():
             rm(db)
             subprocess.run([SQLITE3, db, f"PRAGMA journal_mode={journal};", schema], check=True,
                            stdout=subprocess.DEVNULL)
             return timed([SQLITE3, db, f"PRAGMA journal_mode={journal}; PRAGMA synchronous={sync};"
-                          f" ATTACH '{ref}' AS s; BEGIN; INSERT INTO t SELECT * FROM s.t {where};"
-                          " COMMIT;"])
+                          f" ATTACH '{source}' AS s; BEGIN; {insert}; COMMIT;"])
         return run
+
+    def copy(journal, sync, where=""):
+        return attached_copy(journal, sync, ref, f"INSERT INTO t SELECT * FROM s.t {where}")
 
     def text_copy(journal, sync):
         """The floor of a typed import: the CSV's text copied into the typed
         table litelane made, '' turned into NULL as litelane does."""
-        def run():
-            rm(db)
-            subprocess.run([SQLITE3, db, f"PRAGMA journal_mode={journal};", schema], check=True,
-                           stdout=subprocess.DEVNULL)
-            return timed([SQLITE3, db, f"PRAGMA journal_mode={journal}; PRAGMA synchronous={sync};"
-                          f" ATTACH '{text}' AS s; BEGIN; INSERT INTO t({names})"
-                          f" SELECT {nullifs} FROM s.t; COMMIT;"])
-        return run
+        return attached_copy(journal, sync, text,
+                             f"INSERT INTO t({names}) SELECT {nullifs} FROM s.t")
 
     variants = [
         ("litelane import (balanced: WAL, NORMAL)", litelane("balanced")),

@@ -31,15 +31,9 @@ import sys
 import tempfile
 import time
 
+from bench_import import rm  # the script's folder is on sys.path
+
 LITELANE = os.environ.get("LITELANE", "target/release/litelane")
-
-
-def rm(db):
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            os.remove(db + suffix)
-        except FileNotFoundError:
-            pass
 
 
 def cpu():
