@@ -326,6 +326,16 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     let stop_ckpt = Arc::new(AtomicBool::new(false));
     let latency = Arc::new(Mutex::new(new_histogram()));
     let mut workers = Vec::new();
+    // What a worker thread takes along: the database, the counters, the
+    // stop flag it obeys and the shared state.
+    let handles = |stop: &Arc<AtomicBool>| {
+        (
+            db.clone(),
+            Arc::clone(&c),
+            Arc::clone(stop),
+            Arc::clone(shared),
+        )
+    };
 
     // Writers: one small row per transaction, with a pause.
     for _ in 0..4 {
@@ -362,12 +372,7 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     // Bulk: 5,000 rows every 2 s, committing every 1,000; then trims old
     // rows so the file stays a fixed size.
     {
-        let (db, c, stop, shared) = (
-            db.clone(),
-            Arc::clone(&c),
-            Arc::clone(&stop),
-            Arc::clone(shared),
-        );
+        let (db, c, stop, shared) = handles(&stop);
         workers.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let first = c.next_id.fetch_add(5000, Ordering::Relaxed) as i64;
@@ -405,12 +410,7 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     }
     // Readers: short queries, and one that holds its snapshot for 3 s.
     for long in [false, false, true] {
-        let (db, c, stop, shared) = (
-            db.clone(),
-            Arc::clone(&c),
-            Arc::clone(&stop),
-            Arc::clone(shared),
-        );
+        let (db, c, stop, shared) = handles(&stop);
         workers.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let r = db.read(|conn| {
@@ -463,12 +463,7 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     }
     // An explicit checkpoint every 5 s besides the background ones.
     let ckpt = {
-        let (db, c, stop, shared) = (
-            db.clone(),
-            Arc::clone(&c),
-            Arc::clone(&stop_ckpt),
-            Arc::clone(shared),
-        );
+        let (db, c, stop, shared) = handles(&stop_ckpt);
         let explicit = args.explicit_checkpoints;
         thread::spawn(move || {
             while explicit && !stop.load(Ordering::Relaxed) {
