@@ -146,14 +146,18 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
         Workload::Checkpointing | Workload::WalBound => 3,
     };
     let pad = if w == Workload::WalBound { 3000 } else { 200 };
-    for _ in 0..single_writers {
-        let (db, vfs, acks, stop, next_id) = (
+    // What a writing thread takes along.
+    let writer_handles = || {
+        (
             db.clone(),
             Arc::clone(&vfs),
             Arc::clone(&acks),
             Arc::clone(&stop),
             Arc::clone(&next_id),
-        );
+        )
+    };
+    for _ in 0..single_writers {
+        let (db, vfs, acks, stop, next_id) = writer_handles();
         handles.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) && !vfs.is_cut() {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
@@ -171,13 +175,7 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
         }));
     }
     if w == Workload::Bulk {
-        let (db, vfs, acks, stop, next_id) = (
-            db.clone(),
-            Arc::clone(&vfs),
-            Arc::clone(&acks),
-            Arc::clone(&stop),
-            Arc::clone(&next_id),
-        );
+        let (db, vfs, acks, stop, next_id) = writer_handles();
         handles.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) && !vfs.is_cut() {
                 let first = next_id.fetch_add(1000, Ordering::Relaxed);
@@ -381,10 +379,18 @@ fn short_cuts() -> u64 {
     3
 }
 
+/// A short campaign of each workload under `profile` in turn (lazily, one
+/// when asked for), the i-th with base seed `seed + i`.
+fn short_campaigns(profile: Profile, seed: u64) -> impl Iterator<Item = (Workload, Tally)> {
+    WORKLOADS.into_iter().enumerate().map(move |(i, w)| {
+        let t = campaign(profile, w, short_cuts(), seed + i as u64, false);
+        (w, t)
+    })
+}
+
 #[test]
 fn safe_keeps_every_acknowledged_commit_through_power_cuts() {
-    for (i, w) in WORKLOADS.into_iter().enumerate() {
-        let t = campaign(Profile::Safe, w, short_cuts(), 100 + i as u64, false);
+    for (w, t) in short_campaigns(Profile::Safe, 100) {
         assert_eq!(t.lost, 0, "{w:?}: {t:?}");
         assert_eq!(t.corrupt, 0, "{w:?}: {t:?}");
         assert!(
@@ -396,8 +402,7 @@ fn safe_keeps_every_acknowledged_commit_through_power_cuts() {
 
 #[test]
 fn balanced_stays_intact_and_loses_only_commits_after_the_last_wal_sync() {
-    for (i, w) in WORKLOADS.into_iter().enumerate() {
-        let t = campaign(Profile::Balanced, w, short_cuts(), 200 + i as u64, false);
+    for (w, t) in short_campaigns(Profile::Balanced, 200) {
         assert_eq!(t.lost_required, 0, "{w:?}: {t:?}");
         assert_eq!(t.corrupt, 0, "{w:?}: {t:?}");
     }
