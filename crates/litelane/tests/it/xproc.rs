@@ -237,6 +237,23 @@ fn line_starting(child: &mut Child, prefix: &str) -> String {
     }
 }
 
+/// Waits (10 s at most) until one of `children` holds the turn of `q` with
+/// at least one process queued behind it; panics if none does in time.
+fn child_holder_with_waiters(
+    q: &ProcessQueue,
+    children: &HashMap<u32, Child>,
+) -> litelane::xproc::HolderInfo {
+    let mut holder = None;
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            holder = q.holder().filter(|h| children.contains_key(&h.pid));
+            holder.is_some() && q.queued() >= 1
+        }),
+        "no holder with waiters"
+    );
+    holder.unwrap()
+}
+
 fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
@@ -443,15 +460,7 @@ fn kill_holders(kills: usize, procs: usize, hold: Duration) {
     let mut latencies = Vec::new();
     for _ in 0..kills {
         // A live holder that is one of our children, with others queued.
-        let mut holder = None;
-        assert!(
-            wait_until(Duration::from_secs(10), || {
-                holder = q.holder().filter(|h| children.contains_key(&h.pid));
-                holder.is_some() && q.queued() >= 1
-            }),
-            "no holder with waiters"
-        );
-        let holder = holder.unwrap();
+        let holder = child_holder_with_waiters(&q, &children);
         // A random moment within the first two thirds of the turn.
         seed = seed
             .wrapping_mul(6364136223846793005)
@@ -861,15 +870,7 @@ fn sqlite_writers_survive_kill_9_of_the_holder_mid_transaction() {
     let mut gaps = Vec::new();
     for _ in 0..kills {
         thread::sleep(Duration::from_millis(20)); // some commits between kills
-        let mut holder = None;
-        assert!(
-            wait_until(Duration::from_secs(10), || {
-                holder = q.holder().filter(|h| children.contains_key(&h.pid));
-                holder.is_some() && q.queued() >= 1
-            }),
-            "no holder with waiters"
-        );
-        let holder = holder.unwrap();
+        let holder = child_holder_with_waiters(&q, &children);
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
