@@ -34,6 +34,16 @@ def _cache_on_every_reader(run, threads=6, times=20):
     assert not errors, errors
 
 
+def _one_row_cached_on_every_reader(db_path):
+    """An autocommit connection, usable from any thread, to a new table t(a)
+    holding the row (1,), whose `SELECT * FROM t` every reader has cached."""
+    con = dbapi.connect(db_path, isolation_level=None, check_same_thread=False)
+    con.execute("CREATE TABLE t(a)")
+    con.execute("INSERT INTO t VALUES (1)")
+    _cache_on_every_reader(lambda: con.execute("SELECT * FROM t").fetchall())
+    return con
+
+
 @pytest.mark.parametrize("profile", ["safe", "balanced"])
 def test_dbapi_select_star_after_add_column_one_connection(db_path, profile):
     con = dbapi.connect(db_path, profile=profile, isolation_level=None)
@@ -62,10 +72,7 @@ def test_dbapi_select_star_inside_a_transaction_runs_on_the_writer(db_path):
 
 
 def test_dbapi_every_reader_sees_the_new_shape(db_path):
-    con = dbapi.connect(db_path, isolation_level=None, check_same_thread=False)
-    con.execute("CREATE TABLE t(a)")
-    con.execute("INSERT INTO t VALUES (1)")
-    _cache_on_every_reader(lambda: con.execute("SELECT * FROM t").fetchall())
+    con = _one_row_cached_on_every_reader(db_path)
     con.execute("ALTER TABLE t ADD COLUMN b DEFAULT 2")
     seen = set()
 
@@ -95,10 +102,7 @@ def test_dbapi_drop_and_recreate_with_other_columns_from_another_connection(db_p
 
 
 def test_dbapi_schema_changed_by_another_process(db_path):
-    con = dbapi.connect(db_path, isolation_level=None, check_same_thread=False)
-    con.execute("CREATE TABLE t(a)")
-    con.execute("INSERT INTO t VALUES (1)")
-    _cache_on_every_reader(lambda: con.execute("SELECT * FROM t").fetchall())
+    con = _one_row_cached_on_every_reader(db_path)
     code = (
         "import litelane.dbapi as s, sys\n"
         "c = s.connect(sys.argv[1], isolation_level=None)\n"
