@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rusqlite::types::Value;
+
+use crate::common::{i, r, t};
 use rusqlite::{Connection, OpenFlags};
 
 /// Runs `litelane import ARGS...` in `cwd`.
@@ -35,18 +37,6 @@ fn query(db: &Path, sql: &str) -> rusqlite::Result<Vec<Vec<Value>>> {
         .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
         .collect::<Result<_, _>>()?;
     Ok(rows)
-}
-
-fn i(v: i64) -> Value {
-    Value::Integer(v)
-}
-
-fn t(s: &str) -> Value {
-    Value::Text(s.into())
-}
-
-fn r(v: f64) -> Value {
-    Value::Real(v)
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {

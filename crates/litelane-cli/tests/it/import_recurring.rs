@@ -7,6 +7,8 @@ use std::process::Output;
 
 use rusqlite::types::Value;
 
+use crate::common::{i, r, t};
+
 use crate::common;
 
 use common::{litelane, query, stderr, Dir};
@@ -17,18 +19,6 @@ fn json(o: &Output) -> serde_json::Value {
 
 fn status(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
-}
-
-fn i(v: i64) -> Value {
-    Value::Integer(v)
-}
-
-fn t(s: &str) -> Value {
-    Value::Text(s.into())
-}
-
-fn r(v: f64) -> Value {
-    Value::Real(v)
 }
 
 const N: Value = Value::Null;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use rusqlite::types::Value;
+
+use crate::common::{i, r, t};
 use rusqlite::Connection;
 
 fn run(args: &[&str]) -> Output {
@@ -77,15 +79,6 @@ fn table(db: &str, t: &str) -> Table {
     (cols, rows)
 }
 
-fn i(v: i64) -> Value {
-    Value::Integer(v)
-}
-fn r(v: f64) -> Value {
-    Value::Real(v)
-}
-fn t(s: &str) -> Value {
-    Value::Text(s.into())
-}
 const N: Value = Value::Null;
 
 /// One file, imported with no flags: the columns and values it must give.

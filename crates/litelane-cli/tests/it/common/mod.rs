@@ -7,6 +7,21 @@ use std::process::{Command, Output};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
+/// An INTEGER value, as a row's cell.
+pub fn i(v: i64) -> Value {
+    Value::Integer(v)
+}
+
+/// A REAL value, as a row's cell.
+pub fn r(v: f64) -> Value {
+    Value::Real(v)
+}
+
+/// A TEXT value, as a row's cell.
+pub fn t(s: &str) -> Value {
+    Value::Text(s.into())
+}
+
 /// Runs `litelane import ARGS...` and waits for it.
 pub fn litelane(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_litelane"))
