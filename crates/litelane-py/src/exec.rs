@@ -314,21 +314,54 @@ pub fn run_script(conn: &Connection, script: &str) -> Result<()> {
     Ok(())
 }
 
-fn with_context(e: Error, sql: &str) -> Error {
-    match e {
+fn with_context(mut e: Error, sql: &str) -> Error {
+    if let Error::Sqlite { context, .. } = &mut e {
+        if context.is_empty() {
+            *context = format!("running {sql:?}");
+        }
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite_error(context: &str) -> Error {
         Error::Sqlite {
-            code,
-            extended_code,
+            code: 1,
+            extended_code: 1,
+            message: "no such table: nope".into(),
+            context: context.into(),
+            os: Some(std::io::Error::from_raw_os_error(5).into()),
+        }
+    }
+
+    #[test]
+    fn with_context_names_the_statement_only_where_none_is_named() {
+        let e = with_context(sqlite_error(""), "SELECT 1");
+        let Error::Sqlite {
             message,
             context,
             os,
-        } if context.is_empty() => Error::Sqlite {
-            code,
-            extended_code,
-            message,
-            context: format!("running {sql:?}"),
-            os,
-        },
-        e => e,
+            ..
+        } = e
+        else {
+            panic!("not an SQLite error: {e:?}")
+        };
+        assert_eq!(message, "no such table: nope");
+        assert_eq!(context, "running \"SELECT 1\"");
+        assert!(os.is_some(), "the OS error is kept");
+        match with_context(sqlite_error("opening"), "SELECT 1") {
+            Error::Sqlite { context, .. } => assert_eq!(context, "opening"),
+            e => panic!("not an SQLite error: {e:?}"),
+        }
+        let user = Error::User {
+            message: "no".into(),
+        };
+        assert!(matches!(
+            with_context(user, "SELECT 1"),
+            Error::User { message } if message == "no"
+        ));
     }
 }
