@@ -347,20 +347,20 @@ def test_errors_map_to_pep249_classes(db_path, sql, params, exc, text):
 
 
 def test_sqlite_errors_carry_codes_like_sqlite3(db_path):
-    con = dbapi.connect(db_path)
-    con.execute("CREATE TABLE u(x UNIQUE)")
-    con.execute("INSERT INTO u VALUES (1)")
-    with pytest.raises(dbapi.IntegrityError) as info:
+    def duplicate_insert(con, error):
+        """The `error` that inserting a UNIQUE value twice raises on `con`."""
+        con.execute("CREATE TABLE u(x UNIQUE)")
         con.execute("INSERT INTO u VALUES (1)")
-    std = sqlite3.connect(":memory:")
-    std.execute("CREATE TABLE u(x UNIQUE)")
-    std.execute("INSERT INTO u VALUES (1)")
-    with pytest.raises(sqlite3.IntegrityError) as std_info:
-        std.execute("INSERT INTO u VALUES (1)")
-    assert str(info.value) == str(std_info.value)
-    if hasattr(std_info.value, "sqlite_errorcode"):
-        assert info.value.sqlite_errorcode == std_info.value.sqlite_errorcode
-        assert info.value.sqlite_errorname == std_info.value.sqlite_errorname
+        with pytest.raises(error) as info:
+            con.execute("INSERT INTO u VALUES (1)")
+        return info.value
+
+    ours = duplicate_insert(dbapi.connect(db_path), dbapi.IntegrityError)
+    theirs = duplicate_insert(sqlite3.connect(":memory:"), sqlite3.IntegrityError)
+    assert str(ours) == str(theirs)
+    if hasattr(theirs, "sqlite_errorcode"):
+        assert ours.sqlite_errorcode == theirs.sqlite_errorcode
+        assert ours.sqlite_errorname == theirs.sqlite_errorname
 
 
 def test_error_inside_a_transaction_keeps_the_transaction(db_path):
