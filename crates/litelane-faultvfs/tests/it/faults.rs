@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use litelane::{CheckpointMode, Database, Error, Options, Profile, Value};
 use litelane_faultvfs::{CutReport, Effect, Fault, FaultVfs, FileKind, Op};
 
+use crate::common::stored_ids;
+
 const SQLITE_IOERR: i32 = 10;
 const SQLITE_FULL: i32 = 13;
 const SQLITE_SCHEMA: i32 = 17;
@@ -87,13 +89,7 @@ fn cut_image(vfs: &FaultVfs, seed: u64, dir: &Path) -> (CutReport, BTreeSet<i64>
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(ok, "ok", "seed {seed}: {report:?}");
-    let stored: BTreeSet<i64> = c
-        .prepare("SELECT id FROM t")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let stored: BTreeSet<i64> = stored_ids(&c);
     (report, stored)
 }
 
@@ -808,13 +804,7 @@ fn the_database_file_replaced_underneath_fails_writes_clearly() {
     });
     // The file now at the path is the replacement, untouched.
     let c = rusqlite::Connection::open(&path).unwrap();
-    let ids: Vec<i64> = c
-        .prepare("SELECT id FROM t")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let ids: Vec<i64> = stored_ids(&c);
     assert_eq!(ids, vec![99]);
 }
 
@@ -1084,13 +1074,7 @@ fn a_checkpoint_fsync_error_under_balanced_fails_the_checkpoint_alone() {
     let report = vfs.cut_now(7, &out);
     drop(db);
     let c = rusqlite::Connection::open(out.join("db")).unwrap();
-    let stored: BTreeSet<i64> = c
-        .prepare("SELECT id FROM t")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let stored: BTreeSet<i64> = stored_ids(&c);
     assert_eq!(stored, want, "{report:?}");
 }
 

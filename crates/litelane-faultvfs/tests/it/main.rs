@@ -5,6 +5,8 @@
 //!
 //! One module: `cargo test -p litelane-faultvfs --test it powerloss::`.
 
+mod common;
+
 mod faults;
 mod powerloss;
 mod shim;

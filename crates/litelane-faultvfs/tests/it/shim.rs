@@ -4,6 +4,8 @@
 use litelane_faultvfs::{Effect, Fault, FaultVfs, FileKind, Op};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::common::stored_ids;
+
 fn open(vfs: &FaultVfs, path: &std::path::Path) -> Connection {
     Connection::open_with_flags_and_vfs(path, OpenFlags::default(), vfs.name()).unwrap()
 }
@@ -223,13 +225,7 @@ fn each_fault_fires_on_the_call_it_names_with_sqlites_code() {
         // Rolled back, and the next write works.
         conn.execute("INSERT INTO t VALUES (2, randomblob(3000))", [])
             .unwrap();
-        let ids: Vec<i64> = conn
-            .prepare("SELECT id FROM t")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids: Vec<i64> = stored_ids(&conn);
         assert_eq!(ids, vec![2], "{fault:?}");
     }
 }
