@@ -126,10 +126,46 @@ fn setup(db: &litelane::Database) {
     );
 }
 
+/// The events of one transaction of `rows` rows with none refused; `end`
+/// when it is the last.
+fn transaction(rows: u64, end: bool) -> [Event; 3] {
+    [
+        Event::Begin,
+        Event::BeforeCommit {
+            rows,
+            refused: 0,
+            end,
+        },
+        Event::AfterCommit { rows },
+    ]
+}
+
+/// A new database with the table `t` of [`setup`] (the directory lives as
+/// long as the first value).
+fn db_with_t() -> (tempfile::TempDir, litelane::Database) {
+    let (dir, db) = temp_db(Options::default());
+    setup(&db);
+    (dir, db)
+}
+
+/// Feeds `src` to an inserter into `t(id, v)` committing every `every` rows
+/// (`None`: the inserter's default, once at the end).
+fn insert_script(
+    db: &litelane::Database,
+    src: &mut Script,
+    every: Option<u64>,
+) -> litelane::Result<InsertReport> {
+    let ins = db.inserter("t", &["id", "v"]).unwrap();
+    match every {
+        Some(n) => ins.commit_every(n),
+        None => ins,
+    }
+    .insert_from(src)
+}
+
 #[test]
 fn refused_rows_come_back_one_by_one_and_the_rest_is_stored() {
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     exec(&db, "INSERT INTO t VALUES (5, 'old')");
     // 200 rows: a duplicate key (5), a NULL and a CHECK failure, spread over
     // several multi-row statements.
@@ -138,11 +174,7 @@ fn refused_rows_come_back_one_by_one_and_the_rest_is_stored() {
     rows[70].1 = Value::Null; // id 71: NOT NULL
     rows[150].1 = Value::Text("bad".into()); // id 151: CHECK
     let mut src = Script::new(rows);
-    let report = db
-        .inserter("t", &["id", "v"])
-        .unwrap()
-        .insert_from(&mut src)
-        .unwrap();
+    let report = insert_script(&db, &mut src, None).unwrap();
     let refused: Vec<(u64, i64, i32)> = src
         .events
         .iter()
@@ -180,17 +212,12 @@ fn refused_rows_come_back_one_by_one_and_the_rest_is_stored() {
 
 #[test]
 fn a_refused_row_the_source_does_not_take_back_rolls_everything_back() {
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     let mut rows = ints(1..=100);
     rows[40].1 = Value::Text("bad".into());
     let mut src = Script::new(rows);
     src.take_back = false;
-    let err = db
-        .inserter("t", &["id", "v"])
-        .unwrap()
-        .insert_from(&mut src)
-        .unwrap_err();
+    let err = insert_script(&db, &mut src, None).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("inserting row 41 into \"t\""), "{msg}");
     assert!(msg.contains("CHECK constraint failed"), "{msg}");
@@ -212,42 +239,18 @@ fn a_refused_row_the_source_does_not_take_back_rolls_everything_back() {
 
 #[test]
 fn hooks_run_in_each_transaction_and_commit_with_its_rows() {
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     let mut src = Script::new(ints(1..=25));
-    let report = db
-        .inserter("t", &["id", "v"])
-        .unwrap()
-        .commit_every(10)
-        .insert_from(&mut src)
-        .unwrap();
+    let report = insert_script(&db, &mut src, Some(10)).unwrap();
     assert_eq!((report.rows, report.commits), (25, 3));
-    use Event::*;
     assert_eq!(
         src.events,
-        vec![
-            Begin,
-            BeforeCommit {
-                rows: 10,
-                refused: 0,
-                end: false
-            },
-            AfterCommit { rows: 10 },
-            Begin,
-            BeforeCommit {
-                rows: 10,
-                refused: 0,
-                end: false
-            },
-            AfterCommit { rows: 10 },
-            Begin,
-            BeforeCommit {
-                rows: 5,
-                refused: 0,
-                end: true
-            },
-            AfterCommit { rows: 5 },
+        [
+            transaction(10, false),
+            transaction(10, false),
+            transaction(5, true)
         ]
+        .concat()
     );
     // Each progress row saw exactly the rows of its own transaction.
     let seen: Vec<i64> = db
@@ -264,15 +267,9 @@ fn hooks_run_in_each_transaction_and_commit_with_its_rows() {
 
 #[test]
 fn a_source_that_cannot_tell_its_end_gets_one_last_empty_transaction() {
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     let mut src = Script::new(ints(1..=20));
-    let report = db
-        .inserter("t", &["id", "v"])
-        .unwrap()
-        .commit_every(10)
-        .insert_from(&mut src)
-        .unwrap();
+    let report = insert_script(&db, &mut src, Some(10)).unwrap();
     assert_eq!((report.rows, report.commits), (20, 3));
     assert_eq!(
         src.events.iter().rev().nth(1),
@@ -299,17 +296,11 @@ fn an_abort_rolls_back_only_the_transaction_in_progress() {
         (None, Some(0), 0, 0),   // the first progress row refused
         (None, Some(2), 20, 2),  // the third progress row refused
     ] {
-        let (_dir, db) = temp_db(Options::default());
-        setup(&db);
+        let (_dir, db) = db_with_t();
         let mut src = Script::new(ints(1..=25));
         src.abort_at_row = abort_at_row;
         src.fail_before_commit = fail_before_commit;
-        let err = db
-            .inserter("t", &["id", "v"])
-            .unwrap()
-            .commit_every(10)
-            .insert_from(&mut src)
-            .unwrap_err();
+        let err = insert_script(&db, &mut src, Some(10)).unwrap_err();
         assert!(matches!(err, Error::User { .. }), "{err:?}");
         let case = format!("{abort_at_row:?} {fail_before_commit:?}");
         assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), stored, "{case}");
@@ -353,8 +344,7 @@ fn conflict_modes_store_skip_or_update_and_count_it() {
         (OnConflict::Update(vec!["id".into()]), 10, 0, "v5"),
         (OnConflict::Replace, 10, 0, "v5"),
     ] {
-        let (_dir, db) = temp_db(Options::default());
-        setup(&db);
+        let (_dir, db) = db_with_t();
         exec(&db, "INSERT INTO t VALUES (5, 'old')");
         let report = db
             .inserter("t", &["id", "v"])
@@ -374,8 +364,7 @@ fn conflict_modes_store_skip_or_update_and_count_it() {
             .unwrap();
         assert_eq!(got, v5, "{on:?}");
     }
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     let err = db
         .inserter("t", &["id", "v"])
         .unwrap()
@@ -389,8 +378,7 @@ fn conflict_modes_store_skip_or_update_and_count_it() {
 fn rows_taken_by_an_instead_of_trigger_are_counted_as_stored() {
     // SQLite does not count them in sqlite3_changes(): the report must not
     // call them skipped.
-    let (_dir, db) = temp_db(Options::default());
-    setup(&db);
+    let (_dir, db) = db_with_t();
     exec(&db, "CREATE VIEW vt AS SELECT id, v FROM t");
     exec(
         &db,
