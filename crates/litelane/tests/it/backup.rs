@@ -57,9 +57,17 @@ fn setup(db: &Database) {
          CREATE TABLE filler(x BLOB);",
     );
     // About 2 MB of pages, so the copy takes many steps.
+    fill_blobs(db, "filler", 2000);
+}
+
+/// Inserts `rows` rows of 1,000 random bytes into the one-column `table`,
+/// in one transaction.
+fn fill_blobs(db: &Database, table: &str, rows: usize) {
     db.write(|tx| {
-        let mut s = tx.prepare("INSERT INTO filler VALUES (randomblob(1000))")?;
-        for _ in 0..2000 {
+        let mut s = tx.prepare(&format!(
+            "INSERT INTO \"{table}\" VALUES (randomblob(1000))"
+        ))?;
+        for _ in 0..rows {
             s.execute([])?;
         }
         Ok(())
@@ -412,14 +420,7 @@ fn backup_figures() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path().join("f.db"), Options::with_profile(profile)).unwrap();
         exec(&db, "CREATE TABLE big(x BLOB); CREATE TABLE w(x);");
-        db.write(|tx| {
-            let mut s = tx.prepare("INSERT INTO big VALUES (randomblob(1000))")?;
-            for _ in 0..64_000 {
-                s.execute([])?;
-            }
-            Ok(())
-        })
-        .unwrap();
+        fill_blobs(&db, "big", 64_000);
         db.checkpoint(litelane::CheckpointMode::Truncate).ok();
         let stop = Arc::new(AtomicBool::new(false));
         let during = Arc::new(AtomicBool::new(false));
