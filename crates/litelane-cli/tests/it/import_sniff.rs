@@ -7,15 +7,8 @@ use std::process::{Command, Output};
 
 use rusqlite::types::Value;
 
-use crate::common::{i, r, t};
+use crate::common::{i, r, run, t};
 use rusqlite::Connection;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -1,16 +1,11 @@
 //! `litelane stats`, `doctor` and `checkpoint`, run as a child process.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rusqlite::Connection;
 
-fn litelane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
+use crate::common::run;
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(
@@ -55,7 +50,7 @@ fn stats_counts_real_tables_only_and_changes_nothing() {
     let db = d.path().join("h.db");
     hostile_db(&db);
     let before = file_bytes(&db);
-    let s = json(&litelane(&["stats", db.to_str().unwrap(), "--json"]));
+    let s = json(&run(&["stats", db.to_str().unwrap(), "--json"]));
     assert_eq!(s["journal_mode"], "delete");
     assert_eq!(s["page_size"], 1024);
     assert_eq!(s["triggers"], 2);
@@ -66,7 +61,7 @@ fn stats_counts_real_tables_only_and_changes_nothing() {
     assert_eq!(find("log")["rows"], 0);
     assert_eq!(find("v")["type"], "view");
     assert!(find("v")["rows"].is_null(), "a view is not counted");
-    let human = litelane(&["stats", db.to_str().unwrap()]);
+    let human = run(&["stats", db.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("(view, not counted)"));
     assert_eq!(file_bytes(&db), before, "stats wrote nothing");
 }
@@ -77,7 +72,7 @@ fn doctor_reports_shortfalls_with_fixes_and_changes_nothing() {
     let db = d.path().join("h.db");
     hostile_db(&db);
     let before = file_bytes(&db);
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let findings = r["findings"].as_array().unwrap();
     let get = |c: &str| {
         findings
@@ -109,7 +104,7 @@ fn doctor_reports_shortfalls_with_fixes_and_changes_nothing() {
     c.execute_batch("PRAGMA page_size=4096; VACUUM; PRAGMA journal_mode=WAL;")
         .unwrap();
     drop(c);
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let checks: Vec<&str> = r["findings"]
         .as_array()
         .unwrap()
@@ -135,7 +130,7 @@ fn doctor_flags_a_large_freelist() {
     )
     .unwrap();
     drop(c);
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let f = r["findings"]
         .as_array()
         .unwrap()
@@ -160,7 +155,7 @@ fn checkpoint_copies_the_wal_and_truncate_empties_it() {
     // Keep the WAL: this connection stays open (no checkpoint on close).
     let wal = d.path().join("w.db-wal");
     assert!(std::fs::metadata(&wal).unwrap().len() > 0);
-    let r = json(&litelane(&["checkpoint", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["checkpoint", db.to_str().unwrap(), "--json"]));
     assert_eq!(r["ran"], true);
     assert_eq!(r["mode"], "passive");
     assert!(r["wal_frames"].as_u64().unwrap() > 0);
@@ -170,7 +165,7 @@ fn checkpoint_copies_the_wal_and_truncate_empties_it() {
         r["wal_bytes_after"].as_u64().unwrap() > 0,
         "passive keeps the file"
     );
-    let r = json(&litelane(&[
+    let r = json(&run(&[
         "checkpoint",
         db.to_str().unwrap(),
         "--mode",
@@ -192,11 +187,7 @@ fn checkpoint_copies_the_wal_and_truncate_empties_it() {
         .unwrap()
         .execute_batch("CREATE TABLE t(x)")
         .unwrap();
-    let r = json(&litelane(&[
-        "checkpoint",
-        plain.to_str().unwrap(),
-        "--json",
-    ]));
+    let r = json(&run(&["checkpoint", plain.to_str().unwrap(), "--json"]));
     assert_eq!(r["ran"], false);
     assert_eq!(r["journal_mode"], "delete");
 }
@@ -206,14 +197,14 @@ fn missing_or_foreign_files_are_clear_errors() {
     let d = tempfile::tempdir().unwrap();
     let missing = d.path().join("missing.db");
     for cmd in ["stats", "doctor", "checkpoint"] {
-        let o = litelane(&[cmd, missing.to_str().unwrap()]);
+        let o = run(&[cmd, missing.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&o.stderr).contains("missing.db"));
     }
     assert!(!missing.exists(), "no command created the file");
     let junk = d.path().join("junk.db");
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
-    let o = litelane(&["stats", junk.to_str().unwrap()]);
+    let o = run(&["stats", junk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a database"));
 }
@@ -242,7 +233,7 @@ fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
     // Another database's lock file is not this one's business.
     std::fs::write(d.path().join("other.db.litelane-import-00.lock"), b"").unwrap();
 
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let findings = r["findings"].as_array().unwrap();
     let of = |check: &str| -> Vec<String> {
         findings
@@ -259,7 +250,7 @@ fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
     assert!(dirs[0].starts_with("rm -r -- ") && dirs[0].contains(".litelane-recover-12345"));
     assert_eq!(of("wal_size").len(), 1, "{r}");
     let human =
-        String::from_utf8_lossy(&litelane(&["doctor", db.to_str().unwrap()]).stdout).into_owned();
+        String::from_utf8_lossy(&run(&["doctor", db.to_str().unwrap()]).stdout).into_owned();
     assert!(!human.contains("no problems found"), "{human}");
     assert!(human.contains("larger than the database file"), "{human}");
     drop(held);
@@ -276,7 +267,7 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
         .unwrap();
     drop(opened);
     let lock = d.path().join("f.db-lane");
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let checks = |r: &serde_json::Value| -> Vec<String> {
         r["findings"]
             .as_array()
@@ -297,7 +288,7 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
         litelane::xproc::recorded_sync_failure(&db).map(|(_, at)| at),
         Some(7)
     );
-    let r = json(&litelane(&["doctor", db.to_str().unwrap(), "--json"]));
+    let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let found: Vec<_> = r["findings"]
         .as_array()
         .unwrap()
@@ -322,7 +313,7 @@ fn a_failure_prints_the_chain_down_to_sqlites_code_name_and_the_os_error() {
     let dir = tempfile::tempdir().unwrap();
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, b"these are notes, not a database\n".repeat(200)).unwrap();
-    let out = litelane(&["stats", notes.to_str().unwrap()]);
+    let out = run(&["stats", notes.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -336,7 +327,7 @@ fn a_failure_prints_the_chain_down_to_sqlites_code_name_and_the_os_error() {
         .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
         .unwrap();
     let dest = dir.path().join("no-such-dir").join("copy.db");
-    let out = litelane(&["backup", db.to_str().unwrap(), dest.to_str().unwrap()]);
+    let out = run(&["backup", db.to_str().unwrap(), dest.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

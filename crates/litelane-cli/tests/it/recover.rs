@@ -9,17 +9,12 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use crate::common::run;
+
 const PAGE: u64 = 4096;
 const ITEMS: i64 = 3000;
 const NOTES: i64 = 3000;
 const DOCS: i64 = 5;
-
-fn litelane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args(args)
-        .output()
-        .expect("run litelane")
-}
 
 fn stdout_json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
@@ -408,7 +403,7 @@ fn recover_salvages_what_each_kind_of_damage_leaves() {
         let out = dir.path().join("out").join("recovered.db");
         std::fs::create_dir(out.parent().unwrap()).unwrap();
         let files_before = dir_listing(dir.path());
-        let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+        let o = run(&["recover", s(&db), s(&out), "--json"]);
         let name = case.name;
         assert!(
             o.status.success(),
@@ -524,7 +519,7 @@ fn recover_salvages_what_each_kind_of_damage_leaves() {
         );
         // Human-readable output says the same.
         let out2 = dir.path().join("out").join("again.db");
-        let o = litelane(&["recover", s(&db), s(&out2)]);
+        let o = run(&["recover", s(&db), s(&out2)]);
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(
             text.contains(&format!("recovery {}", expect.outcome)),
@@ -547,7 +542,7 @@ fn doctor_integrity_names_what_is_damaged_and_what_to_do() {
             if quick {
                 args.push("--quick");
             }
-            let o = litelane(&args);
+            let o = run(&args);
             let name = format!("{} (quick: {quick})", case.name);
             let r = stdout_json(&o);
             assert_eq!(std::fs::read(&db).unwrap(), before, "{name}: DB changed");
@@ -620,7 +615,7 @@ fn doctor_integrity_runs_beside_live_writers() {
     };
     let count_live = || count(&path, "SELECT count(*) FROM small WHERE x = 'live'");
     let before = count_live();
-    let o = litelane(&["doctor", s(&path), "--integrity", "--json"]);
+    let o = run(&["doctor", s(&path), "--integrity", "--json"]);
     let after = count_live();
     stop.store(true, Ordering::Relaxed);
     let written = writer.join().unwrap();
@@ -659,7 +654,7 @@ fn recover_refuses_outputs_that_would_destroy_something() {
     for (out, extra, words) in cases {
         let mut args = vec!["recover", s(&db), s(out)];
         args.extend_from_slice(extra);
-        let o = litelane(&args);
+        let o = run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{out:?} {extra:?} must be refused");
         assert!(err.contains(words), "{out:?}: {err}");
@@ -671,20 +666,20 @@ fn recover_refuses_outputs_that_would_destroy_something() {
     }
     assert_eq!(std::fs::read(&taken).unwrap(), b"user's file");
     // --force replaces a file that is not the database.
-    let o = litelane(&["recover", s(&db), s(&taken), "--force"]);
+    let o = run(&["recover", s(&db), s(&taken), "--force"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(count(&taken, "SELECT count(*) FROM items") > 0);
     // A file that is not a database at all: nothing recovered, OUT not made.
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![0x5a; 8192]).unwrap();
     let out = dir.path().join("from-junk.db");
-    let o = litelane(&["recover", s(&junk), s(&out)]);
+    let o = run(&["recover", s(&junk), s(&out)]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("nothing could be recovered"), "{err}");
     assert!(!out.exists());
     // A missing DB names the path.
-    let o = litelane(&["recover", s(&dir.path().join("nope.db")), s(&out)]);
+    let o = run(&["recover", s(&dir.path().join("nope.db")), s(&out)]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope.db"));
 }
 
@@ -710,7 +705,7 @@ fn backup_command_copies_a_live_database_and_refuses_to_overwrite() {
         })
     };
     let out = dir.path().join("copy.db");
-    let o = litelane(&[
+    let o = run(&[
         "backup",
         s(&path),
         s(&out),
@@ -730,17 +725,17 @@ fn backup_command_copies_a_live_database_and_refuses_to_overwrite() {
     assert_eq!(v - 1, live, "copy mixes two moments");
     assert_eq!(items_ids(&out), all_items());
     // Refusals: the database itself, a non-empty file without --force.
-    let o = litelane(&["backup", s(&path), s(&path), "--force"]);
+    let o = run(&["backup", s(&path), s(&path), "--force"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("itself"));
     let copy_bytes = std::fs::read(&out).unwrap();
-    let o = litelane(&["backup", s(&path), s(&out)]);
+    let o = run(&["backup", s(&path), s(&out)]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not empty"));
     assert_eq!(std::fs::read(&out).unwrap(), copy_bytes);
-    let o = litelane(&["backup", s(&path), s(&out), "--force"]);
+    let o = run(&["backup", s(&path), s(&out), "--force"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = litelane(&["backup", s(&path), s(&out), "--pages-per-step", "0"]);
+    let o = run(&["backup", s(&path), s(&out), "--pages-per-step", "0"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--pages-per-step"));
 }
 
@@ -761,7 +756,7 @@ fn recover_includes_commits_still_in_the_wal_and_leaves_them_there() {
     let wal_bytes = std::fs::read(&wal).unwrap();
     // The writer is still open (its commits not checkpointed).
     let out = dir.path().join("r.db");
-    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    let o = run(&["recover", s(&db), s(&out), "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
     assert_eq!(r["outcome"], "complete", "{r}");
@@ -800,7 +795,7 @@ fn a_hostile_schema_entry_is_not_run_in_out() {
     .unwrap();
     drop(c);
     let out = dir.path().join("r.db");
-    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    let o = run(&["recover", s(&db), s(&out), "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
     assert!(!evil.exists(), "the ATTACH ran");
@@ -838,7 +833,7 @@ fn autoincrement_counters_user_version_and_generated_columns_carry_over() {
         )
         .unwrap();
     let out = dir.path().join("r.db");
-    let o = litelane(&["recover", s(&db), s(&out), "--json"]);
+    let o = run(&["recover", s(&db), s(&out), "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
     assert_eq!(r["outcome"], "complete", "{r}");
@@ -890,7 +885,7 @@ fn backup_and_recover_refuse_side_file_names_whether_or_not_they_exist() {
             let out_path = p(out);
             let mut args = vec![command, s(&db), s(&out_path)];
             args.extend_from_slice(extra);
-            let o = litelane(&args);
+            let o = run(&args);
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(
                 !o.status.success(),
@@ -912,12 +907,12 @@ fn backup_and_recover_refuse_side_file_names_whether_or_not_they_exist() {
     assert_eq!(std::fs::read(p("stale-w.db-wal")).unwrap(), b"old wal");
     // The refusal of an existing destination names the flag that allows it.
     std::fs::write(p("taken.db"), b"user's file").unwrap();
-    let o = litelane(&["backup", s(&db), s(&p("taken.db"))]);
+    let o = run(&["backup", s(&db), s(&p("taken.db"))]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
     assert_eq!(std::fs::read(p("taken.db")).unwrap(), b"user's file");
     // And a plain backup still works, its copy opening clean.
-    let o = litelane(&["backup", s(&db), s(&p("copy.db"))]);
+    let o = run(&["backup", s(&db), s(&p("copy.db"))]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(items_ids(&p("copy.db")), all_items());
 }
@@ -1144,7 +1139,7 @@ fn recover_shows_progress_and_leaves_no_working_directory_behind() {
         .unwrap();
     assert!(fs4::fs_std::FileExt::try_lock_exclusive(&lock).unwrap());
     let out = dir.path().join("out.db");
-    let o = litelane(&["recover", s(&small), s(&out), "--json"]);
+    let o = run(&["recover", s(&small), s(&out), "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("removed 2 working directories"));
     assert_eq!(

@@ -22,13 +22,17 @@ pub fn t(s: &str) -> Value {
     Value::Text(s.into())
 }
 
-/// Runs `litelane import ARGS...` and waits for it.
-pub fn litelane(args: &[&str]) -> Output {
+/// Runs `litelane ARGS...` (any subcommand) and waits for it.
+pub fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .arg("import")
         .args(args)
         .output()
         .expect("run litelane")
+}
+
+/// Runs `litelane import ARGS...` and waits for it.
+pub fn litelane(args: &[&str]) -> Output {
+    run(&[&["import"], args].concat())
 }
 
 /// The child's standard error, as text.
