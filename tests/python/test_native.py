@@ -326,3 +326,25 @@ def test_the_process_queue_option(tmp_path):
         assert os.path.exists(str(tmp_path / "shared.db-lane"))
     with pytest.raises(litelane.ProgrammingError, match="process_queue"):
         litelane.open(str(tmp_path / "x.db"), process_queue="yes please")
+
+
+def test_a_backup_restored_by_rename_while_closed_is_what_reopens(tmp_path):
+    """`mv backup.db app.db` with nothing open: the next open must read the
+    backup, not the old database's WAL applied to it (a WAL kept across
+    close did that before persistent_wal became opt-in)."""
+    import sqlite3
+
+    app, backup = tmp_path / "app.db", tmp_path / "backup.db"
+    with sqlite3.connect(backup) as b:
+        b.execute("CREATE TABLE t(x)")
+        b.execute("INSERT INTO t VALUES ('from the backup')")
+    b.close()
+    db = litelane.open(str(app))
+    db.execute("CREATE TABLE t(x)")
+    for i in range(50):
+        db.execute("INSERT INTO t VALUES (?)", (f"old {i}",))
+    db.close()
+    os.replace(backup, app)
+    db = litelane.open(str(app))
+    assert db.query("SELECT x FROM t") == [("from the backup",)]
+    db.close()

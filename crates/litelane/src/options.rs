@@ -206,7 +206,16 @@ pub struct Options {
     pub journal_size_limit: u64,
     /// Keep the WAL file on disk when the last connection closes
     /// (`SQLITE_FCNTL_PERSIST_WAL`), so it is not re-created and re-grown on
-    /// the next open. Default: on.
+    /// the next open. Default: **off**, as in SQLite: the last connection
+    /// to close checkpoints and deletes the WAL. While the database is open
+    /// the WAL stays allocated either way (`journal_size_limit`).
+    ///
+    /// A kept WAL still holds valid frames after a clean close, and SQLite
+    /// cannot tell whose they are: if the database file is then replaced
+    /// (a backup restored with `mv`), the next open applies the old WAL to
+    /// the new file, which reads back the old rows and later overwrites
+    /// the restored ones (docs/durability.md, "Replacing a database
+    /// file"). Turn it on only where nothing ever replaces the file.
     pub persistent_wal: bool,
     /// Group commit settings.
     pub group_commit: GroupCommit,
@@ -259,7 +268,7 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             statement_cache: 64,
             journal_size_limit: 64 * 1024 * 1024,
-            persistent_wal: true,
+            persistent_wal: false,
             group_commit: GroupCommit::default(),
             checkpoints: Checkpoints::default(),
             slow_statement: Duration::from_millis(100),

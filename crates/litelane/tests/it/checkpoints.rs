@@ -139,20 +139,61 @@ fn the_wal_stays_under_its_limit_while_a_long_reader_holds_a_snapshot() {
 }
 
 #[test]
-fn the_wal_file_is_kept_on_close() {
+fn the_wal_file_is_kept_on_close_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keep.db");
+    for persistent_wal in [true, false] {
+        let path = dir.path().join(format!("keep-{persistent_wal}.db"));
+        let opts = Options {
+            persistent_wal,
+            ..Options::default()
+        };
+        {
+            let db = litelane::Database::open(&path, opts.clone()).unwrap();
+            exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+            for i in 0..10 {
+                write_page(&db, i);
+            }
+        }
+        let wal = dir.path().join(format!("keep-{persistent_wal}.db-wal"));
+        assert_eq!(wal.exists(), persistent_wal, "the -wal file after close");
+        let db = litelane::Database::open(&path, opts).unwrap();
+        assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 10);
+    }
+}
+
+/// The everyday way to restore a backup: with every handle closed, move
+/// the copy over the database file. Nothing of the old file may come back.
+/// With a WAL kept across close (`persistent_wal`, once the default), the
+/// old WAL's frames, still valid, were applied to the restored file on the
+/// next open: it read back the old rows.
+#[test]
+fn a_database_file_replaced_while_closed_reads_as_the_replacement() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    let backup = dir.path().join("backup.db");
+    {
+        let b = rusqlite::Connection::open(&backup).unwrap();
+        b.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES ('from the backup');")
+            .unwrap();
+    }
     {
         let db = litelane::Database::open(&path, Options::default()).unwrap();
-        exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
-        for i in 0..10 {
-            write_page(&db, i);
+        exec(&db, "CREATE TABLE t(x)");
+        for i in 0..50 {
+            db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1)", [format!("old {i}")])?))
+                .unwrap();
         }
     }
-    let wal = dir.path().join("keep.db-wal");
-    assert!(wal.exists(), "persistent WAL: the -wal file survives close");
+    std::fs::rename(&backup, &path).unwrap();
     let db = litelane::Database::open(&path, Options::default()).unwrap();
-    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 10);
+    let rows: Vec<String> = db
+        .read(|c| {
+            let mut st = c.prepare("SELECT x FROM t")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .unwrap();
+    assert_eq!(rows, ["from the backup"]);
 }
 
 #[test]
