@@ -62,7 +62,7 @@ pub(crate) struct LoggedOsError {
 
 thread_local! {
     /// The last OS error SQLite logged on this thread, until an error of
-    /// the same primary code takes it ([`take_logged_os_error`]).
+    /// the same extended code takes it ([`take_logged_os_error`]).
     static LOGGED: std::cell::RefCell<Option<LoggedOsError>> =
         const { std::cell::RefCell::new(None) };
 }
@@ -105,14 +105,14 @@ fn parse_os_error(code: c_int, msg: &str) -> Option<LoggedOsError> {
     })
 }
 
-/// The OS error SQLite logged on this thread for an error whose primary
-/// result code is `code & 0xff`, if the last one logged was of that code
-/// (and forgets it).
+/// The OS error SQLite logged on this thread for an error of extended
+/// result code `code`, if the last one logged was of exactly that code (and
+/// forgets it): a stale entry of another kind of failure is never taken.
 pub(crate) fn take_logged_os_error(code: c_int) -> Option<LoggedOsError> {
     LOGGED.with(|l| {
         let mut l = l.borrow_mut();
         match l.as_ref() {
-            Some(e) if e.code & 0xff == code & 0xff => l.take(),
+            Some(e) if e.code == code => l.take(),
             _ => None,
         }
     })
@@ -423,6 +423,10 @@ mod log_tests {
     fn a_logged_error_is_taken_once_and_only_by_its_code() {
         remember_os_error(14, "os_unix.c:1: (2) open(/nowhere/x.db) - No such file");
         assert!(take_logged_os_error(10).is_none(), "another code");
+        assert!(
+            take_logged_os_error(14 | 1 << 8).is_none(),
+            "another extended code"
+        );
         let e = take_logged_os_error(14).expect("its code");
         assert_eq!((e.errno, e.path.as_str()), (2, "/nowhere/x.db"));
         assert!(take_logged_os_error(14).is_none(), "taken once");

@@ -437,12 +437,16 @@ impl ProcessQueue {
         // descriptor is closed, and with it every OFD lock of that
         // description (a turn's file is closed to drop its ticket).
         #[cfg(target_os = "linux")]
-        let (counters, bells) = match imp::reopen(&lock_path) {
-            Ok(f) => (
-                durable::Counters::map(&f).ok(),
-                doorbell::Doorbells::map(&f).ok(),
+        let page = imp::reopen(&lock_path)
+            .and_then(|f| crate::ffi::SharedPage::map(&f).map_err(|e| e.to_string()))
+            .map(Arc::new)
+            .ok();
+        let (counters, bells) = match page {
+            Some(p) => (
+                Some(durable::Counters::on(Arc::clone(&p))),
+                Some(doorbell::Doorbells::on(p)),
             ),
-            Err(_) => (None, None),
+            None => (None, None),
         };
         // A description of its own: no other lock is taken through it, and
         // it lives as long as this queue.

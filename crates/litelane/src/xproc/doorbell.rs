@@ -22,9 +22,8 @@
 //! wait, which wakes at once on a death. A dead holder is therefore noticed
 //! within `POLL` (1 ms) early in a wait and at once later.
 
-use std::fs::File;
-use std::io;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::ffi::{futex_wait, futex_wake_all, SharedPage};
@@ -44,17 +43,14 @@ pub const WINDOW: Duration = Duration::from_millis(20);
 
 /// The doorbells of one lock file.
 pub struct Doorbells {
-    page: SharedPage,
+    page: Arc<SharedPage>,
 }
 
 impl Doorbells {
-    /// Maps the doorbells of `file`, a lock file whose first page is
-    /// written (see `imp::initialize`). Like [`super::durable::Counters`]:
-    /// take no lock through `file`'s open file description afterwards.
-    pub fn map(file: &File) -> io::Result<Doorbells> {
-        Ok(Doorbells {
-            page: SharedPage::map(file)?,
-        })
+    /// The doorbells in `page`, the lock file's first page, mapped once and
+    /// shared with the sync counters ([`super::durable::Counters::on`]).
+    pub fn on(page: Arc<SharedPage>) -> Doorbells {
+        Doorbells { page }
     }
 
     fn slot(&self, ticket: u64) -> &std::sync::atomic::AtomicU32 {

@@ -40,6 +40,7 @@
 use std::fs::File;
 use std::io;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
 
 use super::{imp, NotDurable};
 use crate::ffi::SharedPage;
@@ -54,18 +55,17 @@ pub(super) const FAILED: usize = 80;
 
 /// The counters of one lock file.
 pub struct Counters {
-    page: SharedPage,
+    page: Arc<SharedPage>,
 }
 
 impl Counters {
-    /// Maps the counters of `file`, a lock file whose first page is written
-    /// (see [`imp::initialize`]). Take no lock through `file`'s open file
-    /// description afterwards: the mapping keeps it alive, and its locks
-    /// with it, after `file` is closed.
-    pub fn map(file: &File) -> io::Result<Counters> {
-        Ok(Counters {
-            page: SharedPage::map(file)?,
-        })
+    /// The counters in `page`, the first page of a lock file whose first
+    /// page is written (see [`imp::initialize`]), mapped with
+    /// [`SharedPage::map`]. Take no lock through the mapped file's open
+    /// file description afterwards: the mapping keeps it alive, and its
+    /// locks with it, after the file is closed.
+    pub fn on(page: Arc<SharedPage>) -> Counters {
+        Counters { page }
     }
 
     /// Step 1: counts a commit whose `COMMIT` has returned; its number.
@@ -156,6 +156,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// The counters of the lock file at `path`, through a mapping of its own.
+    fn mapped(path: &std::path::Path) -> Counters {
+        let file = imp::reopen(path).unwrap();
+        Counters::on(Arc::new(SharedPage::map(&file).unwrap()))
+    }
+
     fn lock_file() -> (tempfile::TempDir, File, Counters) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db-lane");
@@ -167,7 +173,7 @@ mod tests {
             .open(&path)
             .unwrap();
         imp::initialize(&f).unwrap();
-        let c = Counters::map(&imp::reopen(&path).unwrap()).unwrap();
+        let c = mapped(&path);
         (dir, f, c)
     }
 
@@ -200,7 +206,7 @@ mod tests {
     #[test]
     fn every_mapping_of_the_file_shares_the_counters() {
         let (d, f, c) = lock_file();
-        let other = Counters::map(&imp::reopen(&d.path().join("d.db-lane")).unwrap()).unwrap();
+        let other = mapped(&d.path().join("d.db-lane"));
         assert_eq!(c.count(), 1);
         assert_eq!(other.count(), 2);
         assert!(c.wait_durable(&f, 2, || Ok(())).unwrap().unwrap());
