@@ -109,3 +109,22 @@ def test_sql_functions_and_adapters_run_while_the_sets_are_inserted(mod, db_path
     con.commit()
     assert len(calls) == N
     assert con.execute("SELECT v FROM t WHERE id = 9999").fetchone() == ("<p9999>",)
+
+
+def test_an_sql_function_that_raises_stops_it_with_the_sets_before_applied(mod, db_path):
+    """The function runs where the rows are inserted (litelane: the
+    pipeline's other thread); its exception still reaches the caller, and
+    the sets before the failing one stay in the open transaction."""
+    con = connect(mod, db_path)
+    table(con)
+
+    def check(i):
+        if i == 6_000:
+            raise ValueError("no 6000")
+        return f"v{i}"
+
+    con.create_function("guard", 1, check)
+    with pytest.raises(mod.OperationalError):
+        con.executemany("INSERT INTO t VALUES (?, guard(?))", ((i, i) for i in range(N)))
+    assert con.in_transaction
+    assert con.execute("SELECT count(*), max(id) FROM t").fetchone() == (6_000, 5_999)
