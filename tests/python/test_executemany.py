@@ -128,3 +128,112 @@ def test_an_sql_function_that_raises_stops_it_with_the_sets_before_applied(mod, 
         con.executemany("INSERT INTO t VALUES (?, guard(?))", ((i, i) for i in range(N)))
     assert con.in_transaction
     assert con.execute("SELECT count(*), max(id) FROM t").fetchone() == (6_000, 5_999)
+
+
+# A plain `INSERT ... VALUES (?, ...)` runs as multi-row statements in
+# litelane (many sets bound to one statement), undone and run again one set
+# at a time when one fails. Each case runs on both modules in one test and
+# must leave the same rows, error, rowcount and lastrowid.
+
+SCHEMAS = {
+    "unique": "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE, v TEXT NOT NULL)",
+    "unique on conflict fail": (
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE ON CONFLICT FAIL, v TEXT NOT NULL)"
+    ),
+    "triggers": (
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE, v TEXT);"
+        "CREATE TABLE log(k);"
+        "CREATE TRIGGER fail BEFORE INSERT ON t WHEN NEW.v = 'boom'"
+        " BEGIN SELECT RAISE(FAIL, 'boom'); END;"
+        "CREATE TRIGGER skip BEFORE INSERT ON t WHEN NEW.v = 'bad'"
+        " BEGIN SELECT RAISE(IGNORE); END;"
+        "CREATE TRIGGER logged AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.k); END"
+    ),
+    "strict check": (
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE, v TEXT NOT NULL CHECK (v <> 'bad')) STRICT"
+    ),
+}
+VERBS = ["INSERT", "INSERT OR IGNORE", "INSERT OR REPLACE", "INSERT OR FAIL", "INSERT OR ROLLBACK", "REPLACE"]
+BREAKS = {
+    "none": None,
+    "stored key": (7, "dup"),
+    "earlier key": (1003, "dup"),
+    "null key": (None, "x"),
+    "text key": ("x", "x"),
+    "boom": (-1, "boom"),
+    "bad": (-1, "bad"),
+    "null value": (-1, None),
+    "short set": (-1,),
+}
+M = 1000
+
+
+def run_case(mod, path, schema, verb, brk, at):
+    con = connect(mod, path)
+    con.executescript(SCHEMAS[schema])
+    con.execute("INSERT INTO t(k, v) VALUES (7, 'old'), (500, 'old')")
+    con.commit()
+    sets = [(1000 + i, f"v{i}") for i in range(M)]
+    if BREAKS[brk] is not None:
+        sets[at] = BREAKS[brk]
+    error = rowcount = lastrowid = None
+    cur = con.cursor()
+    try:
+        cur.executemany(f"{verb} INTO t(k, v) VALUES (?, ?)", sets)
+        rowcount, lastrowid = cur.rowcount, cur.lastrowid
+    except mod.Error as e:
+        error = (type(e).__name__, str(e))
+    state = [con.in_transaction, con.execute("SELECT * FROM t ORDER BY id").fetchall()]
+    if schema == "triggers":
+        state.append(con.execute("SELECT * FROM log").fetchall())
+    con.rollback()
+    con.close()
+    return error, rowcount, lastrowid, state
+
+
+@pytest.mark.parametrize("schema", list(SCHEMAS))
+@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize("brk,at", [("none", 0)] + [(b, at) for b in list(BREAKS)[1:] for at in (0, 128, 999)])
+def test_multirow_inserts_leave_what_sqlite3_leaves(tmp_path, schema, verb, brk, at):
+    want = run_case(std, str(tmp_path / "std.db"), schema, verb, brk, at)
+    got = run_case(dbapi, str(tmp_path / "ll.db"), schema, verb, brk, at)
+    assert got == want
+
+
+def test_a_python_function_in_a_trigger_runs_once_per_set_even_when_a_set_fails(tmp_path):
+    """Sets run twice only where no Python code can see it: with a function
+    installed, a failing executemany calls it exactly as sqlite3 does."""
+    calls = {}
+    for mod in (std, dbapi):
+        con = connect(mod, str(tmp_path / f"{mod.__name__}.db"))
+        seen = []
+        con.create_function("seen", 1, seen.append)
+        con.executescript(
+            "CREATE TABLE t(k INT UNIQUE);"
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT seen(NEW.k); END;"
+        )
+        with pytest.raises(mod.IntegrityError):
+            con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(M)] + [(5,)])
+        calls[mod] = seen
+        con.close()
+    assert calls[dbapi] == calls[std] == list(range(M))
+
+
+@pytest.mark.parametrize("brk", ["none", "earlier key", "boom", "short set"])
+def test_native_executemany_of_a_plain_insert_is_all_or_nothing(tmp_path, brk):
+    import litelane
+
+    db = litelane.open(str(tmp_path / "n.db"), profile="balanced")
+    db.executescript(SCHEMAS["triggers"])
+    sets = [(1000 + i, f"v{i}") for i in range(M)]
+    if BREAKS[brk] is not None:
+        sets[500] = BREAKS[brk]
+    if brk == "none":
+        assert db.executemany("INSERT INTO t(k, v) VALUES (?, ?)", sets).rowcount == M
+        assert db.query("SELECT count(*) FROM t")[0][0] == M
+        assert db.query("SELECT count(*) FROM log")[0][0] == M
+    else:
+        with pytest.raises(litelane.Error):
+            db.executemany("INSERT INTO t(k, v) VALUES (?, ?)", sets)
+        assert db.query("SELECT count(*) FROM t")[0][0] == 0
+    db.close()

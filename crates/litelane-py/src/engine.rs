@@ -668,7 +668,11 @@ impl Engine {
         let mut o = py
             .detach(|| {
                 sh.check_no_open_txn()?;
-                sh.write(|tx| self.hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
+                sh.write(|tx| {
+                    self.hooks.around(tx, || {
+                        exec::run_many(tx, &sql, &sets, sh.funcs.none_installed())
+                    })
+                })
             })
             .py_err(py)?;
         o.wrote = true;

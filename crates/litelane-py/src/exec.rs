@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use litelane::rusqlite::fallible_iterator::FallibleIterator as _;
 use litelane::rusqlite::{Connection, Statement};
-use litelane::{Error, Result, Value};
+use litelane::{Error, MultiRowInsert, Result, Value};
 
 /// Parameters of one statement, converted from Python while the GIL was held.
 #[derive(Debug, Clone)]
@@ -242,13 +242,21 @@ pub fn is_readonly(conn: &Connection, sql: &str) -> Result<bool> {
 }
 
 /// Runs one statement once per parameter set (`executemany`). Statements
-/// that return rows are refused, as in `sqlite3`.
-pub fn run_many(conn: &Connection, sql: &str, sets: &[Params]) -> Result<Outcome> {
+/// that return rows are refused, as in `sqlite3`. With `may_pack` (no
+/// Python function, aggregate or collation on the engine), a plain `INSERT
+/// ... VALUES (?, ...)` runs as multi-row statements, with the same outcome
+/// (`crate::pack`).
+pub fn run_many(conn: &Connection, sql: &str, sets: &[Params], may_pack: bool) -> Result<Outcome> {
     let mut stmt = prepare(conn, sql)?;
     if stmt.column_count() > 0 {
         return Err(invalid(
             "executemany() can only execute DML statements.".into(),
         ));
+    }
+    if may_pack && crate::functions::no_hooks() {
+        if let Some(o) = run_multirow(conn, &stmt, sql, sets)? {
+            return Ok(o);
+        }
     }
     let dml = is_dml(sql);
     let mut out = Outcome {
@@ -266,6 +274,37 @@ pub fn run_many(conn: &Connection, sql: &str, sets: &[Params]) -> Result<Outcome
     }
     out.lastrowid = conn.last_insert_rowid();
     Ok(out)
+}
+
+/// `run_many` as multi-row statements ([`MultiRowInsert`]), if `sql` is a
+/// plain one-row `INSERT` (prepared as `stmt`) and every set a sequence of
+/// its length; `None` when nothing ran and the sets must run one at a time.
+fn run_multirow(
+    conn: &Connection,
+    stmt: &Statement<'_>,
+    sql: &str,
+    sets: &[Params],
+) -> Result<Option<Outcome>> {
+    let Some(insert) = MultiRowInsert::parse(sql) else {
+        return Ok(None);
+    };
+    let n = stmt.parameter_count();
+    if insert.columns() != n || (1..=n).any(|i| stmt.parameter_name(i).is_some()) {
+        return Ok(None);
+    }
+    let rows: Option<Vec<&[Value]>> = sets
+        .iter()
+        .map(|s| match s {
+            Params::Positional(v) => Some(v.as_slice()),
+            _ => None,
+        })
+        .collect();
+    let Some(rows) = rows else { return Ok(None) };
+    Ok(insert.run(conn, sql, &rows)?.map(|changes| Outcome {
+        rowcount: changes as i64,
+        lastrowid: conn.last_insert_rowid(),
+        ..Outcome::default()
+    }))
 }
 
 /// What a transaction-control statement inside a script means.

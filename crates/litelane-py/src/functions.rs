@@ -366,6 +366,14 @@ pub struct EngineState {
 }
 
 impl EngineState {
+    /// True while no Python function, aggregate or collation was ever
+    /// installed on this engine: SQLite then runs no Python code of its own
+    /// accord, and running a statement twice is unobservable but for its
+    /// changes (`crate::pack`).
+    pub fn none_installed(&self) -> bool {
+        self.generation() == 0
+    }
+
     /// The number of the newest install.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
@@ -416,6 +424,12 @@ impl EngineState {
         self.generation.store(generation, Ordering::Release);
         Ok(())
     }
+}
+
+/// True while no authorizer, progress handler or trace callback is in
+/// force on this thread (`crate::pack`).
+pub fn no_hooks() -> bool {
+    current().is_none()
 }
 
 /// The key of a function in the engine's configuration: SQLite keeps one

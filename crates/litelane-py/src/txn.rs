@@ -71,7 +71,12 @@ impl Stmt {
     /// Runs it in a transaction held on this thread, with the connection's
     /// hooks in force (functions configured meanwhile are caught up by the
     /// engine before each statement).
-    fn run_held(self, w: &mut litelane::HeldWrite, hooks: &Hooks) -> Result<Outcome> {
+    fn run_held(
+        self,
+        w: &mut litelane::HeldWrite,
+        hooks: &Hooks,
+        may_pack: bool,
+    ) -> Result<Outcome> {
         match self {
             Stmt::Exec(sql, p) => w
                 .run(|tx| hooks.around(tx, || exec::run(tx, &sql, &p)))
@@ -80,7 +85,7 @@ impl Stmt {
                     o
                 }),
             Stmt::Many(sql, sets) => {
-                w.run(|tx| hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
+                w.run(|tx| hooks.around(tx, || exec::run_many(tx, &sql, &sets, may_pack)))
             }
             // A failing script undoes only its own statements.
             Stmt::Script(sql) => w
@@ -415,10 +420,11 @@ impl Txn {
         let mut total: Option<Outcome> = None;
         let mut result = Ok(());
         for sets in chunks {
+            let may_pack = self.shared.funcs.none_installed();
             let hooks = &h.hooks;
             match h
                 .write
-                .run(|tx| hooks.around(tx, || exec::run_many(tx, sql, &sets)))
+                .run(|tx| hooks.around(tx, || exec::run_many(tx, sql, &sets, may_pack)))
             {
                 Ok(o) => {
                     if let Some(t) = &mut total {
@@ -471,7 +477,8 @@ impl Txn {
             return Err(self.forked(py));
         }
         if self.held_mode {
-            self.held_call(py, move |w, hooks| stmt.run_held(w, hooks))
+            let may_pack = self.shared.funcs.none_installed();
+            self.held_call(py, move |w, hooks| stmt.run_held(w, hooks, may_pack))
         } else {
             self.call(py, |r| stmt.into_cmd(r))
         }
@@ -654,7 +661,7 @@ fn worker(
             let Ok(cmd) = next else {
                 return Err(Error::user(ROLLBACK)); // the Txn is gone
             };
-            match run_command(tx, &hooks, cmd) {
+            match run_command(tx, &hooks, shared.funcs.none_installed(), cmd) {
                 Next::More => {}
                 Next::Ended(reply, r) => {
                     ended = Some((reply, r));
@@ -693,7 +700,7 @@ enum Next {
 
 /// Runs one command of the worker's transaction and answers it, unless it
 /// ends the transaction.
-fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, cmd: Cmd) -> Next {
+fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, may_pack: bool, cmd: Cmd) -> Next {
     let (reply, r) = match cmd {
         Cmd::Exec(sql, params, reply) => {
             let r = hooks
@@ -704,9 +711,10 @@ fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, cmd: Cmd) -> Next {
                 });
             (reply, r)
         }
-        Cmd::Many(sql, sets, reply) => {
-            (reply, hooks.around(tx, || exec::run_many(tx, &sql, &sets)))
-        }
+        Cmd::Many(sql, sets, reply) => (
+            reply,
+            hooks.around(tx, || exec::run_many(tx, &sql, &sets, may_pack)),
+        ),
         Cmd::Script(sql, reply) => {
             // A failing script undoes only its own statements.
             let r = hooks

@@ -45,6 +45,7 @@ mod error;
 #[allow(unsafe_code)]
 mod ffi;
 mod metrics;
+mod multirow;
 mod options;
 mod pool;
 mod queue;
@@ -70,6 +71,7 @@ pub use codes::SqliteCode;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
+pub use multirow::MultiRowInsert;
 pub use options::{Checkpoints, GroupCommit, Options, Profile};
 pub use pool::PinnedRead;
 pub use rusqlite;
