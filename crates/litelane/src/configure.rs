@@ -72,6 +72,11 @@ impl Registry {
         Ok(())
     }
 
+    /// True while no setup was ever recorded.
+    pub fn is_empty(&self) -> bool {
+        self.generation.load(Ordering::Acquire) == 0
+    }
+
     /// The keys recorded, in the order their setups run.
     pub fn keys(&self) -> Vec<String> {
         lock(&self.entries).iter().map(|e| e.key.clone()).collect()

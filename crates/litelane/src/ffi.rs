@@ -197,9 +197,10 @@ pub(crate) fn sync_journal(conn: &rusqlite::Connection) -> std::io::Result<()> {
     }
 }
 
-/// The first page of a file mapped `MAP_SHARED`: words that every process
-/// mapping the file reads and writes with atomic instructions (the
-/// cross-process queue's sync counters, `xproc/durable.rs`).
+/// The first [`SharedPage::LEN`] bytes of a file mapped `MAP_SHARED`: words
+/// that every process mapping the file reads and writes with atomic
+/// instructions (the cross-process queue's sync counters, doorbells and job
+/// slots, `xproc/`), and the job slots' bytes, copied in and out.
 #[cfg(target_os = "linux")]
 pub(crate) struct SharedPage {
     ptr: std::ptr::NonNull<std::ffi::c_void>,
@@ -207,8 +208,9 @@ pub(crate) struct SharedPage {
 
 #[cfg(target_os = "linux")]
 impl SharedPage {
-    /// Bytes mapped: 4 KiB.
-    pub(crate) const LEN: usize = 4096;
+    /// Bytes mapped: 320 KiB (the lock file's first page, its ticket
+    /// records, and the job slots from 64 KiB, `xproc/jobs.rs`).
+    pub(crate) const LEN: usize = 320 << 10;
 
     /// Maps the first [`LEN`](Self::LEN) bytes of `file`. The caller makes
     /// sure the file has them, written (not a hole, which a write through
@@ -242,6 +244,46 @@ impl SharedPage {
     /// The 8-byte word at `offset` (a multiple of 8 inside the page).
     pub(crate) fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
         self.atomic_at(offset)
+    }
+
+    /// Copies `bytes` into the mapping at `offset`. Other processes may
+    /// read those bytes at any time: publish them through an atomic word
+    /// (release) and read them only after it (acquire).
+    pub(crate) fn write_bytes(&self, offset: usize, bytes: &[u8]) {
+        assert!(
+            offset.checked_add(bytes.len()).is_some_and(|end| end <= Self::LEN),
+            "{} bytes at {offset}",
+            bytes.len()
+        );
+        // SAFETY: in bounds (asserted); the mapping lives as long as
+        // `self`; bytes have no alignment or validity requirement. A
+        // concurrent writer in another process can only make the bytes
+        // garbage, which their readers check (lengths, tags, UTF-8).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ptr.as_ptr().cast::<u8>().add(offset),
+                bytes.len(),
+            )
+        }
+    }
+
+    /// Copies `out.len()` bytes of the mapping at `offset` into `out`.
+    pub(crate) fn read_bytes(&self, offset: usize, out: &mut [u8]) {
+        assert!(
+            offset.checked_add(out.len()).is_some_and(|end| end <= Self::LEN),
+            "{} bytes at {offset}",
+            out.len()
+        );
+        // SAFETY: as in `write_bytes`; `out` is ours and does not overlap
+        // the mapping.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().cast::<u8>().add(offset),
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        }
     }
 
     /// The atomic `A` (`AtomicU32` or `AtomicU64`: only those) at `offset`,

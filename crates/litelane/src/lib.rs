@@ -39,6 +39,7 @@ mod bulk;
 mod carry;
 mod checkpoint;
 mod codes;
+mod combine;
 mod configure;
 mod connection;
 mod error;
@@ -68,6 +69,7 @@ pub use bulk::{
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use codes::SqliteCode;
+pub use combine::Executed;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
@@ -363,6 +365,34 @@ impl Database {
         T: Send,
     {
         self.inner.writer.write(label, f)
+    }
+
+    /// Runs one statement that writes and returns no rows (`INSERT`,
+    /// `UPDATE`, `DELETE`, ...), with `params` bound by position, as a
+    /// transaction of its own: `Ok` exactly when it is committed (and
+    /// durable as the profile promises). Same outcome rules as
+    /// [`write`](Database::write).
+    ///
+    /// Because the whole write is known in advance, it can be committed by
+    /// another process: when it has to wait for another process's write
+    /// turn, it is posted beside the lock file and the process holding the
+    /// turn runs it in its own transaction and commit (one fsync for the
+    /// writes of many processes; docs/concurrency.md, "Combined commits").
+    /// It then runs on that process's connection, which litelane allows only
+    /// when neither connection has anything of its own that could change
+    /// the statement's meaning (setups from [`configure`](Database::configure),
+    /// temporary tables, attached databases).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = litelane::Database::open(dir.path().join("app.db"), Default::default())?;
+    /// db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))?;
+    /// let done = db.execute("INSERT INTO t VALUES (?1)", &[litelane::Value::Integer(7)])?;
+    /// assert_eq!((done.changes, done.last_insert_rowid), (1, 1));
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn execute(&self, sql: &str, params: &[Value]) -> Result<Executed> {
+        self.inner.writer.execute(sql, params)
     }
 
     /// [`write_labeled`](Database::write_labeled) for a closure that is not

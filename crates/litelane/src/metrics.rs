@@ -111,6 +111,14 @@ pub struct Metrics {
     /// made durable by an fsync that another commit (of any process) ran
     /// after them, with no fsync of their own.
     pub syncs_shared: u64,
+    /// One-statement writes of this process
+    /// ([`Database::execute`](crate::Database::execute)) that another
+    /// process committed in its transaction (docs/concurrency.md, "Combined
+    /// commits").
+    pub combined_elsewhere: u64,
+    /// One-statement writes of other processes that this process committed
+    /// in its transactions.
+    pub combined_here: u64,
 }
 
 /// Upper bounds of the group-size buckets.
@@ -131,6 +139,8 @@ pub(crate) struct Recorder {
     pub wal_pages: AtomicU64,
     pub wal_syncs: AtomicU64,
     pub syncs_shared: AtomicU64,
+    pub combined_elsewhere: AtomicU64,
+    pub combined_here: AtomicU64,
     group_sizes: [AtomicU64; 8],
     waits: Mutex<Waits>,
     events: Mutex<Events>,
@@ -265,6 +275,8 @@ impl Recorder {
             wal_pages: self.wal_pages.load(Relaxed),
             wal_syncs: self.wal_syncs.load(Relaxed),
             syncs_shared: self.syncs_shared.load(Relaxed),
+            combined_elsewhere: self.combined_elsewhere.load(Relaxed),
+            combined_here: self.combined_here.load(Relaxed),
             wal_file_bytes: 0,
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),

@@ -113,4 +113,16 @@ pub(crate) trait Job {
     fn run(&mut self, tx: &Tx<'_>) -> Ran;
     /// Delivers the outcome of the transaction: `Ok` once committed.
     fn settle(&mut self, verdict: Result<()>);
+    /// The statement and parameters of a one-statement write, which another
+    /// process may run for it (`combine.rs`); `None` for a closure.
+    fn statement(&self) -> Option<(&str, &[crate::Value])> {
+        None
+    }
+    /// Another process ran [`statement`](Job::statement) in its
+    /// transaction: its outcome, in place of `run` and `settle`.
+    fn ran_elsewhere(&mut self, outcome: Result<crate::Executed>) {
+        self.settle(outcome.map(|_| ()));
+    }
+    /// The transaction this job ran in is about to `COMMIT`.
+    fn committing(&mut self) {}
 }

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{ffi as codes, Connection};
 
 use crate::carry::{Carry, HeldProcessTurn, Keep};
+use crate::combine::{self, RemoteJob, StatementJob};
 use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, OsError, Result};
@@ -265,6 +266,8 @@ where
 enum Member<'a> {
     Own(&'a mut (dyn Job + 'a)),
     Claimed(Claimed<JobRef>),
+    /// A statement another process posted (`combine.rs`).
+    Remote(Box<RemoteJob>),
 }
 
 impl Member<'_> {
@@ -272,6 +275,7 @@ impl Member<'_> {
         match self {
             Member::Own(j) => &mut **j,
             Member::Claimed(c) => c.job.get(),
+            Member::Remote(r) => &mut **r,
         }
     }
 
@@ -314,6 +318,15 @@ impl<'a> Group<'a> {
 /// processes holds between budgets; within one, a busy process saves the
 /// queue's system calls on every group.
 pub(crate) const PROCESS_TURN_BUDGET: Duration = Duration::from_millis(5);
+
+/// How the turn among processes came for a write.
+enum TurnFor {
+    /// The turn (`None`: no cross-process queue).
+    Turn(Option<ProcessTurn>),
+    /// Another process ran the write's statement in its own commit: the
+    /// write has its outcome.
+    RanElsewhere,
+}
 
 /// The writer connection and what the turn holder keeps between turns.
 struct Slot {
@@ -828,6 +841,19 @@ impl Writer {
         cell.finish()
     }
 
+    /// Runs one statement that writes as a write job of its own; when it
+    /// has to wait for another process's turn, it is posted for that
+    /// process to run (see `combine.rs`).
+    pub fn execute(&self, sql: &str, params: &[crate::Value]) -> Result<crate::Executed> {
+        self.check_not_reentrant()?;
+        let mut job = StatementJob::new("", sql, params);
+        match enter_with_job(&self.queue, &mut job) {
+            Entered::Turn(turn) => self.lead(turn, &mut job),
+            Entered::Done => {}
+        }
+        job.finish()
+    }
+
     /// Runs one write job on the calling thread, in a turn of its own (it is
     /// never run by another thread, so `f` need not be `Send`); writers
     /// queued behind it may still join its transaction.
@@ -854,22 +880,28 @@ impl Writer {
         }
         let carried = self.carry.take();
         let fresh = carried.is_none();
+        let mut slot = self.slot.enter(&turn);
         let process_turn = match carried {
             Some(held) => Some(held),
-            None => match self.process_turn(own.label()) {
-                Ok(t) => t.map(|turn| HeldProcessTurn {
+            None => match self.process_turn_for(&slot, own) {
+                Ok(TurnFor::Turn(t)) => t.map(|turn| HeldProcessTurn {
                     turn,
                     since: Instant::now(),
                 }),
+                Ok(TurnFor::RanElsewhere) => {
+                    drop(slot);
+                    self.release(turn);
+                    return;
+                }
                 Err(e) => {
                     self.recorder.note_error(&e);
                     own.settle(Err(e));
+                    drop(slot);
                     self.release(turn);
                     return;
                 }
             },
         };
-        let mut slot = self.slot.enter(&turn);
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()
@@ -892,6 +924,9 @@ impl Writer {
                 next = turn.claim_next().map(Member::Claimed);
             }
         }
+        if let Some(held) = &process_turn {
+            self.run_posted(&held.turn, &mut slot, &mut group, ran);
+        }
         let mut to_sync = None;
         if let Some(g) = group.take() {
             self.reserve_wal(&mut slot);
@@ -910,6 +945,136 @@ impl Writer {
         self.release(turn);
         if let Some((g, counted)) = to_sync {
             self.settle_durable(g, counted);
+        }
+    }
+
+    /// The turn among processes for `own`: as [`process_turn`](Writer::process_turn),
+    /// except that a one-statement write is first posted for the process
+    /// holding the turn to run (`combine.rs`), which may end it
+    /// ([`TurnFor::RanElsewhere`]: `own` has its outcome).
+    fn process_turn_for(&self, slot: &Slot, own: &mut dyn Job) -> Result<TurnFor> {
+        #[cfg(target_os = "linux")]
+        if let Some(q) = &self.process_queue {
+            let may_post = self.config.is_empty() && q.others_present();
+            let posted = match own.statement() {
+                Some((sql, params)) if may_post && combine::is_plain(&slot.conn) => {
+                    q.post(sql, params)
+                }
+                _ => None,
+            };
+            if let Some(posted) = posted {
+                return self.wait_posted(q, own, posted);
+            }
+        }
+        let _ = slot;
+        self.process_turn(own.label()).map(TurnFor::Turn)
+    }
+
+    /// Waits for the turn or for the outcome of `own`'s posted statement.
+    #[cfg(target_os = "linux")]
+    fn wait_posted(
+        &self,
+        q: &ProcessQueue,
+        own: &mut dyn Job,
+        mut posted: crate::xproc::Posted,
+    ) -> Result<TurnFor> {
+        use crate::xproc::Acquired;
+        let acquired = q.acquire_or_ended(own.label(), self.busy_timeout, &mut posted);
+        let turn = match acquired {
+            Ok(Acquired::Ended(outcome)) => {
+                return Ok(self.ran_elsewhere(own, outcome));
+            }
+            Ok(Acquired::Turn(t)) => Some(t),
+            Ok(Acquired::TimedOut) => None,
+            Err(degraded) => {
+                self.recorder.note_process_queue_off(degraded.to_string());
+                if posted.withdraw() {
+                    return Ok(TurnFor::Turn(None));
+                }
+                None
+            }
+        };
+        if posted.withdraw() {
+            // Nobody ran it: ours to run, in our turn if it came.
+            return match turn {
+                Some(t) => Ok(TurnFor::Turn(Some(t))),
+                None => Err(self.busy_error(q)),
+            };
+        }
+        // A leader has it and committed it (or is committing): hand the
+        // turn on and wait for the outcome.
+        drop(turn);
+        let outcome = q
+            .wait_for_outcome(&mut posted, self.busy_timeout)
+            .unwrap_or_else(|| crate::xproc::JobOutcome::Unknown {
+                message: format!(
+                    "the process committing this statement gave no outcome within                      busy_timeout ({:?})",
+                    self.busy_timeout
+                ),
+            });
+        Ok(self.ran_elsewhere(own, outcome))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn ran_elsewhere(&self, own: &mut dyn Job, outcome: crate::xproc::JobOutcome) -> TurnFor {
+        let result = combine::from_remote(outcome, &self.db_path);
+        match &result {
+            Ok(_) => {
+                self.recorder.combined_elsewhere.fetch_add(1, Ordering::Relaxed);
+                self.recorder.transactions.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.recorder.record_failed_commit(e, 1),
+        }
+        own.ran_elsewhere(result);
+        TurnFor::RanElsewhere
+    }
+
+    /// Runs, in this turn's transaction, the statements other processes
+    /// posted (`combine.rs`), while the group has room.
+    fn run_posted<'a>(
+        &self,
+        process_turn: &ProcessTurn,
+        slot: &mut Slot,
+        group: &mut Option<Group<'a>>,
+        ran: usize,
+    ) {
+        #[cfg(target_os = "linux")]
+        if let Some(q) = &self.process_queue {
+            let room = self.group.max_jobs.saturating_sub(ran);
+            if room == 0
+                || !q.jobs_waiting()
+                || !self.config.is_empty()
+                || !combine::is_plain(&slot.conn)
+            {
+                return;
+            }
+            let _ = process_turn; // held for as long as these run
+            for taken in q.take_jobs(room) {
+                let member = Member::Remote(Box::new(RemoteJob::new(taken)));
+                if self.run_member(slot, group, member) {
+                    self.recorder.combined_here.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let _ = (process_turn, slot, group, ran);
+    }
+
+    /// The error of a write that waited `busy_timeout` for another
+    /// process's turn.
+    fn busy_error(&self, q: &ProcessQueue) -> Error {
+        let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
+        Error::Sqlite {
+            code: codes::SQLITE_BUSY,
+            os: None,
+            extended_code: codes::SQLITE_BUSY,
+            message: format!(
+                "another process held the writer queue for longer than busy_timeout ({:?})",
+                self.busy_timeout
+            ),
+            context: match q.holder() {
+                Some(h) => format!("waiting for {}", describe(&h)),
+                None => "waiting for another process's write turn".into(),
+            },
         }
     }
 
@@ -936,19 +1101,7 @@ impl Writer {
                 }
                 Ok(Some(t))
             }
-            Ok(None) => Err(Error::Sqlite {
-                code: codes::SQLITE_BUSY,
-                os: None,
-                extended_code: codes::SQLITE_BUSY,
-                message: format!(
-                    "another process held the writer queue for longer than busy_timeout ({:?})",
-                    self.busy_timeout
-                ),
-                context: match q.holder() {
-                    Some(h) => format!("waiting for {}", describe(&h)),
-                    None => "waiting for another process's write turn".into(),
-                },
-            }),
+            Ok(None) => Err(self.busy_error(q)),
             Err(degraded) => {
                 // An I/O error on the lock file: go on without the queue
                 // (SQLite's own locks still keep the file consistent).
@@ -1340,6 +1493,9 @@ impl Writer {
         mut g: Group<'a>,
     ) -> Option<(Group<'a>, CountedCommit)> {
         let jobs = g.members.len();
+        for m in &mut g.members {
+            m.job().committing();
+        }
         match self.commit_now(conn, &|| group_label(jobs)) {
             Ok(Some(counted)) => Some((g, counted)),
             Ok(None) => {

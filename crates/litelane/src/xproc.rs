@@ -148,6 +148,10 @@ struct Shared {
     /// The doorbells (`None`: not mapped; waiters use the kernel wait only).
     #[cfg(target_os = "linux")]
     bells: Option<doorbell::Doorbells>,
+    /// The job slots of combined commits (`None`: not mapped; every write
+    /// takes its own turn).
+    #[cfg(target_os = "linux")]
+    jobs: Option<Arc<jobs::Jobs>>,
     /// The open file description that read-locks the presence byte for as
     /// long as this queue is open (`None`: no presence lock could be taken;
     /// others then always seem present).
@@ -441,12 +445,16 @@ impl ProcessQueue {
             .and_then(|f| crate::ffi::SharedPage::map(&f).map_err(|e| e.to_string()))
             .map(Arc::new)
             .ok();
-        let (counters, bells) = match page {
+        let (counters, bells, jobs) = match page {
             Some(p) => (
                 Some(durable::Counters::on(Arc::clone(&p))),
-                Some(doorbell::Doorbells::on(p)),
+                Some(doorbell::Doorbells::on(Arc::clone(&p))),
+                // Lock bytes through a description of their own.
+                imp::reopen(&lock_path)
+                    .ok()
+                    .map(|f| Arc::new(jobs::Jobs::on(p, f))),
             ),
-            None => (None, None),
+            None => (None, None, None),
         };
         // A description of its own: no other lock is taken through it, and
         // it lives as long as this queue.
@@ -463,6 +471,8 @@ impl ProcessQueue {
                 counters,
                 #[cfg(target_os = "linux")]
                 bells,
+                #[cfg(target_os = "linux")]
+                jobs,
                 presence,
             }),
         })
@@ -706,11 +716,24 @@ impl Shared {
         pending: imp::Pending,
         until: Instant,
     ) -> Result<Waited, String> {
+        self.wait_on_bell_watching(file, pending, until, &mut |_| false)
+    }
+
+    /// [`wait_on_bell`](Shared::wait_on_bell), also stopping (pending) as
+    /// soon as `watch`, asked with the ticket about to be slept on before
+    /// each sleep, says so.
+    fn wait_on_bell_watching(
+        &self,
+        file: &File,
+        pending: imp::Pending,
+        until: Instant,
+        watch: &mut dyn FnMut(u64) -> bool,
+    ) -> Result<Waited, String> {
         #[cfg(target_os = "linux")]
         if let Some(bells) = &self.bells {
-            return imp::finish_on_bell(file, pending, bells, until);
+            return imp::finish_on_bell(file, pending, bells, until, watch);
         }
-        let _ = (file, until);
+        let _ = (file, until, watch);
         Ok(Waited::Pending(pending))
     }
 
@@ -1050,6 +1073,7 @@ mod imp {
         pending: Pending,
         bells: &super::doorbell::Doorbells,
         until: std::time::Instant,
+        watch: &mut dyn FnMut(u64) -> bool,
     ) -> Result<super::Waited, String> {
         let mut k = pending.k;
         let mut w = Walk::resume(file, pending);
@@ -1068,7 +1092,7 @@ mod imp {
                 continue;
             }
             let now = std::time::Instant::now();
-            if now >= until {
+            if now >= until || watch(k) {
                 return Ok(super::Waited::Pending(Pending {
                     ticket: w.ticket,
                     k,
@@ -1264,6 +1288,20 @@ mod imp {
         unlock(file, layout::TICKET_BASE + ticket, 1)
     }
 
+    /// Write-locks `byte` unless another description holds it.
+    pub fn lock_byte_now(file: &File, byte: u64) -> io::Result<bool> {
+        lock_now(file, libc::F_WRLCK as libc::c_short, byte)
+    }
+
+    pub fn unlock_byte(file: &File, byte: u64) -> io::Result<()> {
+        unlock(file, byte, 1)
+    }
+
+    /// True when another description write-locks `byte`.
+    pub fn byte_locked(file: &File, byte: u64) -> io::Result<bool> {
+        write_locked(file, byte, 1)
+    }
+
     /// The header read without the mutex: a read racing a write fails the
     /// checksum and is tried again.
     fn header_unlocked(file: &File) -> Option<Header> {
@@ -1395,6 +1433,119 @@ mod imp {
 mod doorbell;
 #[cfg(target_os = "linux")]
 mod durable;
+#[cfg(target_os = "linux")]
+mod jobs;
+#[cfg(target_os = "linux")]
+pub use jobs::{Outcome as JobOutcome, Posted, Taken};
+
+/// How [`ProcessQueue::acquire_or_ended`] ended.
+#[cfg(target_os = "linux")]
+pub enum Acquired {
+    /// The turn is ours; the posted job is still ours to withdraw or wait for.
+    Turn(ProcessTurn),
+    /// Another process ran the posted job in its commit: its outcome. The
+    /// ticket taken for the turn is finished.
+    Ended(JobOutcome),
+    /// Neither came within the timeout.
+    TimedOut,
+}
+
+#[cfg(target_os = "linux")]
+impl ProcessQueue {
+    /// Posts a one-statement write for whichever process holds the turn to
+    /// run in its transaction (see `xproc/jobs.rs`): `None` when there are
+    /// no job slots, no free slot, or the statement and its parameters do
+    /// not fit in one (4 KiB).
+    pub fn post(&self, sql: &str, params: &[crate::Value]) -> Option<Posted> {
+        self.shared.jobs.as_ref()?.post(sql, params)
+    }
+
+    /// True when some job is posted and waiting (a read of the slots'
+    /// state words, no system call).
+    pub fn jobs_waiting(&self) -> bool {
+        self.shared.jobs.as_ref().is_some_and(|j| j.any_posted())
+    }
+
+    /// Takes up to `max` posted jobs for the caller, who holds the turn, to
+    /// run in its transaction before its `COMMIT`.
+    pub fn take_jobs(&self, max: usize) -> Vec<Taken> {
+        match &self.shared.jobs {
+            Some(jobs) if max > 0 => jobs.take(max),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Waits, up to `timeout`, for the turn or for another process to run
+    /// `posted`, whichever comes first (as [`acquire_timeout`](ProcessQueue::acquire_timeout)
+    /// otherwise, on the doorbells only). A job a leader could not run is
+    /// freed on the way: the caller runs it in its turn.
+    pub fn acquire_or_ended(
+        &self,
+        label: &str,
+        timeout: Duration,
+        posted: &mut Posted,
+    ) -> Result<Acquired, Degraded> {
+        let start = Instant::now();
+        let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        let pending = match imp::start(&file, self.shared.pid, &label) {
+            Ok(imp::Start::Granted(t, since)) => {
+                return Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
+            }
+            Ok(imp::Start::Wait(pending)) => pending,
+            Err(e) => return Err(self.degraded(e)),
+        };
+        let mut ended = None;
+        let mut watch = |k: u64| {
+            posted.sleeping_on(k);
+            match posted.progress() {
+                jobs::Progress::Ended(o) => {
+                    ended = Some(o);
+                    true
+                }
+                jobs::Progress::Waiting | jobs::Progress::Refused => false,
+            }
+        };
+        match self
+            .shared
+            .wait_on_bell_watching(&file, pending, start + timeout, &mut watch)
+        {
+            Ok(Waited::Granted(t, since)) => {
+                Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
+            }
+            Ok(Waited::Pending(p)) => {
+                // Closing the file finishes the ticket; the ring tells the
+                // waiter behind it at once.
+                let ticket = p.ticket();
+                drop(file);
+                self.shared.ring(ticket);
+                Ok(ended.map_or(Acquired::TimedOut, Acquired::Ended))
+            }
+            Err(e) => Err(self.degraded(e)),
+        }
+    }
+
+    /// Waits, up to `timeout`, for the outcome of `posted`, which a leader
+    /// has (after the caller's turn came while that leader was making its
+    /// commit durable). `None` on timeout.
+    pub fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Option<JobOutcome> {
+        let start = Instant::now();
+        // A doorbell of our own to sleep on: the one of a ticket long past.
+        let bell = self.shared.pid as u64;
+        loop {
+            let seen = self.shared.bells.as_ref().map(|b| b.seen(bell));
+            posted.sleeping_on(bell);
+            if let jobs::Progress::Ended(o) = posted.progress() {
+                return Some(o);
+            }
+            let left = timeout.checked_sub(start.elapsed())?;
+            match (&self.shared.bells, seen) {
+                (Some(b), Some(seen)) => b.wait(bell, seen, left.min(doorbell::POLL)),
+                _ => std::thread::sleep(left.min(doorbell::POLL)),
+            }
+        }
+    }
+}
 /// Why a commit could not be confirmed durable (see
 /// [`ProcessQueue::make_durable`]).
 #[derive(Debug)]

@@ -1,0 +1,314 @@
+//! Combined commits across processes: a one-statement write
+//! ([`Database::execute`](crate::Database::execute)) that has to wait for
+//! another process's turn is posted in the lock file's job slots
+//! (`xproc/jobs.rs`), and the process holding the turn runs it in its own
+//! transaction, in a savepoint, before its `COMMIT`: one turn, one commit
+//! and one fsync for the writes of many processes. Its poster is told the
+//! exact outcome through the slot.
+//!
+//! A statement runs on another process's connection only where that cannot
+//! change what it does: both connections are *plain* ([`is_plain`]: no
+//! setups from [`Database::configure`](crate::Database::configure) — no
+//! application functions or collations — no temporary schema objects, no
+//! attached databases, foreign keys on and recursive triggers off, as
+//! litelane opens every connection), and the statement is one write that
+//! returns no rows. The leader refuses anything else back to its poster,
+//! which then runs it in its own turn.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::tx::{Job, Ran, Tx};
+use crate::xproc::{JobOutcome, Taken};
+use crate::Value;
+
+/// What a one-statement write did ([`Database::execute`](crate::Database::execute)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// Rows the statement changed (`sqlite3_changes`: rows inserted,
+    /// updated or deleted by the statement itself, not by its triggers).
+    pub changes: u64,
+    /// The rowid of the last row inserted, on the connection that ran it,
+    /// right after it (`sqlite3_last_insert_rowid`): meaningful after an
+    /// `INSERT` into a rowid table.
+    pub last_insert_rowid: i64,
+}
+
+/// Runs one statement that writes and returns no rows. Refuses (as
+/// [`Error::InvalidInput`]) a statement that returns rows or writes
+/// nothing, and a text with more than one statement.
+pub(crate) fn execute(conn: &Connection, sql: &str, params: &[Value]) -> Result<Executed> {
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(|e| Error::from_sqlite(e, "preparing the statement"))?;
+    check_statement(&stmt)?;
+    for (i, v) in params.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, v)
+            .map_err(|e| Error::from_sqlite(e, format!("binding parameter {}", i + 1)))?;
+    }
+    if params.len() != stmt.parameter_count() {
+        return Err(Error::invalid(format!(
+            "the statement has {} parameters and {} were given",
+            stmt.parameter_count(),
+            params.len()
+        )));
+    }
+    stmt.raw_execute()
+        .map_err(|e| Error::from_sqlite(e, "running the statement"))?;
+    Ok(Executed {
+        changes: conn.changes(),
+        last_insert_rowid: conn.last_insert_rowid(),
+    })
+}
+
+fn check_statement(stmt: &rusqlite::Statement<'_>) -> Result<()> {
+    if stmt.column_count() > 0 || stmt.readonly() {
+        return Err(Error::invalid(
+            "execute runs one statement that writes and returns no rows; use read or write \
+             for others",
+        ));
+    }
+    Ok(())
+}
+
+/// True when `conn` may run, or have run elsewhere, the statements of
+/// other connections opened by litelane: see the module documentation. One
+/// cached query.
+pub(crate) fn is_plain(conn: &Connection) -> bool {
+    const SQL: &str = "SELECT (SELECT count(*) FROM temp.sqlite_schema) \
+         + (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')) \
+         + (SELECT foreign_keys = 0 FROM pragma_foreign_keys) \
+         + (SELECT recursive_triggers FROM pragma_recursive_triggers)";
+    conn.prepare_cached(SQL)
+        .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+        .is_ok_and(|n| n == 0)
+}
+
+/// A one-statement write of this process, as the writer's own job: it may
+/// be posted for another process to run ([`Job::statement`]).
+pub(crate) struct StatementJob<'a> {
+    label: &'a str,
+    enqueued: std::time::Instant,
+    sql: &'a str,
+    params: &'a [Value],
+    out: Option<Result<Executed>>,
+    verdict: Option<Result<()>>,
+}
+
+impl<'a> StatementJob<'a> {
+    pub fn new(label: &'a str, sql: &'a str, params: &'a [Value]) -> Self {
+        StatementJob {
+            label,
+            enqueued: std::time::Instant::now(),
+            sql,
+            params,
+            out: None,
+            verdict: None,
+        }
+    }
+
+    /// What the caller is told: the statement's error first; otherwise
+    /// what it did, exactly when it was committed.
+    pub fn finish(self) -> Result<Executed> {
+        match (self.out, self.verdict) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(done)), Some(Ok(()))) => Ok(done),
+            (_, Some(Err(e))) => Err(e),
+            _ => Err(Error::invalid(
+                "the writer ended this write's turn without an outcome (internal error; nothing \
+                 was committed)",
+            )),
+        }
+    }
+}
+
+impl Job for StatementJob<'_> {
+    fn label(&self) -> &str {
+        self.label
+    }
+
+    fn enqueued(&self) -> std::time::Instant {
+        self.enqueued
+    }
+
+    fn run(&mut self, tx: &Tx<'_>) -> Ran {
+        let out = execute(tx, self.sql, self.params);
+        let ran = match &out {
+            Ok(_) => Ran::Ok,
+            Err(e) => Ran::Err(e.clone()),
+        };
+        self.out = Some(out);
+        ran
+    }
+
+    fn settle(&mut self, verdict: Result<()>) {
+        debug_assert!(self.verdict.is_none(), "a job settled twice");
+        self.verdict = Some(verdict);
+    }
+
+    fn statement(&self) -> Option<(&str, &[Value])> {
+        Some((self.sql, self.params))
+    }
+
+    fn ran_elsewhere(&mut self, outcome: Result<Executed>) {
+        self.verdict = Some(outcome.as_ref().map(|_| ()).map_err(Error::clone));
+        self.out = Some(outcome);
+    }
+}
+
+/// The outcome another process wrote for this process's statement, as the
+/// caller is told it. `db_path` names the database in an unknown outcome.
+pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed> {
+    match outcome {
+        JobOutcome::Done {
+            changes,
+            last_insert_rowid,
+        } => Ok(Executed {
+            changes,
+            last_insert_rowid,
+        }),
+        JobOutcome::Failed {
+            code,
+            extended_code,
+            message,
+        } if code != 0 => Err(Error::Sqlite {
+            code,
+            extended_code,
+            message,
+            context: "run by the process holding the write turn, in its transaction".into(),
+            os: None,
+        }),
+        JobOutcome::Failed { message, .. } => Err(Error::Io {
+            context: "the commit of the process holding the write turn".into(),
+            message,
+            os: None,
+        }),
+        JobOutcome::Unknown { message } => Err(Error::OutcomeUnknown {
+            path: db_path.to_string(),
+            file: format!("{db_path}-wal"),
+            code: rusqlite::ffi::SQLITE_IOERR,
+            extended_code: rusqlite::ffi::SQLITE_IOERR,
+            cause: message,
+            context: "a statement committed by another process".into(),
+            os: None,
+        }),
+    }
+}
+
+/// The SQLite codes behind `e`, if it has some.
+fn codes_of(e: &Error) -> Option<(i32, i32)> {
+    match e {
+        Error::Sqlite {
+            code,
+            extended_code,
+            ..
+        } => Some((*code, *extended_code)),
+        Error::RolledBack { cause, .. } => codes_of(cause),
+        _ => None,
+    }
+}
+
+/// Another process's statement, taken from its slot, as a job of this
+/// writer's transaction.
+pub(crate) struct RemoteJob {
+    taken: Option<Taken>,
+    label: String,
+    enqueued: std::time::Instant,
+    done: Option<Executed>,
+}
+
+impl RemoteJob {
+    pub fn new(taken: Taken) -> Self {
+        RemoteJob {
+            label: format!("a statement of another process: {}", clip(&taken.sql, 80)),
+            taken: Some(taken),
+            enqueued: std::time::Instant::now(),
+            done: None,
+        }
+    }
+}
+
+fn clip(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+impl Job for RemoteJob {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn enqueued(&self) -> std::time::Instant {
+        self.enqueued
+    }
+
+    fn run(&mut self, tx: &Tx<'_>) -> Ran {
+        let Some(t) = &self.taken else {
+            return Ran::Ok;
+        };
+        // Prepared here first: a statement this connection cannot prepare,
+        // or may not run for another, goes back to its poster, whose own
+        // connection gives the exact answer.
+        let runnable = tx
+            .prepare_cached(&t.sql)
+            .is_ok_and(|s| check_statement(&s).is_ok() && s.parameter_count() == t.params.len());
+        if !runnable {
+            if let Some(t) = self.taken.take() {
+                t.refuse();
+            }
+            return Ran::Ok;
+        }
+        match execute(tx, &t.sql, &t.params) {
+            Ok(done) => {
+                self.done = Some(done);
+                Ran::Ok
+            }
+            Err(e) => Ran::Err(e),
+        }
+    }
+
+    fn settle(&mut self, verdict: Result<()>) {
+        let Some(t) = self.taken.take() else { return };
+        let outcome = match verdict {
+            Ok(()) => {
+                let done = self.done.unwrap_or(Executed {
+                    changes: 0,
+                    last_insert_rowid: 0,
+                });
+                JobOutcome::Done {
+                    changes: done.changes,
+                    last_insert_rowid: done.last_insert_rowid,
+                }
+            }
+            // Undone by another statement's rollback before the commit: it
+            // runs again, in another turn.
+            Err(Error::RolledBack {
+                retryable: true, ..
+            }) if !t.is_committing() => return t.give_back(),
+            Err(e @ Error::OutcomeUnknown { .. }) => JobOutcome::Unknown {
+                message: e.to_string(),
+            },
+            Err(e) => {
+                let (code, extended_code) = codes_of(&e).unwrap_or((0, 0));
+                JobOutcome::Failed {
+                    code,
+                    extended_code,
+                    message: match &e {
+                        Error::Sqlite { message, .. } => message.clone(),
+                        e => e.to_string(),
+                    },
+                }
+            }
+        };
+        t.finish(&outcome);
+    }
+
+    fn committing(&mut self) {
+        if let Some(t) = &mut self.taken {
+            t.committing();
+        }
+    }
+}

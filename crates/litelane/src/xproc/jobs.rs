@@ -1,0 +1,683 @@
+//! Job slots: one-statement writes that a process posts for whichever
+//! process holds the turn to run in its own transaction (cross-process
+//! group commit, docs/concurrency.md "Combined commits").
+//!
+//! [`SLOTS`] slots of [`SLOT_LEN`] bytes each sit in the lock file from
+//! [`JOBS_AT`], mapped shared by every process. A slot's first word is its
+//! state, changed only by compare-and-swap; what else a slot holds is
+//! written by the state's owner before the state is published (release)
+//! and read after it is seen (acquire):
+//!
+//! | state | owner | next |
+//! |---|---|---|
+//! | `FREE` | nobody | `CLAIMED` by a poster |
+//! | `CLAIMED` | its poster, writing the statement | `POSTED` |
+//! | `POSTED` | nobody: waiting | `TAKEN` by a turn holder, or `FREE` (withdrawn by its poster) |
+//! | `TAKEN` | the turn holder (the *leader*), running it before its `COMMIT` | `COMMITTING`, `DONE`, `REFUSED`, or back to `POSTED` |
+//! | `COMMITTING` | the leader, in or after its `COMMIT` | `DONE` |
+//! | `DONE` / `REFUSED` | its poster, reading the outcome | `FREE` |
+//!
+//! **Deaths.** Each slot has two lock bytes (open-file-description locks,
+//! dropped by the kernel when a process dies): the poster's, held from
+//! `CLAIMED` until it has read the outcome, and the leader's, held from
+//! `TAKEN` until the outcome is written. A `TAKEN` job whose leader is dead
+//! was never committed (its transaction died with it): it goes back to
+//! `POSTED` and runs again, exactly once. A `COMMITTING` job whose leader is
+//! dead may or may not be committed: its poster is told the outcome is
+//! unknown. A slot whose poster is dead is freed by the next poster that
+//! finds no free slot.
+
+use std::fs::File;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Arc;
+
+use super::doorbell::Doorbells;
+use super::imp;
+use crate::ffi::SharedPage;
+use crate::Value;
+
+/// Where the slots begin in the lock file: 64 KiB, past the ticket records.
+pub const JOBS_AT: usize = 64 << 10;
+/// How many slots: as many as doorbells, one per process waiting at once.
+pub const SLOTS: usize = 64;
+/// Bytes per slot: 4 KiB, of which [`PAYLOAD_AT`] onwards hold the
+/// statement and its parameters (a longer one is not posted).
+pub const SLOT_LEN: usize = 4096;
+/// The lock bytes of slot `i`: `JOB_LOCKS + 2i` (poster), `+ 1` (leader).
+const JOB_LOCKS: u64 = 1 << 39;
+
+const FREE: u32 = 0;
+const CLAIMED: u32 = 1;
+const POSTED: u32 = 2;
+const TAKEN: u32 = 3;
+const COMMITTING: u32 = 4;
+const DONE: u32 = 5;
+const REFUSED: u32 = 6;
+
+/// A state word: the state in its low byte, and above it a generation that
+/// every take advances, so that a compare-and-swap made on an old view
+/// (a poster reposting the job of a leader it thought dead) fails once
+/// another leader took the job since.
+const fn kind(word: u32) -> u32 {
+    word & 0xff
+}
+
+const fn with_state(word: u32, state: u32) -> u32 {
+    (word & !0xff) | state
+}
+
+// Offsets inside a slot.
+const STATE: usize = 0;
+/// The doorbell its poster sleeps on, plus one (0: none).
+const BELL: usize = 4;
+/// The poster's format: a leader takes only jobs of its own.
+const FORMAT: usize = 8;
+const SQL_LEN: usize = 12;
+const PARAMS_LEN: usize = 16;
+/// The outcome's kind ([`Outcome`]), its codes and message length.
+const KIND: usize = 20;
+const CODE: usize = 24;
+const EXTENDED: usize = 28;
+const CHANGES: usize = 32;
+const ROWID: usize = 40;
+const MESSAGE_LEN: usize = 48;
+/// The leader's process id (for messages).
+const LEADER_PID: usize = 52;
+const PAYLOAD_AT: usize = 64;
+const PAYLOAD_MAX: usize = SLOT_LEN - PAYLOAD_AT;
+
+/// The encoding of jobs and outcomes; a leader takes only jobs posted in
+/// its own.
+const FORMAT_VERSION: u32 = 1;
+
+/// How a job ended, as its poster reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Committed (and durable as the profile promises): rows changed and
+    /// the last rowid inserted, on the leader's connection.
+    Done {
+        /// `sqlite3_changes` of the statement.
+        changes: u64,
+        /// `sqlite3_last_insert_rowid` right after it.
+        last_insert_rowid: i64,
+    },
+    /// Not committed: the statement failed (its SQLite codes and message),
+    /// or the commit did.
+    Failed {
+        /// Primary and extended SQLite result code (0 when not SQLite's).
+        code: i32,
+        /// Extended result code.
+        extended_code: i32,
+        /// What went wrong, as the leader saw it.
+        message: String,
+    },
+    /// Committed or not, nobody can say: the leader died in its commit, or
+    /// the commit's fsync failed.
+    Unknown {
+        /// Why.
+        message: String,
+    },
+}
+
+const KIND_DONE: u32 = 1;
+const KIND_FAILED: u32 = 2;
+const KIND_UNKNOWN: u32 = 3;
+
+/// The job slots of one lock file.
+pub struct Jobs {
+    page: Arc<SharedPage>,
+    /// Rung when an outcome is written, on the poster's doorbell.
+    bells: Doorbells,
+    /// The open file description the slots' lock bytes are taken through
+    /// (not the mapped one: see `durable.rs`).
+    locks: File,
+    pid: u32,
+}
+
+impl Jobs {
+    /// The slots in `page` (the lock file mapped by [`SharedPage::map`]),
+    /// with `locks`, an open file description of the lock file of their own.
+    pub fn on(page: Arc<SharedPage>, locks: File) -> Jobs {
+        Jobs {
+            bells: Doorbells::on(Arc::clone(&page)),
+            page,
+            locks,
+            pid: std::process::id(),
+        }
+    }
+
+    fn at(i: usize, field: usize) -> usize {
+        JOBS_AT + i * SLOT_LEN + field
+    }
+
+    fn word(&self, i: usize, field: usize) -> &AtomicU32 {
+        self.page.word32(Self::at(i, field))
+    }
+
+    fn word64(&self, i: usize, field: usize) -> &AtomicU64 {
+        self.page.word(Self::at(i, field))
+    }
+
+    fn state(&self, i: usize) -> &AtomicU32 {
+        self.word(i, STATE)
+    }
+
+    /// Moves slot `i` from exactly the word `from` to the state `to`
+    /// (same generation).
+    fn cas(&self, i: usize, from: u32, to: u32) -> bool {
+        self.state(i)
+            .compare_exchange(from, with_state(from, to), SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// Sets the state of slot `i`, keeping its generation: only by the
+    /// state's owner (the poster of a `CLAIMED` or ended slot, the leader
+    /// of a `TAKEN` or `COMMITTING` one, who holds its lock byte).
+    fn set(&self, i: usize, state: u32) {
+        let w = self.state(i).load(SeqCst);
+        self.state(i).store(with_state(w, state), SeqCst);
+    }
+
+    fn poster_byte(i: usize) -> u64 {
+        JOB_LOCKS + 2 * i as u64
+    }
+
+    fn leader_byte(i: usize) -> u64 {
+        JOB_LOCKS + 2 * i as u64 + 1
+    }
+
+    /// True when another process (or queue) holds `byte`; an error counts
+    /// as held (nothing is taken from a holder that might be alive).
+    fn held(&self, byte: u64) -> bool {
+        imp::byte_locked(&self.locks, byte).unwrap_or(true)
+    }
+
+    /// Posts `sql` with `params`: `None` when it does not fit a slot or no
+    /// slot is free (the caller then waits for its own turn).
+    pub fn post(self: &Arc<Self>, sql: &str, params: &[Value]) -> Option<Posted> {
+        let encoded = encode_params(params)?;
+        if sql.len() + encoded.len() > PAYLOAD_MAX {
+            return None;
+        }
+        let i = self.claim()?;
+        self.page.write_bytes(Self::at(i, PAYLOAD_AT), sql.as_bytes());
+        self.page
+            .write_bytes(Self::at(i, PAYLOAD_AT + sql.len()), &encoded);
+        self.word(i, FORMAT).store(FORMAT_VERSION, Relaxed);
+        self.word(i, SQL_LEN).store(sql.len() as u32, Relaxed);
+        self.word(i, PARAMS_LEN).store(encoded.len() as u32, Relaxed);
+        self.word(i, BELL).store(0, Relaxed);
+        self.set(i, POSTED);
+        Some(Posted {
+            jobs: Arc::clone(self),
+            slot: i,
+            done: false,
+        })
+    }
+
+    /// A free slot, now `CLAIMED` with its poster byte locked by us; slots
+    /// of dead posters are freed on the way when none is free.
+    fn claim(&self) -> Option<usize> {
+        for reclaim in [false, true] {
+            for i in 0..SLOTS {
+                if reclaim {
+                    self.reclaim(i);
+                }
+                let w = self.state(i).load(SeqCst);
+                if kind(w) != FREE || !self.cas(i, w, CLAIMED) {
+                    continue;
+                }
+                match imp::lock_byte_now(&self.locks, Self::poster_byte(i)) {
+                    Ok(true) => return Some(i),
+                    // Its last poster's lock is still there (a slow exit):
+                    // leave the slot free for later.
+                    _ => self.set(i, FREE),
+                }
+            }
+        }
+        None
+    }
+
+    /// Frees slot `i` if its poster is dead and no live leader has it.
+    fn reclaim(&self, i: usize) {
+        let w = self.state(i).load(SeqCst);
+        if kind(w) == FREE || self.held(Self::poster_byte(i)) {
+            return;
+        }
+        if matches!(kind(w), TAKEN | COMMITTING) && self.held(Self::leader_byte(i)) {
+            return;
+        }
+        self.cas(i, w, FREE);
+    }
+
+    /// True when some slot holds a posted job.
+    pub fn any_posted(&self) -> bool {
+        (0..SLOTS).any(|i| kind(self.state(i).load(Relaxed)) == POSTED)
+    }
+
+    /// Takes up to `max` posted jobs, for the caller (holding the turn) to
+    /// run before its `COMMIT`.
+    pub fn take(self: &Arc<Self>, max: usize) -> Vec<Taken> {
+        let mut out = Vec::new();
+        for i in 0..SLOTS {
+            if out.len() >= max {
+                break;
+            }
+            let w = self.state(i).load(SeqCst);
+            if kind(w) != POSTED || self.word(i, FORMAT).load(Relaxed) != FORMAT_VERSION {
+                continue;
+            }
+            // The leader byte first: a job is never TAKEN without it held,
+            // so a poster that finds it free knows the leader is gone.
+            if !matches!(imp::lock_byte_now(&self.locks, Self::leader_byte(i)), Ok(true)) {
+                continue;
+            }
+            let taken_word = with_state(w.wrapping_add(0x100), TAKEN);
+            if self
+                .state(i)
+                .compare_exchange(w, taken_word, SeqCst, SeqCst)
+                .is_err()
+            {
+                let _ = imp::unlock_byte(&self.locks, Self::leader_byte(i));
+                continue;
+            }
+            let mut taken = Taken {
+                jobs: Arc::clone(self),
+                slot: i,
+                sql: String::new(),
+                params: Vec::new(),
+                state: TAKEN,
+            };
+            match self.read_job(i) {
+                Some((sql, params)) => {
+                    taken.sql = sql;
+                    taken.params = params;
+                    out.push(taken);
+                }
+                None => taken.refuse(),
+            }
+        }
+        out
+    }
+
+    /// The statement and parameters of slot `i` (taken), or `None` when
+    /// they do not decode (a foreign or damaged slot).
+    fn read_job(&self, i: usize) -> Option<(String, Vec<Value>)> {
+        let sql_len = self.word(i, SQL_LEN).load(Relaxed) as usize;
+        let params_len = self.word(i, PARAMS_LEN).load(Relaxed) as usize;
+        if sql_len.checked_add(params_len)? > PAYLOAD_MAX {
+            return None;
+        }
+        let mut buf = vec![0u8; sql_len + params_len];
+        self.page.read_bytes(Self::at(i, PAYLOAD_AT), &mut buf);
+        let params = decode_params(&buf[sql_len..])?;
+        buf.truncate(sql_len);
+        Some((String::from_utf8(buf).ok()?, params))
+    }
+
+    /// Writes the outcome into slot `i` and publishes `state` (`DONE`).
+    fn write_outcome(&self, i: usize, outcome: &Outcome) {
+        let (kind, code, ext, changes, rowid, message) = match outcome {
+            Outcome::Done {
+                changes,
+                last_insert_rowid,
+            } => (KIND_DONE, 0, 0, *changes, *last_insert_rowid, ""),
+            Outcome::Failed {
+                code,
+                extended_code,
+                message,
+            } => (KIND_FAILED, *code, *extended_code, 0, 0, message.as_str()),
+            Outcome::Unknown { message } => (KIND_UNKNOWN, 0, 0, 0, 0, message.as_str()),
+        };
+        let message = clip(message, PAYLOAD_MAX);
+        self.page
+            .write_bytes(Self::at(i, PAYLOAD_AT), message.as_bytes());
+        self.word(i, MESSAGE_LEN).store(message.len() as u32, Relaxed);
+        self.word(i, KIND).store(kind, Relaxed);
+        self.word(i, CODE).store(code as u32, Relaxed);
+        self.word(i, EXTENDED).store(ext as u32, Relaxed);
+        self.word64(i, CHANGES).store(changes, Relaxed);
+        self.word64(i, ROWID).store(rowid as u64, Relaxed);
+        self.word(i, LEADER_PID).store(self.pid, Relaxed);
+        self.set(i, DONE);
+    }
+
+    fn read_outcome(&self, i: usize) -> Outcome {
+        let len = (self.word(i, MESSAGE_LEN).load(Relaxed) as usize).min(PAYLOAD_MAX);
+        let mut buf = vec![0u8; len];
+        self.page.read_bytes(Self::at(i, PAYLOAD_AT), &mut buf);
+        let message = String::from_utf8_lossy(&buf).into_owned();
+        let pid = self.word(i, LEADER_PID).load(Relaxed);
+        match self.word(i, KIND).load(Relaxed) {
+            KIND_DONE => Outcome::Done {
+                changes: self.word64(i, CHANGES).load(Relaxed),
+                last_insert_rowid: self.word64(i, ROWID).load(Relaxed) as i64,
+            },
+            KIND_FAILED => Outcome::Failed {
+                code: self.word(i, CODE).load(Relaxed) as i32,
+                extended_code: self.word(i, EXTENDED).load(Relaxed) as i32,
+                message,
+            },
+            _ => Outcome::Unknown {
+                message: format!("{message} (in the combined commit of process {pid})"),
+            },
+        }
+    }
+
+    /// Rings the doorbell slot `i`'s poster sleeps on.
+    fn ring_poster(&self, i: usize) {
+        let bell = self.word(i, BELL).load(SeqCst);
+        if let Some(t) = bell.checked_sub(1) {
+            self.bells.ring(u64::from(t));
+        }
+    }
+}
+
+fn clip(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Where a posted job stands, for its poster.
+#[derive(Debug, PartialEq)]
+pub enum Progress {
+    /// Nobody has it yet, or a live leader is running it.
+    Waiting,
+    /// A leader could not run it (not a statement it may run): the poster
+    /// runs it in its own turn. The slot is freed.
+    Refused,
+    /// Its outcome; the slot is freed.
+    Ended(Outcome),
+}
+
+/// A job this process posted, until its outcome is read. Dropping it
+/// withdraws a job nobody took; a job a leader has keeps running, and its
+/// slot is freed by the next poster short of slots once its outcome is in.
+pub struct Posted {
+    jobs: Arc<Jobs>,
+    slot: usize,
+    /// The outcome was read (or the job withdrawn) and the slot freed.
+    done: bool,
+}
+
+impl Posted {
+    /// Says which doorbell (ticket) this poster sleeps on next, so that the
+    /// leader that ends the job rings it.
+    pub fn sleeping_on(&self, ticket: u64) {
+        let bell = (ticket % super::doorbell::BELLS) as u32 + 1;
+        self.jobs.word(self.slot, BELL).store(bell, SeqCst);
+    }
+
+    /// Looks at the job: its outcome once a leader wrote it (or died in its
+    /// commit), [`Progress::Refused`] when a leader could not run it,
+    /// [`Progress::Waiting`] otherwise (a job whose leader died before its
+    /// commit is posted again).
+    pub fn progress(&mut self) -> Progress {
+        if self.done {
+            return Progress::Refused;
+        }
+        let (jobs, i) = (&self.jobs, self.slot);
+        let w = jobs.state(i).load(SeqCst);
+        match kind(w) {
+            DONE => {
+                let outcome = jobs.read_outcome(i);
+                self.free();
+                Progress::Ended(outcome)
+            }
+            REFUSED => {
+                self.free();
+                Progress::Refused
+            }
+            TAKEN if !jobs.held(Jobs::leader_byte(i)) => {
+                // Its leader died before its COMMIT: nothing of it stayed.
+                // (Fails if another leader took it since: a new generation.)
+                jobs.cas(i, w, POSTED);
+                Progress::Waiting
+            }
+            COMMITTING if !jobs.held(Jobs::leader_byte(i)) => {
+                // Read again: a leader writes DONE before it unlocks.
+                if jobs.state(i).load(SeqCst) != w {
+                    return self.progress();
+                }
+                self.free();
+                Progress::Ended(Outcome::Unknown {
+                    message: "the process that was committing this statement with its own \
+                              transaction died during the commit; whether it committed is \
+                              not known"
+                        .into(),
+                })
+            }
+            _ => Progress::Waiting,
+        }
+    }
+
+    /// Takes the job back if nobody has it: true when it is withdrawn (the
+    /// caller runs it), false when a leader has it (wait for [`progress`](Posted::progress)).
+    pub fn withdraw(&mut self) -> bool {
+        if self.done {
+            return true;
+        }
+        let w = self.jobs.state(self.slot).load(SeqCst);
+        if kind(w) == POSTED && self.jobs.cas(self.slot, w, FREE) {
+            self.release_poster_byte();
+            return true;
+        }
+        false
+    }
+
+    fn free(&mut self) {
+        self.jobs.set(self.slot, FREE);
+        self.release_poster_byte();
+    }
+
+    fn release_poster_byte(&mut self) {
+        self.done = true;
+        let _ = imp::unlock_byte(&self.jobs.locks, Jobs::poster_byte(self.slot));
+    }
+}
+
+impl Drop for Posted {
+    fn drop(&mut self) {
+        if !self.done && !self.withdraw() {
+            // A leader has it: the slot is freed by a later poster once the
+            // outcome is in (our poster byte goes now).
+            self.release_poster_byte();
+        }
+    }
+}
+
+/// A job taken by the turn holder, until its outcome is written. Dropped
+/// without one, it goes back to `POSTED` if its commit had not begun, and
+/// otherwise is left to its poster, who finds the leader gone.
+pub struct Taken {
+    jobs: Arc<Jobs>,
+    slot: usize,
+    /// The statement, one.
+    pub sql: String,
+    /// Its parameters, bound by position.
+    pub params: Vec<Value>,
+    state: u32,
+}
+
+impl Taken {
+    /// The leader is about to `COMMIT` the transaction this job ran in.
+    pub fn committing(&mut self) {
+        if self.state == TAKEN {
+            self.jobs.set(self.slot, COMMITTING);
+            self.state = COMMITTING;
+        }
+    }
+
+    /// True once [`committing`](Taken::committing) was called.
+    pub fn is_committing(&self) -> bool {
+        self.state == COMMITTING
+    }
+
+    /// Writes the outcome and rings the poster.
+    pub fn finish(mut self, outcome: &Outcome) {
+        self.jobs.write_outcome(self.slot, outcome);
+        self.end();
+    }
+
+    /// Gives the job back for another turn (its transaction was rolled back
+    /// before its commit began).
+    pub fn give_back(mut self) {
+        debug_assert!(self.state == TAKEN, "given back after its commit began");
+        self.jobs.set(self.slot, POSTED);
+        self.end();
+    }
+
+    /// Marks the job as one this leader may not run: its poster runs it.
+    pub fn refuse(mut self) {
+        self.jobs.set(self.slot, REFUSED);
+        self.end();
+    }
+
+    fn end(&mut self) {
+        self.state = DONE;
+        let _ = imp::unlock_byte(&self.jobs.locks, Jobs::leader_byte(self.slot));
+        self.jobs.ring_poster(self.slot);
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        match self.state {
+            TAKEN => {
+                self.jobs.set(self.slot, POSTED);
+                self.end();
+            }
+            // Left COMMITTING: the poster sees the leader byte free and is
+            // told the outcome is unknown.
+            COMMITTING => self.end(),
+            _ => {}
+        }
+    }
+}
+
+const TAG_NULL: u8 = 0;
+const TAG_INTEGER: u8 = 1;
+const TAG_REAL: u8 = 2;
+const TAG_TEXT: u8 = 3;
+const TAG_BLOB: u8 = 4;
+
+/// Parameters as bytes: a tag per value, then 8 bytes (integer, real) or a
+/// 4-byte length and the bytes (text, blob), little-endian. `None` when one
+/// is too long to post.
+fn encode_params(params: &[Value]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for v in params {
+        match v {
+            Value::Null => out.push(TAG_NULL),
+            Value::Integer(i) => {
+                out.push(TAG_INTEGER);
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+            Value::Real(f) => {
+                out.push(TAG_REAL);
+                out.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
+            Value::Text(s) => {
+                out.push(TAG_TEXT);
+                out.extend_from_slice(&u32::try_from(s.len()).ok()?.to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            Value::Blob(b) => {
+                out.push(TAG_BLOB);
+                out.extend_from_slice(&u32::try_from(b.len()).ok()?.to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+        if out.len() > PAYLOAD_MAX {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// The inverse of [`encode_params`]; `None` for bytes it did not make.
+fn decode_params(mut b: &[u8]) -> Option<Vec<Value>> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if b.len() < n {
+            return None;
+        }
+        let (head, tail) = b.split_at(n);
+        *b = tail;
+        Some(head)
+    }
+    fn eight(b: &mut &[u8]) -> Option<[u8; 8]> {
+        take(b, 8)?.try_into().ok()
+    }
+    fn sized<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let n = u32::from_le_bytes(take(b, 4)?.try_into().ok()?) as usize;
+        take(b, n)
+    }
+    let mut out = Vec::new();
+    while let Some(&tag) = b.first() {
+        b = &b[1..];
+        out.push(match tag {
+            TAG_NULL => Value::Null,
+            TAG_INTEGER => Value::Integer(i64::from_le_bytes(eight(&mut b)?)),
+            TAG_REAL => Value::Real(f64::from_bits(u64::from_le_bytes(eight(&mut b)?))),
+            TAG_TEXT => Value::Text(String::from_utf8(sized(&mut b)?.to_vec()).ok()?),
+            TAG_BLOB => Value::Blob(sized(&mut b)?.to_vec()),
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::Integer),
+            any::<f64>().prop_map(Value::Real),
+            ".{0,40}".prop_map(Value::Text),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Blob),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn parameters_round_trip(params in proptest::collection::vec(value(), 0..20)) {
+            let bytes = encode_params(&params).unwrap();
+            let back = decode_params(&bytes).unwrap();
+            // NaN != NaN: compare the bits of reals.
+            let key = |v: &Value| match v {
+                Value::Real(f) => format!("real {}", f.to_bits()),
+                v => format!("{v:?}"),
+            };
+            prop_assert_eq!(
+                back.iter().map(key).collect::<Vec<_>>(),
+                params.iter().map(key).collect::<Vec<_>>()
+            );
+        }
+
+        #[test]
+        fn foreign_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode_params(&bytes);
+        }
+    }
+
+    #[test]
+    fn truncated_or_unknown_bytes_do_not_decode() {
+        let bytes = encode_params(&[Value::Text("hello".into()), Value::Integer(7)]).unwrap();
+        for cut in 1..bytes.len() {
+            if cut == 10 {
+                continue; // a whole first value: a valid, shorter list
+            }
+            assert!(decode_params(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+        assert!(decode_params(&[9]).is_none());
+        assert!(decode_params(&[TAG_TEXT, 2, 0, 0, 0, 0xff, 0xfe]).is_none());
+    }
+}
