@@ -970,7 +970,8 @@ impl Writer {
         self.process_turn(own.label()).map(TurnFor::Turn)
     }
 
-    /// Waits for the turn or for the outcome of `own`'s posted statement.
+    /// Waits for the turn or for the outcome of `own`'s posted statement,
+    /// up to `busy_timeout` in all.
     #[cfg(target_os = "linux")]
     fn wait_posted(
         &self,
@@ -978,41 +979,51 @@ impl Writer {
         own: &mut dyn Job,
         mut posted: crate::xproc::Posted,
     ) -> Result<TurnFor> {
-        use crate::xproc::Acquired;
-        let acquired = q.acquire_or_ended(own.label(), self.busy_timeout, &mut posted);
-        let turn = match acquired {
-            Ok(Acquired::Ended(outcome)) => {
-                return Ok(self.ran_elsewhere(own, outcome));
-            }
-            Ok(Acquired::Turn(t)) => Some(t),
-            Ok(Acquired::TimedOut) => None,
-            Err(degraded) => {
-                self.recorder.note_process_queue_off(degraded.to_string());
-                if posted.withdraw() {
-                    return Ok(TurnFor::Turn(None));
+        use crate::xproc::{Acquired, Awaited};
+        let start = Instant::now();
+        loop {
+            let left = self.busy_timeout.saturating_sub(start.elapsed());
+            match q.acquire_or_ended(own.label(), left, &mut posted) {
+                Ok(Acquired::Ended(outcome)) => return Ok(self.ran_elsewhere(own, outcome)),
+                Ok(Acquired::Turn(t)) => {
+                    if posted.withdraw() {
+                        return Ok(TurnFor::Turn(Some(t))); // nobody ran it: ours
+                    }
+                    // A leader committed it and is making it durable: the
+                    // turn is not ours to use.
                 }
-                None
+                Ok(Acquired::InFlight) => {}
+                Ok(Acquired::TimedOut) => {
+                    if posted.withdraw() {
+                        return Err(self.busy_error(q));
+                    }
+                }
+                Err(degraded) => {
+                    self.recorder.note_process_queue_off(degraded.to_string());
+                    if posted.withdraw() {
+                        return Ok(TurnFor::Turn(None));
+                    }
+                }
             }
-        };
-        if posted.withdraw() {
-            // Nobody ran it: ours to run, in our turn if it came.
-            return match turn {
-                Some(t) => Ok(TurnFor::Turn(Some(t))),
-                None => Err(self.busy_error(q)),
-            };
+            // A leader has it: wait for its outcome.
+            let left = self.busy_timeout.saturating_sub(start.elapsed());
+            match q.wait_for_outcome(&mut posted, left) {
+                Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(own, outcome)),
+                Awaited::Posted if start.elapsed() < self.busy_timeout => {} // its leader died
+                Awaited::Posted | Awaited::TimedOut => {
+                    if posted.withdraw() {
+                        return Err(self.busy_error(q));
+                    }
+                    let message = format!(
+                        "the process committing this statement gave no outcome within \
+                         busy_timeout ({:?})",
+                        self.busy_timeout
+                    );
+                    let outcome = crate::xproc::JobOutcome::Unknown { message };
+                    return Ok(self.ran_elsewhere(own, outcome));
+                }
+            }
         }
-        // A leader has it and committed it (or is committing): hand the
-        // turn on and wait for the outcome.
-        drop(turn);
-        let outcome = q
-            .wait_for_outcome(&mut posted, self.busy_timeout)
-            .unwrap_or_else(|| crate::xproc::JobOutcome::Unknown {
-                message: format!(
-                    "the process committing this statement gave no outcome within                      busy_timeout ({:?})",
-                    self.busy_timeout
-                ),
-            });
-        Ok(self.ran_elsewhere(own, outcome))
     }
 
     #[cfg(target_os = "linux")]

@@ -1446,7 +1446,22 @@ pub enum Acquired {
     /// Another process ran the posted job in its commit: its outcome. The
     /// ticket taken for the turn is finished.
     Ended(JobOutcome),
+    /// A live leader has the posted job: the ticket is finished (the turn
+    /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
+    InFlight,
     /// Neither came within the timeout.
+    TimedOut,
+}
+
+/// How [`ProcessQueue::wait_for_outcome`] ended.
+#[cfg(target_os = "linux")]
+pub enum Awaited {
+    /// The job's outcome.
+    Ended(JobOutcome),
+    /// Its leader died before committing it: it is posted again; wait for
+    /// the turn ([`ProcessQueue::acquire_or_ended`]) again.
+    Posted,
+    /// Nothing within the timeout.
     TimedOut,
 }
 
@@ -1495,16 +1510,15 @@ impl ProcessQueue {
             Ok(imp::Start::Wait(pending)) => pending,
             Err(e) => return Err(self.degraded(e)),
         };
-        let mut ended = None;
+        let mut stop = None;
         let mut watch = |k: u64| {
             posted.sleeping_on(k);
             match posted.progress() {
-                jobs::Progress::Ended(o) => {
-                    ended = Some(o);
-                    true
-                }
-                jobs::Progress::Waiting | jobs::Progress::Refused => false,
+                jobs::Progress::Ended(o) => stop = Some(Acquired::Ended(o)),
+                jobs::Progress::InFlight => stop = Some(Acquired::InFlight),
+                jobs::Progress::Waiting | jobs::Progress::Refused => {}
             }
+            stop.is_some()
         };
         match self
             .shared
@@ -1514,12 +1528,16 @@ impl ProcessQueue {
                 Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
             }
             Ok(Waited::Pending(p)) => {
-                // Closing the file finishes the ticket; the ring tells the
-                // waiter behind it at once.
+                // Unlocking finishes the ticket; the ring tells the waiter
+                // behind it at once.
                 let ticket = p.ticket();
-                drop(file);
+                if imp::unlock_ticket(&file, ticket).is_ok() {
+                    self.shared.put_idle(file);
+                } else {
+                    drop(file); // closing it drops the lock
+                }
                 self.shared.ring(ticket);
-                Ok(ended.map_or(Acquired::TimedOut, Acquired::Ended))
+                Ok(stop.unwrap_or(Acquired::TimedOut))
             }
             Err(e) => Err(self.degraded(e)),
         }
@@ -1528,17 +1546,21 @@ impl ProcessQueue {
     /// Waits, up to `timeout`, for the outcome of `posted`, which a leader
     /// has (after the caller's turn came while that leader was making its
     /// commit durable). `None` on timeout.
-    pub fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Option<JobOutcome> {
+    pub fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
         let start = Instant::now();
         // A doorbell of our own to sleep on: the one of a ticket long past.
-        let bell = self.shared.pid as u64;
+        let bell = u64::from(self.shared.pid);
         loop {
             let seen = self.shared.bells.as_ref().map(|b| b.seen(bell));
             posted.sleeping_on(bell);
-            if let jobs::Progress::Ended(o) = posted.progress() {
-                return Some(o);
+            match posted.progress() {
+                jobs::Progress::Ended(o) => return Awaited::Ended(o),
+                jobs::Progress::Waiting | jobs::Progress::Refused => return Awaited::Posted,
+                jobs::Progress::InFlight => {}
             }
-            let left = timeout.checked_sub(start.elapsed())?;
+            let Some(left) = timeout.checked_sub(start.elapsed()) else {
+                return Awaited::TimedOut;
+            };
             match (&self.shared.bells, seen) {
                 (Some(b), Some(seen)) => b.wait(bell, seen, left.min(doorbell::POLL)),
                 _ => std::thread::sleep(left.min(doorbell::POLL)),

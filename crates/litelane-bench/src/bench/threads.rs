@@ -110,6 +110,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
                 ("processes-connection-per-thread", "connection"),
                 ("processes-connection-per-thread-queued", "queued"),
                 ("processes-litelane", "litelane"),
+                ("processes-litelane-execute", "litelane-execute"),
             ] {
                 // Inside `bench all`, keep the process variants short.
                 let rows = if ctx.in_all {
@@ -360,7 +361,7 @@ fn litelane_threads(
                         .take(per_thread as usize)
                         .collect();
                     barrier.wait();
-                    litelane_inserts(db, accounts)
+                    litelane_inserts(db, accounts, false)
                 })
             })
             .collect();
@@ -413,9 +414,11 @@ pub struct WorkerArgs {
     pub db: PathBuf,
     /// `connection` (a rusqlite connection per thread, 5 s busy timeout,
     /// busy errors retried), `queued` (the same, each insert inside a turn of
-    /// the cross-process queue, `litelane::xproc`) or `litelane` (one
-    /// `Database` per process).
-    #[arg(long, value_parser = ["connection", "queued", "litelane"])]
+    /// the cross-process queue, `litelane::xproc`), `litelane` (one
+    /// `Database` per process, each insert a `write` closure) or
+    /// `litelane-execute` (the same, each insert `Database::execute`, which
+    /// another process may commit in its transaction).
+    #[arg(long, value_parser = ["connection", "queued", "litelane", "litelane-execute"])]
     pub mode: String,
     /// Writer threads in this process.
     #[arg(long)]
@@ -449,6 +452,9 @@ struct WorkerReport {
     /// litelane only: fsyncs of the WAL this process ran after its turns
     /// (`Metrics::wal_syncs`; 0 unless `safe` shares them across processes).
     wal_syncs: u64,
+    /// litelane only: inserts of this process that another process
+    /// committed (`Metrics::combined_elsewhere`).
+    combined_elsewhere: u64,
 }
 
 /// Entry point of `litelane-bench bench-worker`.
@@ -456,7 +462,8 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
     use std::io::{BufRead, Write};
     let profile: Profile = args.profile.parse()?;
     let threads = args.threads.max(1);
-    let db = if args.mode == "litelane" {
+    let statements = args.mode == "litelane-execute";
+    let db = if args.mode.starts_with("litelane") {
         Some(Database::open(&args.db, Options::with_profile(profile))?)
     } else {
         None
@@ -495,7 +502,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
                     .collect();
                 let (db, conn, queue) = (db.as_ref(), conns.next(), queue.as_ref());
                 s.spawn(move || match (db, conn) {
-                    (Some(db), _) => litelane_inserts(db, accounts),
+                    (Some(db), _) => litelane_inserts(db, accounts, statements),
                     (None, Some(conn)) => connection_inserts(&conn, queue, accounts),
                     (None, None) => Work::default(),
                 })
@@ -524,6 +531,7 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
         report.engine_busy_errors = after.busy_errors - before.busy_errors;
         report.mean_group_size = mean_group_size(before, &after);
         report.wal_syncs = after.wal_syncs - before.wal_syncs;
+        report.combined_elsewhere = after.combined_elsewhere - before.combined_elsewhere;
     }
     let line = serde_json::to_string(&report)
         .map_err(|e| BenchError::Input(format!("encoding the worker report: {e}")))?;
@@ -531,15 +539,27 @@ pub fn worker_main(args: WorkerArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn litelane_inserts(db: &Database, accounts: Vec<super::data::Account>) -> Work {
+/// One thread's inserts through `db`: `write` closures, or with
+/// `statements` `Database::execute`.
+fn litelane_inserts(db: &Database, accounts: Vec<super::data::Account>, statements: bool) -> Work {
+    use litelane::Value;
     let mut w = Work::default();
     for a in accounts {
         let t0 = Instant::now();
-        let r = db.write(|tx| {
-            tx.prepare_cached(ACCOUNT_INSERT)?
-                .execute((&a.id, &a.created_at, &a.username))?;
-            Ok(())
-        });
+        let r = if statements {
+            let params = [
+                Value::Text(a.id.clone()),
+                Value::Text(a.created_at.clone()),
+                Value::Text(a.username.clone()),
+            ];
+            db.execute(ACCOUNT_INSERT, &params).map(drop)
+        } else {
+            db.write(|tx| {
+                tx.prepare_cached(ACCOUNT_INSERT)?
+                    .execute((&a.id, &a.created_at, &a.username))?;
+                Ok(())
+            })
+        };
         match r {
             Ok(()) => w.latencies.push(t0.elapsed()),
             Err(e) => {
@@ -668,7 +688,15 @@ fn processes(
         .with("busy_errors", busy)
         .with("failed_inserts", failed)
         .with("rows_stored", stored);
-    if mode == "litelane" {
+    if mode.starts_with("litelane") {
+        let combined: u64 = reports.iter().map(|r| r.combined_elsewhere).sum();
+        if mode == "litelane-execute" {
+            // Inserts committed by another process than their own.
+            row.set(
+                "combined_share",
+                round(combined as f64 / stored.max(1) as f64, 3),
+            );
+        }
         let groups: Vec<f64> = reports.iter().map(|r| r.mean_group_size).collect();
         row.set(
             "mean_group_size",

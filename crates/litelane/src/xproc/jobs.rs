@@ -385,8 +385,10 @@ fn clip(s: &str, max: usize) -> &str {
 /// Where a posted job stands, for its poster.
 #[derive(Debug, PartialEq)]
 pub enum Progress {
-    /// Nobody has it yet, or a live leader is running it.
+    /// Nobody has it yet.
     Waiting,
+    /// A live leader is running or committing it.
+    InFlight,
     /// A leader could not run it (not a statement it may run): the poster
     /// runs it in its own turn. The slot is freed.
     Refused,
@@ -438,6 +440,7 @@ impl Posted {
                 jobs.cas(i, w, POSTED);
                 Progress::Waiting
             }
+            TAKEN => Progress::InFlight,
             COMMITTING if !jobs.held(Jobs::leader_byte(i)) => {
                 // Read again: a leader writes DONE before it unlocks.
                 if jobs.state(i).load(SeqCst) != w {
@@ -451,6 +454,7 @@ impl Posted {
                         .into(),
                 })
             }
+            COMMITTING => Progress::InFlight,
             _ => Progress::Waiting,
         }
     }
