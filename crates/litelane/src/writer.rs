@@ -955,7 +955,12 @@ impl Writer {
     fn process_turn_for(&self, slot: &Slot, own: &mut dyn Job) -> Result<TurnFor> {
         #[cfg(target_os = "linux")]
         if let Some(q) = &self.process_queue {
-            let may_post = self.config.is_empty() && q.others_present();
+            // Only where each commit is synced (`safe`): there one fsync
+            // for many processes pays; without it, handing the turn to a
+            // process that keeps it for a while (turn cohorting) costs
+            // fewer wake-ups than posting (docs/concurrency.md).
+            let may_post =
+                self.shared_sync.is_some() && self.config.is_empty() && q.others_present();
             let posted = match own.statement() {
                 Some((sql, params)) if may_post && combine::is_plain(&slot.conn) => {
                     q.post(sql, params)
@@ -1053,6 +1058,7 @@ impl Writer {
         if let Some(q) = &self.process_queue {
             let room = self.group.max_jobs.saturating_sub(ran);
             if room == 0
+                || self.shared_sync.is_none() // no weaker commit for a `safe` poster
                 || !q.jobs_waiting()
                 || !self.config.is_empty()
                 || !combine::is_plain(&slot.conn)

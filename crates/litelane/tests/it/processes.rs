@@ -266,9 +266,9 @@ fn safe_single_threaded_processes_share_fsyncs_and_lose_nothing() {
     eprintln!("{processes} single-threaded processes, safe: {acked} commits, {own} WAL fsyncs");
 }
 
-/// The same shape with one-statement writes (`Database::execute`): a
-/// process waiting for the turn posts its statement, and the process
-/// holding the turn commits it in its own transaction. Nothing acknowledged
+/// The same shape with one-statement writes (`Database::execute`): under
+/// `safe`, a process waiting for the turn posts its statement, and the
+/// process holding the turn commits it in its own transaction. Nothing acknowledged
 /// is lost or stored twice, nobody sees an error, and statements were
 /// committed by other processes.
 #[test]
@@ -299,7 +299,12 @@ fn single_threaded_processes_combine_their_statements_and_lose_nothing() {
         let acked: usize = outcomes.iter().map(|o| o.acked.len()).sum();
         assert_eq!(acked, stored.len(), "every stored row was acknowledged once");
         assert_eq!(elsewhere, here, "every statement committed elsewhere was committed here");
-        assert!(elsewhere > 0, "no statement was committed by another process");
+        if profile == "safe" {
+            assert!(elsewhere > 0, "no statement was committed by another process");
+        } else {
+            // Combined only where commits are synced (docs/concurrency.md).
+            assert_eq!(elsewhere, 0, "balanced combined statements");
+        }
         eprintln!(
             "{processes} single-threaded processes, {profile}: {acked} commits, {elsewhere} \
              committed by another process"
