@@ -251,7 +251,9 @@ impl SharedPage {
     /// (release) and read them only after it (acquire).
     pub(crate) fn write_bytes(&self, offset: usize, bytes: &[u8]) {
         assert!(
-            offset.checked_add(bytes.len()).is_some_and(|end| end <= Self::LEN),
+            offset
+                .checked_add(bytes.len())
+                .is_some_and(|end| end <= Self::LEN),
             "{} bytes at {offset}",
             bytes.len()
         );
@@ -271,7 +273,9 @@ impl SharedPage {
     /// Copies `out.len()` bytes of the mapping at `offset` into `out`.
     pub(crate) fn read_bytes(&self, offset: usize, out: &mut [u8]) {
         assert!(
-            offset.checked_add(out.len()).is_some_and(|end| end <= Self::LEN),
+            offset
+                .checked_add(out.len())
+                .is_some_and(|end| end <= Self::LEN),
             "{} bytes at {offset}",
             out.len()
         );

@@ -1036,7 +1036,9 @@ impl Writer {
         let result = combine::from_remote(outcome, &self.db_path);
         match &result {
             Ok(_) => {
-                self.recorder.combined_elsewhere.fetch_add(1, Ordering::Relaxed);
+                self.recorder
+                    .combined_elsewhere
+                    .fetch_add(1, Ordering::Relaxed);
                 self.recorder.transactions.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => self.recorder.record_failed_commit(e, 1),

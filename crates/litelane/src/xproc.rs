@@ -1436,7 +1436,7 @@ mod durable;
 #[cfg(target_os = "linux")]
 mod jobs;
 #[cfg(target_os = "linux")]
-pub use jobs::{Outcome as JobOutcome, Posted, Taken};
+pub use jobs::{JobStates, Outcome as JobOutcome, Posted, Taken};
 
 /// How [`ProcessQueue::acquire_or_ended`] ended.
 #[cfg(target_os = "linux")]
@@ -1473,6 +1473,15 @@ impl ProcessQueue {
     /// not fit in one (4 KiB).
     pub fn post(&self, sql: &str, params: &[crate::Value]) -> Option<Posted> {
         self.shared.jobs.as_ref()?.post(sql, params)
+    }
+
+    /// How many job slots are in each state (all zero without job slots).
+    pub fn job_states(&self) -> JobStates {
+        self.shared
+            .jobs
+            .as_ref()
+            .map(|j| j.states())
+            .unwrap_or_default()
     }
 
     /// True when some job is posted and waiting (a read of the slots'

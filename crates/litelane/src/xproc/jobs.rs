@@ -91,6 +91,21 @@ const PAYLOAD_MAX: usize = SLOT_LEN - PAYLOAD_AT;
 /// its own.
 const FORMAT_VERSION: u32 = 1;
 
+/// How many job slots are in each state ([`ProcessQueue::job_states`](super::ProcessQueue::job_states)).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct JobStates {
+    /// Being written by their posters.
+    pub claimed: usize,
+    /// Posted, waiting for a turn holder to take them.
+    pub posted: usize,
+    /// Taken by a turn holder, run before its commit.
+    pub taken: usize,
+    /// In a turn holder's commit (or its fsync).
+    pub committing: usize,
+    /// With an outcome their posters have not read yet.
+    pub ended: usize,
+}
+
 /// How a job ended, as its poster reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -201,12 +216,14 @@ impl Jobs {
             return None;
         }
         let i = self.claim()?;
-        self.page.write_bytes(Self::at(i, PAYLOAD_AT), sql.as_bytes());
+        self.page
+            .write_bytes(Self::at(i, PAYLOAD_AT), sql.as_bytes());
         self.page
             .write_bytes(Self::at(i, PAYLOAD_AT + sql.len()), &encoded);
         self.word(i, FORMAT).store(FORMAT_VERSION, Relaxed);
         self.word(i, SQL_LEN).store(sql.len() as u32, Relaxed);
-        self.word(i, PARAMS_LEN).store(encoded.len() as u32, Relaxed);
+        self.word(i, PARAMS_LEN)
+            .store(encoded.len() as u32, Relaxed);
         self.word(i, BELL).store(0, Relaxed);
         self.set(i, POSTED);
         Some(Posted {
@@ -251,6 +268,23 @@ impl Jobs {
         self.cas(i, w, FREE);
     }
 
+    /// How many slots are in each state now (a snapshot; for metrics and
+    /// tests).
+    pub fn states(&self) -> JobStates {
+        let mut out = JobStates::default();
+        for i in 0..SLOTS {
+            match kind(self.state(i).load(SeqCst)) {
+                POSTED => out.posted += 1,
+                TAKEN => out.taken += 1,
+                COMMITTING => out.committing += 1,
+                DONE | REFUSED => out.ended += 1,
+                CLAIMED => out.claimed += 1,
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// True when some slot holds a posted job.
     pub fn any_posted(&self) -> bool {
         (0..SLOTS).any(|i| kind(self.state(i).load(Relaxed)) == POSTED)
@@ -270,7 +304,10 @@ impl Jobs {
             }
             // The leader byte first: a job is never TAKEN without it held,
             // so a poster that finds it free knows the leader is gone.
-            if !matches!(imp::lock_byte_now(&self.locks, Self::leader_byte(i)), Ok(true)) {
+            if !matches!(
+                imp::lock_byte_now(&self.locks, Self::leader_byte(i)),
+                Ok(true)
+            ) {
                 continue;
             }
             let taken_word = with_state(w.wrapping_add(0x100), TAKEN);
@@ -333,7 +370,8 @@ impl Jobs {
         let message = clip(message, PAYLOAD_MAX);
         self.page
             .write_bytes(Self::at(i, PAYLOAD_AT), message.as_bytes());
-        self.word(i, MESSAGE_LEN).store(message.len() as u32, Relaxed);
+        self.word(i, MESSAGE_LEN)
+            .store(message.len() as u32, Relaxed);
         self.word(i, KIND).store(kind, Relaxed);
         self.word(i, CODE).store(code as u32, Relaxed);
         self.word(i, EXTENDED).store(ext as u32, Relaxed);
@@ -670,6 +708,140 @@ mod tests {
         fn foreign_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = decode_params(&bytes);
         }
+    }
+
+    /// Two queues' views of one lock file: separate open file descriptions
+    /// (as two processes have), one mapping.
+    fn two_views() -> (tempfile::TempDir, Arc<Jobs>, Arc<Jobs>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db-lane");
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
+        imp::initialize(&f).unwrap();
+        let page = Arc::new(SharedPage::map(&imp::reopen(&path).unwrap()).unwrap());
+        let view = || Arc::new(Jobs::on(Arc::clone(&page), imp::reopen(&path).unwrap()));
+        (dir, view(), view())
+    }
+
+    /// What a process's death does to the lock bytes of `jobs`: the kernel
+    /// drops every lock of its open file descriptions.
+    fn die(jobs: &Jobs) {
+        imp::unlock(&jobs.locks, JOB_LOCKS, 2 * SLOTS as u64).unwrap();
+    }
+
+    /// The outcome of a one-row insert.
+    fn inserted() -> Outcome {
+        Outcome::Done {
+            changes: 1,
+            last_insert_rowid: 9,
+        }
+    }
+
+    #[test]
+    fn a_job_runs_once_and_its_poster_reads_the_outcome() {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster
+            .post("INSERT INTO t VALUES (?1)", &[Value::Integer(5)])
+            .unwrap();
+        assert_eq!(poster.states().posted, 1);
+        assert_eq!(p.progress(), Progress::Waiting);
+        let mut taken = leader.take(10);
+        assert_eq!(taken.len(), 1);
+        assert!(leader.take(10).is_empty(), "taken twice");
+        let t = taken.pop().unwrap();
+        assert_eq!(
+            (t.sql.as_str(), t.params.as_slice()),
+            ("INSERT INTO t VALUES (?1)", &[Value::Integer(5)][..])
+        );
+        assert!(!p.withdraw(), "withdrawn from a leader");
+        assert_eq!(p.progress(), Progress::InFlight);
+        t.finish(&inserted());
+        assert_eq!(p.progress(), Progress::Ended(inserted()));
+        assert_eq!(
+            poster.states(),
+            JobStates::default(),
+            "the slot is free again"
+        );
+    }
+
+    #[test]
+    fn a_job_whose_leader_died_before_its_commit_is_posted_again_and_runs_once() {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+        let t = leader.take(1).pop().unwrap();
+        // The leader dies: its Taken never ends, its lock bytes go.
+        std::mem::forget(t);
+        die(&leader);
+        assert_eq!(p.progress(), Progress::Waiting, "posted again");
+        assert_eq!(poster.states().posted, 1);
+        // Whoever holds the turn next takes it, once; the dead leader's
+        // view of the old generation cannot change it any more.
+        let second = leader.take(5);
+        assert_eq!(second.len(), 1);
+        assert!(p.withdraw() == false && p.progress() == Progress::InFlight);
+        second.into_iter().next().unwrap().finish(&inserted());
+        assert!(matches!(
+            p.progress(),
+            Progress::Ended(Outcome::Done { .. })
+        ));
+    }
+
+    #[test]
+    fn a_poster_whose_leader_died_in_its_commit_is_told_the_outcome_is_unknown() {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+        let mut t = leader.take(1).pop().unwrap();
+        t.committing();
+        assert_eq!(p.progress(), Progress::InFlight);
+        std::mem::forget(t);
+        die(&leader);
+        match p.progress() {
+            Progress::Ended(Outcome::Unknown { message }) => {
+                assert!(message.contains("died during the commit"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(poster.states(), JobStates::default());
+    }
+
+    #[test]
+    fn a_full_table_refuses_posts_and_frees_the_slots_of_dead_posters() {
+        let (_d, poster, other) = two_views();
+        let posted: Vec<_> = (0..SLOTS)
+            .map(|i| {
+                poster
+                    .post(&format!("INSERT INTO t VALUES ({i})"), &[])
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            other.post("INSERT INTO t VALUES (0)", &[]).is_none(),
+            "no slot left"
+        );
+        // Too long for a slot: never posted.
+        assert!(other.post(&"x".repeat(SLOT_LEN), &[]).is_none());
+        // The poster dies with its jobs posted: the next poster reclaims.
+        std::mem::forget(posted);
+        die(&poster);
+        let p = other.post("INSERT INTO t VALUES (0)", &[]);
+        assert!(p.is_some(), "a dead poster's slot was not reclaimed");
+    }
+
+    #[test]
+    fn a_withdrawn_job_is_never_taken_and_a_refused_one_comes_back() {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+        assert!(p.withdraw());
+        assert!(leader.take(1).is_empty());
+        let mut p = poster.post("SELECT 1", &[]).unwrap();
+        leader.take(1).pop().unwrap().refuse();
+        assert_eq!(p.progress(), Progress::Refused);
+        assert_eq!(poster.states(), JobStates::default());
     }
 
     #[test]

@@ -297,10 +297,20 @@ fn single_threaded_processes_combine_their_statements_and_lose_nothing() {
             here += o.combined.1;
         }
         let acked: usize = outcomes.iter().map(|o| o.acked.len()).sum();
-        assert_eq!(acked, stored.len(), "every stored row was acknowledged once");
-        assert_eq!(elsewhere, here, "every statement committed elsewhere was committed here");
+        assert_eq!(
+            acked,
+            stored.len(),
+            "every stored row was acknowledged once"
+        );
+        assert_eq!(
+            elsewhere, here,
+            "every statement committed elsewhere was committed here"
+        );
         if profile == "safe" {
-            assert!(elsewhere > 0, "no statement was committed by another process");
+            assert!(
+                elsewhere > 0,
+                "no statement was committed by another process"
+            );
         } else {
             // Combined only where commits are synced (docs/concurrency.md).
             assert_eq!(elsewhere, 0, "balanced combined statements");
