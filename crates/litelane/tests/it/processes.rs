@@ -25,6 +25,15 @@ const THREADS: &str = "LITELANE_PROCESSES_THREADS";
 /// `execute`: each write is `Database::execute` (a statement that another
 /// process may commit); default a `write` closure.
 const API: &str = "LITELANE_PROCESSES_API";
+/// Role `holder`: how long each transaction holds the writer (ms, default 50).
+const HOLD_MS: &str = "LITELANE_PROCESSES_HOLD_MS";
+/// Role `poster`: `slow` makes its one statement take about a second.
+const POSTER_SQL: &str = "LITELANE_PROCESSES_POSTER_SQL";
+
+/// A one-row insert that takes about a second, all of it plain SQL (no
+/// application function), so another process may run it.
+const SLOW_INSERT: &str = "INSERT INTO acked(id) SELECT ?1 WHERE (WITH RECURSIVE c(x) AS \
+     (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c) > 0";
 
 fn long() -> bool {
     std::env::var("LITELANE_PROCESSES_LONG").is_ok_and(|v| v == "1")
@@ -56,16 +65,31 @@ fn processes_child() {
     let db = Database::open(&path, options()).unwrap();
     let per_thread: i64 = if long() { 2_000 } else { 150 };
     if role == "holder" {
+        let hold: u64 = std::env::var(HOLD_MS).map_or(50, |t| t.parse().unwrap());
         loop {
             db.write_labeled("holder", |tx| {
                 tx.execute("INSERT INTO held(x) VALUES (1)", [])?;
                 println!("\nHOLDING");
                 std::io::stdout().flush().unwrap();
-                thread::sleep(Duration::from_millis(50));
+                thread::sleep(Duration::from_millis(hold));
                 Ok(())
             })
             .unwrap();
         }
+    }
+    if role == "poster" {
+        let sql = match std::env::var(POSTER_SQL).as_deref() {
+            Ok("slow") => SLOW_INSERT,
+            _ => "INSERT INTO acked(id) VALUES (?1)",
+        };
+        match db.execute(sql, &[litelane::Value::Integer(me)]) {
+            Ok(_) => println!("\nACK {me}"),
+            Err(e @ litelane::Error::OutcomeUnknown { .. }) => println!("\nUNKNOWN {e}"),
+            Err(e) => println!("\nERROR {e}"),
+        }
+        let m = db.metrics();
+        println!("COMBINED {} {}", m.combined_elsewhere, m.combined_here);
+        return;
     }
     let threads: i64 = std::env::var(THREADS).map_or(4, |t| t.parse().unwrap());
     let statements = std::env::var(API).is_ok_and(|a| a == "execute");
@@ -135,6 +159,8 @@ struct Outcome {
     syncs: (u64, u64),
     /// Statements of this process another committed, and of others this one.
     combined: (u64, u64),
+    /// Writes told their outcome is unknown.
+    unknown: Vec<String>,
 }
 
 fn collect(child: Child) -> Outcome {
@@ -146,12 +172,15 @@ fn collect(child: Child) -> Outcome {
         queue_off: true,
         syncs: (0, 0),
         combined: (0, 0),
+        unknown: Vec::new(),
     };
     let mut child = child;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         if let Some(e) = line.strip_prefix("ERROR ") {
             out.errors.push(e.to_string());
+        } else if let Some(e) = line.strip_prefix("UNKNOWN ") {
+            out.unknown.push(e.to_string());
         } else if let Some(n) = line.strip_prefix("BUSY ") {
             out.busy = n.parse().unwrap();
         } else if let Some(n) = line.strip_prefix("MAXWAIT_MS ") {
@@ -320,6 +349,119 @@ fn single_threaded_processes_combine_their_statements_and_lose_nothing() {
              committed by another process"
         );
     }
+}
+
+/// Waits (up to 20 s) until the job slots of the database at `path` are
+/// in a state `want` accepts.
+fn wait_for_jobs(path: &Path, want: impl Fn(litelane::xproc::JobStates) -> bool) {
+    let q = litelane::xproc::ProcessQueue::open(path).unwrap();
+    let start = Instant::now();
+    while !want(q.job_states()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            q.job_states()
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts a `holder` (each transaction holding the writer `hold_ms`) and
+/// returns once it is inside its first transaction.
+fn holding(path: &Path, hold_ms: &str) -> Child {
+    let mut holder = spawn_with(
+        path,
+        "holder",
+        100,
+        &[(PROFILE, "safe"), (HOLD_MS, hold_ms)],
+    );
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    while lines.next().expect("the holder runs").unwrap() != "HOLDING" {}
+    // Keep draining its output, so it never blocks on a full pipe.
+    thread::spawn(move || lines.for_each(drop));
+    holder
+}
+
+/// A process that holds the turn takes another's posted statement and is
+/// killed while running it, before its commit: the statement is posted
+/// again, its poster runs it itself, and it is stored once and
+/// acknowledged.
+#[test]
+fn a_statement_whose_leader_dies_before_committing_it_runs_again_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.db");
+    create(&path);
+    let mut holder = holding(&path, "400");
+    let poster = spawn_with(
+        &path,
+        "poster",
+        7,
+        &[(PROFILE, "safe"), (POSTER_SQL, "slow")],
+    );
+    wait_for_jobs(&path, |s| s.taken == 1);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let o = collect(poster);
+    assert!(
+        o.errors.is_empty() && o.unknown.is_empty(),
+        "{:?} {:?}",
+        o.errors,
+        o.unknown
+    );
+    assert_eq!(o.acked, [7]);
+    assert_eq!(
+        o.combined,
+        (0, 0),
+        "it ran in its own process after the leader died"
+    );
+    assert_eq!(stored(&path), BTreeSet::from([7]));
+}
+
+/// The leader is killed in its commit, after `COMMIT` and before its fsync
+/// completed (a syncer of this test holds the shared fsync): the poster is
+/// told the outcome is unknown, not `Ok` and not failed, and nothing hangs.
+#[test]
+fn a_poster_whose_leader_dies_in_its_commit_is_told_the_outcome_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    create(&path);
+    let mut holder = holding(&path, "400");
+    let poster = spawn_with(&path, "poster", 8, &[(PROFILE, "safe")]);
+    wait_for_jobs(&path, |s| s.posted == 1);
+    // Hold the shared fsync: the leader will wait for it after its COMMIT.
+    let q = litelane::xproc::ProcessQueue::open(&path).unwrap();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (holding_sync, syncing) = std::sync::mpsc::channel::<()>();
+    let syncer = thread::spawn(move || {
+        let counted = q.count_commit();
+        let _ = q.make_durable(counted, &mut || {
+            holding_sync.send(()).unwrap();
+            released.recv().unwrap();
+            Ok(())
+        });
+    });
+    syncing.recv().unwrap();
+    wait_for_jobs(&path, |s| s.committing == 1);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    release.send(()).unwrap();
+    syncer.join().unwrap();
+    let o = collect(poster);
+    assert!(
+        o.acked.is_empty() && o.errors.is_empty(),
+        "{:?} {:?}",
+        o.acked,
+        o.errors
+    );
+    assert_eq!(o.unknown.len(), 1, "{:?}", o.unknown);
+    assert!(
+        o.unknown[0].contains("died during the commit"),
+        "{}",
+        o.unknown[0]
+    );
+    // Committed but not synced when the leader died: with the power on, it
+    // is there (which the poster could not know).
+    assert!(stored(&path).len() <= 1);
 }
 
 #[test]
