@@ -15,7 +15,13 @@
 //!   cross-process queue (the worker-processes shape). One of them, chosen at
 //!   random, is killed first; every survivor must then acknowledge 5 more
 //!   rows within 10 s (a killed process must not stall the others); then
-//!   the rest are killed 0–50 ms later.
+//!   the rest are killed 0–50 ms later;
+//! - `statements`: the same 4 processes writing with `Database::execute`,
+//!   whose statements the process holding the turn commits for the others
+//!   under `safe` (combined commits): a kill can land while a process runs
+//!   or commits another's statement. A write told its outcome is unknown
+//!   (its committer died in the commit) was not acknowledged: counted in
+//!   its own column, like `SQLITE_BUSY`.
 //!
 //! ```text
 //! cargo run --release -p litelane --example kill_proof -- --rounds 500
@@ -53,6 +59,7 @@ const SQLITE_BUSY: &str = "5";
 enum Shape {
     Threads,
     Processes,
+    Statements,
 }
 
 impl Shape {
@@ -60,6 +67,7 @@ impl Shape {
         match self {
             Shape::Threads => "threads (1 process × 4 writer threads)",
             Shape::Processes => "processes (4 single-threaded processes)",
+            Shape::Statements => "statements (4 single-threaded processes, `execute`)",
         }
     }
 }
@@ -77,7 +85,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
     let mut a = Args {
         rounds: 500,
         profiles: vec![Profile::Safe, Profile::Balanced],
-        shapes: vec![Shape::Threads, Shape::Processes],
+        shapes: vec![Shape::Threads, Shape::Processes, Shape::Statements],
         seed: 1,
         dir: None,
         self_test: false,
@@ -92,10 +100,15 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             "--profile" => a.profiles = flags.wal_profiles()?,
             "--shape" => {
                 a.shapes = match flags.value()? {
-                    "all" => vec![Shape::Threads, Shape::Processes],
+                    "all" => vec![Shape::Threads, Shape::Processes, Shape::Statements],
                     "threads" => vec![Shape::Threads],
                     "processes" => vec![Shape::Processes],
-                    v => return Err(format!("--shape: {v:?} is not threads, processes or all")),
+                    "statements" => vec![Shape::Statements],
+                    v => {
+                        return Err(format!(
+                            "--shape: {v:?} is not threads, processes, statements or all"
+                        ))
+                    }
                 }
             }
             _ => return Err(flags.unknown()),
@@ -107,9 +120,13 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
 /// The writer process: `threads` threads writing one row per transaction,
 /// ids `base + thread * 10^8 + i`, each printed once acknowledged; an error
 /// is printed as `ERR <SQLite code or -1> <message>`. Runs until killed.
-/// With `early`, each id is printed *before* its write (the self-test: the
-/// checker must then find acknowledged rows missing).
-fn child(path: &str, profile: &str, threads: i64, base: i64, early: bool) -> ! {
+/// With `how` `early`, each id is printed *before* its write (the
+/// self-test: the checker must then find acknowledged rows missing); with
+/// `execute`, each write is `Database::execute`, and an unknown outcome is
+/// printed as `UNKNOWN <message>`.
+fn child(path: &str, profile: &str, threads: i64, base: i64, how: &str) -> ! {
+    let early = how == "early";
+    let execute = how == "execute";
     let profile: Profile = profile.parse().expect("a profile");
     let db = Database::open(path, Options::with_profile(profile)).expect("open the database");
     let handles: Vec<_> = (0..threads)
@@ -121,11 +138,16 @@ fn child(path: &str, profile: &str, threads: i64, base: i64, early: bool) -> ! {
                     if early {
                         print_or_exit(&format!("{id}\n"));
                     }
-                    let r = db.write(|tx| {
-                        Ok(tx.execute("INSERT INTO acked VALUES (?, randomblob(500))", [id])?)
-                    });
-                    if !(early && r.is_ok()) {
-                        print_or_exit(&ack_line(id, &r));
+                    let sql = "INSERT INTO acked VALUES (?1, randomblob(500))";
+                    let r = if execute {
+                        db.execute(sql, &[litelane::Value::Integer(id)]).map(|_| ())
+                    } else {
+                        db.write(|tx| Ok(tx.execute(sql, [id]).map(drop)?))
+                    };
+                    match &r {
+                        Err(e) if e.is_outcome_unknown() => print_or_exit(&format!("UNKNOWN {e}\n")),
+                        _ if early && r.is_ok() => {}
+                        _ => print_or_exit(&ack_line(id, &r)),
                     }
                     id += 1;
                 }
@@ -142,7 +164,8 @@ fn child(path: &str, profile: &str, threads: i64, base: i64, early: bool) -> ! {
 struct Writer {
     child: Child,
     acks: Arc<AtomicU64>,
-    lines: thread::JoinHandle<(Vec<i64>, Vec<String>)>,
+    /// Acknowledged ids, errors, and writes told their outcome is unknown.
+    lines: thread::JoinHandle<(Vec<i64>, Vec<String>, u64)>,
 }
 
 fn spawn_writer(
@@ -150,7 +173,7 @@ fn spawn_writer(
     profile: Profile,
     threads: i64,
     base: i64,
-    early: bool,
+    how: &str,
 ) -> Result<Writer, String> {
     let mut child = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
         .arg("--child")
@@ -158,7 +181,7 @@ fn spawn_writer(
         .arg(profile.name())
         .arg(threads.to_string())
         .arg(base.to_string())
-        .arg(if early { "early" } else { "after" })
+        .arg(how)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -168,16 +191,18 @@ fn spawn_writer(
     let lines = {
         let acks = Arc::clone(&acks);
         thread::spawn(move || {
-            let (mut ids, mut errors) = (Vec::new(), Vec::new());
+            let (mut ids, mut errors, mut unknown) = (Vec::new(), Vec::new(), 0);
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(e) = line.strip_prefix("ERR ") {
+                if line.starts_with("UNKNOWN ") {
+                    unknown += 1;
+                } else if let Some(e) = line.strip_prefix("ERR ") {
                     errors.push(e.to_string());
                 } else if let Ok(id) = line.parse() {
                     ids.push(id);
                     acks.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            (ids, errors)
+            (ids, errors, unknown)
         })
     };
     Ok(Writer { child, acks, lines })
@@ -208,6 +233,9 @@ struct Tally {
     /// writer as failed (not acknowledged), so no promise covers them; on a
     /// loaded machine a starved process can hold its turn that long.
     busy: u64,
+    /// Writes (`statements`) told their outcome is unknown: the process
+    /// committing them died in its commit. Not acknowledged.
+    unknown: u64,
     stalls: u64,
     /// Problems seen.
     problems: u64,
@@ -244,10 +272,15 @@ fn round(
     }
     let (processes, threads) = match shape {
         Shape::Threads => (1, 4),
-        Shape::Processes => (4, 1),
+        Shape::Processes | Shape::Statements => (4, 1),
+    };
+    let how = match (early, shape) {
+        (true, _) => "early",
+        (false, Shape::Statements) => "execute",
+        (false, _) => "after",
     };
     let mut writers = (0..processes)
-        .map(|p| spawn_writer(&path, profile, threads, p * 1_000_000_000, early))
+        .map(|p| spawn_writer(&path, profile, threads, p * 1_000_000_000, how))
         .collect::<Result<Vec<_>, _>>()?;
     let all_started = wait_for(|| writers.iter().all(|w| w.acks.load(Ordering::Relaxed) > 0));
     let label = format!("{profile} / {shape:?} round {}", t.rounds);
@@ -256,7 +289,7 @@ fn round(
         t.problem(format!("{label}: a writer acknowledged nothing in 10 s"));
     }
     thread::sleep(Duration::from_millis(rng.u64(0..200)));
-    if shape == Shape::Processes {
+    if shape != Shape::Threads {
         let first = rng.usize(0..writers.len());
         let _ = writers[first].child.kill();
         let _ = writers[first].child.wait();
@@ -288,8 +321,9 @@ fn round(
     }
     let mut acked = Vec::new();
     for w in writers {
-        let (ids, errors) = w.lines.join().map_err(|_| "a reader thread panicked")?;
+        let (ids, errors, unknown) = w.lines.join().map_err(|_| "a reader thread panicked")?;
         acked.extend(ids);
+        t.unknown += unknown;
         for e in errors {
             let (code, msg) = e.split_once(' ').unwrap_or((&e, ""));
             if code == SQLITE_BUSY {
@@ -365,7 +399,7 @@ fn main() {
             profile,
             threads.parse().expect("a thread count"),
             base.parse().expect("a base id"),
-            early == "early",
+            early,
         );
     }
     let args = or_exit("kill_proof", parse_args(&argv));
@@ -405,9 +439,9 @@ fn main() {
         return;
     }
     println!(
-        "| profile | shape | rounds | SIGKILLs | acknowledged commits | lost | corruptions | errors | stalls | writes failed with SQLITE_BUSY | wall time (s) |"
+        "| profile | shape | rounds | SIGKILLs | acknowledged commits | lost | corruptions | errors | stalls | writes failed with SQLITE_BUSY | outcomes unknown | wall time (s) |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = false;
     for &profile in &args.profiles {
         for &shape in &args.shapes {
@@ -426,7 +460,7 @@ fn main() {
                 }
             }
             println!(
-                "| {profile} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
+                "| {profile} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
                 shape.name(),
                 t.rounds,
                 t.kills,
@@ -436,6 +470,7 @@ fn main() {
                 t.errors,
                 t.stalls,
                 t.busy,
+                t.unknown,
                 started.elapsed().as_secs_f64()
             );
             if let Some(why) = &t.first_problem {

@@ -183,9 +183,11 @@ pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed
             message,
             os: None,
         }),
+        // The leader died in its commit, or its fsync failed (the message
+        // says which).
         JobOutcome::Unknown { message } => Err(Error::OutcomeUnknown {
             path: db_path.to_string(),
-            file: format!("{db_path}-wal"),
+            file: String::new(),
             code: rusqlite::ffi::SQLITE_IOERR,
             extended_code: rusqlite::ffi::SQLITE_IOERR,
             cause: message,
@@ -288,8 +290,8 @@ impl Job for RemoteJob {
             Err(Error::RolledBack {
                 retryable: true, ..
             }) if !t.is_committing() => return t.give_back(),
-            Err(e @ Error::OutcomeUnknown { .. }) => JobOutcome::Unknown {
-                message: e.to_string(),
+            Err(Error::OutcomeUnknown { file, cause, .. }) => JobOutcome::Unknown {
+                message: format!("the fsync of {file} failed: {cause}"),
             },
             Err(e) => {
                 let (code, extended_code) = codes_of(&e).unwrap_or((0, 0));

@@ -77,22 +77,27 @@ pub enum Error {
         /// True when this write was not the one that ended the transaction.
         retryable: bool,
     },
-    /// A commit whose fsync failed: it may or may not be durable. The
+    /// A commit whose fsync failed, or that another process was making for
+    /// this write ([`Database::execute`](crate::Database::execute)) when it
+    /// died (then `file` is empty): it may or may not be durable. The
     /// kernel may have dropped the pages it could not write and cleared the
     /// error (PostgreSQL's 2018 "fsyncgate"), while the commit's frames may
     /// also already be on the disk: after a crash the change may be there or
     /// not. It is not a failure (retrying blindly could apply the change
     /// twice) and not a success (the change may be lost in a power cut).
     ///
-    /// What to do: reopen the database (this handle takes no more writes,
-    /// see [`Error::WritesStopped`]), check whether the change is there
+    /// What to do: reopen the database (after a failed fsync this handle
+    /// takes no more writes, see [`Error::WritesStopped`]), check whether the change is there
     /// before retrying it, and check the disk (kernel log, SMART). Told to
     /// every caller whose work was in the commit (each member of a group).
     /// See `docs/durability.md`, "What a caller should do on OutcomeUnknown".
     OutcomeUnknown {
         /// The database file.
         path: String,
-        /// The file whose fsync failed (the WAL, `<path>-wal`, in WAL mode).
+        /// The file whose fsync failed (the WAL, `<path>-wal`, in WAL mode);
+        /// empty when no fsync failed: another process that was committing
+        /// the write ([`Database::execute`](crate::Database::execute)) died
+        /// in its commit.
         file: String,
         /// SQLite's primary result code (`SQLITE_IOERR` = 10).
         code: i32,
@@ -321,11 +326,15 @@ impl fmt::Display for Error {
                 context,
                 ..
             } => {
-                write!(
-                    f,
-                    "outcome unknown: the commit may or may not be durable: the fsync of {file} \
-                     failed ({cause}; SQLite code {code}, extended {extended_code})"
-                )?;
+                if file.is_empty() {
+                    write!(f, "outcome unknown: the commit may or may not have happened: {cause}")?;
+                } else {
+                    write!(
+                        f,
+                        "outcome unknown: the commit may or may not be durable: the fsync of \
+                         {file} failed ({cause}; SQLite code {code}, extended {extended_code})"
+                    )?;
+                }
                 if !context.is_empty() {
                     write!(f, " while {context}")?;
                 }
