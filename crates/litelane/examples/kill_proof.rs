@@ -145,7 +145,9 @@ fn child(path: &str, profile: &str, threads: i64, base: i64, how: &str) -> ! {
                         db.write(|tx| Ok(tx.execute(sql, [id]).map(drop)?))
                     };
                     match &r {
-                        Err(e) if e.is_outcome_unknown() => print_or_exit(&format!("UNKNOWN {e}\n")),
+                        Err(e) if e.is_outcome_unknown() => {
+                            print_or_exit(&format!("UNKNOWN {e}\n"))
+                        }
                         _ if early && r.is_ok() => {}
                         _ => print_or_exit(&ack_line(id, &r)),
                     }

@@ -327,7 +327,10 @@ impl fmt::Display for Error {
                 ..
             } => {
                 if file.is_empty() {
-                    write!(f, "outcome unknown: the commit may or may not have happened: {cause}")?;
+                    write!(
+                        f,
+                        "outcome unknown: the commit may or may not have happened: {cause}"
+                    )?;
                 } else {
                     write!(
                         f,

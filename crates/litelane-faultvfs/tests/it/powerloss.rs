@@ -43,13 +43,19 @@ enum Workload {
     Checkpointing,
     /// Larger rows with a tiny WAL bound: escalated checkpoints.
     WalBound,
+    /// 4 `Database` handles on the file (each with its own cross-process
+    /// queue, as 4 processes would have), one thread each writing with
+    /// `execute`: under `safe` the turn holder commits the others'
+    /// statements (combined commits).
+    Combined,
 }
 
-const WORKLOADS: [Workload; 4] = [
+const WORKLOADS: [Workload; 5] = [
     Workload::Group,
     Workload::Bulk,
     Workload::Checkpointing,
     Workload::WalBound,
+    Workload::Combined,
 ];
 
 fn name(w: Workload) -> &'static str {
@@ -58,6 +64,7 @@ fn name(w: Workload) -> &'static str {
         Workload::Bulk => "bulk insert (commit every 200 rows)",
         Workload::Checkpointing => "checkpoints in progress",
         Workload::WalBound => "WAL at its bound (limit 32 pages)",
+        Workload::Combined => "combined commits, 4 handles × execute",
     }
 }
 
@@ -116,6 +123,8 @@ struct Outcome {
     max_found: i64,
     /// The workload had not reached its planned op after 10 s: cut then.
     at_deadline: bool,
+    /// Statements one handle committed for another (`Combined`).
+    combined: u64,
     report: CutReport,
 }
 
@@ -144,6 +153,14 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
         Workload::Group => 6,
         Workload::Bulk => 1,
         Workload::Checkpointing | Workload::WalBound => 3,
+        Workload::Combined => 4,
+    };
+    // Combined: a handle of its own per writer (the first is `db`).
+    let handles_of_file: Vec<Database> = match w {
+        Workload::Combined => (1..single_writers as usize)
+            .map(|_| Database::open(dir.path().join("db"), options(profile, w, &vfs)).unwrap())
+            .collect(),
+        _ => Vec::new(),
     };
     let pad = if w == Workload::WalBound { 3000 } else { 200 };
     // What a writing thread takes along.
@@ -156,14 +173,22 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
             Arc::clone(&next_id),
         )
     };
-    for _ in 0..single_writers {
-        let (db, vfs, acks, stop, next_id) = writer_handles();
+    for k in 0..single_writers as usize {
+        let (mut db, vfs, acks, stop, next_id) = writer_handles();
+        let execute = w == Workload::Combined;
+        if let Some(other) = k.checked_sub(1).and_then(|i| handles_of_file.get(i)) {
+            db = other.clone();
+        }
         handles.push(thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) && !vfs.is_cut() {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
-                let r = db.write(|tx| {
-                    Ok(tx.execute("INSERT INTO t VALUES (?, randomblob(?))", [id, pad])?)
-                });
+                let sql = "INSERT INTO t VALUES (?1, randomblob(?2))";
+                let r = if execute {
+                    db.execute(sql, &[Value::Integer(id), Value::Integer(pad)])
+                        .map(drop)
+                } else {
+                    db.write(|tx| Ok(tx.execute(sql, [id, pad]).map(drop)?))
+                };
                 if r.is_ok() {
                     let wal_syncs = vfs.syncs(FileKind::Wal);
                     acks.lock().unwrap().push(Ack {
@@ -237,11 +262,17 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
     for h in handles {
         h.join().unwrap();
     }
+    let combined = std::iter::once(&db)
+        .chain(&handles_of_file)
+        .map(|d| d.metrics().combined_here)
+        .sum();
     drop(db);
+    drop(handles_of_file);
     let final_wal_syncs = vfs.syncs(FileKind::Wal);
     let acks = acks.lock().unwrap().clone();
     let mut o = check(profile, &out, &acks, final_wal_syncs, report);
     o.at_deadline = at_deadline;
+    o.combined = combined;
     o
 }
 
@@ -338,6 +369,8 @@ struct Tally {
     files_lost: usize,
     /// Cuts made at the 10-s deadline rather than at the planned op.
     at_deadline: usize,
+    /// Statements committed by another handle than their own.
+    combined: u64,
 }
 
 fn campaign(profile: Profile, w: Workload, cuts: u64, base_seed: u64, lying: bool) -> Tally {
@@ -352,6 +385,7 @@ fn campaign(profile: Profile, w: Workload, cuts: u64, base_seed: u64, lying: boo
         t.torn += o.report.torn_writes;
         t.files_lost += o.report.files_lost.len();
         t.at_deadline += usize::from(o.at_deadline);
+        t.combined += o.combined;
         let promised = profile != Profile::Fast && !lying;
         if let Some(why) = &o.corrupt {
             t.corrupt += 1;
@@ -397,6 +431,12 @@ fn safe_keeps_every_acknowledged_commit_through_power_cuts() {
             t.acked > 0,
             "{w:?}: nothing was acknowledged before the cuts"
         );
+        if w == Workload::Combined {
+            assert!(
+                t.combined > 0,
+                "no statement was committed by another handle: {t:?}"
+            );
+        }
     }
 }
 

@@ -783,7 +783,7 @@ mod tests {
         // view of the old generation cannot change it any more.
         let second = leader.take(5);
         assert_eq!(second.len(), 1);
-        assert!(p.withdraw() == false && p.progress() == Progress::InFlight);
+        assert!(!p.withdraw() && p.progress() == Progress::InFlight);
         second.into_iter().next().unwrap().finish(&inserted());
         assert!(matches!(
             p.progress(),
