@@ -312,6 +312,12 @@ impl<'a> Group<'a> {
     }
 }
 
+/// How long a turn holder under `safe` waits for the next statements of
+/// processes whose last ones are still on their way back to them (250 µs,
+/// about one WAL fsync here), to commit them with its own
+/// (`Writer::run_posted`).
+const COMBINE_GATHER: Duration = Duration::from_micros(250);
+
 /// How long the cross-process turn may be handed from one leader of this
 /// process to the next while writers of this process keep queuing (5 ms).
 /// Past it the turn goes back to the cross-process queue, so the order among
@@ -986,6 +992,16 @@ impl Writer {
     ) -> Result<TurnFor> {
         use crate::xproc::{Acquired, Awaited};
         let start = Instant::now();
+        // A holder of the turn usually takes it at once: no ticket then.
+        match q.wait_if_turn_held(&mut posted, self.busy_timeout) {
+            Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(own, outcome)),
+            Awaited::Posted => {}
+            Awaited::TimedOut => {
+                if posted.withdraw() {
+                    return Err(self.busy_error(q));
+                }
+            }
+        }
         loop {
             let left = self.busy_timeout.saturating_sub(start.elapsed());
             match q.acquire_or_ended(own.label(), left, &mut posted) {
@@ -1048,7 +1064,11 @@ impl Writer {
     }
 
     /// Runs, in this turn's transaction, the statements other processes
-    /// posted (`combine.rs`), while the group has room.
+    /// posted (`combine.rs`), while the group has room. While statements of
+    /// other processes are on their way back (their outcomes were just
+    /// written, or another turn is committing them), it waits for their
+    /// next posts for up to [`COMBINE_GATHER`]: the fsync those posters
+    /// would otherwise each wait for is shared by more commits.
     fn run_posted<'a>(
         &self,
         process_turn: &ProcessTurn,
@@ -1058,21 +1078,32 @@ impl Writer {
     ) {
         #[cfg(target_os = "linux")]
         if let Some(q) = &self.process_queue {
-            let room = self.group.max_jobs.saturating_sub(ran);
+            let mut room = self.group.max_jobs.saturating_sub(ran);
+            let coming = |s: crate::xproc::JobStates| s.claimed + s.committing + s.ended;
             if room == 0
                 || self.shared_sync.is_none() // no weaker commit for a `safe` poster
-                || !q.jobs_waiting()
                 || !self.config.is_empty()
+                || !(q.jobs_waiting() || coming(q.job_states()) > 0)
                 || !combine::is_plain(&slot.conn)
             {
                 return;
             }
             let _ = process_turn; // held for as long as these run
-            for taken in q.take_jobs(room) {
-                let member = Member::Remote(Box::new(RemoteJob::new(taken)));
-                if self.run_member(slot, group, member) {
-                    self.recorder.combined_here.fetch_add(1, Ordering::Relaxed);
+            let deadline = Instant::now() + COMBINE_GATHER;
+            loop {
+                let seen = q.posts_seen();
+                for taken in q.take_jobs(room) {
+                    room -= 1;
+                    let member = Member::Remote(Box::new(RemoteJob::new(taken)));
+                    if self.run_member(slot, group, member) {
+                        self.recorder.combined_here.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
+                let now = Instant::now();
+                if room == 0 || now >= deadline || coming(q.job_states()) == 0 {
+                    break;
+                }
+                q.wait_for_posts(seen, deadline - now);
             }
         }
         let _ = (process_turn, slot, group, ran);

@@ -233,6 +233,10 @@ impl ProcessTurn {
 
 impl Drop for ProcessTurn {
     fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(j) = &self.shared.jobs {
+            j.turn_ended(self.ticket);
+        }
         if let Some(file) = self.file.take() {
             // Unlocking our ticket byte passes the turn. If that fails,
             // closing the file (the last reference to its open file
@@ -629,6 +633,10 @@ impl ProcessQueue {
         label: String,
         since: SystemTime,
     ) -> ProcessTurn {
+        #[cfg(target_os = "linux")]
+        if let Some(j) = &self.shared.jobs {
+            j.turn_taken(ticket);
+        }
         ProcessTurn {
             shared: Arc::clone(&self.shared),
             file: Some(file),
@@ -1490,6 +1498,19 @@ impl ProcessQueue {
         self.shared.jobs.as_ref().is_some_and(|j| j.any_posted())
     }
 
+    /// Waits, up to `timeout`, for a post after the caller's last look at
+    /// the slots ([`posts_seen`](ProcessQueue::posts_seen), read before it).
+    pub fn wait_for_posts(&self, seen: u32, timeout: Duration) {
+        if let Some(j) = &self.shared.jobs {
+            j.wait_for_posts(seen, timeout);
+        }
+    }
+
+    /// The count of posts so far (see [`wait_for_posts`](ProcessQueue::wait_for_posts)).
+    pub fn posts_seen(&self) -> u32 {
+        self.shared.jobs.as_ref().map_or(0, |j| j.posts_seen())
+    }
+
     /// Takes up to `max` posted jobs for the caller, who holds the turn, to
     /// run in its transaction before its `COMMIT`.
     pub fn take_jobs(&self, max: usize) -> Vec<Taken> {
@@ -1556,23 +1577,53 @@ impl ProcessQueue {
     /// has (after the caller's turn came while that leader was making its
     /// commit durable). `None` on timeout.
     pub fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
+        self.wait_for_taker(posted, timeout, Duration::ZERO)
+    }
+
+    /// When a turn seems held, waits up to `jobs::UNTAKEN_WAIT` for its
+    /// holder to take `posted`, and then for the outcome, up to `timeout`:
+    /// a poster whose job is taken never queues for the turn.
+    /// [`Awaited::Posted`] when nobody took it (queue for the turn then).
+    pub fn wait_if_turn_held(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
+        match &self.shared.jobs {
+            Some(j) if j.turn_held() => self.wait_for_taker(posted, timeout, jobs::UNTAKEN_WAIT),
+            _ => Awaited::Posted,
+        }
+    }
+
+    /// Waits for the outcome of `posted`, up to `timeout`, giving up early
+    /// ([`Awaited::Posted`]) once it has been untaken for `untaken_for`.
+    fn wait_for_taker(
+        &self,
+        posted: &mut Posted,
+        timeout: Duration,
+        untaken_for: Duration,
+    ) -> Awaited {
         let start = Instant::now();
         // A doorbell of our own to sleep on: the one of a ticket long past.
         let bell = u64::from(self.shared.pid);
+        let mut untaken_since = start;
         loop {
             let seen = self.shared.bells.as_ref().map(|b| b.seen(bell));
             posted.sleeping_on(bell);
             match posted.progress() {
                 jobs::Progress::Ended(o) => return Awaited::Ended(o),
-                jobs::Progress::Waiting | jobs::Progress::Refused => return Awaited::Posted,
-                jobs::Progress::InFlight => {}
+                jobs::Progress::Refused => return Awaited::Posted,
+                jobs::Progress::Waiting if untaken_since.elapsed() >= untaken_for => {
+                    return Awaited::Posted
+                }
+                jobs::Progress::Waiting => {}
+                jobs::Progress::InFlight => untaken_since = Instant::now(),
             }
             let Some(left) = timeout.checked_sub(start.elapsed()) else {
                 return Awaited::TimedOut;
             };
+            let nap = left
+                .min(doorbell::POLL)
+                .min(untaken_for.max(doorbell::POLL));
             match (&self.shared.bells, seen) {
-                (Some(b), Some(seen)) => b.wait(bell, seen, left.min(doorbell::POLL)),
-                _ => std::thread::sleep(left.min(doorbell::POLL)),
+                (Some(b), Some(seen)) => b.wait(bell, seen, nap),
+                _ => std::thread::sleep(nap),
             }
         }
     }

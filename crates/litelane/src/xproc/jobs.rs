@@ -44,6 +44,16 @@ pub const SLOTS: usize = 64;
 /// Bytes per slot: 4 KiB, of which [`PAYLOAD_AT`] onwards hold the
 /// statement and its parameters (a longer one is not posted).
 pub const SLOT_LEN: usize = 4096;
+/// A counter that every post raises and wakes (a shared futex): a turn
+/// holder gathering posts sleeps on it. Just before the slots.
+const POSTED_BELL: usize = JOBS_AT - 64;
+/// The ticket (plus one) of the turn being held, 0 when none: a hint for
+/// posters (a holder that died leaves it set; posters wait for a taker only
+/// [`UNTAKEN_WAIT`] on it).
+const TURN_HINT: usize = JOBS_AT - 56;
+/// How long a poster waits for a turn holder to take its job before it
+/// queues for the turn itself: 1 ms.
+pub const UNTAKEN_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 /// The lock bytes of slot `i`: `JOB_LOCKS + 2i` (poster), `+ 1` (leader).
 const JOB_LOCKS: u64 = 1 << 39;
 
@@ -226,6 +236,9 @@ impl Jobs {
             .store(encoded.len() as u32, Relaxed);
         self.word(i, BELL).store(0, Relaxed);
         self.set(i, POSTED);
+        let bell = self.page.word32(POSTED_BELL);
+        bell.fetch_add(1, SeqCst);
+        crate::ffi::futex_wake_all(bell);
         Some(Posted {
             jobs: Arc::clone(self),
             slot: i,
@@ -283,6 +296,36 @@ impl Jobs {
             }
         }
         out
+    }
+
+    /// Notes that the turn of `ticket` is held (a hint for posters).
+    pub fn turn_taken(&self, ticket: u64) {
+        self.page.word(TURN_HINT).store(ticket + 1, SeqCst);
+    }
+
+    /// Notes that the turn of `ticket` ended, unless a later one began.
+    pub fn turn_ended(&self, ticket: u64) {
+        let _ = self
+            .page
+            .word(TURN_HINT)
+            .compare_exchange(ticket + 1, 0, SeqCst, SeqCst);
+    }
+
+    /// True when some process seems to hold the turn (see [`TURN_HINT`]).
+    pub fn turn_held(&self) -> bool {
+        self.page.word(TURN_HINT).load(SeqCst) != 0
+    }
+
+    /// The count of posts so far: read it before looking for posted jobs,
+    /// and pass it to [`wait_for_posts`](Jobs::wait_for_posts).
+    pub fn posts_seen(&self) -> u32 {
+        self.page.word32(POSTED_BELL).load(SeqCst)
+    }
+
+    /// Sleeps until a job is posted after `seen` was read, for at most
+    /// `timeout`; may return early.
+    pub fn wait_for_posts(&self, seen: u32, timeout: std::time::Duration) {
+        crate::ffi::futex_wait(self.page.word32(POSTED_BELL), seen, timeout);
     }
 
     /// True when some slot holds a posted job.
