@@ -163,6 +163,7 @@ pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed
         JobOutcome::Done {
             changes,
             last_insert_rowid,
+            ..
         } => Ok(Executed {
             changes,
             last_insert_rowid,
@@ -283,6 +284,7 @@ impl Job for RemoteJob {
                 JobOutcome::Done {
                     changes: done.changes,
                     last_insert_rowid: done.last_insert_rowid,
+                    durable_at: 0,
                 }
             }
             // Undone by another statement's rollback before the commit: it
@@ -312,5 +314,24 @@ impl Job for RemoteJob {
         if let Some(t) = &mut self.taken {
             t.committing();
         }
+    }
+
+    /// Right after the `COMMIT`: writes the outcome its poster gets if
+    /// this process dies before the commit is durable (the poster then
+    /// waits for the shared fsync that covers `seq` itself). The job stays
+    /// in the group and is settled after the fsync, as before.
+    fn committed_at(&mut self, seq: u64) -> bool {
+        if let Some(t) = &mut self.taken {
+            let done = self.done.unwrap_or(Executed {
+                changes: 0,
+                last_insert_rowid: 0,
+            });
+            t.committed(&JobOutcome::Done {
+                changes: done.changes,
+                last_insert_rowid: done.last_insert_rowid,
+                durable_at: seq,
+            });
+        }
+        false
     }
 }

@@ -125,4 +125,11 @@ pub(crate) trait Job {
     }
     /// The transaction this job ran in is about to `COMMIT`.
     fn committing(&mut self) {}
+    /// Its transaction committed (counted at `seq` for the shared fsync,
+    /// not durable yet). True when the job has its outcome and leaves the
+    /// group; another process's statement records what its poster gets if
+    /// this process dies before the fsync ends (`combine.rs`).
+    fn committed_at(&mut self, _seq: u64) -> bool {
+        false
+    }
 }

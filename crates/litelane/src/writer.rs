@@ -1049,7 +1049,20 @@ impl Writer {
 
     #[cfg(target_os = "linux")]
     fn ran_elsewhere(&self, own: &mut dyn Job, outcome: crate::xproc::JobOutcome) -> TurnFor {
-        let result = combine::from_remote(outcome, &self.db_path);
+        let durable_at = match &outcome {
+            crate::xproc::JobOutcome::Done { durable_at, .. } => *durable_at,
+            _ => 0,
+        };
+        let mut result = combine::from_remote(outcome, &self.db_path);
+        if durable_at > 0 && result.is_ok() {
+            // Committed by another process, not yet durable: as for a
+            // commit of our own, wait for the shared fsync that covers it.
+            let counted = CountedCommit::counted_elsewhere(durable_at);
+            let what = || "a statement committed by another process".to_string();
+            if let Err(e) = self.make_durable(Some(counted), &what) {
+                result = Err(e);
+            }
+        }
         match &result {
             Ok(_) => {
                 self.recorder
@@ -1079,7 +1092,8 @@ impl Writer {
         #[cfg(target_os = "linux")]
         if let Some(q) = &self.process_queue {
             let mut room = self.group.max_jobs.saturating_sub(ran);
-            let coming = |s: crate::xproc::JobStates| s.claimed + s.committing + s.ended;
+            let coming =
+                |s: crate::xproc::JobStates| s.claimed + s.committing + s.committed + s.ended;
             if room == 0
                 || self.shared_sync.is_none() // no weaker commit for a `safe` poster
                 || !self.config.is_empty()
@@ -1547,7 +1561,14 @@ impl Writer {
             m.job().committing();
         }
         match self.commit_now(conn, &|| group_label(jobs)) {
-            Ok(Some(counted)) => Some((g, counted)),
+            Ok(Some(counted)) => {
+                if let Some(seq) = counted.seq() {
+                    // Other processes' statements: what their posters get
+                    // if this process dies before its fsync ends.
+                    g.members.retain_mut(|m| !m.job().committed_at(seq));
+                }
+                Some((g, counted))
+            }
             Ok(None) => {
                 self.settle_group(conn, &mut g, Ok(()));
                 None

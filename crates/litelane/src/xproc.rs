@@ -1654,6 +1654,20 @@ pub struct CountedCommit {
     seq: Option<u64>,
 }
 
+impl CountedCommit {
+    /// Its place in the shared count (`None`: not counted; it syncs alone).
+    pub fn seq(&self) -> Option<u64> {
+        self.seq
+    }
+
+    /// A commit that another process counted at `seq` (a combined commit,
+    /// `xproc/jobs.rs`): made durable by [`ProcessQueue::make_durable`] as
+    /// one of this process's own.
+    pub fn counted_elsewhere(seq: u64) -> CountedCommit {
+        CountedCommit { seq: Some(seq) }
+    }
+}
+
 impl ProcessQueue {
     /// The commit count at which an fsync of the WAL failed, in any process
     /// using this lock file (`None`: never, or no shared counters). Once

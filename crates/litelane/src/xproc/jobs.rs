@@ -14,7 +14,8 @@
 //! | `CLAIMED` | its poster, writing the statement | `POSTED` |
 //! | `POSTED` | nobody: waiting | `TAKEN` by a turn holder, or `FREE` (withdrawn by its poster) |
 //! | `TAKEN` | the turn holder (the *leader*), running it before its `COMMIT` | `COMMITTING`, `DONE`, `REFUSED`, or back to `POSTED` |
-//! | `COMMITTING` | the leader, in or after its `COMMIT` | `DONE` |
+//! | `COMMITTING` | the leader, in its `COMMIT` | `COMMITTED` or `DONE` |
+//! | `COMMITTED` | the leader, making the commit durable (outcome written) | `DONE` |
 //! | `DONE` / `REFUSED` | its poster, reading the outcome | `FREE` |
 //!
 //! **Deaths.** Each slot has two lock bytes (open-file-description locks,
@@ -22,9 +23,10 @@
 //! `CLAIMED` until it has read the outcome, and the leader's, held from
 //! `TAKEN` until the outcome is written. A `TAKEN` job whose leader is dead
 //! was never committed (its transaction died with it): it goes back to
-//! `POSTED` and runs again, exactly once. A `COMMITTING` job whose leader is
-//! dead may or may not be committed: its poster is told the outcome is
-//! unknown. A slot whose poster is dead is freed by the next poster that
+//! `POSTED` and runs again, exactly once. A `COMMITTED` job whose leader is
+//! dead was committed: its poster makes it durable itself. A `COMMITTING`
+//! job whose leader is dead (it died inside `COMMIT`) may or may not be
+//! committed: its poster is told the outcome is unknown. A slot whose poster is dead is freed by the next poster that
 //! finds no free slot.
 
 use std::fs::File;
@@ -64,6 +66,9 @@ const TAKEN: u32 = 3;
 const COMMITTING: u32 = 4;
 const DONE: u32 = 5;
 const REFUSED: u32 = 6;
+/// Committed, not yet durable: the outcome is written (with the commit's
+/// place in the shared fsync count); the leader is making it durable.
+const COMMITTED: u32 = 7;
 
 /// A state word: the state in its low byte, and above it a generation that
 /// every take advances, so that a compare-and-swap made on an old view
@@ -94,6 +99,7 @@ const ROWID: usize = 40;
 const MESSAGE_LEN: usize = 48;
 /// The leader's process id (for messages).
 const LEADER_PID: usize = 52;
+const DURABLE_AT: usize = 56;
 const PAYLOAD_AT: usize = 64;
 const PAYLOAD_MAX: usize = SLOT_LEN - PAYLOAD_AT;
 
@@ -110,8 +116,10 @@ pub struct JobStates {
     pub posted: usize,
     /// Taken by a turn holder, run before its commit.
     pub taken: usize,
-    /// In a turn holder's commit (or its fsync).
+    /// In a turn holder's `COMMIT`.
     pub committing: usize,
+    /// Committed by a turn holder, which is making the commit durable.
+    pub committed: usize,
     /// With an outcome their posters have not read yet.
     pub ended: usize,
 }
@@ -126,6 +134,11 @@ pub enum Outcome {
         changes: u64,
         /// `sqlite3_last_insert_rowid` right after it.
         last_insert_rowid: i64,
+        /// The commit's place in the shared fsync count when it still has
+        /// to be made durable (`safe`): the poster waits for a WAL sync
+        /// that covers it ([`super::ProcessQueue::make_durable`]); 0 when
+        /// nothing is left to wait for.
+        durable_at: u64,
     },
     /// Not committed: the statement failed (its SQLite codes and message),
     /// or the commit did.
@@ -275,7 +288,7 @@ impl Jobs {
         if kind(w) == FREE || self.held(Self::poster_byte(i)) {
             return;
         }
-        if matches!(kind(w), TAKEN | COMMITTING) && self.held(Self::leader_byte(i)) {
+        if matches!(kind(w), TAKEN | COMMITTING | COMMITTED) && self.held(Self::leader_byte(i)) {
             return;
         }
         self.cas(i, w, FREE);
@@ -290,6 +303,7 @@ impl Jobs {
                 POSTED => out.posted += 1,
                 TAKEN => out.taken += 1,
                 COMMITTING => out.committing += 1,
+                COMMITTED => out.committed += 1,
                 DONE | REFUSED => out.ended += 1,
                 CLAIMED => out.claimed += 1,
                 _ => {}
@@ -396,13 +410,19 @@ impl Jobs {
         Some((String::from_utf8(buf).ok()?, params))
     }
 
-    /// Writes the outcome into slot `i` and publishes `state` (`DONE`).
-    fn write_outcome(&self, i: usize, outcome: &Outcome) {
+    /// Writes the outcome into slot `i` and publishes `state` (`DONE` or
+    /// `COMMITTED`).
+    fn write_outcome(&self, i: usize, outcome: &Outcome, state: u32) {
+        let mut durable = 0;
         let (kind, code, ext, changes, rowid, message) = match outcome {
             Outcome::Done {
                 changes,
                 last_insert_rowid,
-            } => (KIND_DONE, 0, 0, *changes, *last_insert_rowid, ""),
+                durable_at,
+            } => {
+                durable = *durable_at;
+                (KIND_DONE, 0, 0, *changes, *last_insert_rowid, "")
+            }
             Outcome::Failed {
                 code,
                 extended_code,
@@ -420,8 +440,9 @@ impl Jobs {
         self.word(i, EXTENDED).store(ext as u32, Relaxed);
         self.word64(i, CHANGES).store(changes, Relaxed);
         self.word64(i, ROWID).store(rowid as u64, Relaxed);
+        self.word64(i, DURABLE_AT).store(durable, Relaxed);
         self.word(i, LEADER_PID).store(self.pid, Relaxed);
-        self.set(i, DONE);
+        self.set(i, state);
     }
 
     fn read_outcome(&self, i: usize) -> Outcome {
@@ -434,6 +455,7 @@ impl Jobs {
             KIND_DONE => Outcome::Done {
                 changes: self.word64(i, CHANGES).load(Relaxed),
                 last_insert_rowid: self.word64(i, ROWID).load(Relaxed) as i64,
+                durable_at: self.word64(i, DURABLE_AT).load(Relaxed),
             },
             KIND_FAILED => Outcome::Failed {
                 code: self.word(i, CODE).load(Relaxed) as i32,
@@ -535,7 +557,17 @@ impl Posted {
                         .into(),
                 })
             }
-            COMMITTING => Progress::InFlight,
+            COMMITTED if !jobs.held(Jobs::leader_byte(i)) => {
+                // Committed; its leader died making it durable: the outcome
+                // (with the commit's place in the fsync count) is ours.
+                if jobs.state(i).load(SeqCst) != w {
+                    return self.progress();
+                }
+                let outcome = jobs.read_outcome(i);
+                self.free();
+                Progress::Ended(outcome)
+            }
+            COMMITTING | COMMITTED => Progress::InFlight,
             _ => Progress::Waiting,
         }
     }
@@ -599,13 +631,22 @@ impl Taken {
 
     /// True once [`committing`](Taken::committing) was called.
     pub fn is_committing(&self) -> bool {
-        self.state == COMMITTING
+        matches!(self.state, COMMITTING | COMMITTED)
     }
 
     /// Writes the outcome and rings the poster.
     pub fn finish(mut self, outcome: &Outcome) {
-        self.jobs.write_outcome(self.slot, outcome);
+        self.jobs.write_outcome(self.slot, outcome, DONE);
         self.end();
+    }
+
+    /// The leader's transaction committed (not durable yet): writes the
+    /// outcome the poster gets if the leader dies before
+    /// [`finish`](Taken::finish) (a `Done` with `durable_at` set: the
+    /// poster then makes the commit durable itself).
+    pub fn committed(&mut self, outcome: &Outcome) {
+        self.jobs.write_outcome(self.slot, outcome, COMMITTED);
+        self.state = COMMITTED;
     }
 
     /// Gives the job back for another turn (its transaction was rolled back
@@ -636,9 +677,10 @@ impl Drop for Taken {
                 self.jobs.set(self.slot, POSTED);
                 self.end();
             }
-            // Left COMMITTING: the poster sees the leader byte free and is
-            // told the outcome is unknown.
-            COMMITTING => self.end(),
+            // Left COMMITTING or COMMITTED: the poster sees the leader byte
+            // free (and is told the outcome is unknown, or makes the
+            // commit durable itself).
+            COMMITTING | COMMITTED => self.end(),
             _ => {}
         }
     }
@@ -782,6 +824,7 @@ mod tests {
         Outcome::Done {
             changes: 1,
             last_insert_rowid: 9,
+            durable_at: 0,
         }
     }
 
@@ -850,6 +893,28 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(poster.states(), JobStates::default());
+    }
+
+    #[test]
+    fn a_poster_whose_leader_died_after_its_commit_gets_the_outcome_to_make_durable() {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+        let mut t = leader.take(1).pop().unwrap();
+        t.committing();
+        let committed = Outcome::Done {
+            changes: 1,
+            last_insert_rowid: 4,
+            durable_at: 77,
+        };
+        t.committed(&committed);
+        assert_eq!(
+            p.progress(),
+            Progress::InFlight,
+            "the leader is making it durable"
+        );
+        std::mem::forget(t);
+        die(&leader);
+        assert_eq!(p.progress(), Progress::Ended(committed));
     }
 
     #[test]
