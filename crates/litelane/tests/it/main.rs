@@ -14,6 +14,7 @@ mod concurrency;
 mod configure;
 mod crash;
 mod error_chain;
+mod execute;
 mod group_commit;
 mod held;
 mod litefs;

@@ -1,0 +1,170 @@
+//! `Database::execute`: one statement that writes, as a transaction of its
+//! own. What it accepts and refuses, what it reports, and that its
+//! statements join group commit in one process and are combined across
+//! handles (as across processes) under `safe` only where both connections
+//! are plain.
+
+use std::thread;
+
+use litelane::{Database, Error, Options, Profile, Value};
+
+fn open(dir: &std::path::Path, profile: Profile) -> Database {
+    let db = Database::open(dir.join("e.db"), Options::with_profile(profile)).unwrap();
+    db.write(|tx| {
+        Ok(tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)",
+        )?)
+    })
+    .unwrap();
+    db
+}
+
+#[test]
+fn statements_are_run_or_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Profile::Balanced);
+    let text = |s: &str| Value::Text(s.into());
+    let done = db
+        .execute(
+            "INSERT INTO t(v) VALUES (?1), (?2)",
+            &[text("a"), text("b")],
+        )
+        .unwrap();
+    assert_eq!((done.changes, done.last_insert_rowid), (2, 2));
+    let done = db
+        .execute(
+            "UPDATE t SET v = v || '!' WHERE id > ?1",
+            &[Value::Integer(0)],
+        )
+        .unwrap();
+    assert_eq!(done.changes, 2);
+    // (statement, params, what the error must say)
+    let refused: &[(&str, Vec<Value>, &str)] = &[
+        ("SELECT 1", vec![], "returns no rows"),
+        (
+            "INSERT INTO t(v) VALUES ('c') RETURNING id",
+            vec![],
+            "returns no rows",
+        ),
+        (
+            "INSERT INTO t(v) VALUES (?1)",
+            vec![],
+            "1 parameters and 0 were given",
+        ),
+        (
+            "INSERT INTO t(v) VALUES (?1)",
+            vec![text("x"), text("y")],
+            "column index out of range",
+        ),
+        (
+            "INSERT INTO t(v) VALUES ('a!')",
+            vec![],
+            "UNIQUE constraint failed: t.v",
+        ),
+        (
+            "INSERT INTO nowhere VALUES (1)",
+            vec![],
+            "no such table: nowhere",
+        ),
+        (
+            "INSERT INTO t(v) VALUES ('d'); INSERT INTO t(v) VALUES ('e')",
+            vec![],
+            "one statement",
+        ),
+    ];
+    for (sql, params, says) in refused {
+        let e = db.execute(sql, params).unwrap_err();
+        assert!(e.to_string().contains(says), "{sql}: {e}");
+        assert!(!matches!(e, Error::OutcomeUnknown { .. }), "{sql}: {e}");
+    }
+    let rows: i64 = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(rows, 2, "a refused statement changed nothing");
+}
+
+#[test]
+fn statements_from_many_threads_are_all_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Profile::Safe);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let db = db.clone();
+            thread::spawn(move || {
+                for i in 0..100 {
+                    let v = Value::Text(format!("{t}-{i}"));
+                    db.execute("INSERT INTO t(v) VALUES (?1)", &[v]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in threads {
+        h.join().unwrap();
+    }
+    let rows: i64 = db
+        .read(|c| Ok(c.query_row("SELECT count(DISTINCT v) FROM t", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(rows, 800);
+}
+
+/// Handles of one file under `safe` each have their own cross-process queue
+/// (as processes do): their statements are combined, unless a handle has
+/// something of its own that could change a statement's meaning.
+#[test]
+fn statements_are_combined_only_between_plain_connections() {
+    for setup in ["none", "temp table", "configured"] {
+        let dir = tempfile::tempdir().unwrap();
+        let handles: Vec<Database> = (0..4).map(|_| open(dir.path(), Profile::Safe)).collect();
+        if setup == "temp table" {
+            for db in &handles {
+                db.write(|tx| Ok(tx.execute_batch("CREATE TEMP TABLE t(x)")?))
+                    .unwrap();
+            }
+        }
+        if setup == "configured" {
+            for db in &handles {
+                db.configure(
+                    "case",
+                    std::sync::Arc::new(|c| c.execute_batch("PRAGMA case_sensitive_like = ON")),
+                )
+                .unwrap();
+            }
+        }
+        let threads: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .map(|(k, db)| {
+                let db = db.clone();
+                thread::spawn(move || {
+                    for i in 0..300 {
+                        let v = Value::Text(format!("{k}-{i}"));
+                        // With a temporary `t` on every handle, this writes
+                        // each handle's own temporary table.
+                        db.execute("INSERT INTO t VALUES (NULL, ?1)", &[v])
+                            .map(drop)
+                            .or_else(|e| match setup {
+                                "temp table" => Ok(drop(e)),
+                                _ => Err(e),
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in threads {
+            h.join().unwrap();
+        }
+        let combined: u64 = handles.iter().map(|d| d.metrics().combined_here).sum();
+        let elsewhere: u64 = handles.iter().map(|d| d.metrics().combined_elsewhere).sum();
+        assert_eq!(combined, elsewhere, "{setup}");
+        match setup {
+            "none" => assert!(combined > 0, "nothing was combined"),
+            _ => assert_eq!(combined, 0, "{setup}: combined anyway"),
+        }
+        let main_rows: i64 = handles[0]
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM main.t", [], |r| r.get(0))?))
+            .unwrap();
+        let want = if setup == "temp table" { 0 } else { 1200 };
+        assert_eq!(main_rows, want, "{setup}");
+    }
+}
