@@ -1731,6 +1731,24 @@ impl ProcessQueue {
 #[cfg(test)]
 mod model;
 
+/// A new, initialized lock file in a temporary directory (for the tests of
+/// the modules that map it): the directory, the file's path, and an open
+/// description of it.
+#[cfg(all(test, target_os = "linux"))]
+fn scratch_lock_file() -> (tempfile::TempDir, PathBuf, File) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db-lane");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .unwrap();
+    imp::initialize(&f).unwrap();
+    (dir, path, f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::layout::*;

@@ -163,18 +163,8 @@ mod tests {
     }
 
     fn lock_file() -> (tempfile::TempDir, File, Counters) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("d.db-lane");
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .unwrap();
-        imp::initialize(&f).unwrap();
-        let c = mapped(&path);
-        (dir, f, c)
+        let (dir, path, f) = super::super::scratch_lock_file();
+        (dir, f, mapped(&path))
     }
 
     #[test]
@@ -206,7 +196,7 @@ mod tests {
     #[test]
     fn every_mapping_of_the_file_shares_the_counters() {
         let (d, f, c) = lock_file();
-        let other = mapped(&d.path().join("d.db-lane"));
+        let other = mapped(&d.path().join("t.db-lane"));
         assert_eq!(c.count(), 1);
         assert_eq!(other.count(), 2);
         assert!(c.wait_durable(&f, 2, || Ok(())).unwrap().unwrap());

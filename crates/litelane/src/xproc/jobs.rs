@@ -798,16 +798,7 @@ mod tests {
     /// Two queues' views of one lock file: separate open file descriptions
     /// (as two processes have), one mapping.
     fn two_views() -> (tempfile::TempDir, Arc<Jobs>, Arc<Jobs>) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.db-lane");
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .unwrap();
-        imp::initialize(&f).unwrap();
+        let (dir, path, _) = super::super::scratch_lock_file();
         let page = Arc::new(SharedPage::map(&imp::reopen(&path).unwrap()).unwrap());
         let view = || Arc::new(Jobs::on(Arc::clone(&page), imp::reopen(&path).unwrap()));
         (dir, view(), view())
