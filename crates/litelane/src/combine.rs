@@ -11,9 +11,11 @@
 //! setups from [`Database::configure`](crate::Database::configure) — no
 //! application functions or collations — no temporary schema objects, no
 //! attached databases, foreign keys on and recursive triggers off, as
-//! litelane opens every connection), and the statement is one write that
-//! returns no rows. The leader refuses anything else back to its poster,
-//! which then runs it in its own turn.
+//! litelane opens every connection), and the statement is one `INSERT`,
+//! `REPLACE`, `UPDATE` or `DELETE` that returns no rows ([`may_run_elsewhere`]:
+//! never a `PRAGMA`, `ATTACH` or `CREATE TEMP`, which would change the
+//! connection that runs it). The leader refuses anything else back to its
+//! poster, which then runs it in its own turn.
 
 use rusqlite::Connection;
 
@@ -69,6 +71,21 @@ fn check_statement(stmt: &rusqlite::Statement<'_>) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// True for the statements another process may run for this one: `INSERT`,
+/// `REPLACE`, `UPDATE`, `DELETE` (and those under a `WITH`), by their first
+/// keyword. Never a `PRAGMA`, `ATTACH`, `CREATE TEMP ...` or transaction
+/// control, which would change the connection that runs them.
+pub(crate) fn may_run_elsewhere(sql: &str) -> bool {
+    let word: String = sql
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect();
+    ["INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
 }
 
 /// True when `conn` may run, or have run elsewhere, the statements of
@@ -218,15 +235,18 @@ pub(crate) struct RemoteJob {
     label: String,
     enqueued: std::time::Instant,
     done: Option<Executed>,
+    /// `Metrics::combined_here`: raised when it commits.
+    committed: std::sync::Arc<crate::metrics::Recorder>,
 }
 
 impl RemoteJob {
-    pub fn new(taken: Taken) -> Self {
+    pub fn new(taken: Taken, recorder: std::sync::Arc<crate::metrics::Recorder>) -> Self {
         RemoteJob {
             label: format!("a statement of another process: {}", clip(&taken.sql, 80)),
             taken: Some(taken),
             enqueued: std::time::Instant::now(),
             done: None,
+            committed: recorder,
         }
     }
 }
@@ -255,9 +275,10 @@ impl Job for RemoteJob {
         // Prepared here first: a statement this connection cannot prepare,
         // or may not run for another, goes back to its poster, whose own
         // connection gives the exact answer.
-        let runnable = tx
-            .prepare_cached(&t.sql)
-            .is_ok_and(|s| check_statement(&s).is_ok() && s.parameter_count() == t.params.len());
+        let runnable = may_run_elsewhere(&t.sql)
+            && tx.prepare_cached(&t.sql).is_ok_and(|s| {
+                check_statement(&s).is_ok() && s.parameter_count() == t.params.len()
+            });
         if !runnable {
             if let Some(t) = self.taken.take() {
                 t.refuse();
@@ -277,6 +298,9 @@ impl Job for RemoteJob {
         let Some(t) = self.taken.take() else { return };
         let outcome = match verdict {
             Ok(()) => {
+                self.committed
+                    .combined_here
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let done = self.done.unwrap_or(Executed {
                     changes: 0,
                     last_insert_rowid: 0,
@@ -333,5 +357,40 @@ impl Job for RemoteJob {
             });
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_writes_may_run_on_another_process_connection() {
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "  insert or ignore into t values (1)",
+            "REPLACE INTO t VALUES (1)",
+            "UPDATE t SET a = 1",
+            "DELETE FROM t",
+            "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x",
+        ] {
+            assert!(may_run_elsewhere(sql), "{sql}");
+        }
+        for sql in [
+            "PRAGMA synchronous = OFF",
+            "PRAGMA foreign_keys = OFF",
+            "ATTACH 'x.db' AS x",
+            "DETACH x",
+            "CREATE TEMP TABLE t(a)",
+            "CREATE TABLE t(a)",
+            "DROP TABLE t",
+            "BEGIN",
+            "SAVEPOINT s",
+            "VACUUM",
+            "-- a comment\nINSERT INTO t VALUES (1)",
+            "",
+        ] {
+            assert!(!may_run_elsewhere(sql), "{sql}");
+        }
     }
 }

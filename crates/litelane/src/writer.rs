@@ -968,7 +968,11 @@ impl Writer {
             let may_post =
                 self.shared_sync.is_some() && self.config.is_empty() && q.others_present();
             let posted = match own.statement() {
-                Some((sql, params)) if may_post && combine::is_plain(&slot.conn) => {
+                Some((sql, params))
+                    if may_post
+                        && combine::may_run_elsewhere(sql)
+                        && combine::is_plain(&slot.conn) =>
+                {
                     q.post(sql, params)
                 }
                 _ => None,
@@ -1108,10 +1112,8 @@ impl Writer {
                 let seen = q.posts_seen();
                 for taken in q.take_jobs(room) {
                     room -= 1;
-                    let member = Member::Remote(Box::new(RemoteJob::new(taken)));
-                    if self.run_member(slot, group, member) {
-                        self.recorder.combined_here.fetch_add(1, Ordering::Relaxed);
-                    }
+                    let job = RemoteJob::new(taken, Arc::clone(&self.recorder));
+                    self.run_member(slot, group, Member::Remote(Box::new(job)));
                 }
                 let now = Instant::now();
                 if room == 0 || now >= deadline || coming(q.job_states()) == 0 {
