@@ -267,16 +267,22 @@ impl Jobs {
                 if reclaim {
                     self.reclaim(i);
                 }
-                let w = self.state(i).load(SeqCst);
-                if kind(w) != FREE || !self.cas(i, w, CLAIMED) {
+                if kind(self.state(i).load(SeqCst)) != FREE {
                     continue;
                 }
-                match imp::lock_byte_now(&self.locks, Self::poster_byte(i)) {
-                    Ok(true) => return Some(i),
-                    // Its last poster's lock is still there (a slow exit):
-                    // leave the slot free for later.
-                    _ => self.set(i, FREE),
+                // The poster byte first: a slot is never CLAIMED without it
+                // held, so one whose byte is free has no live poster.
+                if !matches!(
+                    imp::lock_byte_now(&self.locks, Self::poster_byte(i)),
+                    Ok(true)
+                ) {
+                    continue; // its last poster is just letting go
                 }
+                let w = self.state(i).load(SeqCst);
+                if kind(w) == FREE && self.cas(i, w, CLAIMED) {
+                    return Some(i);
+                }
+                let _ = imp::unlock_byte(&self.locks, Self::poster_byte(i));
             }
         }
         None
