@@ -1444,11 +1444,13 @@ mod durable;
 #[cfg(target_os = "linux")]
 mod jobs;
 #[cfg(target_os = "linux")]
-pub use jobs::{JobStates, Outcome as JobOutcome, Posted, Taken};
+pub use jobs::JobStates;
+#[cfg(target_os = "linux")]
+pub(crate) use jobs::{Outcome as JobOutcome, Posted, Taken};
 
 /// How [`ProcessQueue::acquire_or_ended`] ended.
 #[cfg(target_os = "linux")]
-pub enum Acquired {
+pub(crate) enum Acquired {
     /// The turn is ours; the posted job is still ours to withdraw or wait for.
     Turn(ProcessTurn),
     /// Another process ran the posted job in its commit: its outcome. The
@@ -1463,7 +1465,7 @@ pub enum Acquired {
 
 /// How [`ProcessQueue::wait_for_outcome`] ended.
 #[cfg(target_os = "linux")]
-pub enum Awaited {
+pub(crate) enum Awaited {
     /// The job's outcome.
     Ended(JobOutcome),
     /// Its leader died before committing it: it is posted again; wait for
@@ -1479,7 +1481,7 @@ impl ProcessQueue {
     /// run in its transaction (see `xproc/jobs.rs`): `None` when there are
     /// no job slots, no free slot, or the statement and its parameters do
     /// not fit in one (4 KiB).
-    pub fn post(&self, sql: &str, params: &[crate::Value]) -> Option<Posted> {
+    pub(crate) fn post(&self, sql: &str, params: &[crate::Value]) -> Option<Posted> {
         self.shared.jobs.as_ref()?.post(sql, params)
     }
 
@@ -1494,26 +1496,26 @@ impl ProcessQueue {
 
     /// True when some job is posted and waiting (a read of the slots'
     /// state words, no system call).
-    pub fn jobs_waiting(&self) -> bool {
+    pub(crate) fn jobs_waiting(&self) -> bool {
         self.shared.jobs.as_ref().is_some_and(|j| j.any_posted())
     }
 
     /// Waits, up to `timeout`, for a post after the caller's last look at
     /// the slots ([`posts_seen`](ProcessQueue::posts_seen), read before it).
-    pub fn wait_for_posts(&self, seen: u32, timeout: Duration) {
+    pub(crate) fn wait_for_posts(&self, seen: u32, timeout: Duration) {
         if let Some(j) = &self.shared.jobs {
             j.wait_for_posts(seen, timeout);
         }
     }
 
     /// The count of posts so far (see [`wait_for_posts`](ProcessQueue::wait_for_posts)).
-    pub fn posts_seen(&self) -> u32 {
+    pub(crate) fn posts_seen(&self) -> u32 {
         self.shared.jobs.as_ref().map_or(0, |j| j.posts_seen())
     }
 
     /// Takes up to `max` posted jobs for the caller, who holds the turn, to
     /// run in its transaction before its `COMMIT`.
-    pub fn take_jobs(&self, max: usize) -> Vec<Taken> {
+    pub(crate) fn take_jobs(&self, max: usize) -> Vec<Taken> {
         match &self.shared.jobs {
             Some(jobs) if max > 0 => jobs.take(max),
             _ => Vec::new(),
@@ -1524,7 +1526,7 @@ impl ProcessQueue {
     /// `posted`, whichever comes first (as [`acquire_timeout`](ProcessQueue::acquire_timeout)
     /// otherwise, on the doorbells only). A job a leader could not run is
     /// freed on the way: the caller runs it in its turn.
-    pub fn acquire_or_ended(
+    pub(crate) fn acquire_or_ended(
         &self,
         label: &str,
         timeout: Duration,
@@ -1576,7 +1578,7 @@ impl ProcessQueue {
     /// Waits, up to `timeout`, for the outcome of `posted`, which a leader
     /// has (after the caller's turn came while that leader was making its
     /// commit durable). `None` on timeout.
-    pub fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
+    pub(crate) fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
         self.wait_for_taker(posted, timeout, Duration::ZERO)
     }
 
@@ -1584,7 +1586,7 @@ impl ProcessQueue {
     /// holder to take `posted`, and then for the outcome, up to `timeout`:
     /// a poster whose job is taken never queues for the turn.
     /// [`Awaited::Posted`] when nobody took it (queue for the turn then).
-    pub fn wait_if_turn_held(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
+    pub(crate) fn wait_if_turn_held(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
         match &self.shared.jobs {
             Some(j) if j.turn_held() => self.wait_for_taker(posted, timeout, jobs::UNTAKEN_WAIT),
             _ => Awaited::Posted,
@@ -1663,7 +1665,7 @@ impl CountedCommit {
     /// A commit that another process counted at `seq` (a combined commit,
     /// `xproc/jobs.rs`): made durable by [`ProcessQueue::make_durable`] as
     /// one of this process's own.
-    pub fn counted_elsewhere(seq: u64) -> CountedCommit {
+    pub(crate) fn counted_elsewhere(seq: u64) -> CountedCommit {
         CountedCommit { seq: Some(seq) }
     }
 }
