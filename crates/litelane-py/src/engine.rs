@@ -117,6 +117,24 @@ impl Shared {
         }
     }
 
+    /// `Database::execute` (one statement, a transaction of its own, which
+    /// another process may commit), retried and unwrapped as [`write`](Shared::write).
+    pub fn execute(&self, sql: &str, params: &[Value]) -> litelane::Result<litelane::Executed> {
+        const MAX_RETRIES: usize = 64;
+        let mut tries = 0;
+        loop {
+            match self.db.execute(sql, params) {
+                Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
+                Err(Error::RolledBack {
+                    cause,
+                    retryable: false,
+                    ..
+                }) => return Err(*cause),
+                r => return r,
+            }
+        }
+    }
+
     pub fn mark_open(&self, thread: ThreadId) {
         *lock(&self.open_txns).entry(thread).or_insert(0) += 1;
     }
@@ -490,13 +508,54 @@ impl Engine {
                     sh.db.write_outside_transaction(&sql, |conn| {
                         self.hooks.around(conn, || exec::run(conn, &sql, &p))
                     })
+                } else if let Some(done) = self.execute_plain(&sh, &sql, &p) {
+                    done
                 } else {
                     sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
+                        .map(|mut o| {
+                            o.wrote = true;
+                            o
+                        })
                 }
             })
             .py_err(py)?;
-        o.wrote = true;
+        o.wrote |= outside;
         result_tuple(py, o, describe)
+    }
+
+    /// An `INSERT` or `REPLACE` with positional parameters, through the
+    /// engine's `execute`, which under `safe` another process may commit in
+    /// its transaction (combined commits, docs/concurrency.md): when no
+    /// authorizer, trace callback, progress handler, function or collation
+    /// of this engine could run in it. `None`: nothing ran; take the general
+    /// path (also for a statement `execute` refuses, whose error the general
+    /// path reports as `sqlite3` does).
+    fn execute_plain(&self, sh: &Shared, sql: &str, p: &Params) -> Option<litelane::Result<Outcome>> {
+        let values: &[Value] = match p {
+            Params::Empty => &[],
+            Params::Positional(v) => v,
+            Params::Named(_) => return None,
+        };
+        let plain = self.hooks.is_empty()
+            && sh.funcs.none_installed()
+            && exec::starts_with_keyword(sql, &["INSERT", "REPLACE"])
+            && !sql.to_ascii_uppercase().contains("RETURNING");
+        if !plain {
+            return None;
+        }
+        match sh.execute(sql, values) {
+            Err(Error::InvalidInput { .. }) => None,
+            Err(e) => Some(Err(e)),
+            Ok(done) => Some(Ok(Outcome {
+                rowcount: done.changes as i64,
+                lastrowid: done.last_insert_rowid,
+                // A row not inserted (OR IGNORE) leaves lastrowid as it
+                // was: the rowid, if the statement ran in another process,
+                // is that process's connection's.
+                wrote: done.changes > 0,
+                ..Outcome::default()
+            })),
+        }
     }
 
     /// Runs `sql` if it only reads (`None` if it would write): on the writer
@@ -531,6 +590,9 @@ impl Engine {
                     return Ok(None);
                 }
                 sh.check_no_open_txn()?;
+                if let Some(done) = self.execute_plain(&sh, &sql, &p) {
+                    return done.map(Some);
+                }
                 let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
                 o.wrote = true;
                 Ok(Some(o))
@@ -790,6 +852,8 @@ impl Engine {
         d.set_item("wal_file_bytes", m.wal_file_bytes)?;
         d.set_item("wal_syncs", m.wal_syncs)?;
         d.set_item("syncs_shared", m.syncs_shared)?;
+        d.set_item("combined_elsewhere", m.combined_elsewhere)?;
+        d.set_item("combined_here", m.combined_here)?;
         let slow = PyList::empty(py);
         for s in &m.slow_statements {
             let e = PyDict::new(py);

@@ -590,6 +590,11 @@ impl Default for Hooks {
 }
 
 impl Hooks {
+    /// True while no authorizer, progress handler or trace callback is set.
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
     fn update_any(&self) {
         let any = lock(&self.authorizer).is_some()
             || lock(&self.progress).is_some()
