@@ -4,6 +4,12 @@ through a module written for the standard library's ``sqlite3``. Not a test:
 run it by hand and read the medians and ratios.
 
     python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 300] [--runs 3]
+        [--shape transaction|autocommit]
+
+``--shape autocommit``: each worker connects with ``isolation_level=None``
+and each transaction is one ``INSERT`` on its own (no lookup, no
+``commit()``): the one-statement writes that litelane can commit for other
+processes under ``safe`` (combined commits, docs/concurrency.md).
 
 Each cell runs the standard library (WAL, ``synchronous`` NORMAL for
 ``balanced`` and FULL for ``safe``, ``timeout=30``) and ``litelane.dbapi``
@@ -31,30 +37,36 @@ from typing import Dict, List, Tuple
 SYNC = {"balanced": "NORMAL", "safe": "FULL"}
 
 
-def _connect(driver: str, path: str, profile: str):
+def _connect(driver: str, path: str, profile: str, autocommit: bool):
+    level = {"isolation_level": None} if autocommit else {}
     if driver == "sqlite3":
-        con = sqlite3.connect(path, timeout=30)
+        con = sqlite3.connect(path, timeout=30, **level)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute(f"PRAGMA synchronous={SYNC[profile]}")
         return con
     import litelane.dbapi
 
-    return litelane.dbapi.connect(path, timeout=30, profile=profile)
+    return litelane.dbapi.connect(path, timeout=30, profile=profile, **level)
 
 
-def _worker(driver: str, path: str, profile: str, me: int, txns: int, start, out) -> None:
+def _worker(driver: str, path: str, profile: str, shape: str, me: int, txns: int, start, out) -> None:
     """Runs ``txns`` transactions; reports (acknowledged seqs, errors)."""
-    con = _connect(driver, path, profile)
+    autocommit = shape == "autocommit"
+    con = _connect(driver, path, profile, autocommit)
     start.wait()
     acked: List[int] = []
     errors: Dict[str, int] = {}
     for seq in range(txns):
         try:
-            row = con.execute("SELECT v FROM kv WHERE k = ?", (seq % 100,)).fetchone()
-            con.execute(
-                "INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, row[0] if row else 0)
-            )
-            con.commit()
+            if autocommit:
+                con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, seq))
+            else:
+                row = con.execute("SELECT v FROM kv WHERE k = ?", (seq % 100,)).fetchone()
+                con.execute(
+                    "INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)",
+                    (me, seq, row[0] if row else 0),
+                )
+                con.commit()
             acked.append(seq)
         except Exception as e:  # counted, as a web app's error page would be
             key = f"{type(e).__name__}: {str(e)[:60]}"
@@ -82,12 +94,14 @@ def fresh_app_db(prefix: str) -> Tuple[str, str]:
     return d, path
 
 
-def run_cell(driver: str, profile: str, processes: int, txns: int) -> Tuple[float, Dict[str, int], int]:
+def run_cell(
+    driver: str, profile: str, shape: str, processes: int, txns: int
+) -> Tuple[float, Dict[str, int], int]:
     """One run: (transactions per second, errors, rows lost)."""
     d, path = fresh_app_db("llworkers-")
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(driver, path, profile, i, txns, start, out))
+    procs = [ctx.Process(target=_worker, args=(driver, path, profile, shape, i, txns, start, out))
              for i in range(processes)]
     for p in procs:
         p.start()
@@ -119,6 +133,7 @@ def main() -> None:
     ap.add_argument("--txns", type=int, default=300, help="transactions per process")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profiles", default="balanced,safe")
+    ap.add_argument("--shape", default="transaction", choices=["transaction", "autocommit"])
     a = ap.parse_args()
     import litelane
 
@@ -130,7 +145,7 @@ def main() -> None:
         for processes in (int(x) for x in a.processes.split(",")):
             medians = {}
             for driver in ("sqlite3", "litelane.dbapi"):
-                runs = [run_cell(driver, profile, processes, a.txns) for _ in range(a.runs)]
+                runs = [run_cell(driver, profile, a.shape, processes, a.txns) for _ in range(a.runs)]
                 rates = [r[0] for r in runs]
                 errors: Dict[str, int] = {}
                 for _, errs, _ in runs:
@@ -138,7 +153,8 @@ def main() -> None:
                         errors[k] = errors.get(k, 0) + n
                 medians[driver] = statistics.median(rates)
                 print(json.dumps({
-                    "scenario": "workers", "profile": profile, "processes": processes,
+                    "scenario": "workers", "shape": a.shape, "profile": profile,
+                    "processes": processes,
                     "driver": driver, "txns_per_process": a.txns,
                     "median_tx_per_s": round(medians[driver], 1),
                     "runs_tx_per_s": [round(r, 1) for r in rates],

@@ -583,8 +583,12 @@ impl Engine {
         let sh = self.get(py)?;
         let out = py
             .detach(|| -> litelane::Result<Option<Outcome>> {
-                if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                    return Ok(Some(o));
+                // INSERT, UPDATE, DELETE and REPLACE always write: no reader
+                // needs to look at them first.
+                if !exec::is_dml(&sql) {
+                    if let Some(o) = self.read_first(&sh, &sql, &p)? {
+                        return Ok(Some(o));
+                    }
                 }
                 if !allow_write {
                     return Ok(None);
