@@ -530,7 +530,12 @@ impl Engine {
     /// of this engine could run in it. `None`: nothing ran; take the general
     /// path (also for a statement `execute` refuses, whose error the general
     /// path reports as `sqlite3` does).
-    fn execute_plain(&self, sh: &Shared, sql: &str, p: &Params) -> Option<litelane::Result<Outcome>> {
+    fn execute_plain(
+        &self,
+        sh: &Shared,
+        sql: &str,
+        p: &Params,
+    ) -> Option<litelane::Result<Outcome>> {
         let values: &[Value] = match p {
             Params::Empty => &[],
             Params::Positional(v) => v,
