@@ -102,6 +102,8 @@ struct ConnView<'py> {
     txn: Bound<'py, PyAny>,
     autocommit: Bound<'py, PyAny>,
     legacy_begin: bool,
+    /// A DML statement runs as a write of its own (autocommit mode).
+    autocommit_dml: bool,
     timeout: f64,
 }
 
@@ -276,6 +278,8 @@ enum Route<'py> {
     InTxn(Bound<'py, Txn>),
     /// In a transaction opened for it (the implicit `BEGIN`).
     Begin,
+    /// A DML statement in autocommit mode: a write of its own.
+    Write,
 }
 
 #[pymethods]
@@ -375,14 +379,19 @@ fn view<'py>(conn: &Bound<'py, ConnectionBase>) -> Option<ConnView<'py>> {
     if c.detect_types.bind(py).is_truthy().unwrap_or(true) {
         return None;
     }
-    let legacy_begin = c.autocommit.bind(py).eq(-1).unwrap_or(false)
-        && !c.isolation_level.is_none(py)
-        && c.trace.is_none(py);
+    let legacy = c.autocommit.bind(py).eq(-1).unwrap_or(false);
+    let legacy_begin = legacy && !c.isolation_level.is_none(py) && c.trace.is_none(py);
+    // Autocommit mode: `autocommit=True`, or the legacy mode with
+    // `isolation_level=None`.
+    let autocommit_dml = c.trace.is_none(py)
+        && (c.autocommit.bind(py).is(PyBool::new(py, true))
+            || (legacy && c.isolation_level.is_none(py)));
     Some(ConnView {
         engine: c.engine.bind(py).cast::<Engine>().ok()?.clone(),
         txn: c.txn.bind(py).clone(),
         autocommit: c.autocommit.bind(py).clone(),
         legacy_begin,
+        autocommit_dml,
         timeout: c.timeout,
     })
 }
@@ -432,6 +441,8 @@ fn fast_execute(
         Route::Auto
     } else if v.legacy_begin {
         Route::Begin
+    } else if v.autocommit_dml {
+        Route::Write
     } else {
         return Ok(false);
     };
@@ -464,6 +475,7 @@ fn run_route(
                 .run_outcome(py, sql, Some(params), true)
                 .map(Option::unwrap_or_default)
         }
+        Route::Write => return engine.write_outcome(py, sql, Some(params), false),
         Route::InTxn(t) => t,
         Route::Begin => {
             let t = Bound::new(py, engine.begin_guarded(py, timeout)?)?;

@@ -499,6 +499,18 @@ impl Engine {
         outside: bool,
         describe: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let o = self.write_outcome(py, sql, params, outside)?;
+        result_tuple(py, o, describe)
+    }
+
+    /// [`write_one`](Engine::write_one)'s statement as an outcome.
+    pub(crate) fn write_outcome(
+        &self,
+        py: Python<'_>,
+        sql: String,
+        params: Option<&Bound<'_, PyAny>>,
+        outside: bool,
+    ) -> PyResult<Outcome> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
         let mut o = py
@@ -520,7 +532,7 @@ impl Engine {
             })
             .py_err(py)?;
         o.wrote |= outside;
-        result_tuple(py, o, describe)
+        Ok(o)
     }
 
     /// An `INSERT` or `REPLACE` with positional parameters, through the
