@@ -4,9 +4,10 @@
 //!
 //! [`SLOTS`] slots of [`SLOT_LEN`] bytes each sit in the lock file from
 //! [`JOBS_AT`], mapped shared by every process. A slot's first word is its
-//! state, changed only by compare-and-swap; what else a slot holds is
-//! written by the state's owner before the state is published (release)
-//! and read after it is seen (acquire):
+//! state and a generation; a state is taken over by compare-and-swap, and
+//! changed by its owner only (who holds the state's lock byte); what else a
+//! slot holds is written by the state's owner before the state is
+//! published and read after it is seen (sequentially consistent atomics):
 //!
 //! | state | owner | next |
 //! |---|---|---|
@@ -26,8 +27,8 @@
 //! `POSTED` and runs again, exactly once. A `COMMITTED` job whose leader is
 //! dead was committed: its poster makes it durable itself. A `COMMITTING`
 //! job whose leader is dead (it died inside `COMMIT`) may or may not be
-//! committed: its poster is told the outcome is unknown. A slot whose poster is dead is freed by the next poster that
-//! finds no free slot.
+//! committed: its poster is told the outcome is unknown. A slot whose
+//! poster is dead is freed by the next poster that finds no free slot.
 
 use std::fs::File;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
