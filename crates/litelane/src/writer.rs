@@ -1085,7 +1085,8 @@ impl Writer {
     /// other processes are on their way back (their outcomes were just
     /// written, or another turn is committing them), it waits for their
     /// next posts for up to [`COMBINE_GATHER`]: the fsync those posters
-    /// would otherwise each wait for is shared by more commits.
+    /// would otherwise each wait for is shared by more commits. Only with
+    /// `process_turn` held: nobody else commits meanwhile.
     fn run_posted<'a>(
         &self,
         process_turn: &ProcessTurn,
@@ -1106,7 +1107,6 @@ impl Writer {
             {
                 return;
             }
-            let _ = process_turn; // held for as long as these run
             let deadline = Instant::now() + COMBINE_GATHER;
             loop {
                 let seen = q.posts_seen();
