@@ -204,35 +204,60 @@ pub(crate) fn sync_journal(conn: &rusqlite::Connection) -> std::io::Result<()> {
 #[cfg(target_os = "linux")]
 pub(crate) struct SharedPage {
     ptr: std::ptr::NonNull<std::ffi::c_void>,
+    /// Bytes mapped: [`SharedPage::LEN`], or [`SharedPage::MIN_LEN`] for a
+    /// lock file that could not grow (no job slots then).
+    len: usize,
 }
 
 #[cfg(target_os = "linux")]
 impl SharedPage {
-    /// Bytes mapped: 320 KiB (the lock file's first page, its ticket
-    /// records, and the job slots from 64 KiB, `xproc/jobs.rs`).
+    /// Bytes mapped when the file has them: 320 KiB (the lock file's first
+    /// page, its ticket records, and the job slots from 64 KiB,
+    /// `xproc/jobs.rs`).
     pub(crate) const LEN: usize = 320 << 10;
+    /// The least a lock file is mapped with: its first page (the sync
+    /// counters and the doorbells).
+    pub(crate) const MIN_LEN: usize = 4096;
 
-    /// Maps the first [`LEN`](Self::LEN) bytes of `file`. The caller makes
-    /// sure the file has them, written (not a hole, which a write through
-    /// the map would have to allocate, and a full disk would turn into
-    /// `SIGBUS`), and that nobody truncates it below them.
+    /// Maps the first [`LEN`](Self::LEN) bytes of `file`, or only the first
+    /// [`MIN_LEN`](Self::MIN_LEN) when the file is shorter than `LEN`;
+    /// fails when it is shorter than `MIN_LEN`. The caller makes sure the
+    /// bytes are written (not a hole, which a write through the map would
+    /// have to allocate, and a full disk would turn into `SIGBUS`), and that
+    /// nobody truncates the file below them.
     pub(crate) fn map(file: &std::fs::File) -> std::io::Result<SharedPage> {
         use nix::sys::mman::{mmap, MapFlags, ProtFlags};
-        let len = std::num::NonZeroUsize::new(Self::LEN).expect("non-zero");
+        let size = file.metadata()?.len();
+        let len = if size >= Self::LEN as u64 {
+            Self::LEN
+        } else if size >= Self::MIN_LEN as u64 {
+            Self::MIN_LEN
+        } else {
+            return Err(std::io::Error::other(format!(
+                "the lock file holds {size} bytes, fewer than its first page"
+            )));
+        };
+        let nonzero = std::num::NonZeroUsize::new(len).expect("non-zero");
         // SAFETY: a fresh shared mapping of a file we hold open, at an
-        // address the kernel picks; nothing else in this process aliases it
-        // as Rust memory. Only `word` hands out references into it.
+        // address the kernel picks, no longer than the file; nothing else
+        // in this process aliases it as Rust memory. Only the accessors
+        // below hand out references into it, bounds-checked against `len`.
         let ptr = unsafe {
             mmap(
                 None,
-                len,
+                nonzero,
                 ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
                 MapFlags::MAP_SHARED,
                 file,
                 0,
             )
         }?;
-        Ok(SharedPage { ptr })
+        Ok(SharedPage { ptr, len })
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// The 4-byte word at `offset` (a multiple of 4 inside the page), for
@@ -253,7 +278,7 @@ impl SharedPage {
         assert!(
             offset
                 .checked_add(bytes.len())
-                .is_some_and(|end| end <= Self::LEN),
+                .is_some_and(|end| end <= self.len),
             "{} bytes at {offset}",
             bytes.len()
         );
@@ -275,7 +300,7 @@ impl SharedPage {
         assert!(
             offset
                 .checked_add(out.len())
-                .is_some_and(|end| end <= Self::LEN),
+                .is_some_and(|end| end <= self.len),
             "{} bytes at {offset}",
             out.len()
         );
@@ -295,7 +320,7 @@ impl SharedPage {
     fn atomic_at<A>(&self, offset: usize) -> &A {
         let size = std::mem::size_of::<A>();
         assert!(
-            offset % size == 0 && offset + size <= Self::LEN,
+            offset % size == 0 && offset + size <= self.len,
             "word of {size} bytes at {offset}"
         );
         // SAFETY: in bounds and aligned to its size (the mapping is
@@ -313,7 +338,7 @@ impl Drop for SharedPage {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`, of that length; no reference
         // from `word` outlives `self`.
-        let _ = unsafe { nix::sys::mman::munmap(self.ptr, Self::LEN) };
+        let _ = unsafe { nix::sys::mman::munmap(self.ptr, self.len) };
     }
 }
 

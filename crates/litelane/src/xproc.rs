@@ -453,9 +453,11 @@ impl ProcessQueue {
             Some(p) => (
                 Some(durable::Counters::on(Arc::clone(&p))),
                 Some(doorbell::Doorbells::on(Arc::clone(&p))),
-                // Lock bytes through a description of their own.
-                imp::reopen(&lock_path)
-                    .ok()
+                // Lock bytes through a description of their own; none when
+                // the file could not grow to hold the slots.
+                (p.len() >= crate::ffi::SharedPage::LEN)
+                    .then(|| imp::reopen(&lock_path).ok())
+                    .flatten()
                     .map(|f| Arc::new(jobs::Jobs::on(p, f))),
             ),
             None => (None, None, None),
@@ -1034,16 +1036,19 @@ mod imp {
             }
         })?;
         header_locked(file, true)?;
-        // The first page is mapped shared for the sync counters
-        // (`durable.rs`): it must be written, not a hole.
-        let len = file
-            .metadata()
-            .map_err(|e| ctx("cannot read the lock file's size", e))?
-            .len();
-        let page = crate::ffi::SharedPage::LEN as u64;
-        if len < page {
-            let zeros = vec![0u8; (page - len) as usize];
-            file.write_all_at(&zeros, len)
+        // The file is mapped shared (`SharedPage::map`): what is mapped
+        // must be written, not a hole. The first page (sync counters,
+        // doorbells) is needed; the rest (job slots) only for combined
+        // commits, which are off when a full disk refuses it.
+        let extend = |to: usize| -> io::Result<()> {
+            let len = file.metadata()?.len();
+            if len < to as u64 {
+                file.write_all_at(&vec![0u8; to - len as usize], len)?;
+            }
+            Ok(())
+        };
+        if extend(crate::ffi::SharedPage::LEN).is_err() {
+            extend(crate::ffi::SharedPage::MIN_LEN)
                 .map_err(|e| ctx("cannot extend the lock file", e))?;
         }
         Ok(())
@@ -1810,6 +1815,48 @@ mod tests {
             (7, STATE_HOLDING, 1234)
         );
         assert_eq!(decode_record(&[0u8; RECORD_LEN]), None, "never written");
+    }
+
+    /// A lock file is mapped whole when it holds the job slots, by its
+    /// first page alone when it could not grow (combined commits off), and
+    /// not at all below that: never past its end (`SIGBUS`).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_mapping_never_reaches_past_the_file() {
+        use crate::ffi::SharedPage;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db-lane");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        for (size, mapped) in [
+            (100, None),
+            (SharedPage::MIN_LEN, Some(SharedPage::MIN_LEN)),
+            (SharedPage::LEN - 1, Some(SharedPage::MIN_LEN)),
+            (SharedPage::LEN, Some(SharedPage::LEN)),
+        ] {
+            file.set_len(size as u64).unwrap();
+            let page = SharedPage::map(&file);
+            assert_eq!(
+                page.as_ref().ok().map(SharedPage::len),
+                mapped,
+                "{size} bytes"
+            );
+        }
+        let short = {
+            file.set_len(SharedPage::MIN_LEN as u64).unwrap();
+            SharedPage::map(&file).unwrap()
+        };
+        let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            short
+                .word32(SharedPage::MIN_LEN)
+                .load(std::sync::atomic::Ordering::SeqCst)
+        }));
+        assert!(past.is_err(), "a word past the mapping was handed out");
     }
 
     #[test]
