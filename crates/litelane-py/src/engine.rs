@@ -35,6 +35,27 @@ pub struct Shared {
     generation: u64,
 }
 
+/// Runs a write again while it fails with a retryable `RolledBack` (another
+/// write of its group ended the shared transaction: nothing of it was
+/// committed), and reports a non-retryable one as the SQLite error that
+/// caused it.
+fn retried<T>(mut run: impl FnMut() -> litelane::Result<T>) -> litelane::Result<T> {
+    /// Retries are free of side effects, but bounded all the same.
+    const MAX_RETRIES: usize = 64;
+    let mut tries = 0;
+    loop {
+        match run() {
+            Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
+            Err(Error::RolledBack {
+                cause,
+                retryable: false,
+                ..
+            }) => return Err(*cause),
+            r => return r,
+        }
+    }
+}
+
 /// Bumped in a child process right after `fork()`: engines opened before
 /// belong to the parent (their threads do not exist in the child, their
 /// connections must not be used there).
@@ -101,38 +122,13 @@ impl Shared {
     where
         T: Send,
     {
-        /// Retries are free of side effects, but bounded all the same.
-        const MAX_RETRIES: usize = 64;
-        let mut tries = 0;
-        loop {
-            match self.db.write(|tx| f(tx)) {
-                Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
-                Err(Error::RolledBack {
-                    cause,
-                    retryable: false,
-                    ..
-                }) => return Err(*cause),
-                r => return r,
-            }
-        }
+        retried(|| self.db.write(|tx| f(tx)))
     }
 
     /// `Database::execute` (one statement, a transaction of its own, which
     /// another process may commit), retried and unwrapped as [`write`](Shared::write).
     pub fn execute(&self, sql: &str, params: &[Value]) -> litelane::Result<litelane::Executed> {
-        const MAX_RETRIES: usize = 64;
-        let mut tries = 0;
-        loop {
-            match self.db.execute(sql, params) {
-                Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
-                Err(Error::RolledBack {
-                    cause,
-                    retryable: false,
-                    ..
-                }) => return Err(*cause),
-                r => return r,
-            }
-        }
+        retried(|| self.db.execute(sql, params))
     }
 
     pub fn mark_open(&self, thread: ThreadId) {

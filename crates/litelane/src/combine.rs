@@ -21,7 +21,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::tx::{Job, Ran, Tx};
-use crate::xproc::{JobOutcome, Taken};
+use crate::xproc::{clip, JobOutcome, Taken};
 use crate::Value;
 
 /// What a one-statement write did ([`Database::execute`](crate::Database::execute)).
@@ -249,14 +249,6 @@ impl RemoteJob {
             committed: recorder,
         }
     }
-}
-
-fn clip(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 impl Job for RemoteJob {

@@ -271,48 +271,35 @@ impl SharedPage {
         self.atomic_at(offset)
     }
 
+    /// The address of the `len` bytes at `offset`, asserted inside the
+    /// mapping.
+    fn byte_at(&self, offset: usize, len: usize) -> *mut u8 {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "{len} bytes at {offset}"
+        );
+        // SAFETY: `offset` is inside the mapping (asserted just above).
+        unsafe { self.ptr.as_ptr().cast::<u8>().add(offset) }
+    }
+
     /// Copies `bytes` into the mapping at `offset`. Other processes may
     /// read those bytes at any time: publish them through an atomic word
     /// (release) and read them only after it (acquire).
     pub(crate) fn write_bytes(&self, offset: usize, bytes: &[u8]) {
-        assert!(
-            offset
-                .checked_add(bytes.len())
-                .is_some_and(|end| end <= self.len),
-            "{} bytes at {offset}",
-            bytes.len()
-        );
-        // SAFETY: in bounds (asserted); the mapping lives as long as
+        let at = self.byte_at(offset, bytes.len());
+        // SAFETY: in bounds (`byte_at`); the mapping lives as long as
         // `self`; bytes have no alignment or validity requirement. A
         // concurrent writer in another process can only make the bytes
         // garbage, which their readers check (lengths, tags, UTF-8).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.ptr.as_ptr().cast::<u8>().add(offset),
-                bytes.len(),
-            )
-        }
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len()) }
     }
 
     /// Copies `out.len()` bytes of the mapping at `offset` into `out`.
     pub(crate) fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        assert!(
-            offset
-                .checked_add(out.len())
-                .is_some_and(|end| end <= self.len),
-            "{} bytes at {offset}",
-            out.len()
-        );
+        let at = self.byte_at(offset, out.len());
         // SAFETY: as in `write_bytes`; `out` is ours and does not overlap
         // the mapping.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.ptr.as_ptr().cast::<u8>().add(offset),
-                out.as_mut_ptr(),
-                out.len(),
-            )
-        }
+        unsafe { std::ptr::copy_nonoverlapping(at, out.as_mut_ptr(), out.len()) }
     }
 
     /// The atomic `A` (`AtomicU32` or `AtomicU64`: only those) at `offset`,

@@ -276,7 +276,8 @@ struct Header {
 }
 
 /// Cuts `s` to at most `max` bytes at a character boundary.
-fn clip(s: &str, max: usize) -> &str {
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn clip(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -1738,6 +1739,18 @@ impl ProcessQueue {
 #[cfg(test)]
 mod model;
 
+/// `path` opened for reading and writing, created if needed (tests).
+#[cfg(all(test, target_os = "linux"))]
+fn scratch_file(path: &Path) -> File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap()
+}
+
 /// A new, initialized lock file in a temporary directory (for the tests of
 /// the modules that map it): the directory, the file's path, and an open
 /// description of it.
@@ -1745,13 +1758,7 @@ mod model;
 fn scratch_lock_file() -> (tempfile::TempDir, PathBuf, File) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db-lane");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .unwrap();
+    let f = scratch_file(&path);
     imp::initialize(&f).unwrap();
     (dir, path, f)
 }
@@ -1826,13 +1833,7 @@ mod tests {
         use crate::ffi::SharedPage;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.db-lane");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = super::scratch_file(&path);
         for (size, mapped) in [
             (100, None),
             (SharedPage::MIN_LEN, Some(SharedPage::MIN_LEN)),

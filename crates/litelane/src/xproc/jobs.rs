@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 
 use super::doorbell::Doorbells;
-use super::imp;
+use super::{clip, imp};
 use crate::ffi::SharedPage;
 use crate::Value;
 
@@ -482,14 +482,6 @@ impl Jobs {
             self.bells.ring(u64::from(t));
         }
     }
-}
-
-fn clip(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Where a posted job stands, for its poster.
