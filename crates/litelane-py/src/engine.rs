@@ -287,6 +287,7 @@ fn build_options(
             "long_wait" => o.long_wait = seconds(py, &name, &v)?,
             "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
             "process_queue" => o.process_queue = flag()?,
+            "process_turn_linger" => o.process_turn_linger = seconds(py, &name, &v)?,
             _ => {
                 return Err(exc(
                     py,
@@ -296,7 +297,7 @@ fn build_options(
                          busy_timeout, statement_cache, journal_size_limit, persistent_wal, \
                          group_commit, group_commit_max_jobs, group_commit_max_wait, \
                          background_checkpoints, slow_statement, long_wait, async_threads, \
-                         process_queue"
+                         process_queue, process_turn_linger"
                     ),
                 ))
             }

@@ -213,6 +213,13 @@ impl ProcessTurn {
         self.shared.others_present()
     }
 
+    /// The bell that writers of every process ring when they have to wait
+    /// for the turn (`None`: the lock file's first page is not mapped).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn wanted_bell(&self) -> Option<doorbell::WantedBell> {
+        self.shared.bells.as_ref().map(|b| b.wanted())
+    }
+
     /// Records `sql` as the statement this turn is running, for
     /// [`ProcessQueue::holder`] in other processes. One `pwrite` of 512
     /// bytes; errors are ignored (it is only information).
@@ -511,7 +518,7 @@ impl ProcessQueue {
         let label = clip(label, MAX_LABEL_BYTES).to_string();
         // On any error `file` is dropped (closed) on return: any lock it
         // still held, our ticket byte included, goes with it.
-        let (ticket, since) = match imp::start(&file, self.shared.pid, &label) {
+        let (ticket, since) = match self.shared.start(&file, &label) {
             Ok(imp::Start::Granted(t, since)) => (t, since),
             Ok(imp::Start::Wait(pending)) => {
                 let pending =
@@ -558,7 +565,7 @@ impl ProcessQueue {
         let start = Instant::now();
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        let pending = match imp::start(&file, self.shared.pid, &label) {
+        let pending = match self.shared.start(&file, &label) {
             Ok(imp::Start::Granted(t, since)) => {
                 return Ok(Some(self.turn(file, t, start, label, since)))
             }
@@ -746,6 +753,17 @@ impl Shared {
         }
         let _ = (file, until, watch);
         Ok(Waited::Pending(pending))
+    }
+
+    /// Takes a ticket ([`imp::start`]); one that has to wait rings the
+    /// wanted bell, which ends a turn kept by a process that was alone.
+    fn start(&self, file: &File, label: &str) -> Result<imp::Start, String> {
+        let started = imp::start(file, self.pid, label);
+        #[cfg(target_os = "linux")]
+        if let (Ok(imp::Start::Wait(_)), Some(bells)) = (&started, &self.bells) {
+            bells.wanted().ring();
+        }
+        started
     }
 
     fn others_present(&self) -> bool {
@@ -1450,6 +1468,8 @@ mod durable;
 #[cfg(target_os = "linux")]
 mod jobs;
 #[cfg(target_os = "linux")]
+pub(crate) use doorbell::WantedBell;
+#[cfg(target_os = "linux")]
 pub use jobs::JobStates;
 #[cfg(target_os = "linux")]
 pub(crate) use jobs::{Outcome as JobOutcome, Posted, Taken};
@@ -1541,7 +1561,7 @@ impl ProcessQueue {
         let start = Instant::now();
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        let pending = match imp::start(&file, self.shared.pid, &label) {
+        let pending = match self.shared.start(&file, &label) {
             Ok(imp::Start::Granted(t, since)) => {
                 return Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
             }
@@ -1769,6 +1789,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::time::UNIX_EPOCH;
+
+    /// A writer that takes a ticket and has to wait rings the wanted bell
+    /// (which ends a turn kept by a process alone, `carry.rs`); one that
+    /// finds the turn free rings nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_writer_that_has_to_wait_rings_the_wanted_bell() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let q = ProcessQueue::open(&path).unwrap();
+        let other = ProcessQueue::open(&path).unwrap();
+        let free = other.acquire("free").unwrap();
+        let bell = free.wanted_bell().expect("the first page is mapped");
+        let seen = bell.seen();
+        drop(free);
+        let held = q.acquire("holder").unwrap();
+        assert_eq!(bell.seen(), seen, "a free turn rings nothing");
+        let waited = other
+            .acquire_timeout("waiter", Duration::from_millis(30))
+            .unwrap();
+        assert!(waited.is_none(), "the turn is held");
+        assert_ne!(bell.seen(), seen, "the waiter rang");
+        drop(held);
+    }
 
     #[test]
     fn header_round_trip_and_damage() {

@@ -33,6 +33,9 @@ use crate::ffi::{futex_wait, futex_wake_all, SharedPage};
 const BELLS_AT: usize = 1024;
 /// Doorbell slots: ticket `t` rings slot `t % BELLS`.
 pub const BELLS: u64 = 64;
+/// Offset of the *wanted* bell, after the ticket doorbells: rung by every
+/// writer that takes a ticket and has to wait (see [`WantedBell`]).
+const WANTED_AT: usize = BELLS_AT + BELLS as usize * 4;
 /// How often a waiter on a doorbell checks the ticket ahead by itself (a
 /// holder that died rang nothing): 1 ms.
 pub const POLL: Duration = Duration::from_millis(1);
@@ -74,5 +77,46 @@ impl Doorbells {
         let slot = self.slot(ticket);
         slot.fetch_add(1, SeqCst);
         futex_wake_all(slot);
+    }
+
+    /// The wanted bell of the same page.
+    pub fn wanted(&self) -> WantedBell {
+        WantedBell {
+            page: Arc::clone(&self.page),
+        }
+    }
+}
+
+/// The *wanted* bell: a 32-bit counter in the lock file's first page that
+/// every writer rings (adds one, wakes its sleepers) when it takes a ticket
+/// and finds the turn held. A process alone on the file keeps its turn
+/// between writes with no deadline, and its reaper sleeps on this bell
+/// (`carry.rs`): the first writer of another process to want the turn ends
+/// that at once, and nobody wakes while the process is alone.
+#[derive(Clone)]
+pub struct WantedBell {
+    page: Arc<SharedPage>,
+}
+
+impl WantedBell {
+    fn word(&self) -> &std::sync::atomic::AtomicU32 {
+        self.page.word32(WANTED_AT)
+    }
+
+    /// The count: read it before deciding that nobody wants the turn.
+    pub fn seen(&self) -> u32 {
+        self.word().load(SeqCst)
+    }
+
+    /// Sleeps until the bell rings (its count is no longer `seen`), for at
+    /// most `timeout`; may return early.
+    pub fn wait(&self, seen: u32, timeout: Duration) {
+        futex_wait(self.word(), seen, timeout);
+    }
+
+    /// Rings the bell: a writer is waiting for the turn.
+    pub fn ring(&self) {
+        self.word().fetch_add(1, SeqCst);
+        futex_wake_all(self.word());
     }
 }
