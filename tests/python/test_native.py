@@ -328,6 +328,17 @@ def test_the_process_queue_option(tmp_path):
         litelane.open(str(tmp_path / "x.db"), process_queue="yes please")
 
 
+def test_the_process_turn_linger_option(tmp_path):
+    path = str(tmp_path / "l.db")
+    with litelane.open(path, process_turn_linger=0.001) as d:
+        d.execute("CREATE TABLE t(x)")
+        # Applied: a second open asking for another linger is refused.
+        with pytest.raises(litelane.ProgrammingError, match="other options"):
+            litelane.open(path, process_turn_linger=0.002)
+    with pytest.raises(litelane.ProgrammingError, match="process_turn_linger"):
+        litelane.open(str(tmp_path / "x.db"), process_turn_linger="long")
+
+
 def test_a_backup_restored_by_rename_while_closed_is_what_reopens(tmp_path):
     """`mv backup.db app.db` with nothing open: the next open must read the
     backup, not the old database's WAL applied to it (a WAL kept across
