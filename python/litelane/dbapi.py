@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 from threading import get_ident as _get_ident
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _blob, _dump, _litelane
 from ._adapt import PrepareProtocol, adapters, register_adapter
@@ -762,8 +762,53 @@ class Connection(_litelane.ConnectionBase):
             if legacy_dml or ac is False:
                 self._begin()
             else:
-                return engine.executemany(sql, seq)
+                return self._autocommit_many(engine, sql, seq)
         return self._in_txn(self._txn.executemany, sql, seq)
+
+    def _autocommit_many(self, engine: Any, sql: str, seq: Any) -> Any:
+        """``executemany`` with no transaction of the caller's. ``sqlite3``
+        commits each set on its own, so a failing set leaves the sets before
+        it stored. Here the sets run in one transaction of their own (one
+        commit, one fsync); when a set fails, the sets before it, which the
+        transaction keeps, are committed before the error is raised: the
+        same rows as ``sqlite3``. A failure that ends the transaction itself
+        (``OR ROLLBACK``, ``RAISE(ROLLBACK)``, a full disk) undoes those sets
+        too: given a list or tuple, the sets then run again one at a time,
+        each committing on its own, as ``sqlite3`` runs them; given a
+        one-shot iterator, the error says that none was stored. No
+        ``BEGIN``/``COMMIT`` is shown to the trace callback: ``sqlite3``
+        runs none."""
+        txn = engine.begin(self._timeout)
+        try:
+            out = txn.executemany(sql, seq)
+        except BaseException as e:
+            if txn.active:
+                txn.commit()
+                raise
+            if not isinstance(e, Error):
+                raise
+            if not isinstance(seq, (list, tuple)):
+                e.add_note(
+                    "litelane: this failure ended executemany's transaction, so none of its "
+                    "parameter sets were stored (sqlite3 keeps the sets before the failing one); "
+                    "pass a list to have them run one at a time instead"
+                )
+                raise
+            return self._each_on_its_own(engine, sql, seq)
+        txn.commit()
+        return out
+
+    @staticmethod
+    def _each_on_its_own(engine: Any, sql: str, sets: Sequence[Any]) -> Any:
+        """Runs ``sql`` for each set in a transaction of its own, stopping at
+        the first failure (raised, the sets before it committed)."""
+        out, total = None, 0
+        for params in sets:
+            out = engine.executemany(sql, (params,))
+            total += max(out[2], 0)
+        if out is None:
+            return (None, [], 0, None, True)
+        return (out[0], out[1], total, out[3], out[4])
 
     def _run_script(self, script: str) -> None:
         """``executescript``, as ``sqlite3`` runs it: in the legacy mode a
