@@ -759,10 +759,18 @@ class Connection(_litelane.ConnectionBase):
             legacy_dml = (
                 ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None and kind == "dml"
             )
-            if legacy_dml or ac is False:
-                self._begin()
-            else:
+            if not (legacy_dml or ac is False):
                 return self._autocommit_many(engine, sql, seq)
+            txn = self._begin()
+            try:
+                return self._in_txn(txn.executemany, sql, seq)
+            except OperationalError:
+                # sqlite3 prepares the statement before its implicit BEGIN:
+                # one that does not compile leaves no transaction open.
+                if self._txn is txn and not _compiles(engine, sql):
+                    self._txn = None
+                    txn.rollback()
+                raise
         return self._in_txn(self._txn.executemany, sql, seq)
 
     def _autocommit_many(self, engine: Any, sql: str, seq: Any) -> Any:
@@ -1208,6 +1216,16 @@ class Cursor(_litelane.CursorBase):
 
 
 _litelane.register_dbapi(_kinds, Cursor)
+
+
+def _compiles(engine: Any, sql: str) -> bool:
+    """True when ``sql`` prepares (on a reader: a statement naming a TEMP
+    table of the writer's connection counts as not compiling)."""
+    try:
+        engine.is_readonly(sql)
+    except Error:
+        return False
+    return True
 
 
 def connect(*args: Any, **kwargs: Any) -> Connection:

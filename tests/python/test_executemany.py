@@ -237,3 +237,34 @@ def test_native_executemany_of_a_plain_insert_is_all_or_nothing(tmp_path, brk):
             db.executemany("INSERT INTO t(k, v) VALUES (?, ?)", sets)
         assert db.query("SELECT count(*) FROM t")[0][0] == 0
     db.close()
+
+
+@pytest.mark.parametrize(
+    "sql,sets",
+    [
+        ("INSERT INTO missing VALUES (?)", [(1,)]),  # does not compile: no BEGIN
+        ("INSRT INTO t VALUES (?)", [(1,)]),
+        ("INSERT INTO t(nope) VALUES (?)", [(1,)]),
+        ("INSERT INTO t VALUES (?)", [(1, 2)]),  # compiles, first set fails: BEGIN ran
+        ("INSERT INTO t VALUES (?)", [(object(),)]),
+        ("INSERT INTO t VALUES (?)", []),
+        ("UPDATE t SET x = ?", [(1,)]),
+    ],
+)
+def test_in_transaction_after_executemany_is_sqlite3s(tmp_path, sql, sets):
+    """In the legacy mode sqlite3 prepares the statement before its
+    implicit BEGIN: a statement that does not compile leaves no transaction
+    open, one whose first set fails does."""
+    seen = []
+    for m in (std, dbapi):
+        con = m.connect(str(tmp_path / f"{m.__name__}.db"))
+        con.execute("CREATE TABLE t(x)")
+        con.commit()
+        try:
+            con.executemany(sql, sets)
+            outcome = "ok"
+        except Exception as e:
+            outcome = type(e).__name__
+        seen.append((outcome, con.in_transaction))
+        con.close()
+    assert seen[1] == seen[0]
