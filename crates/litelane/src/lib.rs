@@ -190,7 +190,12 @@ fn open_process_queue(
             None
         }
         (Some(path), true) => match xproc::ProcessQueue::open(path) {
-            Ok(q) => Some(q),
+            Ok(q) => {
+                if let Some(why) = q.combining_off() {
+                    recorder.note_combined_commits_off(why);
+                }
+                Some(q)
+            }
             Err(degraded) => {
                 recorder.note_process_queue_off(degraded.to_string());
                 None

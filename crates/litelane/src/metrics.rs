@@ -103,6 +103,11 @@ pub struct Metrics {
     /// when `Options::process_queue` turned it off): writers of other
     /// processes then meet through SQLite's busy timeout.
     pub process_queue_off: Option<String>,
+    /// Why combined commits (docs/concurrency.md, "Combined commits") are
+    /// off while the cross-process queue is on: the lock file could not
+    /// grow to hold the job slots (a full disk). `None` while they are
+    /// available, or when the queue itself is off.
+    pub combined_commits_off: Option<String>,
     /// Under `safe` with the cross-process queue: fsyncs of the WAL that this
     /// process ran after its commits' turns (see docs/concurrency.md, "One
     /// fsync for many processes").
@@ -148,6 +153,7 @@ pub(crate) struct Recorder {
     incomplete_checkpoint: Mutex<Option<Instant>>,
     /// Why the cross-process queue is off, if it is.
     process_queue_off: Mutex<Option<String>>,
+    combined_commits_off: Mutex<Option<String>>,
 }
 
 struct Waits {
@@ -224,6 +230,10 @@ impl Recorder {
         *lock(&self.process_queue_off) = Some(why);
     }
 
+    pub fn note_combined_commits_off(&self, why: String) {
+        *lock(&self.combined_commits_off) = Some(why);
+    }
+
     pub fn note_error(&self, err: &crate::Error) {
         if err.is_busy() {
             self.busy_errors.fetch_add(1, Relaxed);
@@ -282,6 +292,7 @@ impl Recorder {
             long_waits: events.long.iter().cloned().collect(),
             wal_pinned_by: None,
             process_queue_off: lock(&self.process_queue_off).clone(),
+            combined_commits_off: lock(&self.combined_commits_off).clone(),
         }
     }
 }

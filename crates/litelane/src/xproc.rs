@@ -497,6 +497,29 @@ impl ProcessQueue {
         &self.shared.lock_path
     }
 
+    /// Why combined commits are unavailable on this queue (`None`: they
+    /// are available): the lock file could not grow to hold the job slots,
+    /// or its first page could not be mapped.
+    pub fn combining_off(&self) -> Option<String> {
+        let path = self.shared.lock_path.display();
+        #[cfg(target_os = "linux")]
+        return match (&self.shared.jobs, &self.shared.bells) {
+            (Some(_), _) => None,
+            (None, None) => Some(format!(
+                "{path} could not be mapped: commits sync alone, and one-statement writes \
+                 wait for the turn instead of being committed by another process"
+            )),
+            (None, Some(_)) => Some(format!(
+                "{path} could not grow to {} KiB (is the disk full?): only its first page is \
+                 mapped, and one-statement writes wait for the turn instead of being \
+                 committed by another process",
+                crate::ffi::SharedPage::LEN / 1024
+            )),
+        };
+        #[cfg(not(target_os = "linux"))]
+        Some(format!("{path}: combined commits need Linux"))
+    }
+
     /// Waits for the cross-process turn and returns it; the turn ends when
     /// the [`ProcessTurn`] is dropped.
     ///

@@ -29,6 +29,8 @@ const API: &str = "LITELANE_PROCESSES_API";
 const HOLD_MS: &str = "LITELANE_PROCESSES_HOLD_MS";
 /// Role `poster`: `slow` makes its one statement take about a second.
 const POSTER_SQL: &str = "LITELANE_PROCESSES_POSTER_SQL";
+/// Role `writer`: rows per thread (default 150, 2,000 in the long forms).
+const ROWS: &str = "LITELANE_PROCESSES_ROWS";
 
 /// A one-row insert that takes about a second, all of it plain SQL (no
 /// application function), so another process may run it.
@@ -63,7 +65,11 @@ fn processes_child() {
     let role = std::env::var(ROLE).unwrap();
     let me: i64 = std::env::var(PROC).unwrap().parse().unwrap();
     let db = Database::open(&path, options()).unwrap();
-    let per_thread: i64 = if long() { 2_000 } else { 150 };
+    let per_thread: i64 = match std::env::var(ROWS) {
+        Ok(n) => n.parse().unwrap(),
+        Err(_) if long() => 2_000,
+        Err(_) => 150,
+    };
     if role == "holder" {
         let hold: u64 = std::env::var(HOLD_MS).map_or(50, |t| t.parse().unwrap());
         loop {
@@ -124,6 +130,9 @@ fn processes_child() {
     println!("QUEUE_OFF {}", m.process_queue_off.is_some());
     println!("SYNCS {} {}", m.wal_syncs, m.syncs_shared);
     println!("COMBINED {} {}", m.combined_elsewhere, m.combined_here);
+    if let Some(why) = m.combined_commits_off {
+        println!("COMBINED_OFF {why}");
+    }
 }
 
 fn spawn(db: &Path, role: &str, id: usize) -> Child {
@@ -161,6 +170,8 @@ struct Outcome {
     combined: (u64, u64),
     /// Writes told their outcome is unknown.
     unknown: Vec<String>,
+    /// Why combined commits were off (`Metrics::combined_commits_off`).
+    combined_off: Option<String>,
 }
 
 fn collect(child: Child) -> Outcome {
@@ -173,12 +184,15 @@ fn collect(child: Child) -> Outcome {
         syncs: (0, 0),
         combined: (0, 0),
         unknown: Vec::new(),
+        combined_off: None,
     };
     let mut child = child;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         if let Some(e) = line.strip_prefix("ERROR ") {
             out.errors.push(e.to_string());
+        } else if let Some(why) = line.strip_prefix("COMBINED_OFF ") {
+            out.combined_off = Some(why.to_string());
         } else if let Some(e) = line.strip_prefix("UNKNOWN ") {
             out.unknown.push(e.to_string());
         } else if let Some(n) = line.strip_prefix("BUSY ") {
@@ -606,4 +620,64 @@ fn a_syncer_that_dies_holds_nobody_up() {
         "it ran the fsync itself"
     );
     assert_eq!(stored(&path), BTreeSet::from([1]));
+}
+
+/// A disk too full for the lock file to grow to its 320 KiB (simulated with
+/// a file-size limit of 256 KiB on the writing process, `ulimit -f`, its
+/// `SIGXFSZ` ignored so that a write past it fails with `EFBIG`): the queue
+/// still works on the lock file's first page, combined commits are off and
+/// the metrics say why, and every acknowledged row is stored.
+#[test]
+fn a_lock_file_that_cannot_grow_keeps_the_queue_and_turns_combining_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("full.db");
+    {
+        // Created without litelane: the limited process makes the lock file.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE acked(id INTEGER PRIMARY KEY)")
+            .unwrap();
+    }
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 256; exec \"$0\" \"$@\"")
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "processes::processes_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(DB, &path)
+        .env(ROLE, "writer")
+        .env(PROC, "3")
+        .envs([
+            (PROFILE, "safe"),
+            (THREADS, "1"),
+            (API, "execute"),
+            (ROWS, "20"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bash runs the child");
+    let o = collect(child);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+    assert_eq!(o.acked.len(), 20);
+    assert!(!o.queue_off, "the queue stays on");
+    let why = o
+        .combined_off
+        .expect("the metrics say combined commits are off");
+    assert!(
+        why.contains("could not grow") && why.contains("-lane"),
+        "{why}"
+    );
+    let lane = std::fs::metadata(litelane::xproc::lock_path_for(&path))
+        .unwrap()
+        .len();
+    assert!(
+        (4096..320 * 1024).contains(&lane),
+        "the lock file stopped at the limit: {lane} bytes"
+    );
+    assert_eq!(stored(&path), o.acked.iter().copied().collect());
 }
