@@ -30,9 +30,11 @@ pub struct Executed {
     /// Rows the statement changed (`sqlite3_changes`: rows inserted,
     /// updated or deleted by the statement itself, not by its triggers).
     pub changes: u64,
-    /// The rowid of the last row inserted, on the connection that ran it,
-    /// right after it (`sqlite3_last_insert_rowid`): meaningful after an
-    /// `INSERT` into a rowid table.
+    /// The rowid of the last row inserted on this handle's writer
+    /// connection, right after the statement (`sqlite3_last_insert_rowid`):
+    /// the row it inserted into a rowid table, or, when it inserted none,
+    /// the handle's previous insert. The same when another process ran the
+    /// statement: what this handle's connection would have reported.
     pub last_insert_rowid: i64,
 }
 
@@ -175,7 +177,11 @@ impl Job for StatementJob<'_> {
 
 /// The outcome another process wrote for this process's statement, as the
 /// caller is told it. `db_path` names the database in an unknown outcome.
-pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed> {
+pub(crate) fn from_remote(
+    outcome: JobOutcome,
+    db_path: &str,
+    own: &Connection,
+) -> Result<Executed> {
     match outcome {
         JobOutcome::Done {
             changes,
@@ -183,7 +189,7 @@ pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed
             ..
         } => Ok(Executed {
             changes,
-            last_insert_rowid,
+            last_insert_rowid: as_if_here(own, last_insert_rowid),
         }),
         JobOutcome::Failed {
             code,
@@ -213,6 +219,24 @@ pub(crate) fn from_remote(outcome: JobOutcome, db_path: &str) -> Result<Executed
             os: None,
         }),
     }
+}
+
+/// What the leader reports as `last_insert_rowid` for a statement that
+/// inserted no row (an `UPDATE`, a `DELETE`, an `INSERT OR IGNORE` that
+/// ignored, an upsert that updated): `i64::MIN`, a rowid no insert
+/// produces unless asked for it.
+const NOT_INSERTED: i64 = i64::MIN;
+
+/// The poster's `last_insert_rowid` for a statement another process ran,
+/// as if it had run on the poster's connection `own`: the rowid it
+/// inserted, which `own` then reports too, or `own`'s value unchanged when
+/// it inserted nothing.
+fn as_if_here(own: &Connection, remote: i64) -> i64 {
+    if remote == NOT_INSERTED {
+        return own.last_insert_rowid();
+    }
+    crate::ffi::set_last_insert_rowid(own, remote);
+    remote
 }
 
 /// The SQLite codes behind `e`, if it has some.
@@ -277,7 +301,13 @@ impl Job for RemoteJob {
             }
             return Ran::Ok;
         }
-        match execute(tx, &t.sql, &t.params) {
+        // Whether the statement inserted a row, told by a value no insert
+        // leaves; the leader's own connection keeps its value.
+        let before = tx.last_insert_rowid();
+        crate::ffi::set_last_insert_rowid(tx, NOT_INSERTED);
+        let out = execute(tx, &t.sql, &t.params);
+        crate::ffi::set_last_insert_rowid(tx, before);
+        match out {
             Ok(done) => {
                 self.done = Some(done);
                 Ran::Ok

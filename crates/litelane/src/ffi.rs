@@ -390,6 +390,13 @@ unsafe impl Send for SharedPage {}
 #[cfg(target_os = "linux")]
 unsafe impl Sync for SharedPage {}
 
+/// Sets what `sqlite3_last_insert_rowid` reports on `conn` next
+/// (`sqlite3_set_last_insert_rowid`).
+pub(crate) fn set_last_insert_rowid(conn: &rusqlite::Connection, rowid: i64) {
+    // SAFETY: valid handle; only sets the connection's last-rowid field.
+    unsafe { ffi::sqlite3_set_last_insert_rowid(conn.handle(), rowid) }
+}
+
 /// True when `conn`'s open transaction has deferred foreign-key violations
 /// that would make its `COMMIT` fail (`SQLITE_DBSTATUS_DEFERRED_FKS`).
 pub(crate) fn has_deferred_fk_violations(conn: &rusqlite::Connection) -> bool {

@@ -987,7 +987,7 @@ impl Writer {
                 _ => None,
             };
             if let Some(posted) = posted {
-                return self.wait_posted(q, own, posted);
+                return self.wait_posted(q, &slot.conn, own, posted);
             }
         }
         let _ = slot;
@@ -995,11 +995,13 @@ impl Writer {
     }
 
     /// Waits for the turn or for the outcome of `own`'s posted statement,
-    /// up to `busy_timeout` in all.
+    /// up to `busy_timeout` in all. `conn`: the writer's connection, which
+    /// reports the outcome's last rowid as if it had run the statement.
     #[cfg(target_os = "linux")]
     fn wait_posted(
         &self,
         q: &ProcessQueue,
+        conn: &Connection,
         own: &mut dyn Job,
         mut posted: crate::xproc::Posted,
     ) -> Result<TurnFor> {
@@ -1007,7 +1009,7 @@ impl Writer {
         let start = Instant::now();
         // A holder of the turn usually takes it at once: no ticket then.
         match q.wait_if_turn_held(&mut posted, self.busy_timeout) {
-            Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(own, outcome)),
+            Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(conn, own, outcome)),
             Awaited::Posted => {}
             Awaited::TimedOut => {
                 if posted.withdraw() {
@@ -1018,7 +1020,7 @@ impl Writer {
         loop {
             let left = self.busy_timeout.saturating_sub(start.elapsed());
             match q.acquire_or_ended(own.label(), left, &mut posted) {
-                Ok(Acquired::Ended(outcome)) => return Ok(self.ran_elsewhere(own, outcome)),
+                Ok(Acquired::Ended(outcome)) => return Ok(self.ran_elsewhere(conn, own, outcome)),
                 Ok(Acquired::Turn(t)) => {
                     if posted.withdraw() {
                         return Ok(TurnFor::Turn(Some(t))); // nobody ran it: ours
@@ -1042,7 +1044,7 @@ impl Writer {
             // A leader has it: wait for its outcome.
             let left = self.busy_timeout.saturating_sub(start.elapsed());
             match q.wait_for_outcome(&mut posted, left) {
-                Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(own, outcome)),
+                Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(conn, own, outcome)),
                 Awaited::Posted if start.elapsed() < self.busy_timeout => {} // its leader died
                 Awaited::Posted | Awaited::TimedOut => {
                     if posted.withdraw() {
@@ -1054,19 +1056,24 @@ impl Writer {
                         self.busy_timeout
                     );
                     let outcome = crate::xproc::JobOutcome::Unknown { message };
-                    return Ok(self.ran_elsewhere(own, outcome));
+                    return Ok(self.ran_elsewhere(conn, own, outcome));
                 }
             }
         }
     }
 
     #[cfg(target_os = "linux")]
-    fn ran_elsewhere(&self, own: &mut dyn Job, outcome: crate::xproc::JobOutcome) -> TurnFor {
+    fn ran_elsewhere(
+        &self,
+        conn: &Connection,
+        own: &mut dyn Job,
+        outcome: crate::xproc::JobOutcome,
+    ) -> TurnFor {
         let durable_at = match &outcome {
             crate::xproc::JobOutcome::Done { durable_at, .. } => *durable_at,
             _ => 0,
         };
-        let mut result = combine::from_remote(outcome, &self.db_path);
+        let mut result = combine::from_remote(outcome, &self.db_path, conn);
         if durable_at > 0 && result.is_ok() {
             // Committed by another process, not yet durable: as for a
             // commit of our own, wait for the shared fsync that covers it.

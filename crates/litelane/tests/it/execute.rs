@@ -164,3 +164,63 @@ fn statements_are_combined_only_between_plain_connections() {
         assert_eq!(main_rows, want, "{setup}");
     }
 }
+
+/// A statement committed by another handle reports the last rowid its own
+/// handle would have: the rowid it inserted, or, when it inserted nothing
+/// (an `UPDATE`, an `INSERT OR IGNORE` that ignored, an upsert that
+/// updated), the rowid of the handle's own last insert, never the one of
+/// the connection that happened to run it.
+#[test]
+fn a_combined_statement_reports_the_last_rowid_of_its_own_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let handles: Vec<Database> = (0..4).map(|_| open(dir.path(), Profile::Safe)).collect();
+    let threads: Vec<_> = handles
+        .iter()
+        .enumerate()
+        .map(|(k, db)| {
+            let db = db.clone();
+            thread::spawn(move || {
+                let mut wrong = Vec::new();
+                for i in 0..150 {
+                    let v = format!("{k}-{i}");
+                    let ins = db
+                        .execute("INSERT INTO t VALUES (NULL, ?1)", &[Value::Text(v.clone())])
+                        .unwrap();
+                    let id: i64 = db
+                        .read(|c| Ok(c.query_row("SELECT id FROM t WHERE v = ?1", [&v], |r| r.get(0))?))
+                        .unwrap();
+                    if ins.last_insert_rowid != id {
+                        wrong.push(format!("insert {v}: {} for {id}", ins.last_insert_rowid));
+                    }
+                    let none = [
+                        ("UPDATE t SET v = v WHERE id = ?1", Value::Integer(id)),
+                        ("INSERT OR IGNORE INTO t VALUES (NULL, ?1)", Value::Text(v.clone())),
+                        (
+                            "INSERT INTO t VALUES (NULL, ?1) ON CONFLICT(v) DO UPDATE SET v = excluded.v",
+                            Value::Text(v.clone()),
+                        ),
+                    ];
+                    for (sql, p) in none {
+                        let r = db.execute(sql, &[p]).unwrap();
+                        if r.last_insert_rowid != id {
+                            wrong.push(format!("{sql} after {v}: {} for {id}", r.last_insert_rowid));
+                        }
+                    }
+                }
+                wrong
+            })
+        })
+        .collect();
+    let wrong: Vec<String> = threads
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let combined: u64 = handles.iter().map(|d| d.metrics().combined_here).sum();
+    assert!(combined > 0, "nothing was combined");
+    assert!(
+        wrong.is_empty(),
+        "{} wrong, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
