@@ -24,19 +24,16 @@
 //! commit's fsync runs after the turn, so that another process commits
 //! during it, but a process alone saves taking and giving back the turn on
 //! every commit. (Leaders of one process still hand the turn on to each
-//! other within the budget.)
-//!
-//! Under either policy, a process alone on the file keeps the turn with no
+//! other within the budget.) A process alone keeps the turn with no
 //! deadline: its reaper sleeps on the lock file's *wanted* bell, which a
 //! writer of another process rings when it has to wait for the turn
-//! (`xproc/doorbell.rs`), and gives the turn back at once then. Waking at
-//! the end of every linger instead cost a thread wake-up every transaction
-//! or few: measured on a single-threaded `safe` worker (4,000 transactions
-//! of a lookup and an insert, `perf stat`), 0.8 more futex calls, 0.77 more
-//! context switches and 19–32 µs more CPU per transaction. The reaper also
-//! looks every [`ALONE_POLL`] whether another process has opened the
-//! database, for a writer that rings no bell (one whose lock file is not
-//! mapped).
+//! (`xproc/doorbell.rs`), and gives the turn back at once then. Waking
+//! every linger instead cost a thread wake-up per transaction: measured on
+//! a single-threaded `safe` worker (4,000 transactions of a lookup and an
+//! insert, `perf stat`), 0.8 more futex calls, 0.77 more context switches
+//! and 19–32 µs more CPU per transaction. The reaper also looks every
+//! [`ALONE_POLL`] whether another process has opened the database, for a
+//! writer that rings no bell (one whose lock file is not mapped).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -138,22 +135,21 @@ impl Carry {
         })
     }
 
-    /// How an idle writer may keep `held` (one `fcntl`): alone on the file,
-    /// until another process wants it; otherwise for a linger
-    /// ([`Keep::ForBudget`]) or not at all ([`Keep::WhileAlone`]). The
-    /// wanted bell is read before the presence check: a writer of a process
-    /// that opens the database after the check rings it after that read.
+    /// How an idle writer may keep `held`: one `fcntl` under
+    /// [`Keep::WhileAlone`], none otherwise. The wanted bell is read before
+    /// the presence check: a writer of a process that opens the database
+    /// after the check rings it after that read.
     fn keeping(&self, held: &HeldProcessTurn) -> Keeping {
+        if self.keep == Keep::ForBudget {
+            return Keeping::ForLinger;
+        }
         #[cfg(target_os = "linux")]
         let bell = held.turn.wanted_bell().map(|b| {
             let seen = b.seen();
             (b, seen)
         });
         if held.turn.others_present() {
-            return match self.keep {
-                Keep::ForBudget => Keeping::ForLinger,
-                Keep::WhileAlone => Keeping::No,
-            };
+            return Keeping::No;
         }
         #[cfg(target_os = "linux")]
         if let Some((bell, seen)) = bell {
@@ -334,16 +330,9 @@ mod tests {
         (dir, q)
     }
 
-    /// Another queue on the same database: with it present, a linger ends
-    /// at its deadline (alone, it would last until a writer wants the turn).
-    fn another(dir: &tempfile::TempDir) -> ProcessQueue {
-        ProcessQueue::open(&dir.path().join("c.db")).unwrap()
-    }
-
     #[test]
     fn a_linger_gives_the_turn_back_when_it_ends() {
-        let (dir, q) = queue();
-        let _other = another(&dir);
+        let (_dir, q) = queue();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -378,8 +367,7 @@ mod tests {
 
     #[test]
     fn a_slow_writer_stops_lingering_and_close_gives_back() {
-        let (dir, q) = queue();
-        let _other = another(&dir);
+        let (_dir, q) = queue();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -413,7 +401,7 @@ mod tests {
         );
         assert!(q.holder().is_some(), "alone: kept during the linger");
         // Another queue on the same database (another process, in effect).
-        let other = another(&dir);
+        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         assert!(q.others_present() && other.others_present());
         // The write that comes within the linger still takes it over...
         let held = carry.take().expect("taken over within the linger");
@@ -442,32 +430,30 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn alone_an_idle_writer_keeps_the_turn_until_another_process_wants_it() {
-        for keep in [Keep::WhileAlone, Keep::ForBudget] {
-            let (dir, q) = queue();
-            let linger = Duration::from_millis(2);
-            let carry = idle_with_turn(&q, Duration::from_secs(60), linger, keep);
-            std::thread::sleep(linger * 20);
-            assert!(q.holder().is_some(), "{keep:?} alone: kept past the linger");
-            let held = carry.take().expect("taken over by the next write");
-            carry.put(Some(held));
-            carry.idle();
-            assert!(q.holder().is_some(), "kept again");
+        let (dir, q) = queue();
+        let linger = Duration::from_millis(2);
+        let carry = idle_with_turn(&q, Duration::from_secs(60), linger, Keep::WhileAlone);
+        std::thread::sleep(linger * 20);
+        assert!(q.holder().is_some(), "alone: kept past the linger");
+        let held = carry.take().expect("taken over by the next write");
+        carry.put(Some(held));
+        carry.idle();
+        assert!(q.holder().is_some(), "kept again");
 
-            let other = another(&dir);
-            let asked = Instant::now();
-            let turn = other
-                .acquire_timeout("other", Duration::from_secs(5))
-                .unwrap()
-                .expect("the turn came");
-            let waited = asked.elapsed();
-            assert!(
-                waited < ALONE_POLL * 50,
-                "{keep:?}: given back when wanted, not at a timeout: {waited:?}"
-            );
-            assert!(carry.take().is_none(), "given back");
-            drop(turn);
-            carry.close();
-        }
+        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        let asked = Instant::now();
+        let turn = other
+            .acquire_timeout("other", Duration::from_secs(5))
+            .unwrap()
+            .expect("the turn came");
+        let waited = asked.elapsed();
+        assert!(
+            waited < ALONE_POLL * 50,
+            "given back when wanted, not at a timeout: {waited:?}"
+        );
+        assert!(carry.take().is_none(), "given back");
+        drop(turn);
+        carry.close();
     }
 
     /// A process that opens the database and rings no bell (its lock file
@@ -485,7 +471,7 @@ mod tests {
         );
         std::thread::sleep(ALONE_POLL * 2);
         assert!(q.holder().is_some(), "alone: kept");
-        let _other = another(&dir);
+        let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         while q.holder().is_some() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
