@@ -36,6 +36,8 @@ pub const BELLS: u64 = 64;
 /// Offset of the *wanted* bell, after the ticket doorbells: rung by every
 /// writer that takes a ticket and has to wait (see [`WantedBell`]).
 const WANTED_AT: usize = BELLS_AT + BELLS as usize * 4;
+/// Offset of the count of threads sleeping on the wanted bell.
+const LISTENERS_AT: usize = WANTED_AT + 4;
 /// How often a waiter on a doorbell checks the ticket ahead by itself (a
 /// holder that died rang nothing): 1 ms.
 pub const POLL: Duration = Duration::from_millis(1);
@@ -93,6 +95,16 @@ impl Doorbells {
 /// between writes with no deadline, and its reaper sleeps on this bell
 /// (`carry.rs`): the first writer of another process to want the turn ends
 /// that at once, and nobody wakes while the process is alone.
+///
+/// A ring always advances the count, but makes the system call that wakes
+/// sleepers only while a listener count beside it says someone sleeps
+/// there: with many processes writing, nobody does, and waiters pay one
+/// atomic add. (Sleeper: count listeners up, then sleep while the bell's
+/// count is unchanged; ringer: advance the count, then read the listeners.
+/// In that order on both sides, a ringer that reads no listener advanced
+/// the count before any sleeper's kernel check, which then does not sleep.
+/// A process that dies listening leaves the count up: rings then wake no
+/// one, at the cost of a system call.)
 #[derive(Clone)]
 pub struct WantedBell {
     page: Arc<SharedPage>,
@@ -103,6 +115,10 @@ impl WantedBell {
         self.page.word32(WANTED_AT)
     }
 
+    fn listeners(&self) -> &std::sync::atomic::AtomicU32 {
+        self.page.word32(LISTENERS_AT)
+    }
+
     /// The count: read it before deciding that nobody wants the turn.
     pub fn seen(&self) -> u32 {
         self.word().load(SeqCst)
@@ -111,12 +127,64 @@ impl WantedBell {
     /// Sleeps until the bell rings (its count is no longer `seen`), for at
     /// most `timeout`; may return early.
     pub fn wait(&self, seen: u32, timeout: Duration) {
+        self.listeners().fetch_add(1, SeqCst);
         futex_wait(self.word(), seen, timeout);
+        self.listeners().fetch_sub(1, SeqCst);
     }
 
     /// Rings the bell: a writer is waiting for the turn.
     pub fn ring(&self) {
         self.word().fetch_add(1, SeqCst);
-        futex_wake_all(self.word());
+        if self.listeners().load(SeqCst) > 0 {
+            futex_wake_all(self.word());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn bell() -> (tempfile::TempDir, WantedBell) {
+        let (dir, path, _f) = super::super::scratch_lock_file();
+        let file = super::super::imp::reopen(&path).unwrap();
+        let page = Arc::new(SharedPage::map(&file).unwrap());
+        (dir, Doorbells::on(page).wanted())
+    }
+
+    /// A ring wakes a thread sleeping on the bell at once (its timeout is
+    /// 5 s), and a ring with nobody listening still advances the count, so
+    /// a sleeper that read the count before it does not sleep.
+    #[test]
+    fn a_ring_wakes_a_listener_and_is_never_missed() {
+        let (_dir, bell) = bell();
+        let seen = bell.seen();
+        bell.ring(); // nobody listens: the count moves all the same
+        assert_ne!(bell.seen(), seen);
+        let start = Instant::now();
+        bell.wait(seen, Duration::from_secs(5)); // rung already: no sleep
+        assert!(start.elapsed() < Duration::from_secs(2));
+
+        let seen = bell.seen();
+        let sleeper = {
+            let bell = bell.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                bell.wait(seen, Duration::from_secs(5));
+                start.elapsed()
+            })
+        };
+        // Ring once the sleeper is counted as listening.
+        while bell.listeners().load(SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        bell.ring();
+        let slept = sleeper.join().unwrap();
+        assert!(
+            slept < Duration::from_secs(2),
+            "woken by the ring: {slept:?}"
+        );
+        assert_eq!(bell.listeners().load(SeqCst), 0, "the sleeper left");
     }
 }
