@@ -461,15 +461,6 @@ fn end_stale_transaction(conn: &Connection) -> Result<()> {
 /// connection's page size and `journal_size_limit` (no limit: 64 MiB).
 fn wal_space_of(conn: &Connection) -> Option<WalSpace> {
     let path = conn.path().filter(|p| !p.is_empty())?;
-    // Only where commits sync the WAL (`safe`): under `synchronous=NORMAL`
-    // the WAL is synced once per checkpoint, so growing it costs no commit
-    // anything, and zeros written ahead would only be more to write.
-    let sync: i64 = conn
-        .query_row("PRAGMA synchronous", [], |r| r.get(0))
-        .ok()?;
-    if sync < 2 {
-        return None;
-    }
     let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).ok()?;
     let limit: i64 = conn
         .query_row("PRAGMA journal_size_limit", [], |r| r.get(0))

@@ -205,22 +205,3 @@ fn in_memory_readers_see_what_the_writer_committed() {
         "two in-memory databases are separate: {err}"
     );
 }
-
-/// The WAL is kept allocated ahead of the frames (`wal_space.rs`) only where
-/// each commit syncs it (`safe`): there a commit into a growing file would
-/// also sync its size. Under `balanced` the WAL is synced once per
-/// checkpoint, and zeros written ahead would only be more to write.
-#[test]
-fn the_wal_is_allocated_ahead_only_where_commits_sync_it() {
-    for (profile, ahead) in [(Profile::Safe, true), (Profile::Balanced, false)] {
-        let (_dir, db) = temp_db(Options::with_profile(profile));
-        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE w(x); INSERT INTO w VALUES (1)")?))
-            .unwrap();
-        let bytes = db.metrics().wal_file_bytes;
-        assert_eq!(
-            bytes >= 4 << 20,
-            ahead,
-            "{profile}: the WAL file holds {bytes} bytes after one commit"
-        );
-    }
-}
