@@ -423,10 +423,11 @@ mod tests {
         carry.close();
     }
 
-    /// A process alone keeps the turn past the linger, with a reaper that
-    /// does not wake per linger; a writer of another process that has to
-    /// wait rings the wanted bell and gets the turn at once, far sooner than
-    /// the reaper's poll for other processes ([`ALONE_POLL`]) would give it.
+    /// A process alone keeps the turn past the linger; a writer of another
+    /// process that has to wait gets it (its ring of the wanted bell, or at
+    /// worst the reaper's poll every [`ALONE_POLL`], ends the keeping), not
+    /// at its 5 s timeout. That a ring wakes the reaper at once is
+    /// `doorbell::tests::a_ring_wakes_a_listener_and_is_never_missed`.
     #[cfg(target_os = "linux")]
     #[test]
     fn alone_an_idle_writer_keeps_the_turn_until_another_process_wants_it() {

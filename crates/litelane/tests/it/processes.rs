@@ -140,22 +140,37 @@ fn spawn(db: &Path, role: &str, id: usize) -> Child {
 }
 
 fn spawn_with(db: &Path, role: &str, id: usize, env: &[(&str, &str)]) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "processes::processes_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(DB, db)
-        .env(ROLE, role)
-        .env(PROC, id.to_string())
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+    child(db, role, id, env, None)
         .spawn()
         .expect("spawn a child process")
+}
+
+/// The command that runs this test binary as the child in `role`: at once,
+/// or through `bash -c script`, a script that ends with `exec "$0" "$@"`.
+fn child(db: &Path, role: &str, id: usize, env: &[(&str, &str)], shell: Option<&str>) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut c = match shell {
+        Some(script) => {
+            let mut c = Command::new("bash");
+            c.arg("-c").arg(script).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    c.args([
+        "--ignored",
+        "--exact",
+        "processes::processes_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(DB, db)
+    .env(ROLE, role)
+    .env(PROC, id.to_string())
+    .envs(env.iter().copied())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    c
 }
 
 struct Outcome {
@@ -637,31 +652,17 @@ fn a_lock_file_that_cannot_grow_keeps_the_queue_and_turns_combining_off() {
         c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE acked(id INTEGER PRIMARY KEY)")
             .unwrap();
     }
-    let child = Command::new("bash")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 256; exec \"$0\" \"$@\"")
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "processes::processes_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(DB, &path)
-        .env(ROLE, "writer")
-        .env(PROC, "3")
-        .envs([
-            (PROFILE, "safe"),
-            (THREADS, "1"),
-            (API, "execute"),
-            (ROWS, "20"),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+    let env = [
+        (PROFILE, "safe"),
+        (THREADS, "1"),
+        (API, "execute"),
+        (ROWS, "20"),
+    ];
+    let script = "trap '' XFSZ; ulimit -f 256; exec \"$0\" \"$@\"";
+    let writer = child(&path, "writer", 3, &env, Some(script))
         .spawn()
         .expect("bash runs the child");
-    let o = collect(child);
+    let o = collect(writer);
     assert!(o.errors.is_empty(), "{:?}", o.errors);
     assert_eq!(o.acked.len(), 20);
     assert!(!o.queue_off, "the queue stays on");
