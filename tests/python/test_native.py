@@ -7,6 +7,7 @@ import sys
 import threading
 
 import litelane
+import litelane.dbapi as dbapi
 import pytest
 
 
@@ -326,6 +327,21 @@ def test_the_process_queue_option(tmp_path):
         assert os.path.exists(str(tmp_path / "shared.db-lane"))
     with pytest.raises(litelane.ProgrammingError, match="process_queue"):
         litelane.open(str(tmp_path / "x.db"), process_queue="yes please")
+
+
+def test_metrics_say_whether_the_queue_and_combined_commits_are_on(tmp_path):
+    with litelane.open(str(tmp_path / "q.db"), profile="safe") as d:
+        d.execute("CREATE TABLE t(x)")
+        m = d.metrics()
+        assert m["process_queue_off"] is None
+        assert m["combined_commits_off"] is None
+    # Opened by URI: no cross-process queue, and the metrics say why.
+    uri = "file:" + str(tmp_path / "u.db")
+    con = dbapi.connect(uri, uri=True)
+    con.execute("CREATE TABLE t(x)")
+    why = con.engine.metrics()["process_queue_off"]
+    assert why is not None and "URI" in why
+    con.close()
 
 
 def test_the_process_turn_linger_option(tmp_path):
