@@ -118,6 +118,9 @@ struct State {
     /// The reaper sleeps with no deadline: a new linger must wake it. (One
     /// with a deadline wakes by itself and then sees a later one.)
     parked: bool,
+    /// Times the writer went idle: the reaper parks only after a linger in
+    /// which this did not change.
+    idles: u64,
     /// The writer is gone: the reaper ends, nothing is kept.
     closed: bool,
 }
@@ -197,6 +200,7 @@ impl Carry {
         let now = Instant::now();
         let mut st = self.lock();
         st.idle_since = Some(now);
+        st.idles += 1;
         let young = st
             .held
             .as_ref()
@@ -233,14 +237,16 @@ impl Carry {
             .is_ok()
     }
 
-    /// The reaper: gives the turn back when a linger ends. When a linger
-    /// ends with nothing to give back (a write took the turn over), it
-    /// watches for one more linger before it parks: between the writes of a
-    /// steady stream, [`Carry::idle`] then only sets a deadline, and the
-    /// reaper wakes once a linger instead of once a write.
+    /// The reaper: gives the turn back when a linger ends. When it finds
+    /// nothing to give back (a write took the turn over), it watches for
+    /// one more linger, and parks only after a linger in which the writer
+    /// never went idle: between the writes of a steady stream,
+    /// [`Carry::idle`] then only sets a deadline (no wake-up system call),
+    /// and the reaper wakes once a linger instead of once a write.
     fn reap(&self) {
         let mut st = self.lock();
         let mut watching = false;
+        let mut idles_seen = st.idles;
         while !st.closed {
             st = match &st.linger {
                 Linger::Until(at) if Instant::now() >= *at => {
@@ -272,8 +278,9 @@ impl Carry {
                     watching = true;
                     st
                 }
-                Linger::None if watching => {
+                Linger::None if watching || st.idles != idles_seen => {
                     watching = false;
+                    idles_seen = st.idles;
                     wait_timeout(&self.wake, st, self.linger)
                 }
                 Linger::None => {

@@ -212,8 +212,12 @@ pub(crate) fn install_wal_hook(
             // Only frames no checkpoint has copied yet count towards the next
             // one: otherwise, under a steady stream of commits, every commit
             // would ask for a checkpoint once the WAL passed the threshold.
-            if over_limit || pages - st.backfilled >= threshold {
-                st.requested = true;
+            // A request already pending is seen by the checkpointer before
+            // it sleeps: waking it again would only cost a system call on
+            // every commit while a checkpoint runs.
+            if (over_limit || pages - st.backfilled >= threshold)
+                && !std::mem::replace(&mut st.requested, true)
+            {
                 s.wake.notify_one();
             }
             Ok(())
