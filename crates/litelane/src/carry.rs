@@ -331,6 +331,15 @@ mod tests {
         carry
     }
 
+    /// Waits (up to 5 s) until nobody holds `q`'s turn; true if so.
+    fn given_back_within_5s(q: &ProcessQueue) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while q.holder().is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        q.holder().is_none()
+    }
+
     fn queue() -> (tempfile::TempDir, ProcessQueue) {
         let dir = tempfile::tempdir().unwrap();
         let q = ProcessQueue::open(&dir.path().join("c.db")).expect("queue");
@@ -347,11 +356,7 @@ mod tests {
             Keep::ForBudget,
         );
         assert!(q.holder().is_some(), "kept during the linger");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while q.holder().is_some() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(q.holder().is_none(), "given back after the linger");
+        assert!(given_back_within_5s(&q), "given back after the linger");
         assert!(carry.take().is_none());
         carry.close();
     }
@@ -480,11 +485,10 @@ mod tests {
         std::thread::sleep(ALONE_POLL * 2);
         assert!(q.holder().is_some(), "alone: kept");
         let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while q.holder().is_some() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert!(q.holder().is_none(), "given back once another is present");
+        assert!(
+            given_back_within_5s(&q),
+            "given back once another is present"
+        );
         carry.close();
     }
 

@@ -19,6 +19,23 @@ fn open(dir: &std::path::Path, profile: Profile) -> Database {
     db
 }
 
+/// Runs `f(k, handle)` for each handle `k` on a thread of its own; their
+/// results, in handle order.
+fn on_each_handle<T: Send + 'static>(
+    handles: &[Database],
+    f: impl Fn(usize, Database) -> T + Send + Clone + 'static,
+) -> Vec<T> {
+    let threads: Vec<_> = handles
+        .iter()
+        .enumerate()
+        .map(|(k, db)| {
+            let (db, f) = (db.clone(), f.clone());
+            thread::spawn(move || f(k, db))
+        })
+        .collect();
+    threads.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
 #[test]
 fn statements_are_run_or_refused_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -132,24 +149,14 @@ fn statements_are_combined_only_between_plain_connections() {
                 .unwrap();
             }
         }
-        let threads: Vec<_> = handles
-            .iter()
-            .enumerate()
-            .map(|(k, db)| {
-                let db = db.clone();
-                thread::spawn(move || {
-                    for i in 0..300 {
-                        let v = Value::Text(format!("{k}-{i}"));
-                        // With a temporary `t` on every handle, this writes
-                        // each handle's own temporary table.
-                        db.execute("INSERT INTO t VALUES (NULL, ?1)", &[v]).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for h in threads {
-            h.join().unwrap();
-        }
+        on_each_handle(&handles, |k, db| {
+            for i in 0..300 {
+                let v = Value::Text(format!("{k}-{i}"));
+                // With a temporary `t` on every handle, this writes each
+                // handle's own temporary table.
+                db.execute("INSERT INTO t VALUES (NULL, ?1)", &[v]).unwrap();
+            }
+        });
         let combined: u64 = handles.iter().map(|d| d.metrics().combined_here).sum();
         let elsewhere: u64 = handles.iter().map(|d| d.metrics().combined_elsewhere).sum();
         assert_eq!(combined, elsewhere, "{setup}");
@@ -172,49 +179,43 @@ fn statements_are_combined_only_between_plain_connections() {
 /// the connection that happened to run it.
 #[test]
 fn a_combined_statement_reports_the_last_rowid_of_its_own_handle() {
+    const UPSERT: &str =
+        "INSERT INTO t VALUES (NULL, ?1) ON CONFLICT(v) DO UPDATE SET v = excluded.v";
     let dir = tempfile::tempdir().unwrap();
     let handles: Vec<Database> = (0..4).map(|_| open(dir.path(), Profile::Safe)).collect();
-    let threads: Vec<_> = handles
-        .iter()
-        .enumerate()
-        .map(|(k, db)| {
-            let db = db.clone();
-            thread::spawn(move || {
-                let mut wrong = Vec::new();
-                for i in 0..150 {
-                    let v = format!("{k}-{i}");
-                    let ins = db
-                        .execute("INSERT INTO t VALUES (NULL, ?1)", &[Value::Text(v.clone())])
-                        .unwrap();
-                    let id: i64 = db
-                        .read(|c| Ok(c.query_row("SELECT id FROM t WHERE v = ?1", [&v], |r| r.get(0))?))
-                        .unwrap();
-                    if ins.last_insert_rowid != id {
-                        wrong.push(format!("insert {v}: {} for {id}", ins.last_insert_rowid));
-                    }
-                    let none = [
-                        ("UPDATE t SET v = v WHERE id = ?1", Value::Integer(id)),
-                        ("INSERT OR IGNORE INTO t VALUES (NULL, ?1)", Value::Text(v.clone())),
-                        (
-                            "INSERT INTO t VALUES (NULL, ?1) ON CONFLICT(v) DO UPDATE SET v = excluded.v",
-                            Value::Text(v.clone()),
-                        ),
-                    ];
-                    for (sql, p) in none {
-                        let r = db.execute(sql, &[p]).unwrap();
-                        if r.last_insert_rowid != id {
-                            wrong.push(format!("{sql} after {v}: {} for {id}", r.last_insert_rowid));
-                        }
-                    }
+    let wrong: Vec<String> = on_each_handle(&handles, |k, db| {
+        let mut wrong = Vec::new();
+        for i in 0..150 {
+            let v = format!("{k}-{i}");
+            let text = Value::Text(v.clone());
+            let ins = db
+                .execute(
+                    "INSERT INTO t VALUES (NULL, ?1)",
+                    std::slice::from_ref(&text),
+                )
+                .unwrap();
+            let lookup = |c: &litelane::rusqlite::Connection| {
+                Ok(c.query_row("SELECT id FROM t WHERE v = ?1", [&v], |r| r.get(0))?)
+            };
+            let id: i64 = db.read(lookup).unwrap();
+            if ins.last_insert_rowid != id {
+                wrong.push(format!("insert {v}: {} for {id}", ins.last_insert_rowid));
+            }
+            let none = [
+                ("UPDATE t SET v = v WHERE id = ?1", Value::Integer(id)),
+                ("INSERT OR IGNORE INTO t VALUES (NULL, ?1)", text.clone()),
+                (UPSERT, text),
+            ];
+            for (sql, p) in none {
+                let r = db.execute(sql, &[p]).unwrap();
+                if r.last_insert_rowid != id {
+                    wrong.push(format!("{sql} after {v}: {} for {id}", r.last_insert_rowid));
                 }
-                wrong
-            })
-        })
-        .collect();
-    let wrong: Vec<String> = threads
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+            }
+        }
+        wrong
+    })
+    .concat();
     let combined: u64 = handles.iter().map(|d| d.metrics().combined_here).sum();
     assert!(combined > 0, "nothing was combined");
     assert!(
