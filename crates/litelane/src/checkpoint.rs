@@ -393,23 +393,27 @@ impl Loop<'_> {
     /// was committed meanwhile ([`catch_up`]), an incomplete one past the
     /// limit by escalating.
     fn settle(&mut self, report: &CheckpointReport, pages: u64, commits: u64) {
-        record(self.recorder, report);
-        // A checkpoint that could not start at all (another one held the
-        // lock) backs off as if it had copied everything.
-        self.signal.lock().backfilled = if report.wal_frames == 0 && report.busy {
-            pages
-        } else {
-            report.checkpointed_frames
+        let before = {
+            let mut st = self.signal.lock();
+            // A checkpoint that could not start at all (another one held the
+            // lock) backs off as if it had copied everything.
+            let copied = if report.wal_frames == 0 && report.busy {
+                pages
+            } else {
+                report.checkpointed_frames
+            };
+            std::mem::replace(&mut st.backfilled, copied)
         };
+        record(self.recorder, report, before);
         if !report.busy {
             self.settled_at = commits;
             let min_frames = u64::from(self.cfg.passive_after_pages);
             if let Some(r) = catch_up(self.conn, self.writer, self.signal, report, min_frames) {
-                record(self.recorder, &r);
+                record(self.recorder, &r, report.checkpointed_frames);
             }
         } else if report.wal_frames >= self.limit {
             if let Ok(r) = self.escalate_when_useful(report.wal_frames) {
-                record(self.recorder, &r);
+                record(self.recorder, &r, report.checkpointed_frames);
             }
         }
     }
@@ -461,12 +465,16 @@ fn catch_up(
     Some(r)
 }
 
-fn record(recorder: &Recorder, report: &CheckpointReport) {
+/// Counts a checkpoint of the background checkpointer. `before`: the
+/// frames of the same WAL that earlier checkpoints had copied (SQLite's
+/// count of checkpointed frames includes them; only the rest were copied by
+/// this one).
+fn record(recorder: &Recorder, report: &CheckpointReport, before: u64) {
     recorder.note_checkpoint_complete(!report.busy);
     recorder.checkpoints.fetch_add(1, Relaxed);
     recorder
         .checkpoint_pages
-        .fetch_add(report.checkpointed_frames, Relaxed);
+        .fetch_add(report.checkpointed_frames.saturating_sub(before), Relaxed);
     recorder
         .checkpoint_nanos
         .fetch_add(report.elapsed.as_nanos() as u64, Relaxed);

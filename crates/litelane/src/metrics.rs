@@ -79,7 +79,9 @@ pub struct Metrics {
     pub checkpoints: u64,
     /// Checkpoints that escalated to RESTART because the WAL passed its limit.
     pub checkpoints_escalated: u64,
-    /// WAL pages copied back into the database by those checkpoints.
+    /// WAL frames copied back into the database by those checkpoints, each
+    /// counted once (a frame copied by one checkpoint is not counted again
+    /// by the next one on the same WAL).
     pub checkpoint_pages: u64,
     /// Total time spent in checkpoints.
     pub checkpoint_time: Duration,
