@@ -34,6 +34,12 @@
 //! and 19–32 µs more CPU per transaction. The reaper also looks every
 //! [`ALONE_POLL`] whether another process has opened the database, for a
 //! writer that rings no bell (one whose lock file is not mapped).
+//!
+//! The look itself (an `F_OFD_GETLK`) is made once per [`ALONE_POLL`] at
+//! most, not once per transaction: an idle writer that found itself alone
+//! less than that ago, with the wanted bell unchanged since, keeps the turn
+//! without looking again, and no budget applies to a turn kept alone (no
+//! other process waits for it, or the bell would have rung).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -121,6 +127,9 @@ struct State {
     /// Times the writer went idle: the reaper parks only after a linger in
     /// which this did not change.
     idles: u64,
+    /// The last look that found no other process on the file: when, and
+    /// the wanted bell's count read before it.
+    alone_at: Option<(Instant, u32)>,
     /// The writer is gone: the reaper ends, nothing is kept.
     closed: bool,
 }
@@ -139,26 +148,40 @@ impl Carry {
     }
 
     /// How an idle writer may keep `held`: one `fcntl` under
-    /// [`Keep::WhileAlone`], none otherwise. The wanted bell is read before
-    /// the presence check: a writer of a process that opens the database
-    /// after the check rings it after that read.
-    fn keeping(&self, held: &HeldProcessTurn) -> Keeping {
+    /// [`Keep::WhileAlone`] (none when `alone_at`, the last look that found
+    /// this process alone, is younger than [`ALONE_POLL`] and the bell has
+    /// not rung since), none otherwise; and the look to remember. The
+    /// wanted bell is read before the presence check: a writer of a process
+    /// that opens the database after the check rings it after that read.
+    fn keeping(
+        &self,
+        held: &HeldProcessTurn,
+        alone_at: Option<(Instant, u32)>,
+    ) -> (Keeping, Option<(Instant, u32)>) {
         if self.keep == Keep::ForBudget {
-            return Keeping::ForLinger;
+            return (Keeping::ForLinger, None);
         }
         #[cfg(target_os = "linux")]
         let bell = held.turn.wanted_bell().map(|b| {
             let seen = b.seen();
             (b, seen)
         });
+        #[cfg(target_os = "linux")]
+        if let (Some((bell, seen)), Some((at, then))) = (&bell, alone_at) {
+            if *seen == then && at.elapsed() < ALONE_POLL {
+                return (Keeping::UntilWanted(bell.clone(), *seen), alone_at);
+            }
+        }
+        let looked = Instant::now();
         if held.turn.others_present() {
-            return Keeping::No;
+            return (Keeping::No, None);
         }
         #[cfg(target_os = "linux")]
         if let Some((bell, seen)) = bell {
-            return Keeping::UntilWanted(bell, seen);
+            return (Keeping::UntilWanted(bell, seen), Some((looked, seen)));
         }
-        Keeping::ForLinger
+        let _ = (looked, alone_at);
+        (Keeping::ForLinger, None)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -196,11 +219,24 @@ impl Carry {
             drop(self.lock().held.take());
             return;
         }
-        let keeping = self.lock().held.as_ref().map(|h| self.keeping(h));
+        let keeping = {
+            let mut st = self.lock();
+            let alone_at = st.alone_at;
+            let decided = st.held.as_ref().map(|h| self.keeping(h, alone_at));
+            decided.map(|(keeping, alone_at)| {
+                st.alone_at = alone_at;
+                keeping
+            })
+        };
         let now = Instant::now();
         let mut st = self.lock();
         st.idle_since = Some(now);
         st.idles += 1;
+        #[cfg(target_os = "linux")]
+        if let (Some(Keeping::UntilWanted(..)), Some(h)) = (&keeping, st.held.as_mut()) {
+            // Nobody waits for a turn kept alone: its budget starts again.
+            h.since = now;
+        }
         let young = st
             .held
             .as_ref()
@@ -420,8 +456,11 @@ mod tests {
         // ...and the leaders of this process hand it on to each other...
         carry.put(Some(held));
         let held = carry.take().expect("handed on within the budget");
-        // ...but an idle writer gives it back at once now.
+        // ...but once the last look that found this process alone is older
+        // than ALONE_POLL, an idle writer looks again and gives it back at
+        // once.
         carry.put(Some(held));
+        std::thread::sleep(ALONE_POLL * 2);
         carry.idle();
         assert!(q.holder().is_none(), "not kept while another is present");
         drop(other);
@@ -489,6 +528,39 @@ mod tests {
             given_back_within_5s(&q),
             "given back once another is present"
         );
+        carry.close();
+    }
+
+    /// A process alone keeps one turn over writes that span many budgets
+    /// (nobody waits for it), and keeps it without a presence check per
+    /// write; a ring of the wanted bell still ends the keeping at the next
+    /// idle.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn alone_one_turn_outlasts_the_budget_until_the_bell_rings() {
+        let (dir, q) = queue();
+        let budget = Duration::from_millis(5);
+        let carry = idle_with_turn(&q, budget, Duration::from_millis(1), Keep::WhileAlone);
+        let ticket = q.holder().expect("kept").ticket;
+        let start = Instant::now();
+        while start.elapsed() < budget * 8 {
+            let held = carry.take().expect("kept for the next write");
+            assert_eq!(held.turn.ticket(), ticket, "the same turn, past its budget");
+            std::thread::sleep(Duration::from_micros(300));
+            carry.put(Some(held));
+            carry.idle();
+        }
+        // Another process that has to wait rings the bell: the next idle
+        // (or the reaper, whichever is first) gives the turn back.
+        // (The bell is one word of the lock file, the same through any
+        // handle.)
+        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        let held = carry.take().expect("kept");
+        held.turn.wanted_bell().expect("mapped").ring();
+        carry.put(Some(held));
+        carry.idle();
+        assert!(q.holder().is_none(), "given back at the idle after a ring");
+        drop(other);
         carry.close();
     }
 
