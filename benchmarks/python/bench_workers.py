@@ -18,6 +18,10 @@ variant: one JSON line with the median transactions per second, the runs,
 the errors the workers saw ("database is locked" and others) and the rows
 lost (acknowledged by ``commit()`` but not in the database afterwards: must
 be 0); then the ratio litelane / sqlite3 per cell.
+
+``LLBENCH_OPTIONS`` (a JSON object) is passed to ``litelane.dbapi.connect``
+as keyword arguments, to measure an option's effect, e.g.
+``LLBENCH_OPTIONS='{"mmap_size": 0}'``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def _connect(driver: str, path: str, profile: str, autocommit: bool):
         return con
     import litelane.dbapi
 
-    return litelane.dbapi.connect(path, timeout=30, profile=profile, **level)
+    extra = json.loads(os.environ.get("LLBENCH_OPTIONS", "{}"))
+    return litelane.dbapi.connect(path, timeout=30, profile=profile, **level, **extra)
 
 
 def _worker(driver: str, path: str, profile: str, shape: str, me: int, txns: int, start, out) -> None:

@@ -45,6 +45,7 @@ mod connection;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
+mod mapping;
 mod metrics;
 mod multirow;
 mod options;

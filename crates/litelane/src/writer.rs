@@ -41,6 +41,7 @@ use crate::configure::Registry;
 use crate::connection::Tracer;
 use crate::error::{Context, Error, OsError, Result};
 use crate::ffi::{enter_with_job, JobRef};
+use crate::mapping::Mapping;
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{
@@ -346,6 +347,8 @@ struct Slot {
     config_seen: u64,
     /// The WAL file's space ahead of the frames (None: not a file).
     wal_space: Option<WalSpace>,
+    /// The memory map of the database, kept only while alone on the file.
+    mapping: Mapping,
 }
 
 pub(crate) struct Writer {
@@ -542,6 +545,7 @@ impl Writer {
         conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
             .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
+        let mapping = Mapping::of(&conn);
         let db_path = conn.path().unwrap_or_default().to_string();
         let shared_sync = match &process_queue {
             Some(_) => shared_sync_of(&conn)?,
@@ -561,6 +565,7 @@ impl Writer {
                     wait_attributed: false,
                     config_seen,
                     wal_space,
+                    mapping,
                 },
             ),
             queue,
@@ -689,6 +694,7 @@ impl Writer {
             return Err(e);
         }
         let carried = self.carry.take();
+        let fresh = carried.is_none();
         let process_turn = match carried {
             Some(held) => Some(held),
             None => match self.process_turn(label) {
@@ -706,6 +712,9 @@ impl Writer {
         let begun = {
             let mut slot = self.slot.enter(&turn);
             self.catch_up(&mut slot);
+            if fresh {
+                self.map_while_alone(&mut slot);
+            }
             self.start_labeled(&mut slot, label, start);
             end_stale_transaction(&slot.conn).and_then(|()| {
                 control(&slot.conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
@@ -731,6 +740,15 @@ impl Writer {
     /// Before each job (and each turn of its own), with no statement
     /// running: applies what `Database::configure` recorded since the writer
     /// last looked, so a job queued after a `configure` always runs with it.
+    /// After taking the cross-process turn from the queue: the writer maps
+    /// the database only while no other process has it open (`mapping.rs`).
+    fn map_while_alone(&self, slot: &mut Slot) {
+        if let Some(q) = &self.process_queue {
+            let Slot { conn, mapping, .. } = slot;
+            mapping.fit(conn, || q.others_present());
+        }
+    }
+
     fn catch_up(&self, slot: &mut Slot) {
         let Slot {
             conn, config_seen, ..
@@ -908,6 +926,9 @@ impl Writer {
                 }
             },
         };
+        if fresh {
+            self.map_while_alone(&mut slot);
+        }
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()
