@@ -193,9 +193,10 @@ pub struct Options {
     /// Default 16,384 KiB (16 MiB) for the writer; readers get the same.
     pub cache_size_kib: u32,
     /// Memory-mapped I/O size in bytes (`PRAGMA mmap_size`). Default 256 MiB.
-    /// 0 turns mmap off. With the cross-process queue on, the writer maps
-    /// the database only while no other process has it open (SQLite drops
-    /// the map whenever another process committed; docs/performance.md).
+    /// 0 turns mmap off. Under `safe` with the cross-process queue on, the
+    /// writer maps the database only while no other process has it open
+    /// (SQLite drops the map whenever another process committed;
+    /// docs/performance.md).
     pub mmap_size: u64,
     /// How long a connection waits for a lock held by *another process*
     /// before it reports `SQLITE_BUSY`. Writers of this process never wait on

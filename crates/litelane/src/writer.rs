@@ -347,8 +347,9 @@ struct Slot {
     config_seen: u64,
     /// The WAL file's space ahead of the frames (None: not a file).
     wal_space: Option<WalSpace>,
-    /// The memory map of the database, kept only while alone on the file.
-    mapping: Mapping,
+    /// The memory map of the database, kept only while alone on the file
+    /// (under `shared_sync`; None: kept as configured).
+    mapping: Option<Mapping>,
 }
 
 pub(crate) struct Writer {
@@ -545,7 +546,6 @@ impl Writer {
         conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
             .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
-        let mapping = Mapping::of(&conn);
         let db_path = conn.path().unwrap_or_default().to_string();
         let shared_sync = match &process_queue {
             Some(_) => shared_sync_of(&conn)?,
@@ -555,6 +555,7 @@ impl Writer {
             Some(_) => Some(Mutex::new(open_wal(open_syncer()?)?)),
             None => None,
         };
+        let mapping = shared_sync.as_ref().map(|_| Mapping::of(&conn));
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
             slot: Guarded::new(
@@ -740,11 +741,19 @@ impl Writer {
     /// Before each job (and each turn of its own), with no statement
     /// running: applies what `Database::configure` recorded since the writer
     /// last looked, so a job queued after a `configure` always runs with it.
-    /// After taking the cross-process turn from the queue: the writer maps
-    /// the database only while no other process has it open (`mapping.rs`).
+    /// After taking the cross-process turn from the queue: under
+    /// `shared_sync` the writer maps the database only while no other
+    /// process has it open (`mapping.rs`).
     fn map_while_alone(&self, slot: &mut Slot) {
-        if let Some(q) = &self.process_queue {
-            let Slot { conn, mapping, .. } = slot;
+        if let (
+            Some(q),
+            Slot {
+                conn,
+                mapping: Some(mapping),
+                ..
+            },
+        ) = (&self.process_queue, slot)
+        {
             mapping.fit(conn, || q.others_present());
         }
     }

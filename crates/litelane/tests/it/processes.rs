@@ -683,16 +683,18 @@ fn a_lock_file_that_cannot_grow_keeps_the_queue_and_turns_combining_off() {
     assert_eq!(stored(&path), o.acked.iter().copied().collect());
 }
 
-/// The writer maps the database into memory only while no other process
-/// has it open (`mapping.rs`): SQLite drops the map whenever another process
-/// committed. A second `Database` on the file has a queue of its own, which
-/// counts as another process. Each write comes after the turn went back to
-/// the queue (past the linger and the budget), so the writer looks again.
+/// Under `safe`, the writer maps the database into memory only while no
+/// other process has it open (`mapping.rs`): SQLite drops the map whenever
+/// another process committed. A second `Database` on the file has a queue
+/// of its own, which counts as another process. Each write comes after the
+/// turn went back to the queue (past the linger and the budget), so the
+/// writer looks again. Under `balanced` the map stays.
 #[test]
-fn the_writer_maps_the_database_only_while_no_other_process_has_it_open() {
+fn under_safe_the_writer_maps_the_database_only_while_no_other_process_has_it_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("map.db");
-    let db = Database::open(&path, Options::default()).unwrap();
+    let safe = Options::with_profile(Profile::Safe);
+    let db = Database::open(&path, safe.clone()).unwrap();
     db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))
         .unwrap();
     let writer_mmap = |db: &Database| {
@@ -700,17 +702,25 @@ fn the_writer_maps_the_database_only_while_no_other_process_has_it_open() {
         db.write(|tx| Ok(tx.query_row("PRAGMA mmap_size", [], |r| r.get::<_, i64>(0))?))
             .unwrap()
     };
-    let configured = Options::default().mmap_size as i64;
+    let configured = safe.mmap_size as i64;
     assert!(configured > 0);
     assert_eq!(writer_mmap(&db), configured, "alone: mapped");
-    let other = Database::open(&path, Options::default()).unwrap();
+    let other = Database::open(&path, safe.clone()).unwrap();
     assert_eq!(writer_mmap(&db), 0, "another process has it open");
     assert_eq!(writer_mmap(&other), 0, "and so does this one");
     drop(other);
     assert_eq!(writer_mmap(&db), configured, "alone again: mapped again");
+
+    let balanced = Options::with_profile(Profile::Balanced);
+    let (first, second) = (
+        Database::open(dir.path().join("b.db"), balanced.clone()).unwrap(),
+        Database::open(dir.path().join("b.db"), balanced).unwrap(),
+    );
+    assert_eq!(writer_mmap(&first), configured, "balanced: kept");
+    drop(second);
     let unmapped = Options {
         mmap_size: 0,
-        ..Options::default()
+        ..safe
     };
     let never = Database::open(dir.path().join("never.db"), unmapped).unwrap();
     assert_eq!(writer_mmap(&never), 0, "mmap_size 0: never mapped");
