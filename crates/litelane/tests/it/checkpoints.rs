@@ -568,18 +568,24 @@ fn a_steady_stream_of_commits_restarts_the_wal_instead_of_growing_it() {
     const COMMITS: i64 = 5000;
     let (_dir, db) = temp_db(with_checkpoints(100, 1_000_000, Duration::from_secs(3600)));
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    // A restart shows as a commit after which the WAL holds fewer frames
+    // than after the one before.
+    let (mut restarts, mut last) = (0, 0);
     for i in 0..COMMITS {
         write_page(&db, i);
+        let pages = db.metrics().wal_pages;
+        restarts += usize::from(pages < last);
+        last = pages;
     }
     let m = db.metrics();
-    // Each commit adds 2-3 frames of 4 KiB: 39-59 MiB if the WAL never
-    // restarted (3,000 commits left 38.9 MB before the catch-up). Restarted,
-    // it holds a few hundred frames in the 4 MiB the writer allocates ahead
-    // (wal_space.rs); 24 MiB leaves room for a loaded machine on which the
-    // checkpointer falls behind now and then.
+    // Each commit adds 2-3 frames of 4 KiB: without the catch-up the WAL
+    // never restarted (3,000 commits left 38.9 MB). With it, about every
+    // few hundred commits; on a loaded machine (a debug build beside the
+    // other tests) the checkpointer falls behind for stretches, so the
+    // count asked for is small, and the size bound loose.
     assert!(
-        m.wal_file_bytes < 24 << 20,
-        "the WAL file grew to {} bytes over {COMMITS} commits: {m:?}",
+        restarts >= 3 && m.wal_file_bytes < 48 << 20,
+        "{restarts} restarts, the WAL file at {} bytes over {COMMITS} commits: {m:?}",
         m.wal_file_bytes
     );
     assert_eq!(m.checkpoints_escalated, 0, "{m:?}");
