@@ -686,9 +686,10 @@ fn a_lock_file_that_cannot_grow_keeps_the_queue_and_turns_combining_off() {
 /// Under `safe`, the writer maps the database into memory only while no
 /// other process has it open (`mapping.rs`): SQLite drops the map whenever
 /// another process committed. A second `Database` on the file has a queue
-/// of its own, which counts as another process. Each write comes after the
-/// turn went back to the queue (past the linger and the budget), so the
-/// writer looks again. Under `balanced` the map stays.
+/// of its own, which counts as another process. Each write waits until a
+/// turn kept alone went back to the queue once another process opened the
+/// file (the reaper looks every 10 ms), so the writer takes it afresh and
+/// looks again. Under `balanced` the map stays.
 #[test]
 fn under_safe_the_writer_maps_the_database_only_while_no_other_process_has_it_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -697,8 +698,10 @@ fn under_safe_the_writer_maps_the_database_only_while_no_other_process_has_it_op
     let db = Database::open(&path, safe.clone()).unwrap();
     db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))
         .unwrap();
+    // Past the reaper's 10 ms look for other processes, with room for a
+    // loaded machine.
     let writer_mmap = |db: &Database| {
-        thread::sleep(Duration::from_millis(30));
+        thread::sleep(Duration::from_millis(100));
         db.write(|tx| Ok(tx.query_row("PRAGMA mmap_size", [], |r| r.get::<_, i64>(0))?))
             .unwrap()
     };
