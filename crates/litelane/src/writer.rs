@@ -555,7 +555,15 @@ impl Writer {
             Some(_) => Some(Mutex::new(open_wal(open_syncer()?)?)),
             None => None,
         };
-        let mapping = shared_sync.as_ref().map(|_| Mapping::of(&conn));
+        // Under `shared_sync` another process commits while this one syncs,
+        // so an idle writer hands the turn on while others are present: it
+        // keeps the turn (`carry.rs`) and maps the database (`mapping.rs`)
+        // only while alone. Otherwise a process keeps both for a budget.
+        let keep = match shared_sync {
+            Some(_) => Keep::WhileAlone,
+            None => Keep::ForBudget,
+        };
+        let mapping = (keep == Keep::WhileAlone).then(|| Mapping::of(&conn));
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
             slot: Guarded::new(
@@ -574,16 +582,7 @@ impl Writer {
             long_wait,
             busy_timeout,
             process_queue,
-            // Under `shared_sync` a process keeps the turn only while it is
-            // alone: another process commits while this one syncs.
-            carry: Carry::new(
-                PROCESS_TURN_BUDGET,
-                process_turn_linger,
-                match shared_sync {
-                    Some(_) => Keep::WhileAlone,
-                    None => Keep::ForBudget,
-                },
-            ),
+            carry: Carry::new(PROCESS_TURN_BUDGET, process_turn_linger, keep),
             moved: MovedCheck::default(),
             shared_sync,
             syncer,
