@@ -184,6 +184,22 @@ impl Carry {
         (Keeping::ForLinger, None)
     }
 
+    /// True when the last look found this process alone on the file less
+    /// than [`ALONE_POLL`] ago and the wanted bell of the turn it keeps has
+    /// not rung since: no other process is known to have opened the file
+    /// (one that did within the poll may not have rung yet).
+    pub fn alone_lately(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            let st = self.lock();
+            let bell = st.held.as_ref().and_then(|h| h.turn.wanted_bell());
+            if let (Some(bell), Some((at, seen))) = (bell, st.alone_at) {
+                return bell.seen() == seen && at.elapsed() < ALONE_POLL;
+            }
+        }
+        false
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }

@@ -1552,7 +1552,8 @@ impl Writer {
             return Ok(());
         };
         let mut sync = || crate::ffi::sync_journal(&lock(syncer));
-        let (error, failed_at) = match q.make_durable(commit, &mut sync) {
+        let (error, failed_at) = match q.make_durable(commit, self.carry.alone_lately(), &mut sync)
+        {
             Ok(ran) => {
                 let counter = match ran {
                     true => &self.recorder.wal_syncs,

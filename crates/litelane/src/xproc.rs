@@ -1753,17 +1753,22 @@ impl ProcessQueue {
     /// called at most twice, and as the fallback when the lock file cannot
     /// be used.
     ///
+    /// `alone`: this process found itself alone on the file lately (no
+    /// other process to share a sync with; a wrong `true` costs only an
+    /// fsync that could have been shared).
+    ///
     /// `Ok(true)`: this call ran the fsync; `Ok(false)`: one that another
     /// call (of any process) ran after this commit covered it.
     pub fn make_durable(
         &self,
         commit: CountedCommit,
+        alone: bool,
         sync: &mut dyn FnMut() -> std::io::Result<()>,
     ) -> Result<bool, NotDurable> {
         #[cfg(target_os = "linux")]
         if let (Some(counters), Some(seq)) = (&self.shared.counters, commit.seq) {
             if let Ok(file) = self.shared.take_idle() {
-                let out = counters.wait_durable(&file, seq, &mut *sync);
+                let out = counters.wait_durable(&file, alone, seq, &mut *sync);
                 self.shared.put_idle(file);
                 if let Ok(out) = out {
                     return out;
@@ -1771,7 +1776,7 @@ impl ProcessQueue {
             }
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = commit;
+        let _ = (commit, alone);
         sync().map(|()| true).map_err(|e| NotDurable::SyncFailed {
             error: Some(e),
             failed_at: 0,

@@ -460,7 +460,7 @@ fn a_poster_whose_leader_dies_making_its_commit_durable_is_acknowledged_once_dur
     let (holding_sync, syncing) = std::sync::mpsc::channel::<()>();
     let syncer = thread::spawn(move || {
         let counted = q.count_commit();
-        let _ = q.make_durable(counted, &mut || {
+        let _ = q.make_durable(counted, false, &mut || {
             holding_sync.send(()).unwrap();
             released.recv().unwrap();
             Ok(())
@@ -586,7 +586,8 @@ fn process_queue_cost() {
 /// the syncer lock, byte 2 of the lock file) holds nobody up: the kernel
 /// drops its lock with its descriptors, and the next commit runs the fsync
 /// itself. The "other process" here is an open file description of the lock
-/// file holding that byte, closed to simulate the death.
+/// file holding that byte and the presence byte (3) of every open queue,
+/// closed to simulate the death.
 #[test]
 fn a_syncer_that_dies_holds_nobody_up() {
     use nix::fcntl::{fcntl, FcntlArg};
@@ -612,6 +613,15 @@ fn a_syncer_that_dies_holds_nobody_up() {
         l_pid: 0,
     };
     fcntl(&lane, FcntlArg::F_OFD_SETLK(&syncer)).unwrap();
+    let present = libc::flock {
+        l_type: libc::F_RDLCK as libc::c_short,
+        l_start: 3,
+        ..syncer
+    };
+    fcntl(&lane, FcntlArg::F_OFD_SETLK(&present)).unwrap();
+    // Past the 10 ms for which the writer trusts its last look that found
+    // it alone (it would sync by itself, sharing nothing).
+    thread::sleep(Duration::from_millis(50));
     let (tx, rx) = mpsc::channel();
     let writer = db.clone();
     let h = thread::spawn(move || {
