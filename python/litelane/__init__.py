@@ -17,11 +17,27 @@ sqlite3``. See docs/python.md.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
 import os
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    TypeVar,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+# asyncio (about 40 ms) and json are imported where they are used: a program
+# that never awaits litelane does not pay for them at start-up. The async
+# methods run inside an event loop, so asyncio is loaded by then.
 
 from . import _litelane
 from ._errors import (
@@ -139,6 +155,8 @@ class AsyncTransaction:
         self._txn: Any = None
 
     def _submit(self, send: Callable[..., None], *args: Any) -> "asyncio.Future[Any]":
+        import asyncio
+
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         send(*args, functools.partial(loop.call_soon_threadsafe, _resolve, fut))
@@ -283,6 +301,8 @@ class Database:
                 continue
             else:
                 flags += [flag, str(value)]
+        import json
+
         return json.loads(self._engine.import_file(os.fspath(path), table, flags))
 
     # -- engine ----------------------------------------------------------------
@@ -309,6 +329,8 @@ class Database:
     # -- asyncio: one hop per call or transaction ------------------------------
 
     async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, functools.partial(fn, *args))
 

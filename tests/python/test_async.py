@@ -95,3 +95,18 @@ def test_atransaction_explicit_commit_and_rollback(db_path):
         db.close()
 
     run(main())
+
+
+def test_importing_litelane_loads_neither_asyncio_nor_json():
+    """Start-up: `import litelane.dbapi` took about 55 ms, 40 of them
+    loading asyncio, which only the async methods use (they run inside an
+    event loop, so asyncio is loaded by then); now about 10 ms."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, litelane, litelane.dbapi\n"
+        "print(sorted(m for m in ('asyncio', 'json') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
