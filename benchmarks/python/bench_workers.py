@@ -17,7 +17,9 @@ with that profile, on the same SQL, in the same invocation. Printed per
 variant: one JSON line with the median transactions per second, the runs,
 the errors the workers saw ("database is locked" and others) and the rows
 lost (acknowledged by ``commit()`` but not in the database afterwards: must
-be 0); then the ratio litelane / sqlite3 per cell.
+be 0); then per cell the median of the ratios litelane / sqlite3 of runs
+made in pairs (the drivers alternate, so the machine's drift falls on both),
+and the lowest and highest of those ratios.
 
 ``LLBENCH_OPTIONS`` (a JSON object) is passed to ``litelane.dbapi.connect``
 as keyword arguments, to measure an option's effect, e.g.
@@ -146,14 +148,21 @@ def main() -> None:
                       "litelane_sqlite": litelane.sqlite_version(), "cpus": os.cpu_count(),
                       "loadavg": os.getloadavg()}), flush=True)
     table = []
+    drivers = ("sqlite3", "litelane.dbapi")
     for profile in a.profiles.split(","):
         for processes in (int(x) for x in a.processes.split(",")):
+            # Runs alternate between the drivers (and which goes first), so
+            # that the machine's drift over a cell falls on both alike; each
+            # pair of runs gives one ratio.
+            runs: Dict[str, List[Tuple[float, Dict[str, int], int]]] = {d: [] for d in drivers}
+            for r in range(a.runs):
+                for driver in drivers if r % 2 == 0 else drivers[::-1]:
+                    runs[driver].append(run_cell(driver, profile, a.shape, processes, a.txns))
             medians = {}
-            for driver in ("sqlite3", "litelane.dbapi"):
-                runs = [run_cell(driver, profile, a.shape, processes, a.txns) for _ in range(a.runs)]
-                rates = [r[0] for r in runs]
+            for driver in drivers:
+                rates = [r[0] for r in runs[driver]]
                 errors: Dict[str, int] = {}
-                for _, errs, _ in runs:
+                for _, errs, _ in runs[driver]:
                     for k, n in errs.items():
                         errors[k] = errors.get(k, 0) + n
                 medians[driver] = statistics.median(rates)
@@ -163,14 +172,15 @@ def main() -> None:
                     "driver": driver, "txns_per_process": a.txns,
                     "median_tx_per_s": round(medians[driver], 1),
                     "runs_tx_per_s": [round(r, 1) for r in rates],
-                    "errors": errors, "lost": sum(r[2] for r in runs),
+                    "errors": errors, "lost": sum(r[2] for r in runs[driver]),
                 }), flush=True)
-            ratio = medians["litelane.dbapi"] / medians["sqlite3"]
-            table.append((profile, processes, medians["sqlite3"], medians["litelane.dbapi"], ratio))
-    print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} {'ratio':>6}")
-    for profile, processes, base, ours, ratio in table:
-        print(f"{profile:9} {processes:5} {base:13.0f} {ours:14.0f} {ratio:6.2f}")
-
+            pairs = [ours[0] / base[0] for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
+            table.append((profile, processes, medians["sqlite3"], medians["litelane.dbapi"],
+                          statistics.median(pairs), min(pairs), max(pairs)))
+    print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} "
+          f"{'ratio':>6} {'pair ratios':>12}")
+    for profile, processes, base, ours, ratio, low, high in table:
+        print(f"{profile:9} {processes:5} {base:13.0f} {ours:14.0f} {ratio:6.2f}   {low:.2f}-{high:.2f}")
 
 if __name__ == "__main__":
     main()
