@@ -283,6 +283,32 @@ def test_connection_and_cursor_in_reference_cycles_are_collected(db_path):
     assert [r() for r in refs] == [None, None]
 
 
+@pytest.mark.parametrize("hook", ["trace", "authorizer", "progress"])
+def test_an_open_connection_whose_callback_refers_to_it_is_collected(db_path, hook):
+    """The engine holds the trace callback, authorizer and progress handler
+    for SQLite; the garbage collector must see those references, or a
+    connection never closed whose callback refers back to it (a bound method
+    of an object holding the connection) is never freed, with its engine."""
+    import gc
+    import weakref
+
+    def make_cycle():
+        con = connect(dbapi, db_path)
+        box = [con]
+        if hook == "trace":
+            con.set_trace_callback(lambda sql: box)
+        elif hook == "authorizer":
+            con.set_authorizer(lambda *a: 0 if box else 1)
+        else:
+            con.set_progress_handler(lambda: 0 if box else 1, 1)
+        con.execute("SELECT 1").fetchone()
+        return weakref.ref(con)
+
+    ref = make_cycle()
+    gc.collect()
+    assert ref() is None
+
+
 def test_a_connection_shared_across_threads_when_allowed(mod, db_path):
     con = connect(mod, db_path, check_same_thread=False)
     con.execute("CREATE TABLE t(a)")

@@ -677,6 +677,17 @@ pub fn open(
 
 #[pymethods]
 impl Engine {
+    /// The authorizer, progress handler and trace callback are held here for
+    /// SQLite, out of Python's sight: shown to the garbage collector, so a
+    /// connection whose callback refers back to it is freed.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        self.hooks.visit(&visit)
+    }
+
+    fn __clear__(&self) {
+        self.hooks.clear();
+    }
+
     /// Runs one statement outside any transaction: read-only statements on a
     /// reader, others as one write transaction (if `allow_write`; otherwise
     /// returns None without running it). Returns

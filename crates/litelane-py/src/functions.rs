@@ -44,6 +44,7 @@ use litelane::{Database, Value};
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::engine::lock;
 use crate::errors::exc;
@@ -600,6 +601,36 @@ impl Hooks {
             || lock(&self.progress).is_some()
             || lock(&self.trace).is_some();
         self.any.store(any, Ordering::Release);
+    }
+
+    /// Shows the garbage collector the callbacks these hooks hold, so that a
+    /// connection whose callback refers back to it is collected
+    /// (`Engine.__traverse__`). A hook locked elsewhere right now is left
+    /// out: the collector must not wait, and a reference it is not shown
+    /// only keeps its object alive.
+    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(cb) = self.authorizer.try_lock() {
+            visit.call(cb.as_deref())?;
+        }
+        if let Ok(p) = self.progress.try_lock() {
+            visit.call(p.as_ref().map(|(handler, _)| &**handler))?;
+        }
+        if let Ok(cb) = self.trace.try_lock() {
+            visit.call(cb.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// Drops every callback (`Engine.__clear__`, which breaks the cycle the
+    /// collector found).
+    pub fn clear(&self) {
+        let dropped = (
+            lock(&self.authorizer).take(),
+            lock(&self.progress).take(),
+            lock(&self.trace).take(),
+        );
+        self.update_any();
+        drop(dropped);
     }
 
     /// Runs `f` (one or more statements on `conn`, on this thread) with
