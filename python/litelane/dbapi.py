@@ -727,6 +727,7 @@ class Connection(_litelane.ConnectionBase):
         engine = self._check()
         if type(sql) is not str and not isinstance(sql, str):
             raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
+        engine.check_sql_length(sql)
         kind, name = _kinds.get(sql) or _classify(sql)
         if kind == "empty":
             return _NO_RESULT
@@ -751,6 +752,7 @@ class Connection(_litelane.ConnectionBase):
 
     def _run_many(self, sql: str, seq: Any) -> Any:
         engine = self._check()
+        engine.check_sql_length(sql)
         kind, _ = _classify(sql)
         if kind not in ("dml", "other"):
             raise ProgrammingError("executemany() can only execute DML statements.")
@@ -876,9 +878,7 @@ class Connection(_litelane.ConnectionBase):
         """DataError for SQL longer than ``SQLITE_LIMIT_SQL_LENGTH`` bytes, as
         ``sqlite3`` checks a statement (or a whole script) before running it;
         UnicodeEncodeError for a lone surrogate."""
-        size = len(sql.encode("utf-8"))
-        if size > self._check().getlimit(_SQLITE_CONSTANTS["SQLITE_LIMIT_SQL_LENGTH"]):
-            raise DataError("query string is too large")
+        self._check().check_sql_length(sql)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
         return Cursor(self).executemany(sql, parameters)  # as execute: a plain Cursor

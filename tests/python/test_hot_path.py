@@ -342,3 +342,30 @@ def test_state_set_from_python_is_what_the_fast_path_uses(db_path):
     con.execute("INSERT INTO s VALUES ('x')")
     assert con.execute("SELECT v FROM s").fetchone() == ("X",)
     con.close()
+
+
+def test_sql_longer_than_the_limit_is_refused_by_every_entry(mod):
+    """SQLITE_LIMIT_SQL_LENGTH, checked before a statement is prepared, on
+    the fast path and the others alike (SQLite's own check passed the
+    statement: the statement cache trims trailing blanks)."""
+    con = mod.connect(":memory:")
+    lim = 1000
+    con.setlimit(mod.SQLITE_LIMIT_SQL_LENGTH, lim)
+    con.execute("CREATE TABLE t(a)")
+    cur = con.cursor()
+    cur.execute("select 2".ljust(lim))  # at the limit: runs
+    too_long = "select 3".ljust(lim + 1)
+    for call, args in [
+        (con, (too_long,)),
+        (cur.execute, (too_long,)),
+        (cur.execute, (too_long, ())),
+        (con.execute, (too_long,)),
+        (cur.executemany, ("insert into t values (?)".ljust(lim + 1), [(1,)])),
+        (con.executescript, (too_long,)),
+    ]:
+        with pytest.raises(mod.DataError, match="query string is too large"):
+            call(*args)
+    assert con.execute("select count(*) from t").fetchone() == (0,)
+    con.setlimit(mod.SQLITE_LIMIT_SQL_LENGTH, lim + 1)
+    assert cur.execute(too_long).fetchone() == (3,)
+    con.close()

@@ -430,6 +430,7 @@ fn fast_execute(
     if sql.contains('\0') {
         return Ok(false);
     }
+    v.engine.get().get(py)?.check_sql_length(py, &sql)?;
     let route = if !v.txn.is_none() {
         match v.txn.cast_into::<Txn>() {
             Ok(t) => Route::InTxn(t),

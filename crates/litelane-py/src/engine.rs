@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
@@ -33,6 +33,10 @@ pub struct Shared {
     pub funcs: EngineState,
     /// The process's fork generation when it opened ([`after_fork_in_child`]).
     generation: u64,
+    /// `SQLITE_LIMIT_SQL_LENGTH` of the engine's connections, in bytes, kept
+    /// here so that every statement is checked against it without a call
+    /// into SQLite (`sqlite3` refuses a longer one with `DataError`).
+    sql_length_limit: AtomicI64,
 }
 
 /// Runs a write again while it fails with a retryable `RolledBack` (another
@@ -77,6 +81,30 @@ pub fn after_fork_in_child() {
 }
 
 impl Shared {
+    fn new(db: Database, display: &str) -> Shared {
+        let limit = db
+            .read(|c| Ok(c.limit(litelane::rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH)?))
+            .map_or(i64::MAX, i64::from);
+        Shared {
+            db,
+            display: display.to_string(),
+            open_txns: Mutex::default(),
+            funcs: EngineState::default(),
+            generation: FORK_GENERATION.load(Ordering::Acquire),
+            sql_length_limit: AtomicI64::new(limit),
+        }
+    }
+
+    /// `DataError` for SQL longer than `SQLITE_LIMIT_SQL_LENGTH` bytes, as
+    /// `sqlite3` checks every statement before preparing it (SQLite's own
+    /// check would pass it: the statement cache trims trailing blanks).
+    pub fn check_sql_length(&self, py: Python<'_>, sql: &str) -> PyResult<()> {
+        match i64::try_from(sql.len()) {
+            Ok(n) if n <= self.sql_length_limit.load(Ordering::Relaxed) => Ok(()),
+            _ => Err(exc(py, "DataError", "query string is too large")),
+        }
+    }
+
     /// True in a child process for an engine opened before its `fork()`.
     pub fn stale(&self) -> bool {
         self.generation != FORK_GENERATION.load(Ordering::Acquire)
@@ -188,13 +216,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
         } else {
             Database::open(path, opts)?
         };
-        return Ok(Arc::new(Shared {
-            db,
-            display: path.to_string(),
-            open_txns: Mutex::default(),
-            funcs: EngineState::default(),
-            generation: FORK_GENERATION.load(Ordering::Acquire),
-        }));
+        return Ok(Arc::new(Shared::new(db, path)));
     };
     let mut reg = lock(&REGISTRY);
     reg.retain(|_, w| w.strong_count() > 0);
@@ -211,13 +233,7 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
         }
         return Ok(existing);
     }
-    let shared = Arc::new(Shared {
-        db: Database::open(path, opts)?,
-        display: path.to_string(),
-        open_txns: Mutex::default(),
-        funcs: EngineState::default(),
-        generation: FORK_GENERATION.load(Ordering::Acquire),
-    });
+    let shared = Arc::new(Shared::new(Database::open(path, opts)?, path));
     reg.insert(key, Arc::downgrade(&shared));
     Ok(shared)
 }
@@ -934,6 +950,13 @@ impl Engine {
         py.detach(|| sh.db.read(|c| Ok(c.limit(limit)?))).py_err(py)
     }
 
+    /// `DataError` when `sql` is longer than `SQLITE_LIMIT_SQL_LENGTH`
+    /// bytes (`UnicodeEncodeError` for a lone surrogate), as `sqlite3`
+    /// checks every statement.
+    fn check_sql_length(&self, py: Python<'_>, sql: &Bound<'_, PyString>) -> PyResult<()> {
+        self.get(py)?.check_sql_length(py, &sql.to_cow()?)
+    }
+
     /// `sqlite3`'s `setlimit`: sets the limit `category` to `value` on every
     /// connection of the engine, now and later (a negative `value` changes
     /// nothing), and returns the limit before.
@@ -947,6 +970,11 @@ impl Engine {
             });
             py.detach(|| sh.db.configure(&format!("limit {category}"), setup))
                 .py_err(py)?;
+            if category == 1 {
+                // SQLite caps the value at its compiled maximum: keep what it took.
+                let now = self.getlimit(py, category)?;
+                sh.sql_length_limit.store(i64::from(now), Ordering::Relaxed);
+            }
         }
         Ok(before)
     }
