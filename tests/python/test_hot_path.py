@@ -369,3 +369,49 @@ def test_sql_longer_than_the_limit_is_refused_by_every_entry(mod):
     con.setlimit(mod.SQLITE_LIMIT_SQL_LENGTH, lim + 1)
     assert cur.execute(too_long).fetchone() == (3,)
     con.close()
+
+
+def test_mapping_parameters_are_looked_up_name_by_name(mod):
+    """A dict subclass is read through its own `__getitem__`/`__missing__`
+    for each name the statement uses (sqlite3: PyObject_GetItem), on the
+    fast path and in executemany; an exact dict binds from its items."""
+    import collections
+
+    class Missing(dict):
+        def __missing__(self, key):
+            return "foo"
+
+    class Upper(dict):
+        def __getitem__(self, key):
+            return key.upper()
+
+    con = mod.connect(":memory:")
+    con.execute("CREATE TABLE t(a, b)")
+    cases = [
+        ("SELECT :a, :b", Missing(a=1), (1, "foo")),
+        ("SELECT :x", collections.defaultdict(lambda: 7), (7,)),
+        ("SELECT :name", Upper(name="ignored"), ("NAME",)),
+        ("SELECT @a, $b", {"a": 1, "b": 2}, (1, 2)),
+    ]
+    for sql, params, row in cases:
+        assert con.execute(sql, params).fetchone() == row, sql
+        assert con.cursor().execute(sql, params).fetchone() == row, sql
+    with pytest.raises(mod.ProgrammingError, match="binding parameter :zz"):
+        con.execute("SELECT :zz", collections.OrderedDict(a=1))
+    con.executemany("INSERT INTO t VALUES (:a, :b)", [Missing(a=1), Missing(b=2)])
+    assert con.execute("SELECT * FROM t").fetchall() == [(1, "foo"), ("foo", 2)]
+    con.close()
+
+
+def test_a_mapping_that_raises_other_than_lookup_error_is_reported():
+    """litelane only: the exception comes back as ProgrammingError naming
+    it (sqlite3 raises it as it is); the statement does not run."""
+
+    class Broken(dict):
+        def __getitem__(self, key):
+            raise ValueError("nope")
+
+    con = dbapi.connect(":memory:")
+    with pytest.raises(dbapi.ProgrammingError, match="ValueError: nope"):
+        con.execute("SELECT :a", Broken())
+    con.close()

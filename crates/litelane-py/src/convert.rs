@@ -108,6 +108,25 @@ fn primitive(obj: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
 
 /// Converts the parameters of one statement: `None`, a sequence (by
 /// position) or a mapping (by name).
+/// The value bound to parameter `name` (`:name`, `@name`...) from a mapping
+/// given as [`Params::Lookup`]: `mapping[name]` without the prefix,
+/// converted; `Ok(None)` when the mapping has no such key (`LookupError`).
+/// Other exceptions come back as their message.
+pub fn lookup_param(
+    mapping: &Py<PyAny>,
+    name: &str,
+    index: usize,
+) -> Result<Option<Value>, String> {
+    Python::attach(|py| {
+        let key = name.get(1..).unwrap_or_default();
+        match mapping.bind(py).get_item(key) {
+            Ok(v) => to_value(&v, index).map(Some).map_err(|e| e.to_string()),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyLookupError>(py) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+}
+
 pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
     let Some(obj) = obj else {
         return Ok(Params::Empty);
@@ -132,7 +151,7 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
         }
         return Ok(Params::Positional(v));
     }
-    if let Ok(d) = obj.cast::<PyDict>() {
+    if let Ok(d) = obj.cast_exact::<PyDict>() {
         let mut m = HashMap::with_capacity(d.len());
         for (i, (k, v)) in d.iter().enumerate() {
             let key: String = k.extract().map_err(|_| {
@@ -146,13 +165,11 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
         }
         return Ok(Params::Named(m));
     }
-    if let Ok(map) = obj.cast::<PyMapping>() {
-        let mut m = HashMap::new();
-        for (i, item) in map.items()?.iter().enumerate() {
-            let (k, v): (String, Bound<'_, PyAny>) = item.extract()?;
-            m.insert(k, to_value(&v, i + 1)?);
-        }
-        return Ok(Params::Named(m));
+    if obj.is_instance_of::<PyDict>() || obj.cast::<PyMapping>().is_ok() {
+        // A dict subclass or another mapping: each name the statement uses
+        // is looked up when it binds (`__getitem__`, `__missing__`), as
+        // `sqlite3` does with `PyObject_GetItem`.
+        return Ok(Params::Lookup(std::sync::Arc::new(obj.clone().unbind())));
     }
     if let Ok(seq) = obj.cast::<PySequence>() {
         if !obj.is_instance_of::<PyString>() {

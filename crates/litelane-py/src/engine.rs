@@ -564,7 +564,7 @@ impl Engine {
         let values: &[Value] = match p {
             Params::Empty => &[],
             Params::Positional(v) => v,
-            Params::Named(_) => return None,
+            Params::Named(_) | Params::Lookup(_) => return None,
         };
         let plain = self.hooks.is_empty()
             && sh.funcs.none_installed()

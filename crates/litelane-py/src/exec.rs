@@ -2,6 +2,7 @@
 //! Runs with the GIL released; only a connection's trace callback (and the
 //! user functions SQLite calls) take it (see `functions.rs`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use litelane::rusqlite::fallible_iterator::FallibleIterator as _;
@@ -18,6 +19,11 @@ pub enum Params {
     /// A mapping: bound by name (`:name`, `@name`, `$name`), key without the
     /// prefix character.
     Named(HashMap<String, Value>),
+    /// A mapping that is not exactly a `dict` (a subclass, or any other
+    /// mapping): each name is looked up when the statement binds, with the
+    /// GIL taken for it, so `__getitem__` and `__missing__` apply as in
+    /// `sqlite3`.
+    Lookup(std::sync::Arc<pyo3::Py<pyo3::PyAny>>),
 }
 
 /// What one statement (or one `executemany`) produced.
@@ -96,20 +102,26 @@ pub fn bind_params(stmt: &mut Statement<'_>, params: &Params) -> Result<()> {
                 stmt.raw_bind_parameter(i + 1, v)?;
             }
         }
-        Params::Named(map) => {
+        Params::Named(_) | Params::Lookup(_) => {
             for i in 1..=wanted {
                 let name = stmt.parameter_name(i).map(str::to_owned).ok_or_else(|| {
                     invalid(format!(
                         "Binding {i} has no name, but you supplied a dictionary (which has only names)."
                     ))
                 })?;
-                let key = &name[1..];
-                let v = map.get(key).ok_or_else(|| {
+                let v = match params {
+                    Params::Named(map) => map.get(&name[1..]).map(Cow::Borrowed),
+                    Params::Lookup(mapping) => crate::convert::lookup_param(mapping, &name, i)
+                        .map_err(invalid)?
+                        .map(Cow::Owned),
+                    Params::Empty | Params::Positional(_) => None,
+                };
+                let v = v.ok_or_else(|| {
                     invalid(format!(
                         "You did not supply a value for binding parameter {name}."
                     ))
                 })?;
-                stmt.raw_bind_parameter(i, v)?;
+                stmt.raw_bind_parameter(i, &*v)?;
             }
         }
     }
