@@ -415,3 +415,26 @@ def test_a_mapping_that_raises_other_than_lookup_error_is_reported():
     with pytest.raises(dbapi.ProgrammingError, match="ValueError: nope"):
         con.execute("SELECT :a", Broken())
     con.close()
+
+
+def test_a_function_that_writes_through_its_own_connection_is_told_why():
+    """litelane only (sqlite3 nests both on its one SQLite connection): the
+    write would wait for the statement that called it, so it is refused
+    at once, with an error that names the situation in Python's terms."""
+    con = dbapi.connect(":memory:")
+    con.execute("CREATE TABLE t(a)")
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    seen = []
+
+    def dup(v):
+        try:
+            con.execute("INSERT INTO t VALUES (?)", (v,))
+        except dbapi.ProgrammingError as e:
+            seen.append(str(e))
+        return v
+
+    con.create_function("dup", 1, dup)
+    assert con.execute("SELECT dup(a) FROM t").fetchall() == [(1,)]
+    assert len(seen) == 1 and "function or callback that writes" in seen[0], seen
+    con.close()

@@ -613,8 +613,11 @@ impl Writer {
     fn check_not_reentrant(&self) -> Result<()> {
         if HOLDING.with(|h| h.get()) == self.id {
             return Err(Error::invalid(
-                "Database::write called inside a write closure on the same thread; \
-                 use tx.write(..) for a nested transaction (savepoint)",
+                "a write was started on a thread that is already inside a write of this \
+                 database, which would wait for itself: in Rust, a `Database::write` inside a \
+                 write closure (use `tx.write(..)` for a nested transaction); in Python, a \
+                 function or callback that writes through the connection whose statement \
+                 called it",
             ));
         }
         Ok(())
