@@ -106,8 +106,6 @@ fn primitive(obj: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
     Ok(None)
 }
 
-/// Converts the parameters of one statement: `None`, a sequence (by
-/// position) or a mapping (by name).
 /// The value bound to parameter `name` (`:name`, `@name`...) from a mapping
 /// given as [`Params::Lookup`]: `mapping[name]` without the prefix,
 /// converted; `Ok(None)` when the mapping has no such key (`LookupError`).
@@ -127,6 +125,8 @@ pub fn lookup_param(
     })
 }
 
+/// Converts the parameters of one statement: `None`, a sequence (by
+/// position) or a mapping (by name).
 pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
     let Some(obj) = obj else {
         return Ok(Params::Empty);
