@@ -623,9 +623,24 @@ class Connection(_litelane.ConnectionBase):
             self._txn_failed(txn)
             raise
 
-    def _txn_failed(self, txn: Any) -> None:
+    def _begun_for(self, sql: str, run: Callable[[Any], Any]) -> Any:
+        """``run(txn)`` in a transaction begun implicitly for ``sql``."""
+        txn = self._begin()
+        try:
+            return run(txn)
+        except BaseException:
+            self._txn_failed(txn, sql)
+            raise
+
+    def _txn_failed(self, txn: Any, begun_for: Optional[str] = None) -> None:
         """After a statement of ``txn`` failed: forgets the transaction if
-        the failure ended it."""
+        the failure ended it. ``begun_for``: the statement whose implicit
+        ``BEGIN`` opened ``txn``; if it failed before it ran (it does not
+        prepare), the transaction is rolled back, as ``sqlite3`` prepares a
+        statement before its implicit ``BEGIN`` (no transaction, no lock
+        held after a mistyped statement)."""
+        if begun_for is not None and txn is not None and txn.active and not txn.prepares(begun_for):
+            txn.rollback()
         if txn is not None and not txn.active:
             self._txn = None
             self._savepoint_opened = None
@@ -743,9 +758,9 @@ class Connection(_litelane.ConnectionBase):
             result = engine.execute(sql, params, False, True)
             if result is not None:
                 return result
-            return self._in_txn(self._begin().execute, sql, params, True)
+            return self._begun_for(sql, lambda txn: txn.execute(sql, params, True))
         if kind == "dml" and ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None:
-            return self._in_txn(self._begin().execute, sql, params, True)
+            return self._begun_for(sql, lambda txn: txn.execute(sql, params, True))
         if kind == "dml":
             return engine.execute_write(sql, params, True)
         return engine.execute(sql, params, True, True)
@@ -763,16 +778,7 @@ class Connection(_litelane.ConnectionBase):
             )
             if not (legacy_dml or ac is False):
                 return self._autocommit_many(engine, sql, seq)
-            txn = self._begin()
-            try:
-                return self._in_txn(txn.executemany, sql, seq)
-            except OperationalError:
-                # sqlite3 prepares the statement before its implicit BEGIN:
-                # one that does not compile leaves no transaction open.
-                if self._txn is txn and not _compiles(engine, sql):
-                    self._txn = None
-                    txn.rollback()
-                raise
+            return self._begun_for(sql, lambda txn: txn.executemany(sql, seq))
         return self._in_txn(self._txn.executemany, sql, seq)
 
     def _autocommit_many(self, engine: Any, sql: str, seq: Any) -> Any:
@@ -1216,16 +1222,6 @@ class Cursor(_litelane.CursorBase):
 
 
 _litelane.register_dbapi(_kinds, Cursor)
-
-
-def _compiles(engine: Any, sql: str) -> bool:
-    """True when ``sql`` prepares (on a reader: a statement naming a TEMP
-    table of the writer's connection counts as not compiling)."""
-    try:
-        engine.is_readonly(sql)
-    except Error:
-        return False
-    return True
 
 
 def connect(*args: Any, **kwargs: Any) -> Connection:

@@ -438,3 +438,34 @@ def test_a_function_that_writes_through_its_own_connection_is_told_why():
     assert con.execute("SELECT dup(a) FROM t").fetchall() == [(1,)]
     assert len(seen) == 1 and "function or callback that writes" in seen[0], seen
     con.close()
+
+
+@pytest.mark.parametrize("how", ["execute", "cursor", "executemany"])
+def test_a_statement_that_does_not_prepare_leaves_no_implicit_transaction(mod, db_path, how):
+    """sqlite3 prepares a statement before its implicit BEGIN: a mistyped
+    one leaves no transaction open and holds no lock; one that fails while
+    it runs (a constraint) leaves the transaction open, as before."""
+    con = connect(mod, db_path)
+    con.execute("CREATE TABLE t(a UNIQUE)")
+    con.commit()
+
+    def run(sql, params):
+        if how == "execute":
+            return con.execute(sql, params)
+        if how == "cursor":
+            return con.cursor().execute(sql, params)
+        return con.executemany(sql, [params])
+
+    with pytest.raises(mod.OperationalError, match="no such table"):
+        run("INSERT INTO nope VALUES (?)", (1,))
+    assert not con.in_transaction
+    # Nothing held: another connection writes at once, on this thread too.
+    other = connect(mod, db_path, timeout=0)
+    other.execute("INSERT INTO t VALUES (1)")
+    other.commit()
+    other.close()
+    with pytest.raises(mod.IntegrityError):
+        run("INSERT INTO t VALUES (?)", (1,))
+    assert con.in_transaction, "a statement that ran and failed keeps it open"
+    con.rollback()
+    con.close()

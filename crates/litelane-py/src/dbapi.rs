@@ -470,6 +470,7 @@ fn run_route(
     params: &Bound<'_, PyAny>,
 ) -> PyResult<Outcome> {
     let py = conn.py();
+    let begun_for = matches!(route, Route::Begin).then(|| sql.clone());
     let txn = match route {
         Route::Auto => {
             return engine
@@ -487,8 +488,9 @@ fn run_route(
     txn.get()
         .execute_outcome(py, sql, Some(params))
         .or_else(|e| {
-            // A failure that ended the transaction ends it for the connection.
-            conn.call_method1(intern!(py, "_txn_failed"), (&txn,))?;
+            // A failure that ended the transaction ends it for the connection
+            // (and one before the statement that began it ran ends it).
+            conn.call_method1(intern!(py, "_txn_failed"), (&txn, begun_for))?;
             Err(e)
         })
 }

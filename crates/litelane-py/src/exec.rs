@@ -248,6 +248,11 @@ pub fn run_if_readonly(conn: &Connection, sql: &str, params: &Params) -> Result<
     run_prepared(conn, &mut stmt, sql, params).map(Some)
 }
 
+/// True when `sql` prepares on `conn` as one statement.
+pub fn prepares(conn: &Connection, sql: &str) -> bool {
+    prepare(conn, sql).is_ok()
+}
+
 /// True when `sql` is one read-only statement (prepared on `conn`).
 pub fn is_readonly(conn: &Connection, sql: &str) -> Result<bool> {
     Ok(prepare(conn, sql)?.readonly())

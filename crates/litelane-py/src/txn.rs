@@ -898,6 +898,21 @@ impl Txn {
         Ok(())
     }
 
+    /// True when `sql` prepares (one statement) on the transaction's
+    /// connection, with the handle's hooks in force: after a statement
+    /// failed, whether it failed before it ran (`sqlite3` prepares a
+    /// statement before its implicit `BEGIN`, so such a failure leaves no
+    /// transaction there). A transaction that waits on a worker thread
+    /// answers true (the caller keeps it, as before).
+    fn prepares(&self, py: Python<'_>, sql: String) -> PyResult<bool> {
+        if !self.held_mode {
+            return Ok(true);
+        }
+        self.held_call(py, move |w, hooks| {
+            w.run(|tx| Ok(hooks.around(tx, || exec::prepares(tx, &sql))))
+        })
+    }
+
     /// True until commit, rollback, or a failure that ended it.
     #[getter]
     fn active(&self, py: Python<'_>) -> bool {
