@@ -639,8 +639,13 @@ class Connection(_litelane.ConnectionBase):
         prepare), the transaction is rolled back, as ``sqlite3`` prepares a
         statement before its implicit ``BEGIN`` (no transaction, no lock
         held after a mistyped statement)."""
-        if begun_for is not None and txn is not None and txn.active and not txn.prepares(begun_for):
-            txn.rollback()
+        if begun_for is not None and txn is not None and txn.active:
+            try:
+                prepared = txn.prepares(begun_for)
+            except Exception:  # the caller's exception is the one to raise
+                prepared = True
+            if not prepared:
+                txn.rollback()
         if txn is not None and not txn.active:
             self._txn = None
             self._savepoint_opened = None
