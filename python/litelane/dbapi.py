@@ -837,12 +837,12 @@ class Connection(_litelane.ConnectionBase):
         turn with no implicit transaction control (one outside ``BEGIN`` ...
         ``COMMIT`` commits on its own), and the first error stops the script
         with what ran before it kept."""
-        self._check()
+        engine = self._check()
         if not isinstance(script, str):
             raise TypeError(f"executescript() argument must be str, not {type(script).__name__}")
         if "\0" in script:
             raise ValueError("the query contains a null character")
-        self._check_length(script)
+        engine.check_sql_length(script)
         if self._autocommit == LEGACY_TRANSACTION_CONTROL:
             self.commit()
         for sql in _litelane.split_script(script):
@@ -878,18 +878,12 @@ class Connection(_litelane.ConnectionBase):
     def __call__(self, *args: Any) -> "Statement":
         """``con(sql)``: checks ``sql`` as ``sqlite3`` does when a connection
         is called (a deprecated way to make a statement); compiles nothing."""
-        self._check()
+        engine = self._check()
         if len(args) != 1:
             raise TypeError(f"expected 1 argument, got {len(args)}")
         _check_sql(args[0])
-        self._check_length(args[0])
+        engine.check_sql_length(args[0])
         return Statement._make(args[0])
-
-    def _check_length(self, sql: str) -> None:
-        """DataError for SQL longer than ``SQLITE_LIMIT_SQL_LENGTH`` bytes, as
-        ``sqlite3`` checks a statement (or a whole script) before running it;
-        UnicodeEncodeError for a lone surrogate."""
-        self._check().check_sql_length(sql)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> "Cursor":
         return Cursor(self).executemany(sql, parameters)  # as execute: a plain Cursor

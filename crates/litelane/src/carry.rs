@@ -53,6 +53,15 @@ use crate::xproc::WantedBell;
 /// another process has opened it, besides the wanted bell: 10 ms.
 pub(crate) const ALONE_POLL: Duration = Duration::from_millis(10);
 
+/// True when `look` (when a look found this process alone on the file, and
+/// the wanted bell's count read before it) is younger than [`ALONE_POLL`]
+/// and the bell still reads `seen_now`: no other process is known to want
+/// the turn or to have opened the file since.
+#[cfg(target_os = "linux")]
+fn still_alone(look: Option<(Instant, u32)>, seen_now: u32) -> bool {
+    look.is_some_and(|(at, seen)| seen == seen_now && at.elapsed() < ALONE_POLL)
+}
+
 /// The cross-process turn and when this process took it.
 pub(crate) struct HeldProcessTurn {
     pub turn: ProcessTurn,
@@ -167,8 +176,8 @@ impl Carry {
             (b, seen)
         });
         #[cfg(target_os = "linux")]
-        if let (Some((bell, seen)), Some((at, then))) = (&bell, alone_at) {
-            if *seen == then && at.elapsed() < ALONE_POLL {
+        if let Some((bell, seen)) = &bell {
+            if still_alone(alone_at, *seen) {
                 return (Keeping::UntilWanted(bell.clone(), *seen), alone_at);
             }
         }
@@ -192,9 +201,8 @@ impl Carry {
         #[cfg(target_os = "linux")]
         {
             let st = self.lock();
-            let bell = st.held.as_ref().and_then(|h| h.turn.wanted_bell());
-            if let (Some(bell), Some((at, seen))) = (bell, st.alone_at) {
-                return bell.seen() == seen && at.elapsed() < ALONE_POLL;
+            if let Some(bell) = st.held.as_ref().and_then(|h| h.turn.wanted_bell()) {
+                return still_alone(st.alone_at, bell.seen());
             }
         }
         false
