@@ -357,6 +357,13 @@ pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
     futex(word, nix::libc::FUTEX_WAKE, i32::MAX as u32, ptr::null());
 }
 
+/// Wakes at most one thread, in any process, sleeping in [`futex_wait`] on
+/// `word`, as [`futex_wake_all`] otherwise.
+#[cfg(target_os = "linux")]
+pub(crate) fn futex_wake_one(word: &std::sync::atomic::AtomicU32) {
+    futex(word, nix::libc::FUTEX_WAKE, 1, ptr::null());
+}
+
 /// The `futex` system call on a shared (not process-private) word; its
 /// result is ignored by both callers.
 #[cfg(target_os = "linux")]

@@ -1191,7 +1191,7 @@ impl Writer {
             return Ok(None);
         };
         let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
-        match q.acquire_timeout(label, self.busy_timeout) {
+        match q.acquire_barging(label, self.busy_timeout) {
             Ok(Some(t)) => {
                 if t.waited() >= self.long_wait {
                     // Who held the turn this one waited for (read only when

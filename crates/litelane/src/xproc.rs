@@ -148,6 +148,10 @@ struct Shared {
     /// The doorbells (`None`: not mapped; waiters use the kernel wait only).
     #[cfg(target_os = "linux")]
     bells: Option<doorbell::Doorbells>,
+    /// The words of bounded barging (`None`: not mapped; turns are taken
+    /// by ticket only).
+    #[cfg(target_os = "linux")]
+    barging: Option<barge::Barging>,
     /// The job slots of combined commits (`None`: not mapped; every write
     /// takes its own turn).
     #[cfg(target_os = "linux")]
@@ -196,8 +200,10 @@ impl fmt::Debug for ProcessTurn {
 }
 
 impl ProcessTurn {
-    /// This turn's ticket. Turns are granted in strictly increasing ticket
-    /// order, and tickets are taken in arrival order.
+    /// This turn's ticket. Turns taken by ticket are granted in strictly
+    /// increasing ticket order, and tickets are taken in arrival order. A
+    /// turn taken out of order ([`ProcessQueue::acquire_barging`]) has no
+    /// ticket: [`OUT_OF_ORDER`] (0; tickets start at 1).
     pub fn ticket(&self) -> u64 {
         self.ticket
     }
@@ -233,7 +239,7 @@ impl ProcessTurn {
                 label: self.label.clone(),
                 sql: sql.to_string(),
             };
-            let _ = imp::write_record(file, &rec);
+            self.shared.write_record(file, &rec);
         }
     }
 }
@@ -245,19 +251,35 @@ impl Drop for ProcessTurn {
             j.turn_ended(self.ticket);
         }
         if let Some(file) = self.file.take() {
-            // Unlocking our ticket byte passes the turn. If that fails,
-            // closing the file (the last reference to its open file
-            // description) drops the lock anyway.
-            if imp::unlock_ticket(&file, self.ticket).is_ok() {
+            // Unlocking the turn byte, then our ticket byte (if we have a
+            // ticket), passes the turn. If that fails, closing the file
+            // (the last reference to its open file description) drops the
+            // locks anyway.
+            let by_ticket = self.ticket != OUT_OF_ORDER;
+            if imp::unlock_turn_byte(&file).is_ok()
+                && (!by_ticket || imp::unlock_ticket(&file, self.ticket).is_ok())
+            {
                 self.shared.put_idle(file);
             } else {
-                drop(file); // closing it drops the lock
+                drop(file); // closing it drops the locks
             }
-            // Only once the byte is free: a waiter that wakes looks at it.
-            self.shared.ring(self.ticket);
+            // Only once the bytes are free: a waiter that wakes looks at them.
+            if by_ticket {
+                self.shared.ring(self.ticket);
+            }
+            self.shared.ring_turn();
         }
     }
 }
+
+/// How long [`ProcessQueue::acquire_barging`] tries to take a free turn
+/// out of order before it takes a ticket: 2 ms (about ten short `safe`
+/// transactions of 8 processes on 2 cores).
+pub const BARGE_WINDOW: Duration = Duration::from_millis(2);
+
+/// The ticket of a turn taken out of order, without a ticket
+/// ([`ProcessQueue::acquire_barging`]); tickets start at 1.
+pub const OUT_OF_ORDER: u64 = 0;
 
 const STATE_WAITING: u8 = 1;
 const STATE_HOLDING: u8 = 2;
@@ -304,6 +326,9 @@ mod layout {
     pub const HEADER_LEN: usize = 32;
     /// Byte 0: the short mutex guarding the header.
     pub const MUTEX_BYTE: u64 = 0;
+    /// Byte 1: write-locked by whoever holds the turn, by ticket or out of
+    /// order (`xproc/barge.rs`).
+    pub const TURN_BYTE: u64 = 1;
     /// Byte 3: read-locked by every open queue (byte 2 is the syncer's,
     /// `durable.rs`).
     pub const PRESENCE_BYTE: u64 = 3;
@@ -457,10 +482,11 @@ impl ProcessQueue {
             .and_then(|f| crate::ffi::SharedPage::map(&f).map_err(|e| e.to_string()))
             .map(Arc::new)
             .ok();
-        let (counters, bells, jobs) = match page {
+        let (counters, bells, barging, jobs) = match page {
             Some(p) => (
                 Some(durable::Counters::on(Arc::clone(&p))),
                 Some(doorbell::Doorbells::on(Arc::clone(&p))),
+                Some(barge::Barging::on(Arc::clone(&p))),
                 // Lock bytes through a description of their own; none when
                 // the file could not grow to hold the slots.
                 (p.len() >= crate::ffi::SharedPage::LEN)
@@ -468,7 +494,7 @@ impl ProcessQueue {
                     .flatten()
                     .map(|f| Arc::new(jobs::Jobs::on(p, f))),
             ),
-            None => (None, None, None),
+            None => (None, None, None, None),
         };
         // A description of its own: no other lock is taken through it, and
         // it lives as long as this queue.
@@ -485,6 +511,8 @@ impl ProcessQueue {
                 counters,
                 #[cfg(target_os = "linux")]
                 bells,
+                #[cfg(target_os = "linux")]
+                barging,
                 #[cfg(target_os = "linux")]
                 jobs,
                 presence,
@@ -550,7 +578,7 @@ impl ProcessQueue {
                         .wait_on_bell(&file, pending, start + doorbell_window())
                     {
                         Ok(Waited::Granted(t, since)) => {
-                            return Ok(self.turn(file, t, start, label, since))
+                            return self.granted_untimed(file, t, start, label, since)
                         }
                         Ok(Waited::Pending(p)) => p,
                         Err(e) => return Err(self.degraded(e)),
@@ -563,7 +591,7 @@ impl ProcessQueue {
             }
             Err(e) => return Err(self.degraded(e)),
         };
-        Ok(self.turn(file, ticket, start, label, since))
+        self.granted_untimed(file, ticket, start, label, since)
     }
 
     /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
@@ -582,24 +610,83 @@ impl ProcessQueue {
         label: &str,
         timeout: Duration,
     ) -> Result<Option<ProcessTurn>, Degraded> {
+        self.acquire_timeout_from(label, Instant::now(), timeout)
+    }
+
+    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), first trying
+    /// for up to [`BARGE_WINDOW`] (2 ms) to take the turn out of order the
+    /// moment it is free, while no ticket whose turn has come is waiting
+    /// for it: bounded barging, see `xproc/barge.rs`. Such a turn has no
+    /// ticket ([`OUT_OF_ORDER`]). A writer is overtaken out of order only
+    /// during its own first 2 ms of waiting, at each hand-off between the
+    /// tickets ahead of it until the next ticket's process runs, and, once
+    /// its ticket's turn has come, by at most one turn of each writer that
+    /// had already looked (the bound, and its model check, in
+    /// `xproc/barge.rs`).
+    ///
+    /// This is the engine's way to the turn: with more processes than
+    /// cores, the next ticket's process is often asleep, and the turn would
+    /// stay idle until it runs (docs/concurrency.md, "Bounded barging").
+    pub fn acquire_barging(
+        &self,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Option<ProcessTurn>, Degraded> {
+        let start = Instant::now();
+        #[cfg(target_os = "linux")]
+        if self.shared.barging.is_some() {
+            let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
+            match self.shared.barge(&file, start + BARGE_WINDOW.min(timeout)) {
+                Ok(true) => {
+                    let label = clip(label, MAX_LABEL_BYTES).to_string();
+                    let since = SystemTime::now();
+                    let record = Record {
+                        ticket: OUT_OF_ORDER,
+                        state: STATE_HOLDING,
+                        pid: self.shared.pid,
+                        since,
+                        label: label.clone(),
+                        sql: String::new(),
+                    };
+                    self.shared.write_record(&file, &record);
+                    return Ok(Some(self.turn(file, OUT_OF_ORDER, start, label, since)));
+                }
+                Ok(false) => self.shared.put_idle(file),
+                Err(e) => return Err(self.degraded(e)),
+            }
+            if start.elapsed() >= timeout {
+                return Ok(None);
+            }
+        }
+        self.acquire_timeout_from(label, start, timeout)
+    }
+
+    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), counting the
+    /// wait (and the timeout) from `start`.
+    fn acquire_timeout_from(
+        &self,
+        label: &str,
+        start: Instant,
+        timeout: Duration,
+    ) -> Result<Option<ProcessTurn>, Degraded> {
         const WAITING: u8 = 0;
         const GRANTED: u8 = 1;
         const ABANDONED: u8 = 2;
-        let start = Instant::now();
+        let until = Some(start + timeout);
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
         let pending = match self.shared.start(&file, &label) {
             Ok(imp::Start::Granted(t, since)) => {
-                return Ok(Some(self.turn(file, t, start, label, since)))
+                return self.granted(file, t, start, label, since, until)
             }
             Ok(imp::Start::Wait(pending)) => pending,
             Err(e) => return Err(self.degraded(e)),
         };
         // First on this thread, on the doorbell, for up to its window.
-        let until = start + doorbell_window().min(timeout);
-        let pending = match self.shared.wait_on_bell(&file, pending, until) {
+        let bell_until = start + doorbell_window().min(timeout);
+        let pending = match self.shared.wait_on_bell(&file, pending, bell_until) {
             Ok(Waited::Granted(t, since)) => {
-                return Ok(Some(self.turn(file, t, start, label, since)))
+                return self.granted(file, t, start, label, since, until)
             }
             Ok(Waited::Pending(p)) if start.elapsed() >= timeout => {
                 // Gave up: closing the file finishes the ticket; the ring
@@ -651,11 +738,48 @@ impl ProcessQueue {
         };
         match got {
             (Ok(Some((ticket, since))), file) => {
-                Ok(Some(self.turn(file, ticket, start, label, since)))
+                self.granted(file, ticket, start, label, since, until)
             }
             (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
             (Err(e), _) => Err(self.degraded(e)),
         }
+    }
+
+    /// A ticket's turn has come: takes the turn byte, waiting until
+    /// `until` (`None`: for as long as it takes) for a turn taken out of
+    /// order to end, and returns the turn. `Ok(None)` when `until` came
+    /// first; the ticket is then finished (its file closed, the next ticket
+    /// rung).
+    fn granted(
+        &self,
+        file: File,
+        ticket: u64,
+        start: Instant,
+        label: String,
+        since: SystemTime,
+        until: Option<Instant>,
+    ) -> Result<Option<ProcessTurn>, Degraded> {
+        match self.shared.take_turn_byte(&file, ticket, until) {
+            Ok(true) => Ok(Some(self.turn(file, ticket, start, label, since))),
+            outcome => {
+                drop(file); // closing it finishes the ticket
+                self.shared.ring(ticket);
+                outcome.map(|_| None).map_err(|e| self.degraded(e))
+            }
+        }
+    }
+
+    /// [`granted`](ProcessQueue::granted) with no deadline.
+    fn granted_untimed(
+        &self,
+        file: File,
+        ticket: u64,
+        start: Instant,
+        label: String,
+        since: SystemTime,
+    ) -> Result<ProcessTurn, Degraded> {
+        self.granted(file, ticket, start, label, since, None)?
+            .ok_or_else(|| self.degraded("an untimed wait for the turn byte timed out".into()))
     }
 
     fn turn(
@@ -685,7 +809,7 @@ impl ProcessQueue {
     /// once 64 more tickets have been taken behind it).
     pub fn holder(&self) -> Option<HolderInfo> {
         let file = self.shared.take_idle().ok()?;
-        let out = imp::holder(&file);
+        let out = self.shared.holder(&file);
         self.shared.put_idle(file);
         out
     }
@@ -802,6 +926,146 @@ impl Shared {
             bells.ring(ticket);
         }
         let _ = ticket;
+    }
+
+    /// Rings the turn bell: the turn byte was just unlocked.
+    fn ring_turn(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(b) = &self.barging {
+            b.ring();
+        }
+    }
+
+    /// Rings the wanted bell: a turn kept by a process that was alone
+    /// (`carry.rs`) is given back.
+    #[cfg(target_os = "linux")]
+    fn want(&self) {
+        if let Some(bells) = &self.bells {
+            bells.wanted().ring();
+        }
+    }
+
+    /// Writes a turn's record: to the ticket's slot of the lock file, or,
+    /// for a turn taken out of order, to the barging record of the first
+    /// page. Errors are ignored (it is only information).
+    fn write_record(&self, file: &File, record: &Record) {
+        #[cfg(target_os = "linux")]
+        if record.ticket == OUT_OF_ORDER {
+            if let Some(b) = &self.barging {
+                b.write_record(&layout::encode_record(record));
+            }
+            return;
+        }
+        let _ = imp::write_record(file, record);
+    }
+
+    /// Who holds the turn (see [`ProcessQueue::holder`]).
+    fn holder(&self, file: &File) -> Option<HolderInfo> {
+        #[cfg(target_os = "linux")]
+        if let Some(b) = &self.barging {
+            if !imp::turn_byte_locked(file).ok()? {
+                return None;
+            }
+            if b.held_out_of_order() {
+                let mut bytes = [0u8; layout::RECORD_LEN];
+                b.read_record(&mut bytes);
+                let r = layout::decode_record(&bytes)?;
+                return (r.ticket == OUT_OF_ORDER && r.state == STATE_HOLDING).then_some(
+                    HolderInfo {
+                        pid: r.pid,
+                        ticket: OUT_OF_ORDER,
+                        label: r.label,
+                        sql: r.sql,
+                        since: r.since,
+                    },
+                );
+            }
+        }
+        imp::holder(file)
+    }
+
+    /// Tries to take the turn out of order through `file`, each time a turn
+    /// ends and every [`doorbell::POLL`], until `until`, while no ticket
+    /// whose turn has come waits for it (`xproc/barge.rs`). `Ok(false)`:
+    /// not taken (take a ticket).
+    #[cfg(target_os = "linux")]
+    fn barge(&self, file: &File, until: Instant) -> Result<bool, String> {
+        let Some(b) = &self.barging else {
+            return Ok(false);
+        };
+        let mut wanted = false;
+        loop {
+            let seen = b.seen();
+            if !b.head_waiting()
+                && imp::lock_turn_byte_now(file)
+                    .map_err(|e| imp::ctx("cannot lock the turn byte", e))?
+            {
+                b.note_holder(OUT_OF_ORDER);
+                return Ok(true);
+            }
+            if !wanted {
+                self.want();
+                wanted = true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(false);
+            }
+            b.wait(seen, (until - now).min(doorbell::POLL));
+        }
+    }
+
+    /// Takes the turn byte for `ticket`, whose turn has come: at once when
+    /// it is free, else announced as the head (nobody barges from then on)
+    /// and waiting, until `until` (`None`: no deadline), for the turn taken
+    /// out of order that holds it. `Ok(false)`: `until` came first.
+    #[cfg(target_os = "linux")]
+    fn take_turn_byte(
+        &self,
+        file: &File,
+        ticket: u64,
+        until: Option<Instant>,
+    ) -> Result<bool, String> {
+        let try_now =
+            || imp::lock_turn_byte_now(file).map_err(|e| imp::ctx("cannot lock the turn byte", e));
+        let barging = self.barging.as_ref();
+        if try_now()? {
+            barging.inspect(|b| b.note_holder(ticket));
+            return Ok(true);
+        }
+        barging.inspect(|b| b.announce(ticket));
+        self.want();
+        let got = loop {
+            let seen = barging.map(|b| b.seen());
+            match try_now() {
+                Ok(false) => {}
+                done => break done,
+            }
+            let nap = match until.map(|u| u.saturating_duration_since(Instant::now())) {
+                Some(left) if left.is_zero() => break Ok(false),
+                Some(left) => left.min(doorbell::POLL),
+                None => doorbell::POLL,
+            };
+            // Without the shared page (no barging in this process, but
+            // maybe in others) poll.
+            match (barging, seen) {
+                (Some(b), Some(seen)) => b.wait(seen, nap),
+                _ => std::thread::sleep(nap),
+            }
+        };
+        if let Some(b) = barging {
+            b.withdraw(ticket);
+            if matches!(got, Ok(true)) {
+                b.note_holder(ticket);
+            }
+        }
+        got
+    }
+
+    /// Elsewhere: no turn byte (no queue at all).
+    #[cfg(not(target_os = "linux"))]
+    fn take_turn_byte(&self, _: &File, _: u64, _: Option<Instant>) -> Result<bool, String> {
+        Ok(true)
     }
 
     /// Runs `job` on the waiter thread (started on first use). Waits run
@@ -933,7 +1197,7 @@ mod imp {
         }
     }
 
-    fn ctx(what: &str, e: io::Error) -> String {
+    pub fn ctx(what: &str, e: io::Error) -> String {
         format!("{what}: {e}")
     }
 
@@ -1343,6 +1607,20 @@ mod imp {
         unlock(file, layout::TICKET_BASE + ticket, 1)
     }
 
+    /// Write-locks the turn byte unless another description holds it.
+    pub fn lock_turn_byte_now(file: &File) -> io::Result<bool> {
+        lock_now(file, libc::F_WRLCK as libc::c_short, layout::TURN_BYTE)
+    }
+
+    pub fn unlock_turn_byte(file: &File) -> io::Result<()> {
+        unlock(file, layout::TURN_BYTE, 1)
+    }
+
+    /// True when another description holds the turn byte.
+    pub fn turn_byte_locked(file: &File) -> io::Result<bool> {
+        write_locked(file, layout::TURN_BYTE, 1)
+    }
+
     /// Write-locks `byte` unless another description holds it.
     pub fn lock_byte_now(file: &File, byte: u64) -> io::Result<bool> {
         lock_now(file, libc::F_WRLCK as libc::c_short, byte)
@@ -1461,6 +1739,9 @@ mod imp {
     ) -> Result<Option<(u64, SystemTime)>, String> {
         Err(OFF.into())
     }
+    pub fn unlock_turn_byte(_: &File) -> std::io::Result<()> {
+        Ok(())
+    }
     pub fn unlock_ticket(_: &File, _: u64) -> std::io::Result<()> {
         Ok(())
     }
@@ -1484,6 +1765,8 @@ mod imp {
     }
 }
 
+#[cfg(target_os = "linux")]
+mod barge;
 #[cfg(target_os = "linux")]
 mod doorbell;
 #[cfg(target_os = "linux")]
@@ -1575,6 +1858,25 @@ impl ProcessQueue {
     /// `posted`, whichever comes first (as [`acquire_timeout`](ProcessQueue::acquire_timeout)
     /// otherwise, on the doorbells only). A job a leader could not run is
     /// freed on the way: the caller runs it in its turn.
+    /// [`granted`](ProcessQueue::granted) for [`acquire_or_ended`](ProcessQueue::acquire_or_ended).
+    fn granted_or_timed_out(
+        &self,
+        file: File,
+        ticket: u64,
+        start: Instant,
+        label: String,
+        since: SystemTime,
+        timeout: Duration,
+    ) -> Result<Acquired, Degraded> {
+        let until = Some(start + timeout);
+        Ok(
+            match self.granted(file, ticket, start, label, since, until)? {
+                Some(turn) => Acquired::Turn(turn),
+                None => Acquired::TimedOut,
+            },
+        )
+    }
+
     pub(crate) fn acquire_or_ended(
         &self,
         label: &str,
@@ -1586,7 +1888,7 @@ impl ProcessQueue {
         let label = clip(label, MAX_LABEL_BYTES).to_string();
         let pending = match self.shared.start(&file, &label) {
             Ok(imp::Start::Granted(t, since)) => {
-                return Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
+                return self.granted_or_timed_out(file, t, start, label, since, timeout)
             }
             Ok(imp::Start::Wait(pending)) => pending,
             Err(e) => return Err(self.degraded(e)),
@@ -1606,7 +1908,7 @@ impl ProcessQueue {
             .wait_on_bell_watching(&file, pending, start + timeout, &mut watch)
         {
             Ok(Waited::Granted(t, since)) => {
-                Ok(Acquired::Turn(self.turn(file, t, start, label, since)))
+                self.granted_or_timed_out(file, t, start, label, since, timeout)
             }
             Ok(Waited::Pending(p)) => {
                 // Unlocking finishes the ticket; the ring tells the waiter

@@ -2,10 +2,18 @@
 //! interleaving of a few processes taking turns, any of which may die at any
 //! step or give up waiting (`acquire_timeout`), explored state by state.
 //!
+//! With bounded barging (`xproc/barge.rs`): some processes first look at
+//! the head word and try the turn byte, a bounded number of times, before
+//! they take a ticket; a ticket whose turn has come takes the turn byte,
+//! announcing itself as the head when it has to wait for it.
+//!
 //! Checked in every reachable state:
-//! * at most one process holds the turn;
-//! * a process that takes the turn has a ticket above every ticket granted
-//!   before (grants in ticket order), and no smaller ticket is still live;
+//! * at most one process holds the turn (the turn byte);
+//! * a process whose ticket's turn comes has a ticket above every ticket
+//!   granted before (grants in ticket order), and no smaller ticket is
+//!   still live;
+//! * an announced head is overtaken by at most one turn of each other
+//!   process;
 //! * a live process that holds no turn and has not finished always has a
 //!   step to take once the dead are gone and the live holders end their
 //!   turns — no deadlock, no wedge (checked as: some non-crash step is
@@ -30,8 +38,18 @@ enum Pc {
     Sleep { k: u8 },
     /// Waiting for the mutex again, then checking `k`.
     WantMutex { k: u8 },
-    /// Holding the turn.
-    Holding,
+    /// A barger about to read the head word (`tries` attempts left).
+    BargeLook { tries: u8 },
+    /// A barger that read no head, about to try the turn byte.
+    BargeTry { tries: u8 },
+    /// Its ticket's turn has come: about to try the turn byte.
+    TakeTurn,
+    /// Announced as the head, waiting for the turn byte.
+    HeadWait,
+    /// Holding the turn (`by_ticket`: through its ticket).
+    Holding { by_ticket: bool },
+    /// Turn byte released, ticket byte not yet.
+    Releasing,
     /// Finished all its acquires.
     Done,
     /// Killed.
@@ -47,6 +65,10 @@ struct Proc {
     abandoned: bool,
     /// Whether this process may still give up once (bounded for the search).
     may_abandon: bool,
+    /// Barge attempts before each ticket (0: never barges).
+    barges: u8,
+    /// Turns taken out of order while this process was the announced head.
+    overtaken: u8,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -56,6 +78,10 @@ struct State {
     mutex: Option<u8>,
     /// Ticket bytes write-locked by a live ticket: `owner[t]`.
     owner: Vec<Option<u8>>,
+    /// Who write-locks the turn byte.
+    turn: Option<u8>,
+    /// The head word: an announced ticket plus one, 0 when none.
+    head: u8,
     procs: Vec<Proc>,
     /// Highest ticket granted so far.
     last_granted: u8,
@@ -71,6 +97,9 @@ impl State {
         if self.mutex == Some(p as u8) {
             self.mutex = None;
         }
+        if self.turn == Some(p as u8) {
+            self.turn = None;
+        }
         for o in self.owner.iter_mut() {
             if *o == Some(p as u8) {
                 *o = None;
@@ -84,6 +113,33 @@ impl State {
         pr.left -= 1;
         pr.abandoned = false;
         pr.pc = if pr.left == 0 { Pc::Done } else { Pc::Idle };
+    }
+
+    /// Process `p` takes the turn byte: checks the exclusion, and counts
+    /// an out-of-order turn against the announced head.
+    fn take_turn(&mut self, p: usize, by_ticket: bool) {
+        assert!(self.turn.is_none(), "the turn byte is held: {self:?}");
+        self.turn = Some(p as u8);
+        for (q, other) in self.procs.iter().enumerate() {
+            assert!(
+                q == p || !matches!(other.pc, Pc::Holding { .. }),
+                "two holders: {self:?}"
+            );
+        }
+        if !by_ticket {
+            let n = self.procs.len() as u8;
+            for other in self.procs.iter_mut() {
+                if other.pc == Pc::HeadWait {
+                    other.overtaken += 1;
+                    assert!(
+                        other.overtaken < n,
+                        "a head overtaken {} times",
+                        other.overtaken
+                    );
+                }
+            }
+        }
+        self.procs[p].pc = Pc::Holding { by_ticket };
     }
 
     /// Every state reachable in one step, with whether the step was
@@ -105,7 +161,11 @@ impl State {
                 && !pr.abandoned
                 && matches!(
                     pr.pc,
-                    Pc::WantTicket | Pc::Check { .. } | Pc::Sleep { .. } | Pc::WantMutex { .. }
+                    Pc::WantTicket
+                        | Pc::Check { .. }
+                        | Pc::Sleep { .. }
+                        | Pc::WantMutex { .. }
+                        | Pc::HeadWait
                 )
             {
                 // The caller's timeout fires: it walks away; its helper
@@ -119,7 +179,46 @@ impl State {
             let mut s = self.clone();
             let me = p as u8;
             match pr.pc {
+                Pc::Idle if pr.barges > 0 => s.procs[p].pc = Pc::BargeLook { tries: pr.barges },
                 Pc::Idle => s.procs[p].pc = Pc::WantTicket,
+                Pc::BargeLook { tries } => {
+                    s.procs[p].pc = match (s.head, tries) {
+                        (0, _) => Pc::BargeTry { tries },
+                        (_, 1) => Pc::WantTicket,
+                        _ => Pc::BargeLook { tries: tries - 1 },
+                    }
+                }
+                Pc::BargeTry { tries } => match (s.turn, tries) {
+                    (None, _) => s.take_turn(p, false),
+                    (Some(_), 1) => s.procs[p].pc = Pc::WantTicket,
+                    _ => s.procs[p].pc = Pc::BargeLook { tries: tries - 1 },
+                },
+                Pc::TakeTurn => match s.turn {
+                    None => s.take_turn(p, true),
+                    Some(_) => {
+                        s.head = pr.ticket + 1;
+                        s.procs[p].overtaken = 0;
+                        s.procs[p].pc = Pc::HeadWait;
+                    }
+                },
+                Pc::HeadWait if pr.abandoned => {
+                    // Timed out waiting for the turn byte: withdraw (only
+                    // our own announcement) and finish the ticket.
+                    if s.head == pr.ticket + 1 {
+                        s.head = 0;
+                    }
+                    s.owner[pr.ticket as usize] = None;
+                    s.finish_turn(p);
+                }
+                Pc::HeadWait => {
+                    if s.turn.is_some() {
+                        continue;
+                    }
+                    if s.head == pr.ticket + 1 {
+                        s.head = 0;
+                    }
+                    s.take_turn(p, true);
+                }
                 Pc::WantTicket | Pc::WantMutex { .. } => {
                     if s.mutex.is_some() {
                         continue;
@@ -150,16 +249,26 @@ impl State {
                         } else {
                             s.floor = t;
                             s.mutex = None;
-                            // The turn is taken: check exclusion and order.
-                            for (q, other) in s.procs.iter().enumerate() {
-                                assert!(q == p || other.pc != Pc::Holding, "two holders: {s:?}");
-                            }
+                            // The ticket's turn has come: check the order
+                            // (the exclusion is checked at the turn byte).
                             assert!(t > s.last_granted, "granted out of order: {s:?}");
                             for u in 1..t {
                                 assert!(s.byte_free(u), "ticket {u} live below {t}: {s:?}");
                             }
+                            for (q, other) in s.procs.iter().enumerate() {
+                                assert!(
+                                    q == p
+                                        || !matches!(
+                                            other.pc,
+                                            Pc::Holding { by_ticket: true }
+                                                | Pc::TakeTurn
+                                                | Pc::HeadWait
+                                        ),
+                                    "two tickets' turns at once: {s:?}"
+                                );
+                            }
                             s.last_granted = t;
-                            s.procs[p].pc = Pc::Holding;
+                            s.procs[p].pc = Pc::TakeTurn;
                         }
                     } else if s.byte_free(k) {
                         s.procs[p].pc = Pc::Check { k: k - 1 };
@@ -174,7 +283,16 @@ impl State {
                     }
                     s.procs[p].pc = Pc::WantMutex { k: k - 1 };
                 }
-                Pc::Holding => {
+                Pc::Holding { by_ticket } => {
+                    // The turn byte first, then the ticket byte.
+                    s.turn = None;
+                    if by_ticket {
+                        s.procs[p].pc = Pc::Releasing;
+                    } else {
+                        s.finish_turn(p);
+                    }
+                }
+                Pc::Releasing => {
                     s.owner[pr.ticket as usize] = None;
                     s.finish_turn(p);
                 }
@@ -187,23 +305,28 @@ impl State {
 }
 
 /// Explores every state; returns how many were reachable.
-fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool) -> usize {
+/// `barges[i]`: barge attempts of process `i` before each ticket (missing:
+/// none).
+fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8]) -> usize {
     let tickets = procs * acquires as usize + 2;
     let init = State {
         next: 1,
         floor: 1,
         mutex: None,
         owner: vec![None; tickets],
-        procs: vec![
-            Proc {
+        turn: None,
+        head: 0,
+        procs: (0..procs)
+            .map(|i| Proc {
                 pc: Pc::Idle,
                 left: acquires,
                 ticket: 0,
                 abandoned: false,
                 may_abandon: abandons,
-            };
-            procs
-        ],
+                barges: barges.get(i).copied().unwrap_or(0),
+                overtaken: 0,
+            })
+            .collect(),
         last_granted: 0,
         crashes_left: crashes,
     };
@@ -232,7 +355,7 @@ fn long() -> bool {
 fn three_processes_two_turns_each_any_crashes() {
     let t = std::time::Instant::now();
     let (procs, crashes) = if long() { (3, 3) } else { (3, 1) };
-    let states = explore(procs, 2, crashes, false);
+    let states = explore(procs, 2, crashes, false, &[]);
     println!(
         "model: {procs} processes x 2 turns, {crashes} crash(es): {states} states in {:?}",
         t.elapsed()
@@ -244,9 +367,70 @@ fn three_processes_two_turns_each_any_crashes() {
 fn abandoned_waits_step_aside() {
     let t = std::time::Instant::now();
     let (procs, crashes) = if long() { (3, 2) } else { (3, 0) };
-    let states = explore(procs, 2, crashes, true);
+    let states = explore(procs, 2, crashes, true, &[]);
     println!("model: {procs} processes x 2 turns, {crashes} crash(es), timeouts: {states} states in {:?}", t.elapsed());
     assert!(states > 1000, "explored only {states} states");
+}
+
+/// Two of three processes barge (twice before each ticket), one only takes
+/// tickets; any process may die, or give up waiting.
+#[test]
+fn bargers_keep_the_exclusion_and_the_bound() {
+    let t = std::time::Instant::now();
+    let (crashes, abandons) = if long() { (2, true) } else { (1, false) };
+    let states = explore(3, 2, crashes, abandons, &[2, 2, 0]);
+    println!(
+        "model: 3 processes x 2 turns, 2 barging, {crashes} crash(es), timeouts {abandons}: \
+         {states} states in {:?}",
+        t.elapsed()
+    );
+    assert!(states > 1000, "explored only {states} states");
+}
+
+/// Every process barges, and may give up waiting as the head.
+#[test]
+fn every_process_barging_with_timeouts() {
+    let states = explore(3, 2, 0, true, &[1, 1, 1]);
+    assert!(states > 1000, "explored only {states} states");
+}
+
+#[test]
+fn the_model_catches_a_barger_that_ignores_the_turn_byte() {
+    // Sanity check of the checker: a barger that takes the turn while
+    // another holds it must be caught.
+    let mut s = State {
+        next: 1,
+        floor: 1,
+        mutex: None,
+        owner: vec![None; 6],
+        turn: Some(0),
+        head: 0,
+        procs: vec![
+            Proc {
+                pc: Pc::Holding { by_ticket: false },
+                left: 1,
+                ticket: 0,
+                abandoned: false,
+                may_abandon: false,
+                barges: 1,
+                overtaken: 0,
+            },
+            Proc {
+                pc: Pc::BargeTry { tries: 1 },
+                left: 1,
+                ticket: 0,
+                abandoned: false,
+                may_abandon: false,
+                barges: 1,
+                overtaken: 0,
+            },
+        ],
+        last_granted: 0,
+        crashes_left: 0,
+    };
+    s.turn = None; // pretend the byte is free while process 0 holds
+    let broken = std::panic::catch_unwind(|| s.successors());
+    assert!(broken.is_err(), "two holders went unnoticed");
 }
 
 #[test]
@@ -258,6 +442,8 @@ fn the_model_catches_a_broken_walk() {
         floor: 1,
         mutex: None,
         owner: vec![None; 6],
+        turn: None,
+        head: 0,
         procs: vec![
             Proc {
                 pc: Pc::Idle,
@@ -265,6 +451,8 @@ fn the_model_catches_a_broken_walk() {
                 ticket: 0,
                 abandoned: false,
                 may_abandon: false,
+                barges: 0,
+                overtaken: 0,
             };
             2
         ],
@@ -272,7 +460,7 @@ fn the_model_catches_a_broken_walk() {
         crashes_left: 0,
     };
     // Process 0 takes ticket 1 and the turn.
-    for _ in 0..3 {
+    for _ in 0..4 {
         s = s
             .successors()
             .into_iter()
@@ -280,7 +468,7 @@ fn the_model_catches_a_broken_walk() {
             .unwrap()
             .0;
     }
-    assert_eq!(s.procs[0].pc, Pc::Holding);
+    assert_eq!(s.procs[0].pc, Pc::Holding { by_ticket: true });
     // Process 1 takes ticket 2; breaking the rule (pretending k < floor)
     // trips the exclusion assertion.
     s.procs[1].pc = Pc::WantTicket;

@@ -26,6 +26,19 @@ const TURNS: &str = "LITELANE_XPROC_TURNS";
 const HOLD_US: &str = "LITELANE_XPROC_HOLD_US";
 /// `start_ns,every_ns`: workers arrive together at `start + i × every`.
 const BURST: &str = "LITELANE_XPROC_BURST";
+/// Set: `worker` and `holder` take their turns with `acquire_barging`.
+const BARGE: &str = "LITELANE_XPROC_BARGE";
+
+/// A turn, by ticket only or with bounded barging (when `BARGE` is set).
+fn take(q: &ProcessQueue, label: &str) -> litelane::xproc::ProcessTurn {
+    if std::env::var_os(BARGE).is_some() {
+        q.acquire_barging(label, Duration::from_secs(60))
+            .unwrap()
+            .expect("a turn within 60 s")
+    } else {
+        q.acquire(label).unwrap()
+    }
+}
 
 fn long() -> bool {
     std::env::var("LITELANE_XPROC_LONG").is_ok_and(|v| v != "0" && !v.is_empty())
@@ -117,7 +130,7 @@ fn xproc_child() {
                                 }
                             }
                             let arrival = now_ns();
-                            let turn = q.acquire("worker").unwrap();
+                            let turn = take(&q, "worker");
                             let granted = now_ns();
                             let inside = read_u64(&state, 0);
                             if inside != 0 {
@@ -157,7 +170,7 @@ fn xproc_child() {
             println!("GRANTED {}", turn.ticket());
         }
         "holder" => {
-            let turn = q.acquire("nightly cleanup").unwrap();
+            let turn = take(&q, "nightly cleanup");
             turn.set_sql("DELETE FROM events WHERE day < ?1");
             println!("HOLDING {}", turn.ticket());
             std::io::stdout().flush().unwrap();
@@ -283,7 +296,9 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 /// Runs P worker processes × T threads × N turns on a shared file guarded
 /// only by the queue and checks: nobody ever found another holder inside, no
 /// update lost, every turn logged, turns granted in strictly increasing
-/// ticket order, every process served. Prints the arrival-order figures.
+/// ticket order (turns taken out of order aside), every process served.
+/// Prints the arrival-order figures. The first `barging` processes take
+/// their turns with `acquire_barging`.
 fn run_workers(
     what: &str,
     procs: u64,
@@ -291,6 +306,7 @@ fn run_workers(
     turns: u64,
     hold_us: u64,
     burst_every_ms: Option<u64>,
+    barging: u64,
 ) {
     let (_dir, db) = fresh_db();
     let start = Instant::now();
@@ -303,7 +319,15 @@ fn run_workers(
         let at = now_ns() + 500_000_000;
         env.push((BURST, format!("{at},{}", every * 1_000_000)));
     }
-    let children: Vec<Child> = (0..procs).map(|_| spawn("worker", &db, &env)).collect();
+    let children: Vec<Child> = (0..procs)
+        .map(|i| {
+            let mut env = env.clone();
+            if i < barging {
+                env.push((BARGE, "1".into()));
+            }
+            spawn("worker", &db, &env)
+        })
+        .collect();
     for mut c in children {
         let status = c.wait().unwrap();
         let mut out = String::new();
@@ -323,8 +347,17 @@ fn run_workers(
         .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())
         .collect();
     assert_eq!(rows.len() as u64, total, "every turn accounted for");
-    for w in rows.windows(2) {
-        assert!(w[0][0] < w[1][0], "granted out of ticket order: {w:?}");
+    let by_ticket: Vec<u64> = rows
+        .iter()
+        .map(|r| r[0])
+        .filter(|&t| t != litelane::xproc::OUT_OF_ORDER)
+        .collect();
+    for w in by_ticket.windows(2) {
+        assert!(w[0] < w[1], "granted out of ticket order: {w:?}");
+    }
+    let out_of_order = total - by_ticket.len() as u64;
+    if barging == 0 {
+        assert_eq!(out_of_order, 0, "a turn without a ticket");
     }
     // Arrival order: a grant is out of order when someone who arrived
     // (called acquire) later was granted earlier.
@@ -349,8 +382,9 @@ fn run_workers(
     let pids: std::collections::HashSet<u64> = rows.iter().map(|r| r[1]).collect();
     assert_eq!(pids.len() as u64, procs, "every process got turns");
     println!(
-        "xproc {what}: {procs} processes x {threads} threads x {turns} turns, hold {hold_us} us, \
-         {elapsed:?}: {overtaken}/{total} grants overtaken ({:.2}%), {overtaken_by_more_than_1ms} by \
+        "xproc {what}: {procs} processes ({barging} barging) x {threads} threads x {turns} turns, \
+         hold {hold_us} us, {elapsed:?}: {out_of_order} turns out of order, \
+         {overtaken}/{total} grants overtaken ({:.2}%), {overtaken_by_more_than_1ms} by \
          more than 1 ms, worst by {:.3} ms; wait p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
         100.0 * overtaken as f64 / total as f64,
         worst_ns as f64 / 1e6,
@@ -364,9 +398,22 @@ fn run_workers(
 #[test]
 fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
     if long() {
-        run_workers("fairness", 8, 4, 300, 100, None);
+        run_workers("fairness", 8, 4, 300, 100, None, 0);
     } else {
-        run_workers("fairness", 4, 2, 60, 200, None);
+        run_workers("fairness", 4, 2, 60, 200, None, 0);
+    }
+}
+
+/// The same with bounded barging, in some processes or all: the exclusion
+/// holds, every process is served, and tickets still go in order.
+#[test]
+fn barging_processes_exclude_each_other_and_every_one_is_served() {
+    if long() {
+        run_workers("barging", 8, 4, 300, 100, None, 8);
+        run_workers("barging", 8, 2, 300, 100, None, 4);
+    } else {
+        run_workers("barging", 4, 2, 60, 200, None, 4);
+        run_workers("barging", 4, 2, 60, 200, None, 2);
     }
 }
 
@@ -376,9 +423,9 @@ fn processes_take_turns_in_ticket_order_with_mutual_exclusion() {
 #[test]
 fn simultaneous_arrivals_are_served_in_ticket_order() {
     if long() {
-        run_workers("bursts", 8, 4, 40, 100, Some(30));
+        run_workers("bursts", 8, 4, 40, 100, Some(30), 0);
     } else {
-        run_workers("bursts", 4, 2, 15, 100, Some(20));
+        run_workers("bursts", 4, 2, 15, 100, Some(20), 0);
     }
 }
 
@@ -571,6 +618,95 @@ fn killed_waiters_do_not_wedge_the_queue() {
     );
     assert_eq!(turn.ticket(), 8);
     assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+/// A turn taken out of order (bounded barging): it has no ticket, holds
+/// off every other way to the turn, is visible to other processes with its
+/// pid, label and SQL, and, when its process is killed, passes at once to
+/// a waiter, whether that one barges or holds a ticket.
+#[test]
+fn a_turn_taken_out_of_order_excludes_shows_and_dies_cleanly() {
+    use litelane::xproc::OUT_OF_ORDER;
+    let (_dir, db) = fresh_db();
+    let q = ProcessQueue::open(&db).unwrap();
+
+    // Free: taken at once, without a ticket.
+    let t0 = Instant::now();
+    let turn = q
+        .acquire_barging("barger", Duration::from_secs(5))
+        .unwrap()
+        .expect("a free turn");
+    assert_eq!(turn.ticket(), OUT_OF_ORDER);
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    let h = q.holder().expect("a barged turn is visible");
+    assert_eq!(
+        (h.pid, h.ticket, h.label.as_str()),
+        (std::process::id(), OUT_OF_ORDER, "barger")
+    );
+    // Every other way to the turn waits for it: by ticket, by barging.
+    let other = ProcessQueue::open(&db).unwrap();
+    let short = Duration::from_millis(30);
+    assert!(other.acquire_timeout("by ticket", short).unwrap().is_none());
+    assert!(other.acquire_barging("barging", short).unwrap().is_none());
+    drop(turn);
+    assert_eq!(q.holder(), None);
+    // The ticket that timed out waiting for the turn byte was finished:
+    // the next ticket's turn comes at once.
+    let next = other
+        .acquire_timeout("next", Duration::from_secs(5))
+        .unwrap();
+    assert!(next.is_some_and(|t| t.ticket() != OUT_OF_ORDER));
+
+    // A barging holder in another process, seen from here.
+    let mut holder = spawn("holder", &db, &[(BARGE, "1".into())]);
+    assert_eq!(
+        line_starting(&mut holder, "HOLDING"),
+        format!("HOLDING {OUT_OF_ORDER}")
+    );
+    let h = q.holder().expect("holder visible");
+    assert_eq!(
+        (h.pid, h.label.as_str(), h.sql.as_str()),
+        (
+            holder.id(),
+            "nightly cleanup",
+            "DELETE FROM events WHERE day < ?1"
+        )
+    );
+    // Two waiters here, one barging (it takes a ticket after its window),
+    // one by ticket; the holder is killed: both are served, promptly.
+    let waiters: Vec<_> = [true, false]
+        .into_iter()
+        .map(|barging| {
+            let q = q.clone();
+            thread::spawn(move || {
+                let t = Instant::now();
+                let turn = if barging {
+                    q.acquire_barging("after", Duration::from_secs(20))
+                } else {
+                    q.acquire_timeout("after", Duration::from_secs(20))
+                };
+                assert!(turn.unwrap().is_some(), "served after the kill");
+                t.elapsed()
+            })
+        })
+        .collect();
+    assert!(wait_until(Duration::from_secs(10), || q.queued() >= 1));
+    thread::sleep(Duration::from_millis(50));
+    let killed = Instant::now();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    for w in waiters {
+        w.join().unwrap();
+    }
+    println!(
+        "xproc: both waiters served {:?} after the barger's kill",
+        killed.elapsed()
+    );
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
 }
 
 /// Another process sees the holder's pid, label and SQL; nobody once the

@@ -1,0 +1,165 @@
+//! Bounded barging: a writer that arrives while the turn is free takes it at
+//! once, out of ticket order, instead of waiting for the next ticket's
+//! process to wake up and take it.
+//!
+//! **Why.** A strict ticket order hands each turn to a process that is
+//! asleep. With more processes than cores that process is often not
+//! running: on 2 cores and 8 workers the wake-up-to-running delay of the
+//! next ticket was p50 5 µs, p90 64 µs, p99 161 µs (`perf sched`,
+//! docs/concurrency.md), during which the turn is held by nobody. SQLite's
+//! own lock goes to whichever process is running. And taking a ticket costs
+//! about eight system calls (the header's mutex, the header, the ticket
+//! byte, the walk); a free turn taken this way costs one.
+//!
+//! **How.** Whoever holds the turn, by ticket or out of order, write-locks
+//! the *turn byte* ((`layout::TURN_BYTE`)) of the lock file: an open-file-description
+//! lock, so the kernel drops it when its holder dies, and mutual exclusion
+//! rests on it alone. A writer first tries the turn byte without waiting
+//! ([`ProcessQueue::acquire_barging`](super::ProcessQueue::acquire_barging)),
+//! and keeps trying, each time a turn ends (the *turn bell*, a shared futex
+//! rung at every release) and every [`super::doorbell::POLL`], for at most
+//! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in ticket order
+//! like any other: when its ticket's turn comes it announces itself as the
+//! *head* (a word in the lock file's first page) and then takes the turn
+//! byte, waiting for it if a barger has it. While a head is announced, no
+//! writer barges.
+//!
+//! **The bound.** Unfairness is bounded in time and per writer, not in
+//! count. A writer is overtaken out of order only
+//! * during its own first [`super::BARGE_WINDOW`] of waiting (2 ms);
+//! * at each hand-off between two tickets, until the next ticket's process
+//!   runs and finds the turn byte taken (the scheduler's wake-up delay:
+//!   p99 161 µs measured with 8 processes on 2 cores);
+//! * once that ticket has announced itself as the head, by at most one turn
+//!   of each other writer that looked at the head word before the
+//!   announcement (a barger checks the word, then tries the byte).
+//!
+//! No writer is starved while others commit: every ticket's turn comes in
+//! ticket order, and a barger's own turns end like any other. The model in
+//! `xproc/model.rs` checks the exclusion, the absence of a wedge, and the
+//! one-turn-per-writer bound with bargers, deaths and timeouts in play;
+//! `tests/it/xproc.rs` and `litelane bench threads` measure the waits.
+//!
+//! **Crashes.** A barger that dies drops the turn byte with its description;
+//! sleepers on the turn bell look again within [`super::doorbell::POLL`],
+//! a head waiting for the byte too. A head that dies leaves the head word
+//! set: writers then stop barging until the next head announces itself
+//! (its ticket comes after the dead one's, which the walk steps over), so
+//! a death costs only the shortcut, never a turn.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::OUT_OF_ORDER;
+use crate::ffi::{futex_wait, futex_wake_all, futex_wake_one, SharedPage};
+
+/// The turn bell (a 32-bit count) and the count of its sleepers, after the
+/// wanted bell of `doorbell.rs` (offsets in the lock file's first page).
+const BELL_AT: usize = 1288;
+const SLEEPERS_AT: usize = 1292;
+/// The announced head: its ticket plus one, 0 when none.
+const HEAD_AT: usize = 1296;
+/// The holder of the turn byte: its ticket plus one ([`OUT_OF_ORDER`] + 1
+/// for a barger), 0 when unknown (written after the byte is taken;
+/// information only).
+const HOLDER_AT: usize = 1304;
+/// The record of the last turn taken out of order (pid, label, SQL): a
+/// [`super::layout::RECORD_LEN`]-byte record, as the tickets' own.
+pub const RECORD_AT: usize = 2048;
+
+/// The shared words of bounded barging, in the lock file's first page.
+pub struct Barging {
+    page: Arc<SharedPage>,
+}
+
+impl Barging {
+    /// The words in `page`, the lock file's first page (shared with the
+    /// doorbells and the sync counters).
+    pub fn on(page: Arc<SharedPage>) -> Barging {
+        const _: () = assert!(RECORD_AT + super::layout::RECORD_LEN <= SharedPage::MIN_LEN);
+        Barging { page }
+    }
+
+    fn bell(&self) -> &AtomicU32 {
+        self.page.word32(BELL_AT)
+    }
+
+    fn sleepers(&self) -> &AtomicU32 {
+        self.page.word32(SLEEPERS_AT)
+    }
+
+    fn head(&self) -> &AtomicU64 {
+        self.page.word(HEAD_AT)
+    }
+
+    /// The turn bell's count: read it before trying the turn byte, and pass
+    /// it to [`wait`](Barging::wait).
+    pub fn seen(&self) -> u32 {
+        self.bell().load(SeqCst)
+    }
+
+    /// Sleeps until a turn ends (the bell's count is no longer `seen`), for
+    /// at most `timeout`; may return early.
+    pub fn wait(&self, seen: u32, timeout: Duration) {
+        self.sleepers().fetch_add(1, SeqCst);
+        futex_wait(self.bell(), seen, timeout);
+        self.sleepers().fetch_sub(1, SeqCst);
+    }
+
+    /// Rings the turn bell: call it after unlocking the turn byte. Wakes
+    /// every sleeper while a head waits (it must not miss the ring), else
+    /// one; makes no system call when nobody sleeps (the same ordering
+    /// argument as the wanted bell's, `doorbell.rs`).
+    pub fn ring(&self) {
+        self.bell().fetch_add(1, SeqCst);
+        if self.sleepers().load(SeqCst) > 0 {
+            if self.head_waiting() {
+                futex_wake_all(self.bell());
+            } else {
+                futex_wake_one(self.bell());
+            }
+        }
+    }
+
+    /// True while a ticket whose turn has come waits for the turn byte:
+    /// nobody barges then.
+    pub fn head_waiting(&self) -> bool {
+        self.head().load(SeqCst) != 0
+    }
+
+    /// Announces `ticket` as the head (its turn has come; it is about to
+    /// take the turn byte).
+    pub fn announce(&self, ticket: u64) {
+        self.head().store(ticket + 1, SeqCst);
+    }
+
+    /// Withdraws `ticket`'s announcement (it has the turn byte, or gave
+    /// up), unless a later head has announced itself since.
+    pub fn withdraw(&self, ticket: u64) {
+        let _ = self.head().compare_exchange(ticket + 1, 0, SeqCst, SeqCst);
+    }
+
+    /// Notes who holds the turn byte now (`ticket`, or [`OUT_OF_ORDER`]).
+    pub fn note_holder(&self, ticket: u64) {
+        self.page.word(HOLDER_AT).store(ticket + 1, SeqCst);
+    }
+
+    /// True when the last holder of the turn byte to note itself took the
+    /// turn out of order.
+    pub fn held_out_of_order(&self) -> bool {
+        self.page.word(HOLDER_AT).load(SeqCst) == OUT_OF_ORDER + 1
+    }
+
+    /// Writes the record of a turn taken out of order.
+    pub fn write_record(&self, bytes: &[u8]) {
+        self.page.write_bytes(RECORD_AT, bytes);
+    }
+
+    /// Reads the record of the last turn taken out of order (a read racing
+    /// a write fails its checksum when decoded).
+    pub fn read_record(&self, out: &mut [u8]) {
+        self.page.read_bytes(RECORD_AT, out);
+    }
+}
