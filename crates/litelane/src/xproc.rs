@@ -277,6 +277,11 @@ impl Drop for ProcessTurn {
 /// transactions of 8 processes on 2 cores).
 pub const BARGE_WINDOW: Duration = Duration::from_millis(2);
 
+/// At most this many turns are taken out of order, while tickets wait,
+/// between two turns taken by ticket (plus one for each writer that had
+/// already looked; `xproc/barge.rs`).
+pub const MAX_BARGED_PER_TICKET: u32 = 4;
+
 /// The ticket of a turn taken out of order, without a ticket
 /// ([`ProcessQueue::acquire_barging`]); tickets start at 1.
 pub const OUT_OF_ORDER: u64 = 0;
@@ -617,12 +622,11 @@ impl ProcessQueue {
     /// for up to [`BARGE_WINDOW`] (2 ms) to take the turn out of order the
     /// moment it is free, while no ticket whose turn has come is waiting
     /// for it: bounded barging, see `xproc/barge.rs`. Such a turn has no
-    /// ticket ([`OUT_OF_ORDER`]). A writer is overtaken out of order only
-    /// during its own first 2 ms of waiting, at each hand-off between the
-    /// tickets ahead of it until the next ticket's process runs, and, once
-    /// its ticket's turn has come, by at most one turn of each writer that
-    /// had already looked (the bound, and its model check, in
-    /// `xproc/barge.rs`).
+    /// ticket ([`OUT_OF_ORDER`]). While tickets wait, at most
+    /// [`MAX_BARGED_PER_TICKET`] turns go out of order between two turns by
+    /// ticket (plus one per writer that had already looked), and a ticket
+    /// whose turn has come is overtaken by at most one turn of each other
+    /// writer (the bound, and its model check, in `xproc/barge.rs`).
     ///
     /// This is the engine's way to the turn: with more processes than
     /// cores, the next ticket's process is often asleep, and the turn would
@@ -996,10 +1000,15 @@ impl Shared {
         let mut wanted = false;
         loop {
             let seen = b.seen();
+            let waiting = self.tickets_waiting();
             if !b.head_waiting()
+                && (!waiting || b.barged() < MAX_BARGED_PER_TICKET)
                 && imp::lock_turn_byte_now(file)
                     .map_err(|e| imp::ctx("cannot lock the turn byte", e))?
             {
+                if waiting {
+                    b.count_barged();
+                }
                 b.note_holder(OUT_OF_ORDER);
                 return Ok(true);
             }
@@ -1030,7 +1039,10 @@ impl Shared {
             || imp::lock_turn_byte_now(file).map_err(|e| imp::ctx("cannot lock the turn byte", e));
         let barging = self.barging.as_ref();
         if try_now()? {
-            barging.inspect(|b| b.note_holder(ticket));
+            barging.inspect(|b| {
+                b.reset_barged();
+                b.note_holder(ticket);
+            });
             return Ok(true);
         }
         barging.inspect(|b| b.announce(ticket));
@@ -1056,10 +1068,27 @@ impl Shared {
         if let Some(b) = barging {
             b.withdraw(ticket);
             if matches!(got, Ok(true)) {
+                b.reset_barged();
                 b.note_holder(ticket);
             }
         }
         got
+    }
+
+    /// True when tickets may be waiting: the header in the mapped page has
+    /// tickets after the last one granted (dead ones count until a walk
+    /// steps over them), or cannot be read whole (a read racing a write).
+    #[cfg(target_os = "linux")]
+    fn tickets_waiting(&self) -> bool {
+        let Some(b) = &self.barging else {
+            return true;
+        };
+        let mut bytes = [0u8; layout::HEADER_LEN];
+        b.read_header(&mut bytes);
+        match layout::decode_header(&bytes) {
+            layout::HeaderBytes::Valid(h) => h.next > h.floor + 1,
+            _ => true,
+        }
     }
 
     /// Elsewhere: no turn byte (no queue at all).

@@ -14,6 +14,9 @@
 //!   still live;
 //! * an announced head is overtaken by at most one turn of each other
 //!   process;
+//! * between two turns taken by ticket, at most [`LIMIT`] turns are taken
+//!   out of order while tickets wait, plus one per other process that had
+//!   already looked;
 //! * a live process that holds no turn and has not finished always has a
 //!   step to take once the dead are gone and the live holders end their
 //!   turns — no deadlock, no wedge (checked as: some non-crash step is
@@ -25,6 +28,10 @@
 //! one step that is enabled when the awaited byte is free.
 
 use std::collections::HashSet;
+
+/// The model's limit on turns out of order between two turns by ticket
+/// (the code's `MAX_BARGED_PER_TICKET`, scaled down for the search).
+const LIMIT: u8 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Pc {
@@ -40,8 +47,9 @@ enum Pc {
     WantMutex { k: u8 },
     /// A barger about to read the head word (`tries` attempts left).
     BargeLook { tries: u8 },
-    /// A barger that read no head, about to try the turn byte.
-    BargeTry { tries: u8 },
+    /// A barger that read no head (and room under the limit, or no ticket
+    /// waiting: then `counted` is false), about to try the turn byte.
+    BargeTry { tries: u8, counted: bool },
     /// Its ticket's turn has come: about to try the turn byte.
     TakeTurn,
     /// Announced as the head, waiting for the turn byte.
@@ -82,6 +90,9 @@ struct State {
     turn: Option<u8>,
     /// The head word: an announced ticket plus one, 0 when none.
     head: u8,
+    /// Turns taken out of order while tickets waited, since the last turn
+    /// taken by ticket.
+    barged: u8,
     procs: Vec<Proc>,
     /// Highest ticket granted so far.
     last_granted: u8,
@@ -117,13 +128,24 @@ impl State {
 
     /// Process `p` takes the turn byte: checks the exclusion, and counts
     /// an out-of-order turn against the announced head.
-    fn take_turn(&mut self, p: usize, by_ticket: bool) {
+    fn take_turn(&mut self, p: usize, by_ticket: bool, counted: bool) {
         assert!(self.turn.is_none(), "the turn byte is held: {self:?}");
         self.turn = Some(p as u8);
         for (q, other) in self.procs.iter().enumerate() {
             assert!(
                 q == p || !matches!(other.pc, Pc::Holding { .. }),
                 "two holders: {self:?}"
+            );
+        }
+        if by_ticket {
+            self.barged = 0;
+        } else if counted {
+            self.barged += 1;
+            let others = self.procs.len() as u8 - 1;
+            assert!(
+                self.barged <= LIMIT + others,
+                "{} turns out of order",
+                self.barged
             );
         }
         if !by_ticket {
@@ -182,19 +204,24 @@ impl State {
                 Pc::Idle if pr.barges > 0 => s.procs[p].pc = Pc::BargeLook { tries: pr.barges },
                 Pc::Idle => s.procs[p].pc = Pc::WantTicket,
                 Pc::BargeLook { tries } => {
-                    s.procs[p].pc = match (s.head, tries) {
-                        (0, _) => Pc::BargeTry { tries },
-                        (_, 1) => Pc::WantTicket,
-                        _ => Pc::BargeLook { tries: tries - 1 },
+                    let waiting = s.next > s.floor + 1;
+                    let room = !waiting || s.barged < LIMIT;
+                    s.procs[p].pc = match (s.head == 0 && room, tries) {
+                        (true, _) => Pc::BargeTry {
+                            tries,
+                            counted: waiting,
+                        },
+                        (false, 1) => Pc::WantTicket,
+                        (false, _) => Pc::BargeLook { tries: tries - 1 },
                     }
                 }
-                Pc::BargeTry { tries } => match (s.turn, tries) {
-                    (None, _) => s.take_turn(p, false),
+                Pc::BargeTry { tries, counted } => match (s.turn, tries) {
+                    (None, _) => s.take_turn(p, false, counted),
                     (Some(_), 1) => s.procs[p].pc = Pc::WantTicket,
                     _ => s.procs[p].pc = Pc::BargeLook { tries: tries - 1 },
                 },
                 Pc::TakeTurn => match s.turn {
-                    None => s.take_turn(p, true),
+                    None => s.take_turn(p, true, false),
                     Some(_) => {
                         s.head = pr.ticket + 1;
                         s.procs[p].overtaken = 0;
@@ -217,7 +244,7 @@ impl State {
                     if s.head == pr.ticket + 1 {
                         s.head = 0;
                     }
-                    s.take_turn(p, true);
+                    s.take_turn(p, true, false);
                 }
                 Pc::WantTicket | Pc::WantMutex { .. } => {
                     if s.mutex.is_some() {
@@ -316,6 +343,7 @@ fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8
         owner: vec![None; tickets],
         turn: None,
         head: 0,
+        barged: 0,
         procs: (0..procs)
             .map(|i| Proc {
                 pc: Pc::Idle,
@@ -405,6 +433,7 @@ fn the_model_catches_a_barger_that_ignores_the_turn_byte() {
         owner: vec![None; 6],
         turn: Some(0),
         head: 0,
+        barged: 0,
         procs: vec![
             Proc {
                 pc: Pc::Holding { by_ticket: false },
@@ -416,7 +445,10 @@ fn the_model_catches_a_barger_that_ignores_the_turn_byte() {
                 overtaken: 0,
             },
             Proc {
-                pc: Pc::BargeTry { tries: 1 },
+                pc: Pc::BargeTry {
+                    tries: 1,
+                    counted: false,
+                },
                 left: 1,
                 ticket: 0,
                 abandoned: false,
@@ -444,6 +476,7 @@ fn the_model_catches_a_broken_walk() {
         owner: vec![None; 6],
         turn: None,
         head: 0,
+        barged: 0,
         procs: vec![
             Proc {
                 pc: Pc::Idle,
