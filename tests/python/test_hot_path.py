@@ -7,6 +7,7 @@ on the standard library's sqlite3 and on litelane.dbapi alike."""
 
 import sqlite3 as std
 import threading
+import time
 
 import litelane.dbapi as dbapi
 import pytest
@@ -469,3 +470,42 @@ def test_a_statement_that_does_not_prepare_leaves_no_implicit_transaction(mod, d
     assert con.in_transaction, "a statement that ran and failed keeps it open"
     con.rollback()
     con.close()
+
+
+@pytest.mark.parametrize("how", ["execute", "executemany"])
+def test_a_mistyped_statement_queued_behind_another_thread_leaves_no_transaction(
+    mod, db_path, how
+):
+    """The same when the implicit transaction had to queue for the writer
+    (another thread's transaction held it): once its turn came and the
+    statement failed to prepare, nothing stays open."""
+    con = connect(mod, db_path)
+    con.execute("CREATE TABLE t(a)")
+    con.commit()
+    holder = connect(mod, db_path, check_same_thread=False)
+    holding = threading.Event()
+
+    def hold():
+        holder.execute("INSERT INTO t VALUES (1)")  # holds the writer
+        holding.set()
+        time.sleep(0.2)
+        holder.commit()
+
+    other_thread = threading.Thread(target=hold)
+    other_thread.start()
+    holding.wait()
+    try:
+        with pytest.raises(mod.OperationalError, match="no such table"):
+            if how == "execute":
+                con.execute("INSERT INTO nope VALUES (?)", (1,))
+            else:
+                con.executemany("INSERT INTO nope VALUES (?)", [(1,)])
+    finally:
+        other_thread.join()
+    assert not con.in_transaction
+    other = connect(mod, db_path, timeout=0)
+    other.execute("INSERT INTO t VALUES (2)")
+    other.commit()
+    assert [r[0] for r in other.execute("SELECT a FROM t ORDER BY a")] == [1, 2]
+    for c in (other, holder, con):
+        c.close()

@@ -101,6 +101,9 @@ enum Cmd {
     Script(String, Reply<Outcome>),
     Commit(Reply<()>),
     Rollback(Reply<()>),
+    /// Whether the statement prepares on the transaction's connection
+    /// ([`Txn::prepares`]).
+    Prepares(String, Sender<Result<bool>>),
 }
 
 /// Parameter sets converted per chunk of a pipelined `executemany`.
@@ -514,6 +517,9 @@ impl Txn {
                     deliver_outcome(r, Err(err))
                 }
                 Cmd::Commit(r) | Cmd::Rollback(r) => deliver_unit(r, Err(err)),
+                Cmd::Prepares(_, r) => {
+                    let _ = r.send(Err(err));
+                }
             }
         }
         Ok(())
@@ -725,6 +731,10 @@ fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, may_pack: bool, cmd: Cmd) -
         }
         Cmd::Commit(reply) => return Next::Finish(true, reply),
         Cmd::Rollback(reply) => return Next::Finish(false, reply),
+        Cmd::Prepares(sql, reply) => {
+            let _ = reply.send(Ok(hooks.around(tx, || exec::prepares(tx, &sql))));
+            return Next::More;
+        }
     };
     if tx.is_autocommit() {
         return Next::Ended(reply, r);
@@ -902,11 +912,23 @@ impl Txn {
     /// connection, with the handle's hooks in force: after a statement
     /// failed, whether it failed before it ran (`sqlite3` prepares a
     /// statement before its implicit `BEGIN`, so such a failure leaves no
-    /// transaction there). A transaction that waits on a worker thread
-    /// answers true (the caller keeps it, as before).
+    /// transaction there). Asked on the worker thread of a transaction that
+    /// was queued there.
     fn prepares(&self, py: Python<'_>, sql: String) -> PyResult<bool> {
+        if self.shared.stale() {
+            return Err(self.forked(py));
+        }
         if !self.held_mode {
-            return Ok(true);
+            let sender = self.sender(py)?;
+            let (rtx, rrx) = mpsc::channel();
+            return py
+                .detach(move || {
+                    if sender.send(Cmd::Prepares(sql, rtx)).is_err() {
+                        return Err(self.failed());
+                    }
+                    self.wait(&rrx)
+                })
+                .py_err(py);
         }
         self.held_call(py, move |w, hooks| {
             w.run(|tx| Ok(hooks.around(tx, || exec::prepares(tx, &sql))))
