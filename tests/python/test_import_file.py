@@ -138,15 +138,22 @@ def test_ctrl_c_stops_an_import_and_keeps_what_was_committed(tmp_path):
         f.write("a,b\n")
         f.writelines(f"{i},row {i}\n" for i in range(rows))
     db = litelane.open(str(tmp_path / "t.db"))
+    # Python's own Ctrl-C handler, whatever this process inherited: a
+    # shell's background job starts with SIGINT ignored, and Python then
+    # keeps it ignored.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     # The main thread gets SIGINT while it is inside import_file.
     # (The whole file takes this machine about 1.5 s.)
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     started = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        db.import_file(str(csv), "t", commit_every="50000")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            db.import_file(str(csv), "t", commit_every="50000")
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, inherited)
     took = time.perf_counter() - started
-    timer.join()
     created = db.query("SELECT count(*) FROM sqlite_master WHERE name = 't'") == [(1,)]
     count, top = db.query("SELECT count(*), max(a) FROM t")[0] if created else (0, None)
     # Stopped early, with whole batches of the file's first rows stored.
