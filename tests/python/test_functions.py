@@ -791,3 +791,35 @@ def test_registering_the_same_function_again_keeps_it_and_a_new_flag_counts(db_p
     assert con.execute("SELECT double(x) FROM t WHERE double(x) = 42").fetchall() == [(42,)]
     for c in cons:
         c.close()
+
+
+def test_a_statement_too_long_to_expand_is_traced_as_written_and_reported(tmp_path, monkeypatch):
+    """When the expanded SQL would pass SQLITE_LIMIT_LENGTH, the trace
+    callback gets the statement as written, and a DataError is reported
+    as unraisable (with callback tracebacks on), as in sqlite3."""
+    seen = []
+    monkeypatch.setattr(
+        sys, "unraisablehook", lambda u: seen.append((u.exc_type.__name__, str(u.exc_value)))
+    )
+    std, ll = both(tmp_path)
+    results = {}
+    for name, module, con in (("std", sqlite3, std), ("ll", dbapi, ll)):
+        traced = []
+        con.set_trace_callback(traced.append)
+        limit = con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100)
+        module.enable_callback_tracebacks(True)
+        seen.clear()
+        try:
+            con.execute("SELECT 1 AS a WHERE a = ?", ("x" * 100,)).fetchall()
+            con.execute("SELECT 1 AS a WHERE a = ?", ("x",)).fetchall()
+        finally:
+            module.enable_callback_tracebacks(False)
+            con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+            con.set_trace_callback(None)
+        results[name] = (traced, list(seen))
+    assert results["ll"] == results["std"]
+    assert results["std"] == (
+        ["SELECT 1 AS a WHERE a = ?", "SELECT 1 AS a WHERE a = 'x'"],
+        [("DataError", "Expanded SQL string exceeds the maximum string length")],
+    )

@@ -674,13 +674,23 @@ impl Hooks {
 }
 
 /// Calls the current trace callback, if any, with the statement about to
-/// run: its SQL with the bound values, as `sqlite3` shows it (`sql`, the
-/// text as written, if SQLite cannot expand it).
+/// run: its SQL with the bound values, as `sqlite3` shows it. If SQLite
+/// cannot expand it (longer than `SQLITE_LIMIT_LENGTH`), the callback gets
+/// `sql`, the text as written, and, as in `sqlite3`, a `DataError` is
+/// reported as unraisable when callback tracebacks are on.
 pub fn trace(stmt: &Statement<'_>, sql: &str) {
     let Some(cur) = current() else { return };
     let Some(cb) = cur.trace.as_ref() else { return };
-    let sql = stmt.expanded_sql().unwrap_or_else(|| sql.to_string());
+    let expanded = stmt.expanded_sql();
     Python::attach(|py| {
+        let sql = match expanded {
+            Some(sql) => sql,
+            None => {
+                let message = "Expanded SQL string exceeds the maximum string length";
+                report(py, exc(py, "DataError", message), cb);
+                sql.to_string()
+            }
+        };
         if let Err(e) = cb.bind(py).call1((sql,)) {
             report(py, e, cb);
         }
