@@ -899,6 +899,8 @@ impl Engine {
         d.set_item("syncs_shared", m.syncs_shared)?;
         d.set_item("combined_elsewhere", m.combined_elsewhere)?;
         d.set_item("combined_here", m.combined_here)?;
+        d.set_item("process_turns", m.process_turns)?;
+        d.set_item("turns_out_of_order", m.turns_out_of_order)?;
         d.set_item("process_queue_off", m.process_queue_off.as_deref())?;
         d.set_item("combined_commits_off", m.combined_commits_off.as_deref())?;
         let slow = PyList::empty(py);

@@ -126,6 +126,12 @@ pub struct Metrics {
     /// One-statement writes of other processes that this process committed
     /// in its transactions.
     pub combined_here: u64,
+    /// Turns this process's writer took in the cross-process queue.
+    pub process_turns: u64,
+    /// Of [`process_turns`](Metrics::process_turns), those taken out of
+    /// ticket order, the moment the turn was free (bounded barging,
+    /// docs/concurrency.md).
+    pub turns_out_of_order: u64,
 }
 
 /// Upper bounds of the group-size buckets.
@@ -148,6 +154,8 @@ pub(crate) struct Recorder {
     pub syncs_shared: AtomicU64,
     pub combined_elsewhere: AtomicU64,
     pub combined_here: AtomicU64,
+    pub process_turns: AtomicU64,
+    pub turns_out_of_order: AtomicU64,
     group_sizes: [AtomicU64; 8],
     waits: Mutex<Waits>,
     events: Mutex<Events>,
@@ -289,6 +297,8 @@ impl Recorder {
             syncs_shared: self.syncs_shared.load(Relaxed),
             combined_elsewhere: self.combined_elsewhere.load(Relaxed),
             combined_here: self.combined_here.load(Relaxed),
+            process_turns: self.process_turns.load(Relaxed),
+            turns_out_of_order: self.turns_out_of_order.load(Relaxed),
             wal_file_bytes: 0,
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),

@@ -1193,6 +1193,12 @@ impl Writer {
         let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
         match q.acquire_barging(label, self.busy_timeout) {
             Ok(Some(t)) => {
+                self.recorder.process_turns.fetch_add(1, Ordering::Relaxed);
+                if t.ticket() == crate::xproc::OUT_OF_ORDER {
+                    self.recorder
+                        .turns_out_of_order
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 if t.waited() >= self.long_wait {
                     // Who held the turn this one waited for (read only when
                     // it matters: it costs a read of the lock file).

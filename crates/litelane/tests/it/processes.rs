@@ -130,6 +130,7 @@ fn processes_child() {
     println!("QUEUE_OFF {}", m.process_queue_off.is_some());
     println!("SYNCS {} {}", m.wal_syncs, m.syncs_shared);
     println!("COMBINED {} {}", m.combined_elsewhere, m.combined_here);
+    println!("TURNS {} {}", m.process_turns, m.turns_out_of_order);
     if let Some(why) = m.combined_commits_off {
         println!("COMBINED_OFF {why}");
     }
@@ -187,6 +188,8 @@ struct Outcome {
     unknown: Vec<String>,
     /// Why combined commits were off (`Metrics::combined_commits_off`).
     combined_off: Option<String>,
+    /// Turns taken in the cross-process queue, and of those out of order.
+    turns: (u64, u64),
 }
 
 fn collect(child: Child) -> Outcome {
@@ -200,6 +203,7 @@ fn collect(child: Child) -> Outcome {
         combined: (0, 0),
         unknown: Vec::new(),
         combined_off: None,
+        turns: (0, 0),
     };
     let mut child = child;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -220,6 +224,9 @@ fn collect(child: Child) -> Outcome {
         } else if let Some(s) = line.strip_prefix("COMBINED ") {
             let (elsewhere, here) = s.split_once(' ').unwrap();
             out.combined = (elsewhere.parse().unwrap(), here.parse().unwrap());
+        } else if let Some(s) = line.strip_prefix("TURNS ") {
+            let (all, out_of_order) = s.split_once(' ').unwrap();
+            out.turns = (all.parse().unwrap(), out_of_order.parse().unwrap());
         } else if let Some(b) = line.strip_prefix("QUEUE_OFF ") {
             out.queue_off = b == "true";
         } else if let Some(id) = line.strip_prefix("ACK ") {
@@ -251,6 +258,27 @@ fn stored(path: &Path) -> BTreeSet<i64> {
         .unwrap()
 }
 
+/// A free turn is taken at once, out of ticket order (one `fcntl`), and
+/// the metrics count it.
+#[test]
+fn a_free_turn_is_taken_out_of_order_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.db");
+    create(&path);
+    let db = Database::open(&path, options()).unwrap();
+    let before = db.metrics();
+    db.write(|tx| Ok(tx.execute("INSERT INTO held(x) VALUES (1)", []).map(drop)?))
+        .unwrap();
+    let m = db.metrics();
+    assert!(m.process_queue_off.is_none(), "{:?}", m.process_queue_off);
+    assert!(m.process_turns > before.process_turns, "no turn taken");
+    assert_eq!(
+        m.turns_out_of_order - before.turns_out_of_order,
+        m.process_turns - before.process_turns,
+        "a free turn is taken without a ticket"
+    );
+}
+
 #[test]
 fn processes_writing_at_once_never_see_busy_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +306,19 @@ fn processes_writing_at_once_never_see_busy_and_lose_nothing() {
     let acked: usize = outcomes.iter().map(|o| o.acked.len()).sum();
     assert_eq!(acked, stored.len(), "every stored row was acknowledged");
     let max = outcomes.iter().map(|o| o.max_wait_ms).max().unwrap();
-    eprintln!("{processes} processes × 4 threads: {acked} rows, 0 errors, longest wait {max} ms");
+    // Every process took turns in the queue; some of them out of order
+    // (bounded barging), never more than it took.
+    let (turns, out_of_order) = outcomes
+        .iter()
+        .fold((0, 0), |(a, b), o| (a + o.turns.0, b + o.turns.1));
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(o.turns.0 > 0, "process {i} took no turn: {:?}", o.turns);
+        assert!(o.turns.1 <= o.turns.0, "process {i}: {:?}", o.turns);
+    }
+    eprintln!(
+        "{processes} processes × 4 threads: {acked} rows, 0 errors, longest wait {max} ms; \
+         {turns} turns, {out_of_order} out of order"
+    );
 }
 
 /// The worker-processes shape under `safe`: single-threaded processes, each
