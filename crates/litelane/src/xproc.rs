@@ -1038,11 +1038,15 @@ impl Shared {
         let try_now =
             || imp::lock_turn_byte_now(file).map_err(|e| imp::ctx("cannot lock the turn byte", e));
         let barging = self.barging.as_ref();
+        // Taken: no ticket below ours is live, so an announced head left in
+        // the page is a dead one's; clearing it lets writers barge again.
+        let taken = |b: &barge::Barging| {
+            b.clear_head();
+            b.reset_barged();
+            b.note_holder(ticket);
+        };
         if try_now()? {
-            barging.inspect(|b| {
-                b.reset_barged();
-                b.note_holder(ticket);
-            });
+            barging.inspect(|b| taken(b));
             return Ok(true);
         }
         barging.inspect(|b| b.announce(ticket));
@@ -1066,10 +1070,9 @@ impl Shared {
             }
         };
         if let Some(b) = barging {
-            b.withdraw(ticket);
-            if matches!(got, Ok(true)) {
-                b.reset_barged();
-                b.note_holder(ticket);
+            match got {
+                Ok(true) => taken(b),
+                _ => b.withdraw(ticket),
             }
         }
         got
@@ -2147,6 +2150,29 @@ mod tests {
     use super::layout::*;
     use super::*;
     use proptest::prelude::*;
+
+    /// A head that died announced (its word left in the page) stops
+    /// barging only until the next turn taken by ticket, which clears it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_dead_heads_announcement_is_cleared_by_the_next_ticket_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("h.db");
+        let q = ProcessQueue::open(&db).unwrap();
+        let wait = Duration::from_secs(5);
+        let b = q.shared.barging.as_ref().expect("the page is mapped");
+        b.announce(999); // a head that died waiting for the turn byte
+        let t = q.acquire_barging("no barging", wait).unwrap().unwrap();
+        assert_ne!(
+            t.ticket(),
+            OUT_OF_ORDER,
+            "no barging past an announced head"
+        );
+        drop(t);
+        assert!(!b.head_waiting(), "the ticket's turn cleared it");
+        let t = q.acquire_barging("barging again", wait).unwrap().unwrap();
+        assert_eq!(t.ticket(), OUT_OF_ORDER);
+    }
     use std::time::UNIX_EPOCH;
 
     /// A writer that takes a ticket and has to wait rings the wanted bell

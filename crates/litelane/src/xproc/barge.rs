@@ -12,17 +12,18 @@
 //! byte, the walk); a free turn taken this way costs one.
 //!
 //! **How.** Whoever holds the turn, by ticket or out of order, write-locks
-//! the *turn byte* ((`layout::TURN_BYTE`)) of the lock file: an open-file-description
-//! lock, so the kernel drops it when its holder dies, and mutual exclusion
-//! rests on it alone. A writer first tries the turn byte without waiting
+//! the *turn byte* (`layout::TURN_BYTE`) of the lock file: an
+//! open-file-description lock, so the kernel drops it when its holder dies,
+//! and mutual exclusion rests on it alone. A writer first tries the turn
+//! byte without waiting
 //! ([`ProcessQueue::acquire_barging`](super::ProcessQueue::acquire_barging)),
 //! and keeps trying, each time a turn ends (the *turn bell*, a shared futex
 //! rung at every release) and every [`super::doorbell::POLL`], for at most
-//! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in ticket order
-//! like any other: when its ticket's turn comes it announces itself as the
-//! *head* (a word in the lock file's first page) and then takes the turn
-//! byte, waiting for it if a barger has it. While a head is announced, no
-//! writer barges.
+//! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in
+//! ticket order like any other: when its ticket's turn comes it takes the
+//! turn byte, and if a barger has it, announces itself as the *head* (a
+//! word in the lock file's first page) and waits for it. While a head is
+//! announced, no writer barges.
 //!
 //! **The bound.** Between two turns taken by ticket, while tickets wait
 //! (the header, read from the mapped page, has tickets after the last one
@@ -45,9 +46,9 @@
 //! **Crashes.** A barger that dies drops the turn byte with its description;
 //! sleepers on the turn bell look again within [`super::doorbell::POLL`],
 //! a head waiting for the byte too. A head that dies leaves the head word
-//! set: writers then stop barging until the next head announces itself
-//! (its ticket comes after the dead one's, which the walk steps over), so
-//! a death costs only the shortcut, never a turn.
+//! set: writers then stop barging until the next turn taken by ticket (the
+//! walk steps over the dead ticket) clears it, so a death costs only the
+//! shortcut, never a turn.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -140,10 +141,17 @@ impl Barging {
         self.head().store(ticket + 1, SeqCst);
     }
 
-    /// Withdraws `ticket`'s announcement (it has the turn byte, or gave
-    /// up), unless a later head has announced itself since.
+    /// Withdraws `ticket`'s announcement (it gave up), unless a later head
+    /// has announced itself since.
     pub fn withdraw(&self, ticket: u64) {
         let _ = self.head().compare_exchange(ticket + 1, 0, SeqCst, SeqCst);
+    }
+
+    /// Clears any announcement: a ticket took the turn byte, so every
+    /// ticket below it is finished and an announced head is its own or a
+    /// dead one's.
+    pub fn clear_head(&self) {
+        self.head().store(0, SeqCst);
     }
 
     /// How many turns were taken out of order, while tickets waited, since

@@ -221,7 +221,12 @@ impl State {
                     _ => s.procs[p].pc = Pc::BargeLook { tries: tries - 1 },
                 },
                 Pc::TakeTurn => match s.turn {
-                    None => s.take_turn(p, true, false),
+                    None => {
+                        // Every ticket below is finished: a head left
+                        // announced is a dead one's.
+                        s.head = 0;
+                        s.take_turn(p, true, false);
+                    }
                     Some(_) => {
                         s.head = pr.ticket + 1;
                         s.procs[p].overtaken = 0;
@@ -241,9 +246,7 @@ impl State {
                     if s.turn.is_some() {
                         continue;
                     }
-                    if s.head == pr.ticket + 1 {
-                        s.head = 0;
-                    }
+                    s.head = 0;
                     s.take_turn(p, true, false);
                 }
                 Pc::WantTicket | Pc::WantMutex { .. } => {
