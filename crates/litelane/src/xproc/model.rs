@@ -334,16 +334,14 @@ impl State {
     }
 }
 
-/// Explores every state; returns how many were reachable.
-/// `barges[i]`: barge attempts of process `i` before each ticket (missing:
-/// none).
-fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8]) -> usize {
-    let tickets = procs * acquires as usize + 2;
-    let init = State {
+/// The initial state: `procs` processes, each with `acquires` turns to
+/// take, `barges[i]` barge attempts before each ticket (missing: none).
+fn initial(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8]) -> State {
+    State {
         next: 1,
         floor: 1,
         mutex: None,
-        owner: vec![None; tickets],
+        owner: vec![None; procs * acquires as usize + 2],
         turn: None,
         head: 0,
         barged: 0,
@@ -360,7 +358,12 @@ fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8
             .collect(),
         last_granted: 0,
         crashes_left: crashes,
-    };
+    }
+}
+
+/// Explores every state from [`initial`]; returns how many were reachable.
+fn explore(procs: usize, acquires: u8, crashes: u8, abandons: bool, barges: &[u8]) -> usize {
+    let init = initial(procs, acquires, crashes, abandons, barges);
     let mut seen = HashSet::new();
     let mut stack = vec![init];
     while let Some(s) = stack.pop() {
@@ -429,39 +432,12 @@ fn every_process_barging_with_timeouts() {
 fn the_model_catches_a_barger_that_ignores_the_turn_byte() {
     // Sanity check of the checker: a barger that takes the turn while
     // another holds it must be caught.
-    let mut s = State {
-        next: 1,
-        floor: 1,
-        mutex: None,
-        owner: vec![None; 6],
-        turn: Some(0),
-        head: 0,
-        barged: 0,
-        procs: vec![
-            Proc {
-                pc: Pc::Holding { by_ticket: false },
-                left: 1,
-                ticket: 0,
-                abandoned: false,
-                may_abandon: false,
-                barges: 1,
-                overtaken: 0,
-            },
-            Proc {
-                pc: Pc::BargeTry {
-                    tries: 1,
-                    counted: false,
-                },
-                left: 1,
-                ticket: 0,
-                abandoned: false,
-                may_abandon: false,
-                barges: 1,
-                overtaken: 0,
-            },
-        ],
-        last_granted: 0,
-        crashes_left: 0,
+    let mut s = initial(2, 1, 0, false, &[1, 1]);
+    s.turn = Some(0);
+    s.procs[0].pc = Pc::Holding { by_ticket: false };
+    s.procs[1].pc = Pc::BargeTry {
+        tries: 1,
+        counted: false,
     };
     s.turn = None; // pretend the byte is free while process 0 holds
     let broken = std::panic::catch_unwind(|| s.successors());
@@ -472,29 +448,7 @@ fn the_model_catches_a_barger_that_ignores_the_turn_byte() {
 fn the_model_catches_a_broken_walk() {
     // Sanity check of the checker: a walk that trusts `floor` alone (takes
     // the turn without waiting for ticket t - 1) must be caught.
-    let mut s = State {
-        next: 1,
-        floor: 1,
-        mutex: None,
-        owner: vec![None; 6],
-        turn: None,
-        head: 0,
-        barged: 0,
-        procs: vec![
-            Proc {
-                pc: Pc::Idle,
-                left: 1,
-                ticket: 0,
-                abandoned: false,
-                may_abandon: false,
-                barges: 0,
-                overtaken: 0,
-            };
-            2
-        ],
-        last_granted: 0,
-        crashes_left: 0,
-    };
+    let mut s = initial(2, 1, 0, false, &[]);
     // Process 0 takes ticket 1 and the turn.
     for _ in 0..4 {
         s = s
