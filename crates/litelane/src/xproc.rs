@@ -273,9 +273,12 @@ impl Drop for ProcessTurn {
 }
 
 /// How long [`ProcessQueue::acquire_barging`] tries to take a free turn
-/// out of order before it takes a ticket: 2 ms (about ten short `safe`
-/// transactions of 8 processes on 2 cores).
-pub const BARGE_WINDOW: Duration = Duration::from_millis(2);
+/// out of order before it takes a ticket: 6 ms, about three rounds of 16
+/// single-threaded `safe` writers on 2 cores (a turn there is ~110 µs), so
+/// that a writer gets chances to take a free turn before it queues. 2 ms
+/// gave 8–32% fewer interactive commits at 16 processes
+/// (docs/concurrency.md, "Bounded barging").
+pub const BARGE_WINDOW: Duration = Duration::from_millis(6);
 
 /// At most this many turns are taken out of order, while tickets wait,
 /// between two turns taken by ticket (plus one for each writer that had
@@ -619,7 +622,7 @@ impl ProcessQueue {
     }
 
     /// [`acquire_timeout`](ProcessQueue::acquire_timeout), first trying
-    /// for up to [`BARGE_WINDOW`] (2 ms) to take the turn out of order the
+    /// for up to [`BARGE_WINDOW`] (6 ms) to take the turn out of order the
     /// moment it is free, while no ticket whose turn has come is waiting
     /// for it: bounded barging, see `xproc/barge.rs`. Such a turn has no
     /// ticket ([`OUT_OF_ORDER`]). While tickets wait, at most

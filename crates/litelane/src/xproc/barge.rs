@@ -34,7 +34,7 @@
 //! of each other writer that had looked before the announcement. So a
 //! writer with `k` tickets ahead of it waits for at most `k + 1` turns by
 //! ticket and `(k + 1) × (4 + writers − 1)` turns out of order, plus its
-//! own first [`super::BARGE_WINDOW`] (2 ms) before it took its ticket.
+//! own first [`super::BARGE_WINDOW`] (6 ms) before it took its ticket.
 //! Nobody is starved while others commit.
 //!
 //! The model in `xproc/model.rs` checks the exclusion, the absence of a
