@@ -301,13 +301,18 @@ fn checkpoint_loop(
         failures: 0,
     };
     while let Some((pages, commits)) = l.next_request(&last_active) {
+        // What earlier checkpoints had copied of the WAL this one runs on,
+        // read before it runs: a commit that restarts the WAL meanwhile
+        // resets the shared count, and reading it afterwards counted this
+        // WAL's copied frames a second time.
+        let before = l.signal.lock().backfilled;
         let report = if pages >= l.limit {
             l.escalate_when_useful(pages)
         } else {
             run(&conn, CheckpointMode::Passive)
         };
         if let Ok(report) = report {
-            l.settle(&report, pages, commits);
+            l.settle(&report, pages, commits, before);
         }
     }
 }
@@ -389,11 +394,12 @@ impl Loop<'_> {
     }
 
     /// Records a checkpoint that ran on a request for `pages` pages at
-    /// `commits` commits, and follows it up: a complete one by copying what
-    /// was committed meanwhile ([`catch_up`]), an incomplete one past the
-    /// limit by escalating.
-    fn settle(&mut self, report: &CheckpointReport, pages: u64, commits: u64) {
-        let before = {
+    /// `commits` commits, `before` of its WAL's frames copied by earlier
+    /// ones (read before it ran), and follows it up: a complete one by
+    /// copying what was committed meanwhile ([`catch_up`]), an incomplete
+    /// one past the limit by escalating.
+    fn settle(&mut self, report: &CheckpointReport, pages: u64, commits: u64, before: u64) {
+        {
             let mut st = self.signal.lock();
             // A checkpoint that could not start at all (another one held the
             // lock) backs off as if it had copied everything.
@@ -402,8 +408,8 @@ impl Loop<'_> {
             } else {
                 report.checkpointed_frames
             };
-            std::mem::replace(&mut st.backfilled, copied)
-        };
+            st.backfilled = copied;
+        }
         record(self.recorder, report, before);
         if !report.busy {
             self.settled_at = commits;
