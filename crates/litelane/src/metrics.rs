@@ -80,8 +80,10 @@ pub struct Metrics {
     /// Checkpoints that escalated to RESTART because the WAL passed its limit.
     pub checkpoints_escalated: u64,
     /// WAL frames copied back into the database by those checkpoints, each
-    /// counted once (a frame copied by one checkpoint is not counted again
-    /// by the next one on the same WAL).
+    /// counted at most once (a frame copied by one checkpoint is not counted
+    /// again by the next one on the same WAL). A checkpoint whose WAL a
+    /// commit restarted between the checkpointer's look and the checkpoint
+    /// itself may leave its frames uncounted.
     pub checkpoint_pages: u64,
     /// Total time spent in checkpoints.
     pub checkpoint_time: Duration,
