@@ -250,6 +250,21 @@ fn line_starting(child: &mut Child, prefix: &str) -> String {
     }
 }
 
+/// What `q` shows of the `holder` child's turn (its pid, label and SQL
+/// checked).
+fn seen_holding(q: &ProcessQueue, holder: &Child) -> litelane::xproc::HolderInfo {
+    let h = q.holder().expect("holder visible");
+    assert_eq!(
+        (h.pid, h.label.as_str(), h.sql.as_str()),
+        (
+            holder.id(),
+            "nightly cleanup",
+            "DELETE FROM events WHERE day < ?1"
+        )
+    );
+    h
+}
+
 /// Waits (10 s at most) until one of `children` holds the turn of `q` with
 /// at least one process queued behind it; panics if none does in time.
 fn child_holder_with_waiters(
@@ -663,15 +678,7 @@ fn a_turn_taken_out_of_order_excludes_shows_and_dies_cleanly() {
         line_starting(&mut holder, "HOLDING"),
         format!("HOLDING {OUT_OF_ORDER}")
     );
-    let h = q.holder().expect("holder visible");
-    assert_eq!(
-        (h.pid, h.label.as_str(), h.sql.as_str()),
-        (
-            holder.id(),
-            "nightly cleanup",
-            "DELETE FROM events WHERE day < ?1"
-        )
-    );
+    assert_eq!(seen_holding(&q, &holder).ticket, OUT_OF_ORDER);
     // Two waiters here, one barging (it takes a ticket after its window),
     // one by ticket; the holder is killed: both are served, promptly.
     let waiters: Vec<_> = [true, false]
@@ -736,15 +743,7 @@ fn holder_is_visible_from_other_processes() {
     // A holder in another process, seen from here, and gone when killed.
     let mut holder = spawn("holder", &db, &[]);
     line_starting(&mut holder, "HOLDING");
-    let h = q.holder().expect("holder visible");
-    assert_eq!(
-        (h.pid, h.label.as_str(), h.sql.as_str()),
-        (
-            holder.id(),
-            "nightly cleanup",
-            "DELETE FROM events WHERE day < ?1"
-        )
-    );
+    let h = seen_holding(&q, &holder);
     assert!(h.since <= SystemTime::now());
     holder.kill().unwrap();
     holder.wait().unwrap();
