@@ -1161,9 +1161,6 @@ mod imp {
     use super::layout::{self, HeaderBytes};
     use super::{Header, HolderInfo, Record, STATE_HOLDING, STATE_WAITING};
 
-    /// A write lock, for [`lock_wait`].
-    pub const WRITE: libc::c_short = libc::F_WRLCK as libc::c_short;
-
     fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
         libc::flock {
             l_type: kind,
@@ -1177,7 +1174,7 @@ mod imp {
 
     /// Takes a lock of `kind` on one byte, sleeping in the kernel until it
     /// is granted (signals are retried).
-    pub fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
+    fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
         let fl = flock(kind, byte, 1);
         loop {
             match fcntl(file, FcntlArg::F_OFD_SETLKW(&fl)) {
