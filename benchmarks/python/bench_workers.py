@@ -21,6 +21,11 @@ be 0); then per cell the median of the ratios litelane / sqlite3 of runs
 made in pairs (the drivers alternate, so the machine's drift falls on both),
 and the lowest and highest of those ratios.
 
+Each JSON line also has the workers' CPU time per transaction and their
+voluntary context switches per transaction (medians over the runs, from
+``getrusage(RUSAGE_CHILDREN)`` around each run: the workers' start-up and
+``close()`` included, so compare them between builds, not as absolutes).
+
 ``LLBENCH_OPTIONS`` (a JSON object) is passed to ``litelane.dbapi.connect``
 as keyword arguments, to measure an option's effect, e.g.
 ``LLBENCH_OPTIONS='{"mmap_size": 0}'``.
@@ -32,13 +37,14 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, NamedTuple, Tuple
 
 SYNC = {"balanced": "NORMAL", "safe": "FULL"}
 
@@ -101,10 +107,21 @@ def fresh_app_db(prefix: str) -> Tuple[str, str]:
     return d, path
 
 
-def run_cell(
-    driver: str, profile: str, shape: str, processes: int, txns: int
-) -> Tuple[float, Dict[str, int], int]:
-    """One run: (transactions per second, errors, rows lost)."""
+class Cell(NamedTuple):
+    """One run of a cell."""
+
+    tx_per_s: float
+    errors: Dict[str, int]
+    lost: int
+    #: The workers' CPU time (user + system) per acknowledged transaction, µs.
+    cpu_us_per_tx: float
+    #: The workers' voluntary context switches per acknowledged transaction.
+    switches_per_tx: float
+
+
+def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int) -> Cell:
+    """One run of ``processes`` workers of ``txns`` transactions each."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d, path = fresh_app_db("llworkers-")
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
@@ -131,7 +148,10 @@ def run_cell(
         lost += sum(1 for s in seqs if s not in stored)
     check.close()
     shutil.rmtree(d, ignore_errors=True)
-    return acked / elapsed, errors, lost
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    n = max(acked, 1)
+    return Cell(acked / elapsed, errors, lost, cpu / n * 1e6, (after.ru_nvcsw - before.ru_nvcsw) / n)
 
 
 def main() -> None:
@@ -154,16 +174,16 @@ def main() -> None:
             # Runs alternate between the drivers (and which goes first), so
             # that the machine's drift over a cell falls on both alike; each
             # pair of runs gives one ratio.
-            runs: Dict[str, List[Tuple[float, Dict[str, int], int]]] = {d: [] for d in drivers}
+            runs: Dict[str, List[Cell]] = {d: [] for d in drivers}
             for r in range(a.runs):
                 for driver in drivers if r % 2 == 0 else drivers[::-1]:
                     runs[driver].append(run_cell(driver, profile, a.shape, processes, a.txns))
             medians = {}
             for driver in drivers:
-                rates = [r[0] for r in runs[driver]]
+                rates = [r.tx_per_s for r in runs[driver]]
                 errors: Dict[str, int] = {}
-                for _, errs, _ in runs[driver]:
-                    for k, n in errs.items():
+                for run in runs[driver]:
+                    for k, n in run.errors.items():
                         errors[k] = errors.get(k, 0) + n
                 medians[driver] = statistics.median(rates)
                 print(json.dumps({
@@ -172,9 +192,12 @@ def main() -> None:
                     "driver": driver, "txns_per_process": a.txns,
                     "median_tx_per_s": round(medians[driver], 1),
                     "runs_tx_per_s": [round(r, 1) for r in rates],
-                    "errors": errors, "lost": sum(r[2] for r in runs[driver]),
+                    "errors": errors, "lost": sum(r.lost for r in runs[driver]),
+                    "cpu_us_per_tx": round(statistics.median(r.cpu_us_per_tx for r in runs[driver]), 1),
+                    "switches_per_tx": round(statistics.median(r.switches_per_tx for r in runs[driver]), 2),
                 }), flush=True)
-            pairs = [ours[0] / base[0] for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
+            pairs = [ours.tx_per_s / base.tx_per_s
+                     for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
             table.append((profile, processes, medians["sqlite3"], medians["litelane.dbapi"],
                           statistics.median(pairs), min(pairs), max(pairs)))
     print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} "

@@ -364,6 +364,36 @@ pub(crate) fn futex_wake_one(word: &std::sync::atomic::AtomicU32) {
     futex(word, nix::libc::FUTEX_WAKE, 1, ptr::null());
 }
 
+/// Wakes one thread sleeping in [`futex_wait`] on `from` and moves every
+/// other sleeper there to `to`, where a later [`futex_wake_all`] on `to`
+/// wakes them; provided `from` still holds `expected` (the caller changed
+/// it just before). Otherwise wakes every sleeper on `from`.
+#[cfg(target_os = "linux")]
+pub(crate) fn futex_wake_one_move_rest(
+    from: &std::sync::atomic::AtomicU32,
+    expected: u32,
+    to: &std::sync::atomic::AtomicU32,
+) {
+    // SAFETY: both words are live, 4-aligned u32s for the whole call;
+    // FUTEX_CMP_REQUEUE reads `from` and touches no other memory; the
+    // fourth argument is the count of waiters to move, passed in the
+    // timeout's place as the call defines.
+    let r = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_futex,
+            from.as_ptr(),
+            nix::libc::FUTEX_CMP_REQUEUE,
+            1u32,
+            i32::MAX as usize,
+            to.as_ptr(),
+            expected,
+        )
+    };
+    if r < 0 {
+        futex_wake_all(from);
+    }
+}
+
 /// The `futex` system call on a shared (not process-private) word; its
 /// result is ignored by both callers.
 #[cfg(target_os = "linux")]

@@ -70,6 +70,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     o.param("processes", procs);
     o.column("stored", "rows_stored", 0);
     o.column("mean group", "mean_group_size", 2);
+    o.column("cpu µs/row", "cpu_us_per_row", 1);
+    o.column("switches/row", "switches_per_row", 2);
     o.column("× conn/thread", "ratio_vs_connection_per_thread", 2);
     let seed = ctx.args.seed;
 
@@ -618,6 +620,7 @@ fn processes(
     let dir = ctx.fresh_dir()?;
     let path = dir.path().join("processes.db");
     create_accounts(&path, profile)?;
+    let usage_before = children_usage();
     let exe = std::env::current_exe()
         .map_err(|e| BenchError::io("finding the litelane-bench executable", e))?;
     let mut children = Vec::with_capacity(procs);
@@ -673,6 +676,12 @@ fn processes(
     let elapsed = start.elapsed();
     let stored = count_rows(&path);
     let total = (procs * threads) as u64 * per_thread;
+    let usage = children_usage()
+        .zip(usage_before)
+        .map(|(after, before)| ChildrenUsage {
+            cpu_us: after.cpu_us - before.cpu_us,
+            switches: after.switches - before.switches,
+        });
     let busy: u64 = reports.iter().map(|r| r.busy + r.engine_busy_errors).sum();
     let failed: u64 = reports.iter().map(|r| r.failed).sum();
     let mut lat: Vec<Duration> = reports
@@ -688,6 +697,11 @@ fn processes(
         .with("busy_errors", busy)
         .with("failed_inserts", failed)
         .with("rows_stored", stored);
+    if let Some(u) = usage {
+        let rows = stored.max(1) as f64;
+        row.set("cpu_us_per_row", round(u.cpu_us / rows, 1));
+        row.set("switches_per_row", round(u.switches / rows, 2));
+    }
     if mode.starts_with("litelane") {
         let combined: u64 = reports.iter().map(|r| r.combined_elsewhere).sum();
         if mode == "litelane-execute" {
@@ -717,6 +731,32 @@ fn processes(
         row.set("first_error", e);
     }
     Ok(row)
+}
+
+/// CPU time and voluntary context switches of the child processes waited
+/// for so far (`getrusage(RUSAGE_CHILDREN)`).
+#[derive(Clone, Copy)]
+struct ChildrenUsage {
+    /// User and system time, in microseconds.
+    cpu_us: f64,
+    switches: f64,
+}
+
+#[cfg(unix)]
+fn children_usage() -> Option<ChildrenUsage> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let us = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1e6 + t.tv_usec() as f64;
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .ok()
+        .map(|u| ChildrenUsage {
+            cpu_us: us(u.user_time()) + us(u.system_time()),
+            switches: u.voluntary_context_switches() as f64,
+        })
+}
+
+#[cfg(not(unix))]
+fn children_usage() -> Option<ChildrenUsage> {
+    None
 }
 
 /// Inserts one account on a plain connection, retrying (and counting) every

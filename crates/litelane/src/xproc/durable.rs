@@ -17,16 +17,21 @@
 //!    lock (a mutex of the process, then an open-file-description lock on
 //!    byte [`SYNCER_BYTE`]) and looks again. A process that found itself
 //!    alone on the file takes only the mutex: two `fcntl` calls fewer per
-//!    commit. While another process holds the byte, it sleeps on the
-//!    *synced bell* (a futex word beside the counters, rung by each syncer
-//!    after it raised `synced` and let go of the byte) and looks again when
-//!    it rings: most waiters then find their commit covered and never take
-//!    the byte. (Sleeping in the kernel's lock wait instead woke every
+//!    commit. While another process holds the byte, it sleeps on one of
+//!    two *bells* (futex words beside the counters): the *done* bell when
+//!    the running sync's target (published in the page) covers its commit,
+//!    the *next* bell when it does not. A syncer, once it raised `synced`
+//!    and let go of the byte, rings the done bell (wakes every sleeper
+//!    there: their commits are durable) and then wakes one sleeper of the
+//!    next bell, to run the next sync, and moves the others to the done
+//!    bell (`FUTEX_CMP_REQUEUE`): that sync covers them, and they wake once,
+//!    at its end. (Sleeping in the kernel's lock wait instead woke every
 //!    waiter at each release, and each covered waiter that then took the
 //!    byte and let it go woke the rest again: 2.1 context switches per
-//!    transaction of 8 `safe` workers, measured in docs/concurrency.md.) A
-//!    syncer that dies rings nothing: a waiter also tries the byte every
-//!    [`SYNC_POLL`], and the kernel dropped a dead process's lock.
+//!    transaction of 8 `safe` workers, measured in docs/concurrency.md.)
+//!    The bells only say "look again": a waiter looks at the counters and
+//!    tries the byte at every wake-up and at least every [`SYNC_POLL`] (a
+//!    syncer that dies rings nothing; the kernel drops its lock).
 //! 3. Still not covered: it reads `target = counted`, runs the WAL's sync
 //!    (`fdatasync`), and raises `synced` to `target`: every commit counted so
 //!    far, its own and those made during the previous sync, is durable after
@@ -61,7 +66,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 
 use super::{imp, NotDurable};
-use crate::ffi::{futex_wait, futex_wake_all, SharedPage};
+use crate::ffi::{futex_wait, futex_wake_all, futex_wake_one_move_rest, SharedPage};
 use crate::unpoisoned::lock;
 
 /// Byte 2 of the lock file: held by the process running an fsync for all.
@@ -71,9 +76,12 @@ pub const SYNCER_BYTE: u64 = 2;
 const COUNTED: usize = 64;
 const SYNCED: usize = 72;
 pub(super) const FAILED: usize = 80;
-/// Offset of the synced bell (32 bits), rung after each sync among
-/// processes.
-const SYNCED_BELL: usize = 88;
+/// Offsets of the done bell and the next bell (32 bits each), rung after
+/// each sync among processes, and of the target of the sync running now
+/// (the last one begun).
+const DONE_BELL: usize = 88;
+const NEXT_BELL: usize = 92;
+const SYNCING: usize = 96;
 /// How often a waiter for another process's sync tries the syncer byte by
 /// itself (a syncer that died rang nothing): 1 ms.
 pub const SYNC_POLL: std::time::Duration = std::time::Duration::from_millis(1);
@@ -122,15 +130,19 @@ impl Counters {
         let _local = lock(&self.local);
         if !alone {
             loop {
-                // Read before the look: a ring after it wakes the sleep.
-                let seen = self.bell().load(SeqCst);
+                // Read before the looks: a ring after them wakes the sleep.
+                let (done_seen, next_seen) = (self.done().load(SeqCst), self.next().load(SeqCst));
                 if let Some(done) = self.settled(seq) {
                     return Ok(done.map(|()| false));
                 }
                 if imp::lock_byte_now(file, SYNCER_BYTE)? {
                     break;
                 }
-                futex_wait(self.bell(), seen, SYNC_POLL);
+                if self.page.word(SYNCING).load(SeqCst) >= seq {
+                    futex_wait(self.done(), done_seen, SYNC_POLL);
+                } else {
+                    futex_wait(self.next(), next_seen, SYNC_POLL);
+                }
             }
         }
         let out = match self.settled(seq) {
@@ -138,6 +150,7 @@ impl Counters {
             None => {
                 // Every commit counted by now was written before the sync.
                 let target = self.page.word(COUNTED).load(SeqCst);
+                self.page.word(SYNCING).fetch_max(target, SeqCst);
                 match sync() {
                     Ok(()) => {
                         self.page.word(SYNCED).fetch_max(target, SeqCst);
@@ -157,15 +170,27 @@ impl Counters {
         };
         if !alone {
             let _ = imp::unlock(file, SYNCER_BYTE, 1);
-            self.bell().fetch_add(1, SeqCst);
-            futex_wake_all(self.bell());
+            self.ring();
         }
         Ok(out)
     }
 
-    /// The synced bell (see the module's notes).
-    fn bell(&self) -> &AtomicU32 {
-        self.page.word32(SYNCED_BELL)
+    /// After a sync among processes: wakes the waiters it covered, and one
+    /// waiter it did not, to run the next; moves the others to wait for
+    /// that one (see the module's notes).
+    fn ring(&self) {
+        self.done().fetch_add(1, SeqCst);
+        futex_wake_all(self.done());
+        let next = self.next().fetch_add(1, SeqCst).wrapping_add(1);
+        futex_wake_one_move_rest(self.next(), next, self.done());
+    }
+
+    fn done(&self) -> &AtomicU32 {
+        self.page.word32(DONE_BELL)
+    }
+
+    fn next(&self) -> &AtomicU32 {
+        self.page.word32(NEXT_BELL)
     }
 
     /// The commit count at which an fsync failed (`None`: never).
@@ -315,8 +340,7 @@ mod tests {
             // The other process's sync ends: `synced` raised and the bell
             // rung, the byte still held (it has not let go yet).
             c.page.word(SYNCED).fetch_max(seq, SeqCst);
-            c.bell().fetch_add(1, SeqCst);
-            futex_wake_all(c.bell());
+            c.ring();
             let rung = Instant::now();
             while !waiter.is_finished() && rung.elapsed() < Duration::from_secs(2) {
                 std::thread::sleep(Duration::from_millis(1));
@@ -332,6 +356,45 @@ mod tests {
             assert!(still_held, "the other process held the byte throughout");
             assert!(!waiter.join().unwrap().unwrap().unwrap(), "ran no fsync");
         });
+    }
+
+    /// Two commits counted while another process's sync runs (its target
+    /// below them) wait on the next bell; when that sync ends, one of them
+    /// runs the next sync, which covers both: one fsync, both told `Ok`.
+    #[test]
+    fn commits_the_running_sync_does_not_cover_share_the_next_one() {
+        use std::time::Duration;
+        let (d, _f, c) = lock_file();
+        let lane = d.path().join("t.db-lane");
+        let syncer = imp::reopen(&lane).unwrap();
+        assert!(imp::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
+        let first = c.count();
+        c.page.word(SYNCING).fetch_max(first, SeqCst); // the other's target
+        let later = [c.count(), c.count()];
+        let syncs = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let waiters = later.map(|seq| {
+                let (file, c, syncs) = (imp::reopen(&lane).unwrap(), &c, &syncs);
+                s.spawn(move || {
+                    c.wait_durable(&file, false, seq, || {
+                        syncs.fetch_add(1, Ordering::SeqCst);
+                        Ok(())
+                    })
+                })
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(waiters.iter().all(|w| !w.is_finished()), "both wait");
+            // The other process's sync ends.
+            c.page.word(SYNCED).fetch_max(first, SeqCst);
+            imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
+            c.ring();
+            let ran: Vec<bool> = waiters
+                .map(|w| w.join().unwrap().unwrap().unwrap())
+                .to_vec();
+            assert_eq!(ran.iter().filter(|r| **r).count(), 1, "one of them synced");
+        });
+        assert_eq!(syncs.load(Ordering::SeqCst), 1, "one fsync for both");
+        assert!(c.page.word(SYNCED).load(SeqCst) >= later[1]);
     }
 
     #[test]
