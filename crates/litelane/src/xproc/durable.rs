@@ -373,10 +373,12 @@ mod tests {
         let later = [c.count(), c.count()];
         let syncs = AtomicUsize::new(0);
         std::thread::scope(|s| {
+            // Each waiter with a mapping and a description of its own, as
+            // another process would have.
             let waiters = later.map(|seq| {
-                let (file, c, syncs) = (imp::reopen(&lane).unwrap(), &c, &syncs);
+                let (file, mine, syncs) = (imp::reopen(&lane).unwrap(), mapped(&lane), &syncs);
                 s.spawn(move || {
-                    c.wait_durable(&file, false, seq, || {
+                    mine.wait_durable(&file, false, seq, || {
                         syncs.fetch_add(1, Ordering::SeqCst);
                         Ok(())
                     })
