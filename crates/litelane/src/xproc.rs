@@ -2150,6 +2150,7 @@ mod tests {
     use super::layout::*;
     use super::*;
     use proptest::prelude::*;
+    use std::time::UNIX_EPOCH;
 
     /// A head that died announced (its word left in the page) stops
     /// barging only until the next turn taken by ticket, which clears it.
@@ -2173,7 +2174,6 @@ mod tests {
         let t = q.acquire_barging("barging again", wait).unwrap().unwrap();
         assert_eq!(t.ticket(), OUT_OF_ORDER);
     }
-    use std::time::UNIX_EPOCH;
 
     /// A writer that takes a ticket and has to wait rings the wanted bell
     /// (which ends a turn kept by a process alone, `carry.rs`); one that

@@ -246,6 +246,16 @@ mod tests {
         (dir, f, mapped(&path))
     }
 
+    /// Another process in the middle of a sync: a description of the lock
+    /// file in `dir` holding the syncer byte. Returns the lock file's path
+    /// and that description.
+    fn another_process_syncing(dir: &tempfile::TempDir) -> (std::path::PathBuf, File) {
+        let lane = dir.path().join("t.db-lane");
+        let syncer = imp::reopen(&lane).unwrap();
+        assert!(imp::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
+        (lane, syncer)
+    }
+
     #[test]
     fn one_sync_covers_every_commit_counted_before_it() {
         let (_d, f, c) = lock_file();
@@ -329,9 +339,7 @@ mod tests {
     fn a_commit_covered_by_another_processs_sync_is_settled_without_the_byte() {
         use std::time::{Duration, Instant};
         let (d, f, c) = lock_file();
-        let lane = d.path().join("t.db-lane");
-        let syncer = imp::reopen(&lane).unwrap();
-        assert!(imp::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
+        let (lane, syncer) = another_process_syncing(&d);
         let seq = c.count();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| c.wait_durable(&f, false, seq, || panic!("covered")));
@@ -365,9 +373,7 @@ mod tests {
     fn commits_the_running_sync_does_not_cover_share_the_next_one() {
         use std::time::Duration;
         let (d, _f, c) = lock_file();
-        let lane = d.path().join("t.db-lane");
-        let syncer = imp::reopen(&lane).unwrap();
-        assert!(imp::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
+        let (lane, syncer) = another_process_syncing(&d);
         let first = c.count();
         c.page.word(SYNCING).fetch_max(first, SeqCst); // the other's target
         let later = [c.count(), c.count()];
@@ -397,6 +403,35 @@ mod tests {
         });
         assert_eq!(syncs.load(Ordering::SeqCst), 1, "one fsync for both");
         assert!(c.page.word(SYNCED).load(SeqCst) >= later[1]);
+    }
+
+    /// A commit waiting on a bell for another process's sync, which then
+    /// fails, is told that its durability is unknown (never `Ok`), without
+    /// running an fsync of its own: the failure mark settles it.
+    #[test]
+    fn a_waiter_is_told_when_the_other_processs_sync_fails() {
+        use std::time::Duration;
+        let (d, f, c) = lock_file();
+        let (_lane, syncer) = another_process_syncing(&d);
+        let seq = c.count();
+        c.page.word(SYNCING).fetch_max(seq, SeqCst); // it covers `seq`
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| c.wait_durable(&f, false, seq, || panic!("no fsync")));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!waiter.is_finished(), "waits while the other sync runs");
+            // The other process's fsync fails: it marks the failure, lets
+            // go of the byte and rings.
+            c.page.word(FAILED).fetch_max(seq, SeqCst);
+            imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
+            c.ring();
+            assert!(matches!(
+                waiter.join().unwrap().unwrap(),
+                Err(NotDurable::SyncFailed {
+                    error: None,
+                    failed_at
+                }) if failed_at == seq
+            ));
+        });
     }
 
     #[test]
