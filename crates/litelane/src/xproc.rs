@@ -1000,7 +1000,7 @@ impl Shared {
         let Some(b) = &self.barging else {
             return Ok(false);
         };
-        let mut wanted = false;
+        let (mut wanted, mut moving) = (false, true);
         loop {
             let seen = b.seen();
             let waiting = self.tickets_waiting();
@@ -1023,7 +1023,7 @@ impl Shared {
             if now >= until {
                 return Ok(false);
             }
-            b.wait(seen, (until - now).min(doorbell::POLL));
+            moving = b.wait(seen, (until - now).min(doorbell::POLL), moving);
         }
     }
 
@@ -1054,6 +1054,7 @@ impl Shared {
         }
         barging.inspect(|b| b.announce(ticket));
         self.want();
+        let mut moving = true;
         let got = loop {
             let seen = barging.map(|b| b.seen());
             match try_now() {
@@ -1068,7 +1069,7 @@ impl Shared {
             // Without the shared page (no barging in this process, but
             // maybe in others) poll.
             match (barging, seen) {
-                (Some(b), Some(seen)) => b.wait(seen, nap),
+                (Some(b), Some(seen)) => moving = b.wait(seen, nap, moving),
                 _ => std::thread::sleep(nap),
             }
         };
@@ -1805,6 +1806,8 @@ mod doorbell;
 mod durable;
 #[cfg(target_os = "linux")]
 mod jobs;
+#[cfg(target_os = "linux")]
+mod spin;
 #[cfg(target_os = "linux")]
 pub(crate) use doorbell::WantedBell;
 #[cfg(target_os = "linux")]

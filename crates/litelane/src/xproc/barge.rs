@@ -19,7 +19,9 @@
 //! ([`ProcessQueue::acquire_barging`](super::ProcessQueue::acquire_barging)),
 //! and keeps trying, each time a turn ends (the *turn bell*, a shared futex
 //! rung at every release) and every [`super::doorbell::POLL`], for at most
-//! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in
+//! [`super::BARGE_WINDOW`]. One waiter of all processes watches the bell on
+//! its CPU for a short while before it sleeps (`spin.rs`), so that a turn
+//! that ends passes to a running process. After that it takes a ticket, and is served in
 //! ticket order like any other: when its ticket's turn comes it takes the
 //! turn byte, and if a barger has it, announces itself as the *head* (a
 //! word in the lock file's first page) and waits for it. While a head is
@@ -55,7 +57,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::OUT_OF_ORDER;
+use super::{spin, OUT_OF_ORDER};
 use crate::ffi::{futex_wait, futex_wake_all, futex_wake_one, SharedPage};
 
 /// The turn bell (a 32-bit count) and the count of its sleepers, after the
@@ -71,6 +73,8 @@ const HOLDER_AT: usize = 1304;
 /// Turns taken out of order while tickets waited, since the last turn
 /// taken by ticket.
 const BARGED_AT: usize = 1312;
+/// The spinner lease (`spin.rs`): who watches the turn bell on its CPU.
+const SPINNER_AT: usize = 1316;
 /// The record of the last turn taken out of order (pid, label, SQL): a
 /// [`super::layout::RECORD_LEN`]-byte record, as the tickets' own.
 pub const RECORD_AT: usize = 2048;
@@ -106,12 +110,22 @@ impl Barging {
         self.bell().load(SeqCst)
     }
 
-    /// Sleeps until a turn ends (the bell's count is no longer `seen`), for
-    /// at most `timeout`; may return early.
-    pub fn wait(&self, seen: u32, timeout: Duration) {
-        self.sleepers().fetch_add(1, SeqCst);
-        futex_wait(self.bell(), seen, timeout);
-        self.sleepers().fetch_sub(1, SeqCst);
+    /// Waits until a turn ends (the bell's count is no longer `seen`), for
+    /// at most `timeout`; may return early. When `moving` (the last wait
+    /// ended on a ring, or this is the first), it first spins for at most
+    /// [`spin::SPIN`] if no other writer spins (`spin.rs`), then sleeps;
+    /// a turn that outlasts a sleep is a long one, not worth a CPU. Returns
+    /// whether a turn ended: pass it as the next wait's `moving`.
+    pub fn wait(&self, seen: u32, timeout: Duration, moving: bool) -> bool {
+        let spun = moving
+            && spin::Lease::take(self.page.word32(SPINNER_AT))
+                .is_some_and(|lease| lease.spin(self.bell(), seen, timeout.min(spin::SPIN)));
+        if !spun {
+            self.sleepers().fetch_add(1, SeqCst);
+            futex_wait(self.bell(), seen, timeout);
+            self.sleepers().fetch_sub(1, SeqCst);
+        }
+        self.seen() != seen
     }
 
     /// Rings the turn bell: call it after unlocking the turn byte. Wakes
