@@ -31,13 +31,16 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The longest a writer spins for the turn before it sleeps: 100 µs, a few
-/// turns of a one-row transaction (a `safe` turn among 16 processes on 2
-/// cores takes ~60–80 µs). 50–200 µs measured the same; 400 µs less.
-pub const SPIN: Duration = Duration::from_micros(100);
+/// The longest a writer spins for the turn before it sleeps: 50 µs, about
+/// one turn of a one-row `safe` transaction among 8–16 processes on 2 cores
+/// (55–65 µs). Measured there: 50 and 100 µs the same; 25 µs 2–6% fewer
+/// commits at 16 processes; 400 µs fewer (docs/concurrency.md, "Spinning
+/// for the turn"). Half of 100 µs is half the CPU a spin can cost a machine
+/// whose cores are busy with other work.
+pub const SPIN: Duration = Duration::from_micros(50);
 
 /// A lease older than this was left by a spinner that died (or whose clock
-/// jumped): 50 ms, 500 spins.
+/// jumped): 50 ms, a thousand spins.
 pub const STALE: Duration = Duration::from_millis(50);
 
 /// The right to spin, held by at most one writer of all processes: released
