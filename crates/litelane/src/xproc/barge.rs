@@ -213,3 +213,46 @@ impl Barging {
         self.page.read_bytes(RECORD_AT, out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn barging() -> (tempfile::TempDir, Barging) {
+        let (dir, path, _file) = super::super::scratch_lock_file();
+        let file = super::super::imp::reopen(&path).unwrap();
+        (dir, Barging::on(Arc::new(SharedPage::map(&file).unwrap())))
+    }
+
+    /// `wait` says whether a turn ended, which decides whether the next
+    /// wait may spin: false when it ran out, true on a ring, whether the
+    /// ring came during a spin or a sleep; and no wait keeps the lease.
+    #[test]
+    fn a_wait_says_whether_a_turn_ended_and_leaves_the_lease_free() {
+        let (_dir, b) = barging();
+        let seen = b.seen();
+        for moving in [true, false] {
+            assert!(!b.wait(seen, Duration::from_millis(5), moving), "ran out");
+        }
+        // Rung at once (within any spin) and 20 ms in (during the sleep).
+        for (moving, after) in [(true, 0), (true, 20), (false, 20)] {
+            let seen = b.seen();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(after));
+                    b.ring();
+                });
+                let t = Instant::now();
+                assert!(b.wait(seen, Duration::from_secs(10), moving));
+                assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+            });
+        }
+        assert_eq!(
+            b.page.word32(SPINNER_AT).load(SeqCst),
+            0,
+            "lease left taken"
+        );
+        assert_eq!(b.sleepers().load(SeqCst), 0, "a sleeper left counted");
+    }
+}
