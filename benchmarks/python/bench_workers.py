@@ -4,7 +4,7 @@ through a module written for the standard library's ``sqlite3``. Not a test:
 run it by hand and read the medians and ratios.
 
     python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 300] [--runs 3]
-        [--shape transaction|autocommit]
+        [--shape transaction|autocommit] [--work-us 0]
 
 ``--shape autocommit``: each worker connects with ``isolation_level=None``
 and each transaction is one ``INSERT`` on its own (no lookup, no
@@ -25,6 +25,12 @@ Each JSON line also has the workers' CPU time per transaction and their
 voluntary context switches per transaction (medians over the runs, from
 ``getrusage(RUSAGE_CHILDREN)`` around each run: the workers' start-up and
 ``close()`` included, so compare them between builds, not as absolutes).
+
+``--work-us N``: before each transaction a worker spends N µs of CPU (a
+busy loop), as a web request does rendering and validating: with more
+workers than cores the machine is then busy with work other than the
+database's, the shape where a waiter that spins for the turn could take
+CPU from it.
 
 ``LLBENCH_OPTIONS`` (a JSON object) is passed to ``litelane.dbapi.connect``
 as keyword arguments, to measure an option's effect, e.g.
@@ -62,14 +68,25 @@ def _connect(driver: str, path: str, profile: str, autocommit: bool):
     return litelane.dbapi.connect(path, timeout=30, profile=profile, **level, **extra)
 
 
-def _worker(driver: str, path: str, profile: str, shape: str, me: int, txns: int, start, out) -> None:
-    """Runs ``txns`` transactions; reports (acknowledged seqs, errors)."""
+def _busy(us: int) -> None:
+    """Spends about ``us`` µs of CPU."""
+    end = time.perf_counter() + us / 1e6
+    while time.perf_counter() < end:
+        pass
+
+
+def _worker(driver: str, path: str, profile: str, shape: str, work_us: int, me: int, txns: int,
+            start, out) -> None:
+    """Runs ``txns`` transactions, each after ``work_us`` µs of CPU;
+    reports (acknowledged seqs, errors)."""
     autocommit = shape == "autocommit"
     con = _connect(driver, path, profile, autocommit)
     start.wait()
     acked: List[int] = []
     errors: Dict[str, int] = {}
     for seq in range(txns):
+        if work_us:
+            _busy(work_us)
         try:
             if autocommit:
                 con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, seq))
@@ -119,13 +136,15 @@ class Cell(NamedTuple):
     switches_per_tx: float
 
 
-def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int) -> Cell:
-    """One run of ``processes`` workers of ``txns`` transactions each."""
+def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int,
+             work_us: int = 0) -> Cell:
+    """One run of ``processes`` workers of ``txns`` transactions each, each
+    transaction after ``work_us`` µs of CPU."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d, path = fresh_app_db("llworkers-")
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(driver, path, profile, shape, i, txns, start, out))
+    procs = [ctx.Process(target=_worker, args=(driver, path, profile, shape, work_us, i, txns, start, out))
              for i in range(processes)]
     for p in procs:
         p.start()
@@ -161,6 +180,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profiles", default="balanced,safe")
     ap.add_argument("--shape", default="transaction", choices=["transaction", "autocommit"])
+    ap.add_argument("--work-us", type=int, default=0, help="µs of CPU before each transaction")
     a = ap.parse_args()
     import litelane
 
@@ -177,7 +197,7 @@ def main() -> None:
             runs: Dict[str, List[Cell]] = {d: [] for d in drivers}
             for r in range(a.runs):
                 for driver in drivers if r % 2 == 0 else drivers[::-1]:
-                    runs[driver].append(run_cell(driver, profile, a.shape, processes, a.txns))
+                    runs[driver].append(run_cell(driver, profile, a.shape, processes, a.txns, a.work_us))
             medians = {}
             for driver in drivers:
                 rates = [r.tx_per_s for r in runs[driver]]
@@ -188,7 +208,7 @@ def main() -> None:
                 medians[driver] = statistics.median(rates)
                 print(json.dumps({
                     "scenario": "workers", "shape": a.shape, "profile": profile,
-                    "processes": processes,
+                    "processes": processes, "work_us": a.work_us,
                     "driver": driver, "txns_per_process": a.txns,
                     "median_tx_per_s": round(medians[driver], 1),
                     "runs_tx_per_s": [round(r, 1) for r in rates],
