@@ -19,13 +19,13 @@
 //! ([`ProcessQueue::acquire_barging`](super::ProcessQueue::acquire_barging)),
 //! and keeps trying, each time a turn ends (the *turn bell*, a shared futex
 //! rung at every release) and every [`super::doorbell::POLL`], for at most
-//! [`super::BARGE_WINDOW`]. One waiter of all processes watches the bell on
-//! its CPU for a short while before it sleeps (`spin.rs`), so that a turn
-//! that ends passes to a running process. After that it takes a ticket, and is served in
+//! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in
 //! ticket order like any other: when its ticket's turn comes it takes the
 //! turn byte, and if a barger has it, announces itself as the *head* (a
 //! word in the lock file's first page) and waits for it. While a head is
-//! announced, no writer barges.
+//! announced, no writer barges. Either wait, one waiter of all processes
+//! at a time first watches the bell on its CPU for a short while
+//! (`spin.rs`), so that a turn that ends passes to a running process.
 //!
 //! **The bound.** Between two turns taken by ticket, while tickets wait
 //! (the header, read from the mapped page, has tickets after the last one
