@@ -256,6 +256,12 @@ mod tests {
         (lane, syncer)
     }
 
+    /// True when none of `waiters` has returned 20 ms from now.
+    fn still_waiting<T>(waiters: &[&std::thread::ScopedJoinHandle<'_, T>]) -> bool {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        waiters.iter().all(|w| !w.is_finished())
+    }
+
     #[test]
     fn one_sync_covers_every_commit_counted_before_it() {
         let (_d, f, c) = lock_file();
@@ -322,8 +328,7 @@ mod tests {
             imp::unlock_byte(&probe, SYNCER_BYTE).unwrap();
             let other = imp::reopen(&path).unwrap();
             let covered = s.spawn(move || c.wait_durable(&other, true, b, || panic!("covered")));
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            assert!(!covered.is_finished(), "waits for the running sync");
+            assert!(still_waiting(&[&covered]), "waits for the running sync");
             go.send(()).unwrap();
             assert!(syncing.join().unwrap().unwrap().unwrap(), "ran the sync");
             assert!(!covered.join().unwrap().unwrap().unwrap(), "covered by it");
@@ -343,8 +348,7 @@ mod tests {
         let seq = c.count();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| c.wait_durable(&f, false, seq, || panic!("covered")));
-            std::thread::sleep(Duration::from_millis(20));
-            assert!(!waiter.is_finished(), "waits while the other sync runs");
+            assert!(still_waiting(&[&waiter]), "waits while the other sync runs");
             // The other process's sync ends: `synced` raised and the bell
             // rung, the byte still held (it has not let go yet).
             c.page.word(SYNCED).fetch_max(seq, SeqCst);
@@ -371,7 +375,6 @@ mod tests {
     /// runs the next sync, which covers both: one fsync, both told `Ok`.
     #[test]
     fn commits_the_running_sync_does_not_cover_share_the_next_one() {
-        use std::time::Duration;
         let (d, _f, c) = lock_file();
         let (lane, syncer) = another_process_syncing(&d);
         let first = c.count();
@@ -390,8 +393,10 @@ mod tests {
                     })
                 })
             });
-            std::thread::sleep(Duration::from_millis(20));
-            assert!(waiters.iter().all(|w| !w.is_finished()), "both wait");
+            assert!(
+                still_waiting(&waiters.iter().collect::<Vec<_>>()),
+                "both wait"
+            );
             // The other process's sync ends.
             c.page.word(SYNCED).fetch_max(first, SeqCst);
             imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
@@ -410,15 +415,13 @@ mod tests {
     /// running an fsync of its own: the failure mark settles it.
     #[test]
     fn a_waiter_is_told_when_the_other_processs_sync_fails() {
-        use std::time::Duration;
         let (d, f, c) = lock_file();
         let (_lane, syncer) = another_process_syncing(&d);
         let seq = c.count();
         c.page.word(SYNCING).fetch_max(seq, SeqCst); // it covers `seq`
         std::thread::scope(|s| {
             let waiter = s.spawn(|| c.wait_durable(&f, false, seq, || panic!("no fsync")));
-            std::thread::sleep(Duration::from_millis(20));
-            assert!(!waiter.is_finished(), "waits while the other sync runs");
+            assert!(still_waiting(&[&waiter]), "waits while the other sync runs");
             // The other process's fsync fails: it marks the failure, lets
             // go of the byte and rings.
             c.page.word(FAILED).fetch_max(seq, SeqCst);
