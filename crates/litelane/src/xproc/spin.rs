@@ -149,6 +149,13 @@ mod tests {
         );
         drop(lease);
         assert_eq!(word.load(SeqCst), 0);
+        // A lease stamped ahead of now (the clock went back since) is taken
+        // over too: a backward jump never keeps a dead spinner's lease.
+        let word = AtomicU32::new(now.wrapping_add(1000).max(1));
+        assert!(
+            Lease::take_at(&word, now).is_some(),
+            "a lease from the future"
+        );
     }
 
     #[test]
