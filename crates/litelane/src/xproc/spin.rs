@@ -20,9 +20,9 @@
 //! **Crashes.** The lease holds the time it was taken (milliseconds of the
 //! wall clock, truncated to 32 bits, never 0). A writer that finds a lease
 //! older than [`STALE`] takes it over: a spinner that died costs at most
-//! that long without a spinner, never a turn. A jump of the clock only ends
-//! a lease early (two spinners for a moment) or keeps a dead one's lease
-//! up to [`STALE`] longer. The lease decides only who burns CPU: exclusion
+//! that long without a spinner, never a turn. A jump of the clock, forward or
+//! back (a lease then reads as from the future), only ends a lease early:
+//! two spinners for a moment. The lease decides only who burns CPU: exclusion
 //! rests on the turn byte alone, and a spin, like a sleep on the bell, only
 //! says "look again".
 
