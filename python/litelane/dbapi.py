@@ -15,6 +15,7 @@ Differences from ``sqlite3`` are listed in docs/python.md.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import datetime
 import os
 import re
@@ -357,6 +358,9 @@ def _unquote(name: str) -> str:
 # the description built and cached by the extension.
 _NO_RESULT = (None, [], -1, None, False)
 
+#: What ``Connection._serial`` gives a connection kept to its thread.
+_UNSHARED = contextlib.nullcontext()
+
 
 # --- Row --------------------------------------------------------------------
 
@@ -668,11 +672,20 @@ class Connection(_litelane.ConnectionBase):
     def rollback(self, _sql: str = "ROLLBACK") -> None:
         """Rolls the open transaction back (a no-op without one)."""
         self._check()
-        txn, self._txn = self._txn, None
-        self._savepoint_opened = None
-        if txn is not None:
-            self._traced(_sql)
-            txn.rollback()
+        with self._serial():
+            txn, self._txn = self._txn, None
+            self._savepoint_opened = None
+            if txn is not None:
+                self._traced(_sql)
+                txn.rollback()
+
+    def _serial(self) -> Any:
+        """The lock a call holds while it runs when threads share this
+        connection (``check_same_thread=False``), as ``sqlite3`` serializes
+        them on the SQLite connection's mutex; a connection kept to its
+        thread needs none. ``CursorBase.execute`` and ``commit`` take the
+        same lock natively."""
+        return _UNSHARED if self._check_same_thread else self._lock
 
     def close(self) -> None:
         """Rolls back any open transaction and lets go of the engine."""
@@ -681,11 +694,14 @@ class Connection(_litelane.ConnectionBase):
             return
         if self._check_same_thread and threading.get_ident() != self._thread:
             self._check()
-        txn, self._txn = self._txn, None
-        if txn is not None:
-            txn.rollback()
-        engine, self._engine = self._engine, None
-        engine.close()
+        with self._serial():
+            txn, self._txn = self._txn, None
+            if txn is not None:
+                txn.rollback()
+            engine, self._engine = self._engine, None
+            if engine is None:
+                return  # another thread closed it meanwhile
+            engine.close()
 
     def __enter__(self) -> "Connection":
         self._check()
@@ -1117,7 +1133,8 @@ class Cursor(_litelane.CursorBase):
         self.description = None
         self._busy = True  # the parameters' iterator runs user code
         try:
-            rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
+            with self.connection._serial():
+                rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
         finally:
             self._busy = False
         self.rowcount = rowcount
@@ -1129,7 +1146,8 @@ class Cursor(_litelane.CursorBase):
         self._check()
         self._rows = []
         self.description = None
-        self.connection._run_script(sql_script)
+        with self.connection._serial():
+            self.connection._run_script(sql_script)
         self.rowcount = -1
         return self
 

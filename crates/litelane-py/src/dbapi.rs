@@ -107,6 +107,47 @@ struct ConnView<'py> {
     timeout: f64,
 }
 
+/// Held while one call runs on a connection that threads share
+/// (`check_same_thread=False`): the connection's `_lock` (a
+/// `threading.RLock`, reentrant so that a callback may use the connection
+/// again), released on drop. Without it two threads could each open an
+/// implicit transaction and one would replace the other's, whose
+/// acknowledged writes were then rolled back. `sqlite3` serializes such
+/// calls on the SQLite connection's own mutex the same way. A connection
+/// kept to its thread takes no lock.
+pub(crate) struct Serialized<'py>(Option<Bound<'py, PyAny>>);
+
+impl<'py> Serialized<'py> {
+    /// Takes `conn`'s lock if threads may share it (waits with the GIL
+    /// released, as `RLock.acquire` does).
+    pub(crate) fn enter(conn: &Bound<'py, PyAny>) -> PyResult<Serialized<'py>> {
+        let py = conn.py();
+        let shared = match conn.cast::<ConnectionBase>() {
+            Ok(c) => !c.borrow().check_same_thread,
+            Err(_) => return Ok(Serialized(None)),
+        };
+        if !shared {
+            return Ok(Serialized(None));
+        }
+        let Ok(lock) = conn.getattr(intern!(py, "_lock")) else {
+            return Ok(Serialized(None)); // before __init__: its checks raise
+        };
+        lock.call_method0(intern!(py, "acquire"))?;
+        Ok(Serialized(Some(lock)))
+    }
+}
+
+impl Drop for Serialized<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.0.take() {
+            let py = lock.py();
+            if let Err(e) = lock.call_method0(intern!(py, "release")) {
+                e.write_unraisable(py, Some(&lock));
+            }
+        }
+    }
+}
+
 impl ConnectionBase {
     /// True when the connection may be used here (open, and from its thread
     /// if `check_same_thread`).
@@ -183,6 +224,7 @@ impl ConnectionBase {
     #[pyo3(signature = (_sql = None))]
     fn commit(slf: &Bound<'_, Self>, _sql: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let py = slf.py();
+        let _serial = Serialized::enter(slf.as_any())?;
         let txn = {
             let mut c = slf.borrow_mut();
             if _sql.is_some() || !c.usable(py) || !c.trace.is_none(py) {
@@ -318,6 +360,8 @@ impl CursorBase {
             Some(p) => p.clone(),
             None => PyTuple::empty(py).into_any(),
         };
+        let conn = slf.borrow().connection.clone_ref(py);
+        let _serial = Serialized::enter(conn.bind(py))?;
         if fast_execute(slf, sql, &params)? {
             return Ok(slf.clone().into_any());
         }
