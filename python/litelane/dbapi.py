@@ -304,7 +304,15 @@ ROWID = _DBAPITypeObject("ROWID", lambda t: t.upper() in ("ROWID", "INTEGER PRIM
 
 # --- statement classification ---------------------------------------------
 
-_KEYWORD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S)
+# The first keyword after what ``sqlite3`` skips to decide whether a
+# statement is DML (and needs the implicit BEGIN): whitespace and comments.
+_KEYWORD = re.compile(r"(?:[ \t\n\f\r]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S)
+# The first keyword after what SQLite itself skips before a statement:
+# also empty statements (";") and a byte-order mark. Transaction control
+# (BEGIN, COMMIT, SAVEPOINT...) is what SQLite runs, so it is found this way.
+_SQLITE_KEYWORD = re.compile(
+    r"(?:[ \t\n\f\r;\ufeff]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S
+)
 _kinds: Dict[str, Tuple[str, str]] = {}
 
 
@@ -316,13 +324,16 @@ def _classify(sql: str) -> Tuple[str, str]:
     if hit is not None:
         return hit
     m = _KEYWORD.match(sql)
-    kw = m.group(1).upper() if m else ""
-    rest = sql[m.end():].split() if m else []
+    dml = m.group(1).upper() in ("INSERT", "UPDATE", "DELETE", "REPLACE")
+    if not dml:
+        m = _SQLITE_KEYWORD.match(sql)
+    kw = m.group(1).upper()
+    rest = sql[m.end():].split()
     words = [w.upper().rstrip(";") for w in rest]
     name = ""
     if not kw and not sql[m.end():].strip():
         kind = "empty"  # only whitespace and comments: runs nothing, as in sqlite3
-    elif kw in ("INSERT", "UPDATE", "DELETE", "REPLACE"):
+    elif dml:
         kind = "dml"
     elif kw == "BEGIN":
         kind = "begin"
