@@ -1188,12 +1188,12 @@ class Cursor(_litelane.CursorBase):
         )
 
     def _check_result(self) -> None:
+        """Before a fetch: the cursor is usable. After a statement that
+        returns no rows (or none at all), fetches return nothing (``None``,
+        ``[]``), as in ``sqlite3``; PEP 249 would raise, which breaks programs
+        written for ``sqlite3`` (peewee's ``pragma()`` fetches after every
+        ``PRAGMA``)."""
         self._check()
-        if self.description is None:
-            raise ProgrammingError(
-                "no result set to fetch from: no query ran on this cursor, or the last "
-                "statement returns no rows (PEP 249)"
-            )
 
     def _fetchone(self) -> Any:
         """``fetchone`` where ``CursorBase.fetchone``'s fast path does not
