@@ -1275,3 +1275,8 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     """
     factory = args[5] if len(args) > 5 else kwargs.get("factory")
     return (factory or Connection)(*args, **kwargs)
+
+#: ``sqlite3.dbapi2`` is the module itself under another name; programs and
+#: libraries import it (``from sqlite3 import dbapi2``: SQLAlchemy's pysqlite
+#: dialect, sqlite-utils), so ``from litelane.dbapi import dbapi2`` works too.
+dbapi2 = sys.modules[__name__]

@@ -571,3 +571,13 @@ def test_the_trace_callback_sees_the_transaction_statements_sqlite3_runs(mod, le
     commit = [] if level is None else ["COMMIT"]
     assert traced == [*implicit, "INSERT INTO t VALUES (1)", *commit,
                       "BEGIN", "INSERT INTO t VALUES (2)", "ROLLBACK"]
+
+
+def test_dbapi2_is_the_module_itself_as_in_sqlite3():
+    from sqlite3 import dbapi2 as stock
+
+    from litelane.dbapi import dbapi2
+
+    assert dbapi2 is dbapi
+    assert stock.connect is std.connect  # what the alias means in sqlite3
+    assert dbapi2.connect is dbapi.connect
