@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import warnings
 from threading import get_ident as _get_ident
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -478,6 +479,36 @@ def _check_autocommit(value: Any) -> Any:
     )
 
 
+def _open_after(error: "OperationalError", path: str, profile: Any, readers: Any, options: Any) -> Any:
+    """What ``connect`` does when opening ``path`` failed with ``error``.
+
+    A file this user may read but not write (a database owned by another
+    user, whose ``-wal``/``-shm`` exist) is opened read-only, as SQLite
+    opens it for ``sqlite3``: reads work, a write fails with "attempt to
+    write a readonly database". A database the user may write in a
+    directory it may not write fails as with ``sqlite3``, but the message
+    names the file and the cause (SQLite must create ``-wal``/``-shm``
+    beside it). Anything else is raised unchanged."""
+    code = getattr(error, "sqlite_errorcode", None)
+    plain = path not in ("", ":memory:") and not path.startswith("file:")
+    if code is None or (code & 0xFF) != _SQLITE_CONSTANTS["SQLITE_READONLY"] or not plain or not os.path.exists(path):
+        raise error
+    if not os.access(path, os.W_OK):
+        uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+        return _litelane.open(uri, profile, readers, options or None, default_profile="safe")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK):
+        named = OperationalError(
+            f"{error} (opening {path}: its directory {folder} is not writable, and SQLite must "
+            f"create {os.path.basename(path)}-wal and -shm there; make the directory writable "
+            "or open the file with a 'file:...?mode=ro' URI)"
+        )
+        named.sqlite_errorcode = code
+        named.sqlite_errorname = getattr(error, "sqlite_errorname", None)
+        raise named from error
+    raise error
+
+
 class Connection(_litelane.ConnectionBase):
     """A connection: a view on the process-wide engine of one file.
 
@@ -536,9 +567,12 @@ class Connection(_litelane.ConnectionBase):
         self._timeout = float(timeout)
         self._check_same_thread = bool(check_same_thread)
         self._thread = threading.get_ident()
-        self._engine: Optional[Any] = _litelane.open(
-            path, profile, readers, options or None, default_profile="safe"
-        )
+        try:
+            self._engine: Optional[Any] = _litelane.open(
+                path, profile, readers, options or None, default_profile="safe"
+            )
+        except OperationalError as e:
+            self._engine = _open_after(e, path, profile, readers, options)
         self._txn: Optional[Any] = None
         self._savepoint_opened: Optional[str] = None
         self._lastrowid = 0

@@ -69,6 +69,14 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             build(py, class, e.to_string(), code)
         }
         litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
+        // SQLite's own code for it, so that callers (the drop-in's read-only
+        // fallback at connect) can tell it apart by code, not by text.
+        e @ litelane::Error::ReadOnly { .. } => build(
+            py,
+            "OperationalError",
+            e.to_string(),
+            Some(litelane::rusqlite::ffi::SQLITE_READONLY),
+        ),
         other => build(py, "OperationalError", other.to_string(), None),
     };
     out.unwrap_or_else(|e| e)
