@@ -910,20 +910,23 @@ class Connection(_litelane.ConnectionBase):
             self._run_plain(sql)
 
     def _run_plain(self, sql: str) -> None:
-        """One statement of a script: no implicit ``BEGIN``."""
+        """One statement of a script: no implicit ``BEGIN``. The rows it
+        changes count in ``total_changes``, as in ``sqlite3``."""
         kind, name = _classify(sql)
         if kind == "empty":
             return
         if kind == "outside" and self._txn is None and self._autocommit is not False:
-            self._check().execute_outside_transaction(sql, ())
+            result = self._check().execute_outside_transaction(sql, ())
         elif kind not in ("dml", "other", "outside"):
-            self._control(kind, name, sql, ())
+            result = self._control(kind, name, sql, ())
         elif self._txn is not None:
-            self._in_txn(self._txn.execute, sql, ())
+            result = self._in_txn(self._txn.execute, sql, ())
         elif self._autocommit is False:
-            self._in_txn(self._begin().execute, sql, ())
+            result = self._in_txn(self._begin().execute, sql, ())
         else:
-            self._check().execute(sql, (), True)
+            result = self._check().execute(sql, (), True)
+        if result is not None and result[2] > 0:
+            self._total_changes += result[2]
 
     def cursor(self, factory: Any = _MISSING) -> "Cursor":
         """A new cursor, made by ``factory(self)`` (``Cursor`` by default),
@@ -1176,6 +1179,7 @@ class Cursor(_litelane.CursorBase):
             raise TypeError(f"executemany() argument 1 must be str, not {type(sql).__name__}")
         self._rows = []
         self.description = None
+        self.rowcount = -1  # what a failing executemany leaves, as in sqlite3
         self._busy = True  # the parameters' iterator runs user code
         try:
             with self.connection._serial():

@@ -581,3 +581,30 @@ def test_dbapi2_is_the_module_itself_as_in_sqlite3():
     assert dbapi2 is dbapi
     assert stock.connect is std.connect  # what the alias means in sqlite3
     assert dbapi2.connect is dbapi.connect
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"isolation_level": None}], ids=["legacy", "autocommit"])
+def test_counters_after_a_failing_executemany_and_a_script_match_sqlite3(tmp_path, kwargs):
+    """rowcount is -1 after an executemany that failed (it kept the count
+    of the statement before), and the rows a script changes count in
+    total_changes (they counted 0), each beside sqlite3 in the same run."""
+
+    def run(module, path):
+        con = module.connect(path, **kwargs)
+        con.execute("CREATE TABLE t(x UNIQUE)")
+        cur = con.cursor()
+        cur.execute("INSERT INTO t VALUES (100)")
+        with pytest.raises(module.IntegrityError):
+            cur.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (1,), (3,)])
+        after_many = cur.rowcount
+        con.commit()
+        before = con.total_changes
+        script = "INSERT INTO t VALUES (10); INSERT INTO t VALUES (11); UPDATE t SET x = x + 1000;"
+        cur = con.executescript(script)
+        out = (after_many, con.total_changes - before, cur.rowcount)
+        con.close()
+        return out
+
+    want = run(std, str(tmp_path / "stock.db"))
+    assert want == (-1, 2 + 5, -1)  # what sqlite3 does, so the check can fail
+    assert run(dbapi, str(tmp_path / "lane.db")) == want
