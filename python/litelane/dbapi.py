@@ -25,6 +25,7 @@ import threading
 import time
 import urllib.parse
 import warnings
+import weakref
 from threading import get_ident as _get_ident
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -344,6 +345,10 @@ def _classify(sql: str) -> Tuple[str, str]:
         kind = "rollback_to" if "TO" in words else "rollback"
     elif kw == "VACUUM":
         kind = "outside"  # SQLite runs it only outside a transaction
+    elif kw in ("ATTACH", "DETACH") or (kw == "CREATE" and words[:1] in (["TEMP"], ["TEMPORARY"])):
+        kind = "local"
+    elif kw == "PRAGMA" and _sets_connection_state(sql[m.end():]):
+        kind = "local"
     elif kw == "SAVEPOINT":
         kind = "savepoint"
         name = rest[0].rstrip(";") if rest else ""
@@ -357,6 +362,28 @@ def _classify(sql: str) -> Tuple[str, str]:
         _kinds.clear()
     _kinds[sql] = (kind, name)
     return kind, name
+
+
+# The pragmas whose value belongs to one SQLite connection (not to the file):
+# setting one of them is connection-local state (SQLite's pragma.html).
+_CONNECTION_PRAGMAS = frozenset(
+    """analysis_limit automatic_index busy_timeout cache_size cache_spill case_sensitive_like
+    cell_size_check checkpoint_fullfsync count_changes defer_foreign_keys empty_result_callbacks
+    foreign_keys full_column_names fullfsync ignore_check_constraints journal_size_limit
+    legacy_alter_table locking_mode max_page_count mmap_size query_only read_uncommitted
+    recursive_triggers reverse_unordered_selects secure_delete short_column_names
+    soft_heap_limit synchronous temp_store threads trusted_schema wal_autocheckpoint
+    writable_schema""".split()
+)
+_PRAGMA_SET = re.compile(r"\s*(?:[\w\"`\[\]]+\s*\.\s*)?[\"`\[]?(\w+)[\"`\]]?\s*(=|\()", re.S)
+
+
+def _sets_connection_state(rest: str) -> bool:
+    """True for the text after ``PRAGMA`` that sets a connection's own pragma
+    (``foreign_keys = OFF``, ``main.cache_size(100)``), not for one that
+    reads it or acts on the file."""
+    m = _PRAGMA_SET.match(rest)
+    return m is not None and m.group(1).lower() in _CONNECTION_PRAGMAS
 
 
 def _unquote(name: str) -> str:
@@ -479,6 +506,18 @@ def _check_autocommit(value: Any) -> Any:
     )
 
 
+#: The open connections that share their file's engine, by file (see
+#: ``Connection._setup``).
+_sharing: Dict[str, "weakref.WeakSet[Connection]"] = {}
+
+
+def _path_key(path: str) -> Optional[str]:
+    """The key of a file's shared engine: its real path; None in memory."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return None
+    return os.path.realpath(path)
+
+
 def _open_after(error: "OperationalError", path: str, profile: Any, readers: Any, options: Any) -> Any:
     """What ``connect`` does when opening ``path`` failed with ``error``.
 
@@ -573,6 +612,12 @@ class Connection(_litelane.ConnectionBase):
             )
         except OperationalError as e:
             self._engine = _open_after(e, path, profile, readers, options)
+        # Functions, collations and hooks set on this connection:
+        # key -> (callable, engine method, its arguments), see `_setup`.
+        self._setups: Dict[Any, Tuple[Any, str, Tuple[Any, ...]]] = {}
+        self._path_key = _path_key(path)
+        if self._path_key is not None:
+            _sharing.setdefault(self._path_key, weakref.WeakSet()).add(self)
         self._txn: Optional[Any] = None
         self._savepoint_opened: Optional[str] = None
         self._lastrowid = 0
@@ -724,6 +769,63 @@ class Connection(_litelane.ConnectionBase):
                 self._traced(_sql)
                 txn.rollback()
 
+    def _own_engine(self, sql: str) -> Any:
+        """Before a statement that sets this connection's own state (a
+        connection pragma, ``ATTACH``/``DETACH``, a ``TEMP`` object): the
+        engine it must run on. The first such statement moves the connection
+        from the engine it shares with the process's other connections to
+        the file to an engine of its own (``_part``), so that its state stays
+        its own, as with ``sqlite3``. ``None``: nothing to run (a
+        ``PRAGMA foreign_keys`` inside a transaction, a no-op in SQLite)."""
+        engine = self._check()
+        if engine.private:
+            return engine
+        if self._txn is not None:
+            m = _SQLITE_KEYWORD.match(sql)
+            set_ = _PRAGMA_SET.match(sql, m.end()) if m.group(1).upper() == "PRAGMA" else None
+            if set_ is not None and set_.group(1).lower() == "foreign_keys":
+                return None  # SQLite ignores it inside a transaction
+            raise OperationalError(
+                f"litelane: {sql.strip()[:60]!r} sets this connection's own state, which "
+                "litelane keeps on a SQLite connection of its own for it; it cannot move there "
+                "inside a transaction: run it before the transaction begins or after it ends"
+            )
+        return self._part()
+
+    def _part(self) -> Any:
+        """Moves this connection to an engine of its own for the same file
+        (its writer holds the connection's state; writes still queue with the
+        process's others for the file's turn), taking its functions,
+        collations and hooks along. Returns the new engine."""
+        old = self._check()
+        new = old.part()
+        try:
+            for _, method, args in self._setups.values():
+                getattr(new, method)(*args)
+        except BaseException:
+            new.close()
+            raise
+        self._engine = new
+        _sharing.get(self._path_key, weakref.WeakSet()).discard(self)
+        old.close()
+        return new
+
+    def _setup(self, key: Any, func: Any, method: str, *args: Any) -> None:
+        """Installs a function, collation or hook on this connection's engine
+        and records it, to install it again if the connection moves to an
+        engine of its own. A function or collation whose name another open
+        connection sharing the engine holds with another callable moves this
+        connection first: each keeps its own, as in ``sqlite3``."""
+        engine = self._check()
+        if key[0] != "hook" and not engine.private:
+            for other in _sharing.get(self._path_key, ()):
+                theirs = other._setups.get(key) if other is not self else None
+                if theirs is not None and theirs[0] is not func:
+                    engine = self._part()
+                    break
+        getattr(engine, method)(*args)
+        self._setups[key] = (func, method, args)
+
     def _serial(self) -> Any:
         """The lock a call holds while it runs when threads share this
         connection (``check_same_thread=False``), as ``sqlite3`` serializes
@@ -746,6 +848,7 @@ class Connection(_litelane.ConnectionBase):
             engine, self._engine = self._engine, None
             if engine is None:
                 return  # another thread closed it meanwhile
+            _sharing.get(self._path_key, weakref.WeakSet()).discard(self)
             engine.close()
 
     def __enter__(self) -> "Connection":
@@ -814,7 +917,11 @@ class Connection(_litelane.ConnectionBase):
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
             return engine.execute_outside_transaction(sql, params, True)
-        if kind not in ("other", "dml", "outside"):
+        if kind == "local":
+            engine = self._own_engine(sql)
+            if engine is None:
+                return _NO_RESULT
+        elif kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn
         if txn is not None:
@@ -913,11 +1020,11 @@ class Connection(_litelane.ConnectionBase):
         """One statement of a script: no implicit ``BEGIN``. The rows it
         changes count in ``total_changes``, as in ``sqlite3``."""
         kind, name = _classify(sql)
-        if kind == "empty":
+        if kind == "empty" or (kind == "local" and self._own_engine(sql) is None):
             return
         if kind == "outside" and self._txn is None and self._autocommit is not False:
             result = self._check().execute_outside_transaction(sql, ())
-        elif kind not in ("dml", "other", "outside"):
+        elif kind not in ("dml", "other", "outside", "local"):
             result = self._control(kind, name, sql, ())
         elif self._txn is not None:
             result = self._in_txn(self._txn.execute, sql, ())
@@ -965,37 +1072,39 @@ class Connection(_litelane.ConnectionBase):
     def create_function(self, name: str, narg: int, func: Any, *, deterministic: bool = False) -> None:
         """Creates (``func`` None: removes) the SQL function ``name`` taking
         ``narg`` arguments (-1: any number), on the writer and every reader."""
-        self._check().create_function(name, narg, func, deterministic)
+        self._setup(("function", str(name).lower(), narg), func, "create_function", name, narg, func, deterministic)
 
     def create_aggregate(self, name: str, n_arg: int, aggregate_class: Any) -> None:
         """Creates (None: removes) an aggregate: ``aggregate_class()`` per
         group, ``step(*args)`` per row, ``finalize()`` for the result."""
-        self._check().create_aggregate(name, n_arg, aggregate_class, False)
+        key = ("function", str(name).lower(), n_arg)
+        self._setup(key, aggregate_class, "create_aggregate", name, n_arg, aggregate_class, False)
 
     def create_window_function(self, name: str, num_params: int, aggregate_class: Any, /) -> None:
         """Creates (None: removes) an aggregate window function: the class
         has ``step``, ``value``, ``inverse`` and ``finalize``."""
-        self._check().create_aggregate(name, num_params, aggregate_class, True)
+        key = ("function", str(name).lower(), num_params)
+        self._setup(key, aggregate_class, "create_aggregate", name, num_params, aggregate_class, True)
 
     def create_collation(self, name: str, callable: Any, /) -> None:
         """Creates (None: removes) the collation ``name``: ``callable(a, b)``
         returns a negative, zero or positive int."""
-        self._check().create_collation(name, callable)
+        self._setup(("collation", str(name).lower()), callable, "create_collation", name, callable)
 
     def set_authorizer(self, authorizer_callback: Any) -> None:
         """Sets (None: clears) the authorizer of this connection's statements."""
-        self._check().set_authorizer(authorizer_callback)
+        self._setup(("hook", "authorizer"), authorizer_callback, "set_authorizer", authorizer_callback)
 
     def set_progress_handler(self, progress_handler: Any, n: int) -> None:
         """Calls ``progress_handler()`` every ``n`` SQLite virtual machine
         instructions of this connection's statements; a true result aborts
         the statement. None clears it."""
-        self._check().set_progress_handler(progress_handler, n)
+        self._setup(("hook", "progress"), progress_handler, "set_progress_handler", progress_handler, n)
 
     def set_trace_callback(self, trace_callback: Any) -> None:
         """Calls ``trace_callback(sql)`` before each statement this connection
         runs (None clears it)."""
-        self._check().set_trace_callback(trace_callback)
+        self._setup(("hook", "trace"), trace_callback, "set_trace_callback", trace_callback)
         self._trace = trace_callback
 
     def enable_load_extension(self, enabled: bool) -> None:

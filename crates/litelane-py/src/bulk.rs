@@ -84,7 +84,7 @@ impl Drop for Sending {
 fn table_columns(py: Python<'_>, sh: &Shared, table: &str) -> PyResult<Vec<String>> {
     let cols = py
         .detach(|| {
-            sh.db.read(|c| {
+            sh.read(|c| {
                 let mut stmt = c.prepare("SELECT name FROM pragma_table_info(?1)")?;
                 let names = stmt
                     .query_map([table], |r| r.get::<_, String>(0))?

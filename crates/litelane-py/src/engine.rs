@@ -37,6 +37,11 @@ pub struct Shared {
     /// here so that every statement is checked against it without a call
     /// into SQLite (`sqlite3` refuses a longer one with `DataError`).
     sql_length_limit: AtomicI64,
+    /// The engine of one DB-API connection alone (see [`open_private`]):
+    /// every statement runs on its writer's connection, which holds the
+    /// connection's own state (pragmas, attached databases, `TEMP` tables),
+    /// as `sqlite3`'s one SQLite connection does.
+    pub private: bool,
 }
 
 /// Runs a write again while it fails with a retryable `RolledBack` (another
@@ -92,6 +97,29 @@ impl Shared {
             funcs: EngineState::default(),
             generation: FORK_GENERATION.load(Ordering::Acquire),
             sql_length_limit: AtomicI64::new(limit),
+            private: false,
+        }
+    }
+
+    /// Runs `f`, one statement that reads, where this engine reads: on the
+    /// writer's connection if it is free, else on a reader; always on the
+    /// writer's connection (waiting for it) for a private engine, whose
+    /// state lives there alone.
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&litelane::rusqlite::Connection) -> litelane::Result<T>,
+    ) -> litelane::Result<T> {
+        if self.private {
+            return self.db.read_on_writer(f);
+        }
+        // A closure called at most once, whichever way it runs.
+        let mut f = Some(f);
+        let mut once = |c: &litelane::rusqlite::Connection| {
+            (f.take().expect("a read runs its statement once"))(c)
+        };
+        match self.db.try_read_statement_on_writer(&mut once) {
+            Some(r) => r,
+            None => self.db.read(once),
         }
     }
 
@@ -206,6 +234,21 @@ fn registry_key(path: &str) -> Option<String> {
         Some(parent.canonicalize().ok()?.join(p.file_name()?))
     })?;
     Some(canonical.to_string_lossy().into_owned())
+}
+
+/// Opens an engine for one DB-API connection alone, on the file of `of`
+/// with its options but one reader: the connection's every statement runs
+/// on this engine's writer (see [`Shared::private`]); its writes still take
+/// the cross-process turn, which orders them with the shared engine's.
+fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
+    let mut opts = of.db.options().clone();
+    opts.readers = 1;
+    let path = of.db.path().ok_or_else(|| Error::InvalidInput {
+        message: format!("{} is in memory: its connections cannot part", of.display),
+    })?;
+    let mut sh = Shared::new(Database::open(path, opts)?, &of.display);
+    sh.private = true;
+    Ok(Arc::new(sh))
 }
 
 /// `join_any`: share an open engine whatever its options.
@@ -566,7 +609,11 @@ impl Engine {
             Params::Positional(v) => v,
             Params::Named(_) | Params::Lookup(_) => return None,
         };
-        let plain = self.hooks.is_empty()
+        // A private engine's writer may hold state of its own (pragmas,
+        // attached databases): its statements are never posted to run on
+        // another process's connection.
+        let plain = !sh.private
+            && self.hooks.is_empty()
             && sh.funcs.none_installed()
             && exec::starts_with_keyword(sql, &["INSERT", "REPLACE"])
             && !sql.to_ascii_uppercase().contains("RETURNING");
@@ -595,10 +642,7 @@ impl Engine {
         let run = |c: &litelane::rusqlite::Connection| {
             self.hooks.around(c, || exec::run_if_readonly(c, sql, p))
         };
-        match sh.db.try_read_statement_on_writer(run) {
-            Some(r) => r,
-            None => sh.db.read(run),
-        }
+        sh.read(run)
     }
 
     /// `execute`'s statement as an outcome (see `execute`).
@@ -800,11 +844,8 @@ impl Engine {
     /// True when `sql` is one read-only statement.
     fn is_readonly(&self, py: Python<'_>, sql: String) -> PyResult<bool> {
         let sh = self.get(py)?;
-        py.detach(|| {
-            sh.db
-                .read(|c| self.hooks.around(c, || exec::is_readonly(c, &sql)))
-        })
-        .py_err(py)
+        py.detach(|| sh.read(|c| self.hooks.around(c, || exec::is_readonly(c, &sql))))
+            .py_err(py)
     }
 
     /// Streams the rows of a read-only statement from a reader, `batch` rows
@@ -1045,6 +1086,24 @@ impl Engine {
             Some(e) => Err(e),
             None => Ok(copied),
         }
+    }
+
+    /// A new handle on an engine of its own for this file (same options,
+    /// one reader), for a DB-API connection that sets state of its own
+    /// (docs/python.md, "Connection state"); this handle is left as it is.
+    fn part(&self, py: Python<'_>) -> PyResult<Engine> {
+        let sh = self.get(py)?;
+        let private = py.detach(|| open_private(&sh)).py_err(py)?;
+        Ok(Engine {
+            shared: Mutex::new(Some(private)),
+            hooks: Arc::default(),
+        })
+    }
+
+    /// True for an engine of one connection alone (see `part`).
+    #[getter]
+    fn private(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.get(py)?.private)
     }
 
     /// Lets go of this handle (the engine closes when its last handle goes).

@@ -612,6 +612,29 @@ impl Database {
         self.inner.writer.try_read(f, true)
     }
 
+    /// [`try_read_statement_on_writer`](Database::try_read_statement_on_writer),
+    /// waiting for the writer's turn (in arrival order, behind queued
+    /// writes) when it is taken: for a program that keeps state on the
+    /// writer's connection alone (an `ATTACH`, a `TEMP` table, a connection
+    /// `PRAGMA`) and must read with it. A statement that writes fails
+    /// (`SQLITE_CONSTRAINT_COMMITHOOK`), except one that changes only the
+    /// connection (`PRAGMA foreign_keys`, `ATTACH`), which commits nothing.
+    ///
+    /// ```
+    /// let db = litelane::Database::open_in_memory(Default::default())?;
+    /// db.read_on_writer(|c| Ok(c.execute_batch("PRAGMA case_sensitive_like = ON")?))?;
+    /// let n: i64 =
+    ///     db.read_on_writer(|c| Ok(c.query_row("SELECT 'a' LIKE 'A'", [], |r| r.get(0))?))?;
+    /// assert_eq!(n, 0);
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn read_on_writer<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.inner.writer.read_waiting(f)
+    }
+
     /// Starts a write transaction that the caller holds across calls and
     /// runs on its own thread ([`HeldWrite`]), if the writer is free right
     /// now; `Ok(None)` if another write holds or waits for it (then nothing

@@ -45,7 +45,7 @@ use crate::mapping::Mapping;
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{
-    try_enter_owned, Claimed, Entered, Guarded, Kind, OwnedTurn, Queue, Released, Turn,
+    try_enter_owned, Claimed, Entered, Guarded, HoldsTurn, Kind, OwnedTurn, Queue, Released, Turn,
 };
 use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
@@ -649,8 +649,38 @@ impl Writer {
         one_statement: bool,
     ) -> Option<Result<T>> {
         let turn = try_enter_owned(&self.queue)?;
+        let out = self.read_in_turn(&turn, f, one_statement);
+        // Not `released`: a read is not write activity, so it must not
+        // postpone the checkpointer's idle checkpoint (its idle hook), nor
+        // end or start the linger of the cross-process turn.
+        let _ = turn.release();
+        Some(out)
+    }
+
+    /// [`try_read`](Writer::try_read) with `one_statement`, waiting for the
+    /// writer's turn in the queue (in arrival order, like a write) when it
+    /// is taken: for a handle whose every statement must run on the
+    /// writer's connection (state set on that connection alone).
+    pub(crate) fn read_waiting<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.check_not_reentrant()?;
+        let Entered::Turn(turn) = self.queue.enter(Kind::Turn, None) else {
+            unreachable!("only job waiters are run by others");
+        };
+        let out = self.read_in_turn(&turn, f, true);
+        let _ = turn.release(); // not write activity (see `try_read`)
+        out
+    }
+
+    /// `f` on the writer's connection during `turn`: a snapshot of its own
+    /// for one statement, else in `BEGIN` ... `COMMIT`.
+    fn read_in_turn<T>(
+        &self,
+        turn: &impl HoldsTurn,
+        f: impl FnOnce(&Connection) -> Result<T>,
+        one_statement: bool,
+    ) -> Result<T> {
         let out = {
-            let mut slot = self.slot.enter(&turn);
+            let mut slot = self.slot.enter(turn);
             self.catch_up(&mut slot);
             let conn = &slot.conn;
             let mark = HoldingMark::set(self.id);
@@ -673,15 +703,11 @@ impl Writer {
             }
             out
         };
-        // Not `released`: a read is not write activity, so it must not
-        // postpone the checkpointer's idle checkpoint (its idle hook), nor
-        // end or start the linger of the cross-process turn.
-        let _ = turn.release();
-        Some(match out {
+        match out {
             Ok(Ok(r)) => r,
             Ok(Err(panic)) => resume_unwind(panic),
             Err(e) => Err(e),
-        })
+        }
     }
 
     /// Starts a [`HeldWrite`] on the calling thread if the writer's turn is
