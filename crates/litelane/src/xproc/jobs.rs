@@ -847,12 +847,19 @@ mod tests {
     }
 
     /// Puts hostile bytes in a slot that `poster` posted: its `SQL_LEN`
-    /// and `PARAMS_LEN` words and the start of its payload.
+    /// and `PARAMS_LEN` words, and its payload (`payload`, then zeros).
     fn forge(posted: &Posted, sql_len: u32, params_len: u32, payload: &[u8]) {
         let (jobs, i) = (&posted.jobs, posted.slot);
         jobs.word(i, SQL_LEN).store(sql_len, SeqCst);
         jobs.word(i, PARAMS_LEN).store(params_len, SeqCst);
-        jobs.page.write_bytes(Jobs::at(i, PAYLOAD_AT), payload);
+        jobs.page
+            .write_bytes(Jobs::at(i, PAYLOAD_AT), &padded(payload.to_vec()));
+    }
+
+    /// `payload` cut or filled with zeros to the whole payload of a slot.
+    fn padded(mut payload: Vec<u8>) -> Vec<u8> {
+        payload.resize(PAYLOAD_MAX, 0);
+        payload
     }
 
     /// A forged slot is taken by a leader: what it takes (the job, or
@@ -867,24 +874,40 @@ mod tests {
     }
 
     proptest! {
-        /// Random lengths and payload bytes in a posted slot: taking it
-        /// never panics, and a job comes out only if it decodes, exactly
+        /// Slots near a valid job (a statement and its encoded parameters,
+        /// with lengths off by a little or by anything, bytes flipped,
+        /// noise behind) and slots of random bytes: taking one never
+        /// panics, and a job comes out only if the slot decodes, exactly
         /// as decoded; otherwise the slot is refused back to its poster.
         #[test]
         fn random_slot_bytes_are_taken_as_decoded_or_refused(
-            sql_len in prop_oneof![0u32..64, 0..(PAYLOAD_MAX as u32 + 8), any::<u32>()],
-            params_len in prop_oneof![0u32..64, 0..(PAYLOAD_MAX as u32 + 8), any::<u32>()],
-            mut payload in proptest::collection::vec(any::<u8>(), 0..PAYLOAD_MAX),
             sql in "[ -~]{0,40}",
+            params in proptest::collection::vec(value(), 0..4),
+            sql_off in prop_oneof![3 => Just(0i64), 1 => -3i64..4, 1 => any::<u32>().prop_map(i64::from)],
+            params_off in prop_oneof![3 => Just(0i64), 1 => -3i64..4, 1 => any::<u32>().prop_map(i64::from)],
+            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+            noise in proptest::collection::vec(any::<u8>(), 0..64),
+            random in any::<bool>(),
         ) {
-            // Half the time, a readable statement in front of the noise.
-            if sql_len % 2 == 0 && sql.len() <= payload.len() {
-                payload[..sql.len()].copy_from_slice(sql.as_bytes());
+            let encoded = encode_params(&params).unwrap();
+            let mut payload = [sql.as_bytes(), &encoded, &noise].concat();
+            for (at, byte) in flips {
+                let at = at.index(payload.len().max(1));
+                if let Some(b) = payload.get_mut(at) {
+                    *b ^= byte;
+                }
             }
+            // Lengths: the right ones moved by the offsets (small ones
+            // near the truth, large ones anywhere), wrapping at 32 bits.
+            let len = |n: usize, off: i64| (n as i64).wrapping_add(off) as u32;
+            let (sql_len, params_len) = if random {
+                (len(0, sql_off), len(0, params_off))
+            } else {
+                (len(sql.len(), sql_off), len(encoded.len(), params_off))
+            };
             let (mut taken, seen) = take_forged(sql_len, params_len, &payload);
-            let mut slot = payload.clone();
-            slot.resize(PAYLOAD_MAX, 0);
             let decoded = payload_len(sql_len, params_len).and_then(|n| {
+                let mut slot = padded(payload.clone());
                 slot.truncate(n);
                 decode_job(slot, sql_len as usize)
             });
@@ -936,10 +959,9 @@ mod tests {
             ("a good parameter, then a bad one", n, 2, with(&[TAG_NULL, 0xee]), "parameter 2 (at byte 1)"),
         ];
         for (what, sql_len, params_len, payload, words) in cases {
-            let mut slot = payload.clone();
             let why = payload_len(sql_len, params_len)
                 .and_then(|len| {
-                    slot.resize(len.max(slot.len()), 0);
+                    let mut slot = padded(payload.clone());
                     slot.truncate(len);
                     decode_job(slot, sql_len as usize)
                 })
