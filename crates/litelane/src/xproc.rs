@@ -135,6 +135,9 @@ pub struct ProcessQueue {
 
 struct Shared {
     lock_path: PathBuf,
+    /// The lock file [`ProcessQueue::open`] judged: every reopen must find
+    /// this one at `lock_path` (see `xproc/trust.rs`).
+    id: imp::FileId,
     /// Open file descriptions not in use by a turn, kept for the next turns.
     idle: Mutex<Vec<File>>,
     pid: u32,
@@ -458,16 +461,29 @@ mod layout {
 impl ProcessQueue {
     /// Opens (creating if needed) the queue of the database at `db_path`:
     /// the lock file `<db_path>-lane` (see [`lock_path_for`]; symbolic links
-    /// to the database are resolved first), created with
-    /// the database file's permission bits (`0o644` if the database does not
-    /// exist yet).
+    /// to the database are resolved first). A new lock file gets read and
+    /// write for the owner, and for the group and others only when they may
+    /// write the database (`0o644` → `0o600`, `0o664` → `0o660`, `0o666` →
+    /// `0o666`; not narrowed by the umask), and, when created by root, the
+    /// database's owner and group. A database that does not exist yet counts
+    /// as this process's, mode `0o644`.
+    ///
+    /// An existing lock file is used only when whoever can write it can
+    /// write the database: it belongs to the database's owner or to this
+    /// process's effective user (any owner when everyone may write the
+    /// database), its group and other write bits are no wider than the
+    /// database's, it is group-writable only with the database's group, and
+    /// it has one hard link (docs/concurrency.md, "Who can do what: the lock
+    /// file's trust").
     ///
     /// Fails with [`Degraded`] — the caller goes on without the queue — when
     /// the lock file cannot be created or opened for writing (read-only
     /// directory or file system, permissions), is a symbolic link or not a
-    /// regular file, holds something else than a litelane queue (never
-    /// overwritten), when the platform or file system has no
-    /// open-file-description locks, or on any other I/O error.
+    /// regular file, breaks one of the rules above (the reason names its
+    /// owner, group and mode and the rule), holds something else than a
+    /// litelane queue, when the platform or file system has no
+    /// open-file-description locks, or on any other I/O error. A file it
+    /// refuses is never written, truncated or chmod-ed.
     pub fn open(db_path: &Path) -> Result<ProcessQueue, Degraded> {
         // Like SQLite's own `-wal` and `-shm`, the lock file goes beside the
         // file a symbolic link points to, so that every path to one
@@ -480,13 +496,14 @@ impl ProcessQueue {
             reason,
         };
         let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
+        let id = imp::file_id(&file).map_err(degraded)?;
         imp::initialize(&file).map_err(degraded)?;
         // Mapped through an open file description of its own, which no lock
         // is ever taken on: a mapping keeps its description alive after the
         // descriptor is closed, and with it every OFD lock of that
         // description (a turn's file is closed to drop its ticket).
         #[cfg(target_os = "linux")]
-        let page = imp::reopen(&lock_path)
+        let page = imp::reopen_same(&lock_path, id)
             .and_then(|f| crate::ffi::SharedPage::map(&f).map_err(|e| e.to_string()))
             .map(Arc::new)
             .ok();
@@ -498,7 +515,7 @@ impl ProcessQueue {
                 // Lock bytes through a description of their own; none when
                 // the file could not grow to hold the slots.
                 (p.len() >= crate::ffi::SharedPage::LEN)
-                    .then(|| imp::reopen(&lock_path).ok())
+                    .then(|| imp::reopen_same(&lock_path, id).ok())
                     .flatten()
                     .map(|f| Arc::new(jobs::Jobs::on(p, f))),
             ),
@@ -506,12 +523,13 @@ impl ProcessQueue {
         };
         // A description of its own: no other lock is taken through it, and
         // it lives as long as this queue.
-        let presence = imp::reopen(&lock_path)
+        let presence = imp::reopen_same(&lock_path, id)
             .ok()
             .filter(|f| imp::announce_presence(f).is_ok());
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,
+                id,
                 idle: Mutex::new(vec![file]),
                 pid: std::process::id(),
                 waiter: Mutex::new(None),
@@ -1135,7 +1153,7 @@ impl Shared {
         let pooled = lock(&self.idle).pop();
         match pooled {
             Some(f) => Ok(f),
-            None => imp::reopen(&self.lock_path),
+            None => imp::reopen_same(&self.lock_path, self.id),
         }
     }
 
@@ -1151,15 +1169,17 @@ impl Shared {
 mod imp {
     use std::fs::{File, OpenOptions};
     use std::io;
-    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
     use std::path::Path;
     use std::time::SystemTime;
 
     use nix::errno::Errno;
     use nix::fcntl::{fcntl, FcntlArg};
     use nix::libc;
+    use nix::unistd::{Gid, Uid};
 
     use super::layout::{self, HeaderBytes};
+    use super::trust;
     use super::{Header, HolderInfo, Record, STATE_HOLDING, STATE_WAITING};
 
     fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
@@ -1234,38 +1254,149 @@ mod imp {
         format!("{what}: {e}")
     }
 
+    /// The identity of an open file (`st_dev`, `st_ino`): a reopened lock
+    /// file must be the one [`open_lock_file`] judged.
+    pub type FileId = (u64, u64);
+
+    /// The identity of `file`.
+    pub fn file_id(file: &File) -> Result<FileId, String> {
+        let md = file
+            .metadata()
+            .map_err(|e| ctx("cannot stat the lock file", e))?;
+        Ok((md.dev(), md.ino()))
+    }
+
+    /// Opens the lock file at `lock_path` of the database at `db_path` for
+    /// reading and writing, creating it if there is none, and returns it
+    /// only if this process may trust it (`super::trust`).
+    ///
+    /// An existing file is opened without `O_CREAT` and judged; it is
+    /// never changed here. A missing one is created with `O_CREAT |
+    /// O_EXCL | O_NOFOLLOW` (so this process knows it made it, and no
+    /// symbolic link is followed), then given the database's owner and
+    /// group when this process is root, and [`trust::new_mode`] of the
+    /// database's mode.
     pub fn open_lock_file(db_path: &Path, lock_path: &Path) -> Result<File, String> {
-        let mode = std::fs::metadata(db_path).map_or(0o644, |m| m.mode() & 0o666);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(lock_path)
-            .map_err(|e| ctx("cannot create or open the lock file for writing", e))?;
-        check_regular(&file)?;
-        Ok(file)
+        let (euid, egid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
+        let found = std::fs::metadata(db_path).ok().map(|m| trust::Owner {
+            uid: m.uid(),
+            gid: m.gid(),
+            mode: m.mode() & 0o7777,
+        });
+        let db = trust::Database::new(found, euid, egid);
+        // A file made by another process between our two opens is judged
+        // like any other; one removed between them is looked for again.
+        for _ in 0..3 {
+            match open_existing(lock_path) {
+                Ok(file) => {
+                    let md = check_regular(&file)?;
+                    let lane = trust::Owner {
+                        uid: md.uid(),
+                        gid: md.gid(),
+                        mode: md.mode() & 0o7777,
+                    };
+                    trust::judge(&db, &lane, md.nlink(), euid)?;
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(cannot_open(lock_path, e)),
+            }
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(lock_path)
+            {
+                Ok(file) => {
+                    give_new_file(&file, &db.owner, euid);
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(cannot_open(lock_path, e)),
+            }
+        }
+        Err("the lock file kept appearing and disappearing while it was opened".into())
     }
 
+    fn open_existing(lock_path: &Path) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(lock_path)
+    }
+
+    /// The error of an open, with the owner and mode of what is at the
+    /// path when there is something (say, `Permission denied` on a file
+    /// root made before lock files were given to the database's owner).
+    fn cannot_open(lock_path: &Path, e: io::Error) -> String {
+        let mut why = ctx("cannot create or open the lock file for writing", e);
+        if let Ok(md) = std::fs::symlink_metadata(lock_path) {
+            why.push_str(&format!(
+                " (it is owned by uid {} gid {}, mode {:04o})",
+                md.uid(),
+                md.gid(),
+                md.mode() & 0o7777
+            ));
+        }
+        why
+    }
+
+    /// Gives a lock file this process just created the database's owner
+    /// and group (root only, as SQLite does for `-wal` and `-shm`) and the
+    /// mode [`trust::new_mode`] of the database's. Best effort: a file
+    /// that keeps its creator's owner or a narrower mode is still safe (it
+    /// passes the rules for its creator; others are refused access by the
+    /// kernel and say so in their metrics).
+    fn give_new_file(file: &File, db: &trust::Owner, euid: u32) {
+        let mut mode = trust::new_mode(db.mode);
+        let Ok(md) = file.metadata() else {
+            return;
+        };
+        if euid == 0 {
+            if (md.uid(), md.gid()) != (db.uid, db.gid) {
+                let _ = std::os::unix::fs::fchown(file, Some(db.uid), Some(db.gid));
+            }
+        } else if mode & 0o070 != 0
+            && md.gid() != db.gid
+            && std::os::unix::fs::fchown(file, None, Some(db.gid)).is_err()
+        {
+            // Not a member of the database's group: a group-writable file
+            // of another group would be refused by everyone else.
+            mode &= !0o070;
+        }
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+    }
+
+    /// Opens the lock file again (a new open file description) for reading
+    /// and writing, without creating it or following a symbolic link
+    /// (tests, which judge no file; the queue uses [`reopen_same`]).
+    #[cfg(test)]
     pub fn reopen(lock_path: &Path) -> Result<File, String> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(lock_path)
-            .map_err(|e| ctx("cannot reopen the lock file", e))?;
+        let file = open_existing(lock_path).map_err(|e| ctx("cannot reopen the lock file", e))?;
         check_regular(&file)?;
         Ok(file)
     }
 
-    fn check_regular(file: &File) -> Result<(), String> {
+    /// [`reopen`], refused unless it is still the file `id` that
+    /// [`open_lock_file`] judged (not one put at the path since).
+    pub fn reopen_same(lock_path: &Path, id: FileId) -> Result<File, String> {
+        let file = open_existing(lock_path).map_err(|e| ctx("cannot reopen the lock file", e))?;
+        let md = check_regular(&file)?;
+        if (md.dev(), md.ino()) != id {
+            return Err("the lock file was replaced since it was opened (not used)".into());
+        }
+        Ok(file)
+    }
+
+    fn check_regular(file: &File) -> Result<std::fs::Metadata, String> {
         let md = file
             .metadata()
             .map_err(|e| ctx("cannot stat the lock file", e))?;
         if md.is_file() {
-            Ok(())
+            Ok(md)
         } else {
             Err("the lock file is not a regular file".into())
         }
@@ -1744,7 +1875,11 @@ mod imp {
     pub fn read_failed_at(_: &Path) -> Option<u64> {
         None
     }
-    pub fn reopen(_: &Path) -> Result<File, String> {
+    pub type FileId = (u64, u64);
+    pub fn file_id(_: &File) -> Result<FileId, String> {
+        Err(OFF.into())
+    }
+    pub fn reopen_same(_: &Path, _: FileId) -> Result<File, String> {
         Err(OFF.into())
     }
     pub fn initialize(_: &File) -> Result<(), String> {
@@ -1808,6 +1943,8 @@ mod durable;
 mod jobs;
 #[cfg(target_os = "linux")]
 mod spin;
+#[cfg(target_os = "linux")]
+mod trust;
 #[cfg(target_os = "linux")]
 pub(crate) use doorbell::WantedBell;
 #[cfg(target_os = "linux")]

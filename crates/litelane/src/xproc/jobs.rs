@@ -390,31 +390,31 @@ impl Jobs {
                 params: Vec::new(),
                 state: TAKEN,
             };
+            // Whatever a slot holds, a writer of the lock file wrote it,
+            // and so could a writer of the database (`trust.rs`); still,
+            // a slot that does not decode is refused, never run: its
+            // poster, if there is one, runs the statement itself.
             match self.read_job(i) {
-                Some((sql, params)) => {
+                Ok((sql, params)) => {
                     taken.sql = sql;
                     taken.params = params;
                     out.push(taken);
                 }
-                None => taken.refuse(),
+                Err(_) => taken.refuse(),
             }
         }
         out
     }
 
-    /// The statement and parameters of slot `i` (taken), or `None` when
-    /// they do not decode (a foreign or damaged slot).
-    fn read_job(&self, i: usize) -> Option<(String, Vec<Value>)> {
-        let sql_len = self.word(i, SQL_LEN).load(Relaxed) as usize;
-        let params_len = self.word(i, PARAMS_LEN).load(Relaxed) as usize;
-        if sql_len.checked_add(params_len)? > PAYLOAD_MAX {
-            return None;
-        }
-        let mut buf = vec![0u8; sql_len + params_len];
+    /// The statement and parameters of slot `i` (taken), or why they do
+    /// not decode (a foreign, damaged or hostile slot: see
+    /// [`payload_len`] and [`decode_job`]).
+    fn read_job(&self, i: usize) -> Result<(String, Vec<Value>), String> {
+        let sql_len = self.word(i, SQL_LEN).load(Relaxed);
+        let params_len = self.word(i, PARAMS_LEN).load(Relaxed);
+        let mut buf = vec![0u8; payload_len(sql_len, params_len)?];
         self.page.read_bytes(Self::at(i, PAYLOAD_AT), &mut buf);
-        let params = decode_params(&buf[sql_len..])?;
-        buf.truncate(sql_len);
-        Some((String::from_utf8(buf).ok()?, params))
+        decode_job(buf, sql_len as usize)
     }
 
     /// Writes the outcome into slot `i` and publishes `state` (`DONE` or
@@ -725,36 +725,88 @@ fn encode_params(params: &[Value]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The inverse of [`encode_params`]; `None` for bytes it did not make.
-fn decode_params(mut b: &[u8]) -> Option<Vec<Value>> {
-    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        if b.len() < n {
-            return None;
-        }
-        let (head, tail) = b.split_at(n);
-        *b = tail;
-        Some(head)
+/// The bytes a slot's payload holds, from its `SQL_LEN` and `PARAMS_LEN`
+/// words: refused when they do not fit the payload (at most
+/// [`PAYLOAD_MAX`] bytes together).
+fn payload_len(sql_len: u32, params_len: u32) -> Result<usize, String> {
+    let total = u64::from(sql_len) + u64::from(params_len);
+    if total > PAYLOAD_MAX as u64 {
+        return Err(format!(
+            "a statement of {sql_len} bytes with {params_len} bytes of parameters does not \
+             fit the {PAYLOAD_MAX} bytes of a slot"
+        ));
     }
-    fn eight(b: &mut &[u8]) -> Option<[u8; 8]> {
-        take(b, 8)?.try_into().ok()
+    Ok(total as usize)
+}
+
+/// A job from its payload: `sql_len` bytes of SQL (UTF-8, not empty, no
+/// NUL byte), then the parameters ([`decode_params`]). Refused with what
+/// is wrong and where, never a panic, whatever the bytes.
+fn decode_job(mut payload: Vec<u8>, sql_len: usize) -> Result<(String, Vec<Value>), String> {
+    if sql_len > payload.len() {
+        return Err(format!(
+            "a statement of {sql_len} bytes in a payload of {}",
+            payload.len()
+        ));
     }
-    fn sized<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
-        let n = u32::from_le_bytes(take(b, 4)?.try_into().ok()?) as usize;
-        take(b, n)
+    let params = decode_params(&payload[sql_len..])?;
+    payload.truncate(sql_len);
+    let sql = String::from_utf8(payload)
+        .map_err(|e| format!("the statement is not UTF-8 ({})", e.utf8_error()))?;
+    if sql.trim().is_empty() {
+        return Err("the statement is empty".into());
+    }
+    if let Some(at) = sql.find('\0') {
+        return Err(format!("the statement has a NUL byte at byte {at}"));
+    }
+    Ok((sql, params))
+}
+
+/// The inverse of [`encode_params`]: refused (which parameter, at which
+/// byte, what is wrong) for bytes it did not make.
+fn decode_params(bytes: &[u8]) -> Result<Vec<Value>, String> {
+    /// The next `n` bytes after `at`, moving `at` past them.
+    fn take<'a>(b: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], String> {
+        let end = at
+            .checked_add(n)
+            .filter(|&end| end <= b.len())
+            .ok_or_else(|| format!("{n} bytes needed at byte {at} of {}", b.len()))?;
+        let out = &b[*at..end];
+        *at = end;
+        Ok(out)
+    }
+    fn eight(b: &[u8], at: &mut usize) -> Result<[u8; 8], String> {
+        let mut out = [0u8; 8];
+        out.copy_from_slice(take(b, at, 8)?);
+        Ok(out)
+    }
+    fn sized<'a>(b: &'a [u8], at: &mut usize) -> Result<&'a [u8], String> {
+        let mut n = [0u8; 4];
+        n.copy_from_slice(take(b, at, 4)?);
+        take(b, at, u32::from_le_bytes(n) as usize)
     }
     let mut out = Vec::new();
-    while let Some(&tag) = b.first() {
-        b = &b[1..];
-        out.push(match tag {
-            TAG_NULL => Value::Null,
-            TAG_INTEGER => Value::Integer(i64::from_le_bytes(eight(&mut b)?)),
-            TAG_REAL => Value::Real(f64::from_bits(u64::from_le_bytes(eight(&mut b)?))),
-            TAG_TEXT => Value::Text(String::from_utf8(sized(&mut b)?.to_vec()).ok()?),
-            TAG_BLOB => Value::Blob(sized(&mut b)?.to_vec()),
-            _ => return None,
-        });
+    let mut at = 0;
+    while let Some(&tag) = bytes.get(at) {
+        let (number, start) = (out.len() + 1, at);
+        at += 1;
+        let value = match tag {
+            TAG_NULL => Ok(Value::Null),
+            TAG_INTEGER => eight(bytes, &mut at).map(|b| Value::Integer(i64::from_le_bytes(b))),
+            TAG_REAL => {
+                eight(bytes, &mut at).map(|b| Value::Real(f64::from_bits(u64::from_le_bytes(b))))
+            }
+            TAG_TEXT => sized(bytes, &mut at).and_then(|b| {
+                String::from_utf8(b.to_vec())
+                    .map(Value::Text)
+                    .map_err(|e| format!("text that is not UTF-8 ({})", e.utf8_error()))
+            }),
+            TAG_BLOB => sized(bytes, &mut at).map(|b| Value::Blob(b.to_vec())),
+            _ => Err(format!("unknown type tag {tag}")),
+        };
+        out.push(value.map_err(|why| format!("parameter {number} (at byte {start}): {why}"))?);
     }
-    Some(out)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -792,6 +844,139 @@ mod tests {
         fn foreign_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = decode_params(&bytes);
         }
+    }
+
+    /// Puts hostile bytes in a slot that `poster` posted: its `SQL_LEN`
+    /// and `PARAMS_LEN` words, and its payload (`payload`, then zeros).
+    fn forge(posted: &Posted, sql_len: u32, params_len: u32, payload: &[u8]) {
+        let (jobs, i) = (&posted.jobs, posted.slot);
+        jobs.word(i, SQL_LEN).store(sql_len, SeqCst);
+        jobs.word(i, PARAMS_LEN).store(params_len, SeqCst);
+        jobs.page
+            .write_bytes(Jobs::at(i, PAYLOAD_AT), &padded(payload.to_vec()));
+    }
+
+    /// `payload` cut or filled with zeros to the whole payload of a slot.
+    fn padded(mut payload: Vec<u8>) -> Vec<u8> {
+        payload.resize(PAYLOAD_MAX, 0);
+        payload
+    }
+
+    /// A forged slot is taken by a leader: what it takes (the job, or
+    /// nothing when it refused the slot), and what the poster then sees.
+    fn take_forged(sql_len: u32, params_len: u32, payload: &[u8]) -> (Vec<Taken>, Progress) {
+        let (_d, poster, leader) = two_views();
+        let mut p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+        forge(&p, sql_len, params_len, payload);
+        let taken = leader.take(SLOTS);
+        let seen = p.progress();
+        (taken, seen)
+    }
+
+    proptest! {
+        /// Slots near a valid job (a statement and its encoded parameters,
+        /// with lengths off by a little or by anything, bytes flipped,
+        /// noise behind) and slots of random bytes: taking one never
+        /// panics, and a job comes out only if the slot decodes, exactly
+        /// as decoded; otherwise the slot is refused back to its poster.
+        #[test]
+        fn random_slot_bytes_are_taken_as_decoded_or_refused(
+            sql in "[ -~]{0,40}",
+            params in proptest::collection::vec(value(), 0..4),
+            sql_off in prop_oneof![3 => Just(0i64), 1 => -3i64..4, 1 => any::<u32>().prop_map(i64::from)],
+            params_off in prop_oneof![3 => Just(0i64), 1 => -3i64..4, 1 => any::<u32>().prop_map(i64::from)],
+            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+            noise in proptest::collection::vec(any::<u8>(), 0..64),
+            random in any::<bool>(),
+        ) {
+            let encoded = encode_params(&params).unwrap();
+            let mut payload = [sql.as_bytes(), &encoded, &noise].concat();
+            for (at, byte) in flips {
+                let at = at.index(payload.len().max(1));
+                if let Some(b) = payload.get_mut(at) {
+                    *b ^= byte;
+                }
+            }
+            // Lengths: the right ones moved by the offsets (small ones
+            // near the truth, large ones anywhere), wrapping at 32 bits.
+            let len = |n: usize, off: i64| (n as i64).wrapping_add(off) as u32;
+            let (sql_len, params_len) = if random {
+                (len(0, sql_off), len(0, params_off))
+            } else {
+                (len(sql.len(), sql_off), len(encoded.len(), params_off))
+            };
+            let (mut taken, seen) = take_forged(sql_len, params_len, &payload);
+            let decoded = payload_len(sql_len, params_len).and_then(|n| {
+                let mut slot = padded(payload.clone());
+                slot.truncate(n);
+                decode_job(slot, sql_len as usize)
+            });
+            match decoded {
+                Ok((sql, params)) => {
+                    prop_assert_eq!(taken.len(), 1);
+                    let t = taken.pop().unwrap();
+                    prop_assert_eq!(&t.sql, &sql);
+                    prop_assert_eq!(format!("{:?}", t.params), format!("{params:?}"));
+                    prop_assert_eq!(seen, Progress::InFlight);
+                }
+                Err(_) => {
+                    prop_assert!(taken.is_empty(), "a slot that does not decode was taken");
+                    prop_assert_eq!(seen, Progress::Refused);
+                }
+            }
+        }
+    }
+
+    /// Hostile slot bytes, one rule each: refused with words that say what
+    /// is wrong, never taken (so never run), and never a panic.
+    #[test]
+    fn hostile_slots_are_refused_and_never_taken() {
+        let max = PAYLOAD_MAX as u32;
+        let insert = b"INSERT INTO t VALUES (?1)";
+        let with = |params: &[u8]| [&insert[..], params].concat();
+        let n = insert.len() as u32;
+        // (what, SQL_LEN, PARAMS_LEN, payload, words of the refusal)
+        #[rustfmt::skip]
+        let cases: Vec<(&str, u32, u32, Vec<u8>, &str)> = vec![
+            ("SQL length past the slot", u32::MAX, 0, vec![], "does not fit"),
+            ("parameter length past the slot", 4, u32::MAX, vec![], "does not fit"),
+            ("lengths that overflow 32 bits", u32::MAX, u32::MAX, vec![], "does not fit"),
+            ("one byte too many", max - 3, 4, vec![], "does not fit"),
+            ("SQL longer than the payload alone", max + 1, 0, vec![], "does not fit"),
+            ("SQL that is not UTF-8", 3, 0, vec![b'I', 0xff, 0xfe], "not UTF-8"),
+            ("SQL cut inside a character", 3, 0, "é".repeat(2).into_bytes(), "not UTF-8"),
+            ("empty SQL", 0, 0, vec![], "empty"),
+            ("blank SQL", 3, 0, b"  \n".to_vec(), "empty"),
+            ("SQL with a NUL byte", 8, 0, b"INSERT\0X".to_vec(), "NUL byte at byte 6"),
+            ("unknown parameter tag", n, 1, with(&[9]), "parameter 1 (at byte 0): unknown type tag 9"),
+            ("integer cut short", n, 3, with(&[TAG_INTEGER, 1, 2]), "8 bytes needed at byte 1"),
+            ("real cut short", n, 1, with(&[TAG_REAL]), "8 bytes needed"),
+            ("text length past the end", n, 7, with(&[TAG_TEXT, 9, 0, 0, 0, b'a', b'b']), "9 bytes needed"),
+            ("text length of 4 GiB", n, 5, with(&[TAG_TEXT, 255, 255, 255, 255]), "4294967295 bytes needed"),
+            ("text length cut short", n, 3, with(&[TAG_TEXT, 1, 0]), "4 bytes needed"),
+            ("text that is not UTF-8", n, 7, with(&[TAG_TEXT, 2, 0, 0, 0, 0xc3, 0x28]), "not UTF-8"),
+            ("blob length past the end", n, 6, with(&[TAG_BLOB, 2, 0, 0, 0, 1]), "2 bytes needed"),
+            ("a good parameter, then a bad one", n, 2, with(&[TAG_NULL, 0xee]), "parameter 2 (at byte 1)"),
+        ];
+        for (what, sql_len, params_len, payload, words) in cases {
+            let why = payload_len(sql_len, params_len)
+                .and_then(|len| {
+                    let mut slot = padded(payload.clone());
+                    slot.truncate(len);
+                    decode_job(slot, sql_len as usize)
+                })
+                .expect_err(what);
+            assert!(why.contains(words), "{what}: {why}");
+            let (taken, seen) = take_forged(sql_len, params_len, &payload);
+            assert!(taken.is_empty(), "{what}: taken");
+            assert_eq!(seen, Progress::Refused, "{what}");
+        }
+        // The control: the same forging, with good bytes, is taken.
+        let good = with(&[TAG_INTEGER, 7, 0, 0, 0, 0, 0, 0, 0]);
+        let (taken, _) = take_forged(n, 9, &good);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].sql, "INSERT INTO t VALUES (?1)");
+        assert_eq!(taken[0].params, vec![Value::Integer(7)]);
     }
 
     /// Two queues' views of one lock file: separate open file descriptions
@@ -949,9 +1134,9 @@ mod tests {
             if cut == 10 {
                 continue; // a whole first value: a valid, shorter list
             }
-            assert!(decode_params(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(decode_params(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-        assert!(decode_params(&[9]).is_none());
-        assert!(decode_params(&[TAG_TEXT, 2, 0, 0, 0, 0xff, 0xfe]).is_none());
+        assert!(decode_params(&[9]).is_err());
+        assert!(decode_params(&[TAG_TEXT, 2, 0, 0, 0, 0xff, 0xfe]).is_err());
     }
 }

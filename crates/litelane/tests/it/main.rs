@@ -24,3 +24,4 @@ mod processes;
 mod stress;
 mod transactions;
 mod xproc;
+mod xproc_trust;
