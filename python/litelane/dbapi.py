@@ -534,7 +534,7 @@ def _open_after(error: "OperationalError", path: str, profile: Any, readers: Any
         raise error
     if not os.access(path, os.W_OK):
         uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-        return _litelane.open(uri, profile, readers, options or None, default_profile="safe")
+        return _litelane.open(uri, profile, readers, options or None, default_profile="safe", default_stock=True)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.access(folder, os.W_OK):
         named = OperationalError(
@@ -587,9 +587,15 @@ class Connection(_litelane.ConnectionBase):
         autocommit: Any = LEGACY_TRANSACTION_CONTROL,
         profile: Optional[str] = None,
         readers: Optional[int] = None,
+        strict: Optional[bool] = None,
         **options: Any,
     ) -> None:
         self._initialized = False
+        if strict is not None:
+            # litelane's stricter connection settings instead of SQLite's
+            # stock ones (foreign keys on, "x" always an identifier,
+            # defensive mode, trusted_schema off): docs/python.md.
+            options["stock_settings"] = not strict
         # Run again on a connection (sqlite3 closes it first): unusable
         # until the new open succeeds.
         self._engine = None
@@ -608,7 +614,7 @@ class Connection(_litelane.ConnectionBase):
         self._thread = threading.get_ident()
         try:
             self._engine: Optional[Any] = _litelane.open(
-                path, profile, readers, options or None, default_profile="safe"
+                path, profile, readers, options or None, default_profile="safe", default_stock=True
             )
         except OperationalError as e:
             self._engine = _open_after(e, path, profile, readers, options)

@@ -407,17 +407,41 @@ def test_not_a_database_is_an_error_and_the_file_is_untouched(tmp_path):
     assert path.read_bytes() == data
 
 
-def test_foreign_keys_are_enforced_unlike_sqlite3_default(db_path):
-    con = dbapi.connect(db_path)
-    con.executescript("CREATE TABLE p(id INTEGER PRIMARY KEY); "
-                      "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));")
-    with pytest.raises(dbapi.IntegrityError, match="FOREIGN KEY"):
-        con.execute("INSERT INTO c(p) VALUES (42)")
-    con.rollback()
-    std = sqlite3.connect(":memory:")
-    std.executescript("CREATE TABLE p(id INTEGER PRIMARY KEY); "
-                      "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));")
-    std.execute("INSERT INTO c(p) VALUES (42)")  # the standard library does not check
+STOCK_CASES = [
+    ("foreign keys", "CREATE TABLE p(id INTEGER PRIMARY KEY); "
+     "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));",
+     "INSERT INTO c(p) VALUES (42)"),
+    ("double-quoted literal", "", 'SELECT "hello"'),
+    ("double-quoted literal in a view", 'CREATE TABLE t(a); CREATE VIEW v AS SELECT a, "x" AS tag FROM t;',
+     "SELECT * FROM v"),
+    ("trigger on an FTS shadow table (defensive off)",
+     "CREATE VIRTUAL TABLE f USING fts5(x);",
+     "CREATE TRIGGER tr AFTER INSERT ON f_data BEGIN SELECT 1; END"),
+]
+
+
+@pytest.mark.parametrize("what,schema,sql", STOCK_CASES, ids=[c[0] for c in STOCK_CASES])
+def test_the_drop_in_has_sqlite_stock_settings_and_strict_has_litelanes(tmp_path, what, schema, sql):
+    """By default the drop-in accepts what sqlite3 on a stock SQLite accepts;
+    `strict=True` turns on litelane's stricter settings, which refuse each."""
+
+    def run(con):
+        if schema:
+            con.executescript(schema)
+        try:
+            con.execute(sql)
+            con.commit()
+            return "ok"
+        except dbapi.Error as e:  # both modules' errors are sqlite3.Error
+            return type(e).__name__
+        except sqlite3.Error as e:
+            return type(e).__name__
+
+    stock = sqlite3.connect(str(tmp_path / "stock.db"))
+    assert run(stock) == "ok"
+    stock.close()
+    assert run(dbapi.connect(str(tmp_path / "lane.db"))) == "ok"
+    assert run(dbapi.connect(str(tmp_path / "strict.db"), strict=True)) != "ok"
 
 
 def test_pragmas_reads_on_readers_writes_on_the_writer(db_path):

@@ -251,8 +251,14 @@ fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
     Ok(Arc::new(sh))
 }
 
-/// `join_any`: share an open engine whatever its options.
-fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Arc<Shared>> {
+/// `join_any`: share an open engine whatever its options. `stock_given`:
+/// `opts.stock_settings` was asked for (else an open engine's is taken).
+fn open_shared(
+    path: &str,
+    mut opts: Options,
+    join_any: bool,
+    stock_given: bool,
+) -> litelane::Result<Arc<Shared>> {
     let Some(key) = registry_key(path) else {
         let db = if path.is_empty() || path == ":memory:" {
             Database::open_in_memory(opts)?
@@ -264,6 +270,9 @@ fn open_shared(path: &str, opts: Options, join_any: bool) -> litelane::Result<Ar
     let mut reg = lock(&REGISTRY);
     reg.retain(|_, w| w.strong_count() > 0);
     if let Some(existing) = reg.get(&key).and_then(Weak::upgrade) {
+        if !stock_given {
+            opts.stock_settings = existing.db.options().stock_settings;
+        }
         if !join_any && existing.db.options() != &opts {
             return Err(Error::InvalidInput {
                 message: format!(
@@ -346,6 +355,7 @@ fn build_options(
             "long_wait" => o.long_wait = seconds(py, &name, &v)?,
             "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
             "process_queue" => o.process_queue = flag()?,
+            "stock_settings" => o.stock_settings = flag()?,
             "process_turn_linger" => o.process_turn_linger = seconds(py, &name, &v)?,
             _ => {
                 return Err(exc(
@@ -712,10 +722,11 @@ impl Engine {
 ///
 /// With no `profile`, `readers` or `options`, the caller takes the engine
 /// as it is if the file is already open in this process (whatever its
-/// options), and otherwise opens it with `default_profile`. Asking for
-/// options that differ from an open engine's is an error.
+/// options), and otherwise opens it with `default_profile` and, unless the
+/// options say, `stock_settings = default_stock`. Asking for options that
+/// differ from an open engine's is an error.
 #[pyfunction]
-#[pyo3(signature = (path, profile = None, readers = None, options = None, default_profile = "balanced"))]
+#[pyo3(signature = (path, profile = None, readers = None, options = None, default_profile = "balanced", default_stock = false))]
 pub fn open(
     py: Python<'_>,
     path: String,
@@ -723,11 +734,19 @@ pub fn open(
     readers: Option<usize>,
     options: Option<&Bound<'_, PyDict>>,
     default_profile: &str,
+    default_stock: bool,
 ) -> PyResult<Engine> {
     let join_any = profile.is_none() && readers.is_none() && options.is_none_or(|o| o.is_empty());
-    let opts = build_options(py, profile.unwrap_or(default_profile), readers, options)?;
+    let stock_given = match options {
+        Some(o) => o.contains("stock_settings")?,
+        None => false,
+    };
+    let mut opts = build_options(py, profile.unwrap_or(default_profile), readers, options)?;
+    if !stock_given {
+        opts.stock_settings = default_stock;
+    }
     let shared = py
-        .detach(|| open_shared(&path, opts, join_any))
+        .detach(|| open_shared(&path, opts, join_any, stock_given))
         .py_err(py)?;
     Ok(Engine {
         shared: Mutex::new(Some(shared)),

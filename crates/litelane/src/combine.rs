@@ -10,8 +10,10 @@
 //! change what it does: both connections are *plain* ([`is_plain`]: no
 //! setups from [`Database::configure`](crate::Database::configure) — no
 //! application functions or collations — no temporary schema objects, no
-//! attached databases, foreign keys on and recursive triggers off, as
-//! litelane opens every connection), and the statement is one `INSERT`,
+//! attached databases, foreign keys as litelane opens every connection
+//! (on, or off with `Options::stock_settings`, which posters and leaders
+//! must share: it is part of the job slot's format word) and recursive
+//! triggers off), and the statement is one `INSERT`,
 //! `REPLACE`, `UPDATE` or `DELETE` that returns no rows ([`may_run_elsewhere`]:
 //! never a `PRAGMA`, `ATTACH` or `CREATE TEMP`, which would change the
 //! connection that runs it). The leader refuses anything else back to its
@@ -91,15 +93,16 @@ pub(crate) fn may_run_elsewhere(sql: &str) -> bool {
 }
 
 /// True when `conn` may run, or have run elsewhere, the statements of
-/// other connections opened by litelane: see the module documentation. One
-/// cached query.
-pub(crate) fn is_plain(conn: &Connection) -> bool {
+/// other connections opened by litelane: see the module documentation.
+/// `stock`: the connections were opened with SQLite's stock settings
+/// (foreign keys off). One cached query.
+pub(crate) fn is_plain(conn: &Connection, stock: bool) -> bool {
     const SQL: &str = "SELECT (SELECT count(*) FROM temp.sqlite_schema) \
          + (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')) \
-         + (SELECT foreign_keys = 0 FROM pragma_foreign_keys) \
+         + (SELECT foreign_keys <> ?1 FROM pragma_foreign_keys) \
          + (SELECT recursive_triggers FROM pragma_recursive_triggers)";
     conn.prepare_cached(SQL)
-        .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+        .and_then(|mut s| s.query_row([!stock], |r| r.get::<_, i64>(0)))
         .is_ok_and(|n| n == 0)
 }
 
@@ -385,6 +388,28 @@ impl Job for RemoteJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_is_plain_with_the_foreign_keys_it_was_opened_with() {
+        let conn = Connection::open_in_memory().unwrap();
+        for (fk, stock, plain) in [
+            ("ON", false, true),
+            ("OFF", false, false),
+            ("OFF", true, true),
+            ("ON", true, false),
+        ] {
+            conn.execute_batch(&format!("PRAGMA foreign_keys = {fk}"))
+                .unwrap();
+            assert_eq!(
+                is_plain(&conn, stock),
+                plain,
+                "foreign_keys {fk}, stock {stock}"
+            );
+        }
+        conn.execute_batch("PRAGMA foreign_keys = ON; CREATE TEMP TABLE x(a)")
+            .unwrap();
+        assert!(!is_plain(&conn, false), "a temp table");
+    }
 
     #[test]
     fn only_plain_writes_may_run_on_another_process_connection() {

@@ -192,12 +192,14 @@ pub(crate) fn open(
 
     conn.busy_timeout(opts.busy_timeout)
         .context(|| ctx("busy_timeout"))?;
+    // litelane's settings, or SQLite's stock ones (`Options::stock_settings`).
+    let stock = opts.stock_settings;
     for (cfg, on) in [
-        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
-        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
-        (DbConfig::SQLITE_DBCONFIG_DQS_DML, false),
-        (DbConfig::SQLITE_DBCONFIG_DQS_DDL, false),
-        (DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY, true),
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, !stock),
+        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, stock),
+        (DbConfig::SQLITE_DBCONFIG_DQS_DML, stock),
+        (DbConfig::SQLITE_DBCONFIG_DQS_DDL, stock),
+        (DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY, !stock),
     ] {
         conn.set_db_config(cfg, on)
             .context(|| ctx(&format!("{cfg:?}")))?;
@@ -210,9 +212,11 @@ pub(crate) fn open(
     // The first statement that reads the file: a file that is not a database
     // fails here with SQLITE_NOTADB.
     let mut pragmas = format!(
-        "PRAGMA cache_size = -{}; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; \
-         PRAGMA trusted_schema = OFF;",
-        opts.cache_size_kib
+        "PRAGMA cache_size = -{}; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = {}; \
+         PRAGMA trusted_schema = {};",
+        opts.cache_size_kib,
+        if stock { "OFF" } else { "ON" },
+        if stock { "ON" } else { "OFF" },
     );
     if !target.is_memory() {
         pragmas.push_str(&format!(" PRAGMA mmap_size = {};", opts.mmap_size));

@@ -192,6 +192,7 @@ fn open_process_queue(
         }
         (Some(path), true) => match xproc::ProcessQueue::open(path) {
             Ok(q) => {
+                q.set_stock_settings(opts.stock_settings);
                 if let Some(why) = q.combining_off() {
                     recorder.note_combined_commits_off(why);
                 }

@@ -256,6 +256,16 @@ pub struct Options {
     /// Default `None`: SQLite's default VFS. Ignored for in-memory databases,
     /// which always use `memdb`.
     pub vfs: Option<String>,
+    /// Open every connection with SQLite's stock settings — foreign keys
+    /// off, double-quoted string literals accepted, defensive mode off,
+    /// `trusted_schema` on — as a program written for stock SQLite expects,
+    /// instead of litelane's stricter ones (foreign keys on, `"x"` always an
+    /// identifier, defensive, `trusted_schema` off). Default `false`
+    /// (litelane's); the Python drop-in `litelane.dbapi` turns it on unless
+    /// asked for `strict=True`. Under `safe`, one-statement writes are
+    /// combined across processes only between processes with the same
+    /// setting (docs/concurrency.md, "Combined commits").
+    pub stock_settings: bool,
 }
 
 impl Default for Options {
@@ -280,6 +290,7 @@ impl Default for Options {
             process_turn_linger: Duration::from_micros(250),
             async_threads: 4,
             vfs: None,
+            stock_settings: false,
         }
     }
 }

@@ -1029,7 +1029,7 @@ impl Writer {
                 Some((sql, params))
                     if may_post
                         && combine::may_run_elsewhere(sql)
-                        && combine::is_plain(&slot.conn) =>
+                        && combine::is_plain(&slot.conn, q.stock_settings()) =>
                 {
                     q.post(sql, params)
                 }
@@ -1168,7 +1168,7 @@ impl Writer {
                 || self.shared_sync.is_none() // no weaker commit for a `safe` poster
                 || !self.config.is_empty()
                 || !(q.jobs_waiting() || coming(q.job_states()) > 0)
-                || !combine::is_plain(&slot.conn)
+                || !combine::is_plain(&slot.conn, q.stock_settings())
             {
                 return;
             }

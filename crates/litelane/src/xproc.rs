@@ -1989,6 +1989,24 @@ impl ProcessQueue {
         self.shared.jobs.as_ref()?.post(sql, params)
     }
 
+    /// Says whether this process's connections run with SQLite's stock
+    /// settings (`Options::stock_settings`): its one-statement writes are
+    /// then combined only with those of processes that say the same.
+    pub(crate) fn set_stock_settings(&self, on: bool) {
+        if let Some(jobs) = &self.shared.jobs {
+            jobs.set_stock_settings(on);
+        }
+    }
+
+    /// What [`set_stock_settings`](ProcessQueue::set_stock_settings) said
+    /// (false without job slots).
+    pub(crate) fn stock_settings(&self) -> bool {
+        self.shared
+            .jobs
+            .as_ref()
+            .is_some_and(|j| j.stock_settings())
+    }
+
     /// How many job slots are in each state (all zero without job slots).
     pub fn job_states(&self) -> JobStates {
         self.shared

@@ -140,6 +140,11 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
                 f"not {type(name).__name__}"
             )
         kwargs["database"] = os.fsdecode(os.fspath(name))
+        # litelane's connection settings (foreign keys on, as Django turns
+        # them on itself; "x" always an identifier), as before the drop-in
+        # took SQLite's stock ones: Django needs none of the stock ones, and
+        # with them its writes combine across processes (docs/django.md).
+        kwargs.setdefault("strict", True)
         return kwargs
 
     def get_new_connection(self, conn_params: Dict[str, Any]) -> Any:

@@ -172,7 +172,16 @@ pub struct Jobs {
     /// (not the mapped one: see `durable.rs`).
     locks: File,
     pid: u32,
+    /// The slot format word this process posts and takes: the layout
+    /// version, and in bit 16 whether its connections run with SQLite's
+    /// stock settings (`Options::stock_settings`: foreign keys off), so a
+    /// statement only ever runs on a connection with its poster's settings.
+    format: AtomicU32,
 }
+
+/// Bit of the format word: the poster's connections have SQLite's stock
+/// settings (see [`Jobs::set_stock_settings`]).
+const STOCK_SETTINGS: u32 = 1 << 16;
 
 impl Jobs {
     /// The slots in `page` (the lock file mapped by [`SharedPage::map`]),
@@ -183,7 +192,26 @@ impl Jobs {
             page,
             locks,
             pid: std::process::id(),
+            format: AtomicU32::new(FORMAT_VERSION),
         }
+    }
+
+    /// Says whether this process's connections run with SQLite's stock
+    /// settings: it then posts, and takes, only jobs of processes that do
+    /// the same (a statement's foreign keys are checked, or not, as its
+    /// poster's own connection would check them).
+    pub fn set_stock_settings(&self, on: bool) {
+        let format = if on {
+            FORMAT_VERSION | STOCK_SETTINGS
+        } else {
+            FORMAT_VERSION
+        };
+        self.format.store(format, Relaxed);
+    }
+
+    /// What [`set_stock_settings`](Jobs::set_stock_settings) last said.
+    pub fn stock_settings(&self) -> bool {
+        self.format.load(Relaxed) & STOCK_SETTINGS != 0
     }
 
     fn at(i: usize, field: usize) -> usize {
@@ -244,7 +272,8 @@ impl Jobs {
             .write_bytes(Self::at(i, PAYLOAD_AT), sql.as_bytes());
         self.page
             .write_bytes(Self::at(i, PAYLOAD_AT + sql.len()), &encoded);
-        self.word(i, FORMAT).store(FORMAT_VERSION, Relaxed);
+        self.word(i, FORMAT)
+            .store(self.format.load(Relaxed), Relaxed);
         self.word(i, SQL_LEN).store(sql.len() as u32, Relaxed);
         self.word(i, PARAMS_LEN)
             .store(encoded.len() as u32, Relaxed);
@@ -363,7 +392,8 @@ impl Jobs {
                 break;
             }
             let w = self.state(i).load(SeqCst);
-            if kind(w) != POSTED || self.word(i, FORMAT).load(Relaxed) != FORMAT_VERSION {
+            let format = self.format.load(Relaxed);
+            if kind(w) != POSTED || self.word(i, FORMAT).load(Relaxed) != format {
                 continue;
             }
             // The leader byte first: a job is never TAKEN without it held,
@@ -1000,6 +1030,24 @@ mod tests {
             changes: 1,
             last_insert_rowid: 9,
             durable_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_job_is_taken_only_by_a_leader_with_its_posters_connection_settings() {
+        for (poster_stock, leader_stock) in [(true, false), (false, true)] {
+            let (_d, poster, leader) = two_views();
+            poster.set_stock_settings(poster_stock);
+            leader.set_stock_settings(leader_stock);
+            assert_eq!(leader.stock_settings(), leader_stock);
+            let p = poster.post("INSERT INTO t VALUES (1)", &[]).unwrap();
+            assert!(
+                leader.take(10).is_empty(),
+                "a stock={poster_stock} job taken by a stock={leader_stock} leader"
+            );
+            leader.set_stock_settings(poster_stock);
+            assert_eq!(leader.take(10).len(), 1, "the same settings take it");
+            drop(p);
         }
     }
 
