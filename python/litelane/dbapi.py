@@ -524,6 +524,9 @@ class Connection(_litelane.ConnectionBase):
         self._engine: Optional[Any] = _litelane.open(
             path, profile, readers, options or None, default_profile="safe"
         )
+        # Bounds this connection's waits for another process's write turn
+        # too (its transactions pass it to ``begin``).
+        self._engine._set_timeout(self._timeout)
         self._txn: Optional[Any] = None
         self._savepoint_opened: Optional[str] = None
         self._lastrowid = 0
@@ -1234,9 +1237,12 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     every argument is passed on unchanged to ``factory`` (a ``Connection``
     subclass may take more).
 
-    ``timeout`` (seconds, default 5.0) bounds how long a transaction waits in
-    the writer's queue behind transactions of this process before it fails
-    with ``OperationalError("database is locked ...")``; ``profile`` is the
+    ``timeout`` (seconds, default 5.0) bounds how long a write waits for
+    another process's write turn, and how long a transaction waits in the
+    writer's queue behind transactions of this process, before it fails with
+    ``OperationalError("database is locked ...")`` (naming the other
+    process's pid and label); Ctrl-C ends such a wait with
+    ``KeyboardInterrupt``; ``profile`` is the
     litelane durability profile: ``"safe"`` by default (a commit that returned
     survives power loss, as with ``sqlite3``'s default), ``"balanced"`` or
     ``"fast"`` by choice; ``readers`` and ``**options`` are engine options
