@@ -87,7 +87,8 @@ impl Drop for CallerWaitScope {
 /// Runs `f` with the waits of its writes, on this thread, for another
 /// process's write turn (the cross-process queue: autocommit statements,
 /// transactions, statements posted for another process to commit) bounded
-/// by `timeout` instead of `Options::busy_timeout` (`None`: the option's),
+/// by `timeout` instead of `Options::busy_timeout` (`None`: the option's;
+/// at least [`MIN_PROCESS_WAIT`], 100 ms),
 /// and abandoned as soon as `keep_waiting`, asked about every 50 ms while
 /// such a wait lasts, returns `false`: the write then fails with
 /// `SQLITE_INTERRUPT` and nothing of it happens. For a binding that must
@@ -109,11 +110,21 @@ pub fn with_process_wait<T>(
     f()
 }
 
-/// The caller's wait for this thread: its timeout (or `default`) and its
-/// `keep_waiting`.
+/// The shortest wait a caller's timeout ([`with_process_wait`]) gives
+/// another process's turn: 100 ms. A process that kept the turn while idle
+/// (`carry.rs`) gives it back within milliseconds of a waiter's arrival; a
+/// timeout of 0 (Python's `timeout=0`) must not fail on that, which is
+/// litelane's own doing, not another writer's.
+pub const MIN_PROCESS_WAIT: Duration = Duration::from_millis(100);
+
+/// The caller's wait for this thread: its timeout (at least
+/// [`MIN_PROCESS_WAIT`]; or `default`) and its `keep_waiting`.
 fn caller_wait(default: Duration) -> (Duration, Option<KeepWaiting>) {
     CALLER_WAIT.with(|w| match &*w.borrow() {
-        Some(c) => (c.timeout.unwrap_or(default), c.keep_waiting.clone()),
+        Some(c) => (
+            c.timeout.map_or(default, |t| t.max(MIN_PROCESS_WAIT)),
+            c.keep_waiting.clone(),
+        ),
         None => (default, None),
     })
 }
