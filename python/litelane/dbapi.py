@@ -618,6 +618,9 @@ class Connection(_litelane.ConnectionBase):
             )
         except OperationalError as e:
             self._engine = _open_after(e, path, profile, readers, options)
+        # Bounds this connection's waits for another process's write turn
+        # too (its transactions pass it to ``begin``).
+        self._engine._set_timeout(self._timeout)
         # Functions, collations and hooks set on this connection:
         # key -> (callable, engine method, its arguments), see `_setup`.
         self._setups: Dict[Any, Tuple[Any, str, Tuple[Any, ...]]] = {}
@@ -805,6 +808,7 @@ class Connection(_litelane.ConnectionBase):
         collations and hooks along. Returns the new engine."""
         old = self._check()
         new = old.part()
+        new._set_timeout(self._timeout)
         try:
             for _, method, args in self._setups.values():
                 getattr(new, method)(*args)
@@ -1416,9 +1420,12 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     every argument is passed on unchanged to ``factory`` (a ``Connection``
     subclass may take more).
 
-    ``timeout`` (seconds, default 5.0) bounds how long a transaction waits in
-    the writer's queue behind transactions of this process before it fails
-    with ``OperationalError("database is locked ...")``; ``profile`` is the
+    ``timeout`` (seconds, default 5.0) bounds how long a write waits for
+    another process's write turn, and how long a transaction waits in the
+    writer's queue behind transactions of this process, before it fails with
+    ``OperationalError("database is locked ...")`` (naming the other
+    process's pid and label); Ctrl-C ends such a wait with
+    ``KeyboardInterrupt``; ``profile`` is the
     litelane durability profile: ``"safe"`` by default (a commit that returned
     survives power loss, as with ``sqlite3``'s default), ``"balanced"`` or
     ``"fast"`` by choice; ``readers`` and ``**options`` are engine options

@@ -54,7 +54,19 @@ fn retried<T>(mut run: impl FnMut() -> litelane::Result<T>) -> litelane::Result<
     let mut tries = 0;
     loop {
         match run() {
-            Err(e) if e.is_retryable() && tries < MAX_RETRIES => tries += 1,
+            // Only a write undone by another of its group runs again: an
+            // `SQLITE_BUSY` has already waited its whole timeout (for
+            // another process's turn, or SQLite's lock), and running it
+            // again would multiply that wait (64 × 5 s), where `sqlite3`
+            // raises "database is locked" after one.
+            Err(
+                e @ Error::RolledBack {
+                    retryable: true, ..
+                },
+            ) if tries < MAX_RETRIES => {
+                drop(e);
+                tries += 1;
+            }
             Err(Error::RolledBack {
                 cause,
                 retryable: false,
@@ -541,6 +553,44 @@ pub struct Engine {
     /// This handle's authorizer, progress handler and trace callback, in
     /// force around every statement it runs.
     hooks: Arc<Hooks>,
+    /// How long this handle's writes wait for another process's write turn
+    /// (`_set_timeout`, the DB-API connection's `timeout`); `None`: the
+    /// engine's `busy_timeout` option.
+    wait_timeout: Mutex<Option<Duration>>,
+}
+
+/// A `keep_waiting` for the engine's cross-process waits
+/// (`litelane::with_process_wait`) that runs Python's signal handlers
+/// (taking the GIL for it): a handler that raises (Ctrl-C's
+/// `KeyboardInterrupt`) ends the wait, its exception kept in `raised`.
+fn signal_check(raised: Arc<Mutex<Option<PyErr>>>) -> litelane::KeepWaiting {
+    Arc::new(move || {
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => true,
+            Err(e) => {
+                *lock(&raised) = Some(e);
+                false
+            }
+        })
+    })
+}
+
+/// Runs `f` with the GIL released, its waits for another process's turn
+/// bounded by `timeout` (`None`: the engine's `busy_timeout`) and ended by
+/// a Python signal handler that raises, whose exception is then returned
+/// instead of the engine's error.
+pub(crate) fn detach_waiting<T: Send>(
+    py: Python<'_>,
+    timeout: Option<Duration>,
+    f: impl FnOnce() -> litelane::Result<T> + Send,
+) -> PyResult<T> {
+    let raised = Arc::new(Mutex::new(None));
+    let check = signal_check(Arc::clone(&raised));
+    let out = py.detach(|| litelane::with_process_wait(timeout, Some(check), f));
+    if let Some(e) = lock(&raised).take() {
+        return Err(e);
+    }
+    out.py_err(py)
 }
 
 impl Drop for Engine {
@@ -554,6 +604,16 @@ impl Drop for Engine {
 }
 
 impl Engine {
+    /// [`detach_waiting`] with this handle's timeout.
+    fn waiting<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce() -> litelane::Result<T> + Send,
+    ) -> PyResult<T> {
+        let timeout = *lock(&self.wait_timeout);
+        detach_waiting(py, timeout, f)
+    }
+
     /// One statement as a write of its own (`outside`: on the writer outside
     /// any transaction), with this handle's hooks; the outcome tuple (the
     /// DB-API layer's tuple when `describe`, see `result_tuple`).
@@ -579,24 +639,22 @@ impl Engine {
     ) -> PyResult<Outcome> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
-        let mut o = py
-            .detach(|| {
-                sh.check_no_open_txn()?;
-                if outside {
-                    sh.db.write_outside_transaction(&sql, |conn| {
-                        self.hooks.around(conn, || exec::run(conn, &sql, &p))
+        let mut o = self.waiting(py, || {
+            sh.check_no_open_txn()?;
+            if outside {
+                sh.db.write_outside_transaction(&sql, |conn| {
+                    self.hooks.around(conn, || exec::run(conn, &sql, &p))
+                })
+            } else if let Some(done) = self.execute_plain(&sh, &sql, &p) {
+                done
+            } else {
+                sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
+                    .map(|mut o| {
+                        o.wrote = true;
+                        o
                     })
-                } else if let Some(done) = self.execute_plain(&sh, &sql, &p) {
-                    done
-                } else {
-                    sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
-                        .map(|mut o| {
-                            o.wrote = true;
-                            o
-                        })
-                }
-            })
-            .py_err(py)?;
+            }
+        })?;
         o.wrote |= outside;
         Ok(o)
     }
@@ -665,27 +723,25 @@ impl Engine {
     ) -> PyResult<Option<Outcome>> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
-        let out = py
-            .detach(|| -> litelane::Result<Option<Outcome>> {
-                // INSERT, UPDATE, DELETE and REPLACE always write: no reader
-                // needs to look at them first.
-                if !exec::is_dml(&sql) {
-                    if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                        return Ok(Some(o));
-                    }
+        let out = self.waiting(py, || -> litelane::Result<Option<Outcome>> {
+            // INSERT, UPDATE, DELETE and REPLACE always write: no reader
+            // needs to look at them first.
+            if !exec::is_dml(&sql) {
+                if let Some(o) = self.read_first(&sh, &sql, &p)? {
+                    return Ok(Some(o));
                 }
-                if !allow_write {
-                    return Ok(None);
-                }
-                sh.check_no_open_txn()?;
-                if let Some(done) = self.execute_plain(&sh, &sql, &p) {
-                    return done.map(Some);
-                }
-                let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
-                o.wrote = true;
-                Ok(Some(o))
-            })
-            .py_err(py)?;
+            }
+            if !allow_write {
+                return Ok(None);
+            }
+            sh.check_no_open_txn()?;
+            if let Some(done) = self.execute_plain(&sh, &sql, &p) {
+                return done.map(Some);
+            }
+            let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
+            o.wrote = true;
+            Ok(Some(o))
+        })?;
         Ok(out)
     }
 
@@ -751,6 +807,7 @@ pub fn open(
     Ok(Engine {
         shared: Mutex::new(Some(shared)),
         hooks: Arc::default(),
+        wait_timeout: Mutex::new(None),
     })
 }
 
@@ -813,15 +870,13 @@ impl Engine {
         refuse_control(py, &sql)?;
         let p = to_params(params)?;
         let sh = self.get(py)?;
-        let o = py
-            .detach(|| -> litelane::Result<Outcome> {
-                if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                    return Ok(o);
-                }
-                sh.check_no_open_txn()?;
-                sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
-            })
-            .py_err(py)?;
+        let o = self.waiting(py, || -> litelane::Result<Outcome> {
+            if let Some(o) = self.read_first(&sh, &sql, &p)? {
+                return Ok(o);
+            }
+            sh.check_no_open_txn()?;
+            sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))
+        })?;
         rows_out(py, &o, dicts)
     }
 
@@ -835,16 +890,14 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let sets = params_seq(seq)?;
         let sh = self.get(py)?;
-        let mut o = py
-            .detach(|| {
-                sh.check_no_open_txn()?;
-                sh.write(|tx| {
-                    self.hooks.around(tx, || {
-                        exec::run_many(tx, &sql, &sets, sh.funcs.none_installed())
-                    })
+        let mut o = self.waiting(py, || {
+            sh.check_no_open_txn()?;
+            sh.write(|tx| {
+                self.hooks.around(tx, || {
+                    exec::run_many(tx, &sql, &sets, sh.funcs.none_installed())
                 })
             })
-            .py_err(py)?;
+        })?;
         o.wrote = true;
         outcome_tuple(py, &o)
     }
@@ -853,11 +906,10 @@ impl Engine {
     /// the script are skipped).
     fn executescript(&self, py: Python<'_>, sql: String) -> PyResult<()> {
         let sh = self.get(py)?;
-        py.detach(|| {
+        self.waiting(py, || {
             sh.check_no_open_txn()?;
             sh.write(|tx| self.hooks.around(tx, || exec::run_script(tx, &sql)))
         })
-        .py_err(py)
     }
 
     /// True when `sql` is one read-only statement.
@@ -882,6 +934,18 @@ impl Engine {
         let p = to_params(params)?;
         let sh = self.get(py)?;
         RowIter::start(sh, Arc::clone(&self.hooks), sql, p, dicts, batch.max(1))
+    }
+
+    /// Sets how long, in seconds, this handle's writes outside a
+    /// transaction wait for another process's write turn before they fail
+    /// with `OperationalError("database is locked: ...")`; `None` (the
+    /// default): the engine's `busy_timeout` option (5 s by default). The
+    /// DB-API connection passes its `timeout` here. Transactions take
+    /// theirs from `begin(timeout)`.
+    #[pyo3(name = "_set_timeout", signature = (seconds = None))]
+    fn set_timeout(&self, seconds: Option<f64>) {
+        *lock(&self.wait_timeout) =
+            seconds.map(|s| Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX));
     }
 
     /// Starts a write transaction held across calls (see `Txn`). `timeout`
@@ -1116,6 +1180,7 @@ impl Engine {
         Ok(Engine {
             shared: Mutex::new(Some(private)),
             hooks: Arc::default(),
+            wait_timeout: Mutex::new(*lock(&self.wait_timeout)),
         })
     }
 

@@ -264,9 +264,9 @@ impl Txn {
             // worker thread, which waits at most `timeout` and may join a
             // group commit.
             let db = shared.db.clone();
-            let held = py
-                .detach(|| db.try_hold_writer("python transaction"))
-                .py_err(py)?;
+            let held = crate::engine::detach_waiting(py, Some(timeout), || {
+                db.try_hold_writer("python transaction")
+            })?;
             if let Some(write) = held {
                 shared.mark_open(owner);
                 let mark = OpenMark {
@@ -306,7 +306,14 @@ impl Txn {
         // applied by the worker before each statement.
         let seen = shared.funcs.generation();
         let sh = Arc::clone(&shared);
-        crate::workers::run(move || worker(sh, hooks, seen, rx, st, fail)).map_err(|e| {
+        crate::workers::run(move || {
+            // Its wait for another process's turn ends by the
+            // transaction's timeout, as the caller's own would.
+            litelane::with_process_wait(Some(timeout), None, || {
+                worker(sh, hooks, seen, rx, st, fail)
+            })
+        })
+        .map_err(|e| {
             exc(
                 py,
                 "OperationalError",

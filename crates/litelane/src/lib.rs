@@ -81,6 +81,7 @@ pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
 pub use tx::Tx;
 pub use writer::HeldWrite;
+pub use writer::{with_process_wait, KeepWaiting};
 
 use configure::Registry;
 use connection::{Role, Target, Tracer};
@@ -190,7 +191,7 @@ fn open_process_queue(
             );
             None
         }
-        (Some(path), true) => match xproc::ProcessQueue::open(path) {
+        (Some(path), true) => match xproc::ProcessQueue::open_waiting(path, opts.busy_timeout) {
             Ok(q) => {
                 q.set_stock_settings(opts.stock_settings);
                 if let Some(why) = q.combining_off() {

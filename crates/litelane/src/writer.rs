@@ -57,6 +57,76 @@ static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// Id of the writer whose turn this thread holds (0: none).
     static HOLDING: Cell<u64> = const { Cell::new(0) };
+    /// The wait for another process's turn asked by this thread's caller
+    /// ([`with_process_wait`]); `None`: `Options::busy_timeout`, never
+    /// interrupted.
+    static CALLER_WAIT: std::cell::RefCell<Option<CallerWait>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Asked every 50 ms or so while a write waits for another process's turn:
+/// `false` abandons the wait (see [`with_process_wait`]).
+pub type KeepWaiting = Arc<dyn Fn() -> bool + Send + Sync>;
+
+#[derive(Clone)]
+struct CallerWait {
+    timeout: Option<Duration>,
+    keep_waiting: Option<KeepWaiting>,
+}
+
+/// Restores the caller's wait of the enclosing [`with_process_wait`] on
+/// drop (also when `f` panics).
+struct CallerWaitScope(Option<CallerWait>);
+
+impl Drop for CallerWaitScope {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        CALLER_WAIT.with(|w| *w.borrow_mut() = previous);
+    }
+}
+
+/// Runs `f` with the waits of its writes, on this thread, for another
+/// process's write turn (the cross-process queue: autocommit statements,
+/// transactions, statements posted for another process to commit) bounded
+/// by `timeout` instead of `Options::busy_timeout` (`None`: the option's;
+/// at least [`MIN_PROCESS_WAIT`], 100 ms),
+/// and abandoned as soon as `keep_waiting`, asked about every 50 ms while
+/// such a wait lasts, returns `false`: the write then fails with
+/// `SQLITE_INTERRUPT` and nothing of it happens. For a binding that must
+/// honour a per-call timeout and deliver signals (Python's Ctrl-C) while a
+/// write waits. Only the waits of a write led by this thread are bounded
+/// this way: a write that joins the transaction of another thread of this
+/// process waits as that thread does.
+pub fn with_process_wait<T>(
+    timeout: Option<Duration>,
+    keep_waiting: Option<KeepWaiting>,
+    f: impl FnOnce() -> T,
+) -> T {
+    let wait = CallerWait {
+        timeout,
+        keep_waiting,
+    };
+    let previous = CALLER_WAIT.with(|w| w.borrow_mut().replace(wait));
+    let _scope = CallerWaitScope(previous);
+    f()
+}
+
+/// The shortest wait a caller's timeout ([`with_process_wait`]) gives
+/// another process's turn: 100 ms. A process that kept the turn while idle
+/// (`carry.rs`) gives it back within milliseconds of a waiter's arrival; a
+/// timeout of 0 (Python's `timeout=0`) must not fail on that, which is
+/// litelane's own doing, not another writer's.
+pub const MIN_PROCESS_WAIT: Duration = Duration::from_millis(100);
+
+/// The caller's wait for this thread: its timeout (at least
+/// [`MIN_PROCESS_WAIT`]; or `default`) and its `keep_waiting`.
+fn caller_wait(default: Duration) -> (Duration, Option<KeepWaiting>) {
+    CALLER_WAIT.with(|w| match &*w.borrow() {
+        Some(c) => (
+            c.timeout.map_or(default, |t| t.max(MIN_PROCESS_WAIT)),
+            c.keep_waiting.clone(),
+        ),
+        None => (default, None),
+    })
 }
 
 /// The writer's queue, shared with the checkpointer (which closes its gate).
@@ -1054,21 +1124,27 @@ impl Writer {
         own: &mut dyn Job,
         mut posted: crate::xproc::Posted,
     ) -> Result<TurnFor> {
-        use crate::xproc::{Acquired, Awaited};
+        use crate::xproc::{Acquired, Awaited, NoTurn, Patience};
         let start = Instant::now();
+        let (timeout, keep_waiting) = caller_wait(self.busy_timeout);
+        let ask = || keep_waiting.as_ref().is_none_or(|k| k());
+        let patience = Patience::new(Some(start + timeout), &ask);
+        let stopped = |why: NoTurn| match why {
+            NoTurn::TimedOut => self.busy_error(q, timeout),
+            NoTurn::Cancelled => self.interrupted_error(),
+        };
         // A holder of the turn usually takes it at once: no ticket then.
-        match q.wait_if_turn_held(&mut posted, self.busy_timeout) {
+        match q.wait_if_turn_held(&mut posted, &patience) {
             Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(conn, own, outcome)),
             Awaited::Posted => {}
-            Awaited::TimedOut => {
+            Awaited::Stopped(why) => {
                 if posted.withdraw() {
-                    return Err(self.busy_error(q));
+                    return Err(stopped(why));
                 }
             }
         }
         loop {
-            let left = self.busy_timeout.saturating_sub(start.elapsed());
-            match q.acquire_or_ended(own.label(), left, &mut posted) {
+            match q.acquire_or_ended(own.label(), &patience, &mut posted) {
                 Ok(Acquired::Ended(outcome)) => return Ok(self.ran_elsewhere(conn, own, outcome)),
                 Ok(Acquired::Turn(t)) => {
                     if posted.withdraw() {
@@ -1078,9 +1154,9 @@ impl Writer {
                     // turn is not ours to use.
                 }
                 Ok(Acquired::InFlight) => {}
-                Ok(Acquired::TimedOut) => {
+                Ok(Acquired::Stopped(why)) => {
                     if posted.withdraw() {
-                        return Err(self.busy_error(q));
+                        return Err(stopped(why));
                     }
                 }
                 Err(degraded) => {
@@ -1090,19 +1166,21 @@ impl Writer {
                     }
                 }
             }
-            // A leader has it: wait for its outcome.
-            let left = self.busy_timeout.saturating_sub(start.elapsed());
-            match q.wait_for_outcome(&mut posted, left) {
+            // A leader has it: wait for its outcome. An interruption
+            // cannot take back a statement another process is committing:
+            // only the timeout ends this wait.
+            let always = || true;
+            let outcome_patience = Patience::new(Some(start + timeout), &always);
+            match q.wait_for_outcome(&mut posted, &outcome_patience) {
                 Awaited::Ended(outcome) => return Ok(self.ran_elsewhere(conn, own, outcome)),
-                Awaited::Posted if start.elapsed() < self.busy_timeout => {} // its leader died
-                Awaited::Posted | Awaited::TimedOut => {
+                Awaited::Posted if start.elapsed() < timeout => {} // its leader died
+                Awaited::Posted | Awaited::Stopped(_) => {
                     if posted.withdraw() {
-                        return Err(self.busy_error(q));
+                        return Err(self.busy_error(q, timeout));
                     }
                     let message = format!(
                         "the process committing this statement gave no outcome within \
-                         busy_timeout ({:?})",
-                        self.busy_timeout
+                         the timeout ({timeout:?})"
                     );
                     let outcome = crate::xproc::JobOutcome::Unknown { message };
                     return Ok(self.ran_elsewhere(conn, own, outcome));
@@ -1190,35 +1268,65 @@ impl Writer {
         let _ = (process_turn, slot, group, ran);
     }
 
-    /// The error of a write that waited `busy_timeout` for another
-    /// process's turn.
-    fn busy_error(&self, q: &ProcessQueue) -> Error {
-        let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
+    /// The error of a write that waited `timeout` for another process's
+    /// turn: `SQLITE_BUSY`, its message (all that Python shows) naming the
+    /// holder's pid and label, or the lock on the lock file that no writer
+    /// holds.
+    fn busy_error(&self, q: &ProcessQueue, timeout: Duration) -> Error {
+        let mut who = Vec::new();
+        if let Some(h) = q.holder() {
+            who.push(format!("held by process {} ({})", h.pid, h.label));
+        }
+        who.extend(q.foreign_locks());
+        if who.is_empty() {
+            who.push("its holder could not be read (the turn may just have ended)".into());
+        }
         Error::Sqlite {
             code: codes::SQLITE_BUSY,
             os: None,
             extended_code: codes::SQLITE_BUSY,
             message: format!(
-                "another process held the writer queue for longer than busy_timeout ({:?})",
-                self.busy_timeout
+                "database is locked: another process held the write turn of {} for longer \
+                 than the timeout ({timeout:?}): {}",
+                self.db_path,
+                who.join("; ")
             ),
-            context: match q.holder() {
-                Some(h) => format!("waiting for {}", describe(&h)),
-                None => "waiting for another process's write turn".into(),
-            },
+            context: format!(
+                "waiting for the cross-process turn ({})",
+                q.lock_path().display()
+            ),
+        }
+    }
+
+    /// The error of a write whose caller abandoned its wait for another
+    /// process's turn ([`with_process_wait`]'s `keep_waiting`).
+    fn interrupted_error(&self) -> Error {
+        Error::Sqlite {
+            code: codes::SQLITE_INTERRUPT,
+            os: None,
+            extended_code: codes::SQLITE_INTERRUPT,
+            message: "interrupted".into(),
+            context: format!(
+                "waiting for another process's write turn on {} (nothing was written)",
+                self.db_path
+            ),
         }
     }
 
     /// Waits for the turn among the litelane processes writing to this file
-    /// (when the cross-process queue is on), up to `busy_timeout`. A wait of
+    /// (when the cross-process queue is on), up to the caller's timeout
+    /// ([`with_process_wait`]; `busy_timeout` by default). A wait of
     /// `long_wait` or more is recorded with the holder's pid, label and SQL.
     fn process_turn(&self, label: &str) -> Result<Option<ProcessTurn>> {
         let Some(q) = &self.process_queue else {
             return Ok(None);
         };
         let describe = |h: &crate::xproc::HolderInfo| format!("process {}: {}", h.pid, h.label);
-        match q.acquire_barging(label, self.busy_timeout) {
-            Ok(Some(t)) => {
+        let (timeout, keep_waiting) = caller_wait(self.busy_timeout);
+        let ask = || keep_waiting.as_ref().is_none_or(|k| k());
+        let patience = crate::xproc::Patience::new(Some(Instant::now() + timeout), &ask);
+        match q.acquire_barging_patiently(label, &patience) {
+            Ok(Ok(t)) => {
                 self.recorder.process_turns.fetch_add(1, Ordering::Relaxed);
                 if t.ticket() == crate::xproc::OUT_OF_ORDER {
                     self.recorder
@@ -1238,7 +1346,8 @@ impl Writer {
                 }
                 Ok(Some(t))
             }
-            Ok(None) => Err(self.busy_error(q)),
+            Ok(Err(crate::xproc::NoTurn::TimedOut)) => Err(self.busy_error(q, timeout)),
+            Ok(Err(crate::xproc::NoTurn::Cancelled)) => Err(self.interrupted_error()),
             Err(degraded) => {
                 // An I/O error on the lock file: go on without the queue
                 // (SQLite's own locks still keep the file consistent).

@@ -171,6 +171,103 @@ type WaitJob = Box<dyn FnOnce() + Send>;
 /// How many idle open file descriptions a queue keeps.
 const MAX_IDLE_FILES: usize = 8;
 
+/// How often a wait asks its caller whether to keep waiting
+/// ([`Patience`]): 50 ms.
+pub(crate) const ASK_EVERY: Duration = Duration::from_millis(50);
+
+/// What a wait blocked by a lock on the lock file that no litelane writer
+/// holds says about it.
+pub(crate) const FOREIGN: &str = "a process that is not a litelane writer may hold a lock on it \
+     (any user who can read the lock file can read-lock it)";
+
+/// How long [`ProcessQueue::open`] waits for the header mutex of an
+/// existing lock file before it gives up on the queue: 2 s. Writers hold it
+/// for microseconds; a lock held longer is not a writer's (see
+/// [`ProcessQueue::open_waiting`]).
+pub const OPEN_WAIT: Duration = Duration::from_secs(2);
+
+/// Why a wait for the turn ended without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoTurn {
+    /// The caller's deadline came.
+    TimedOut,
+    /// The caller's `keep_waiting` said to stop (a signal in Python).
+    Cancelled,
+}
+
+/// How long a wait for the turn may last, and whom to ask whether to go on:
+/// every wait of the queue (the header mutex, the turn byte, a ticket, a
+/// posted statement's outcome) checks it at least every
+/// [`doorbell::POLL`]-sized step, and asks `keep_waiting` at most every
+/// [`ASK_EVERY`].
+pub(crate) struct Patience<'a> {
+    until: Option<Instant>,
+    keep_waiting: &'a dyn Fn() -> bool,
+    next_ask: std::cell::Cell<Instant>,
+}
+
+impl<'a> Patience<'a> {
+    /// Until `until` (`None`: no deadline), asking `keep_waiting`.
+    pub(crate) fn new(until: Option<Instant>, keep_waiting: &'a dyn Fn() -> bool) -> Patience<'a> {
+        Patience {
+            until,
+            keep_waiting,
+            next_ask: std::cell::Cell::new(Instant::now() + ASK_EVERY),
+        }
+    }
+
+    /// Why to stop waiting now, if the deadline came or the caller says so.
+    pub(crate) fn check(&self) -> Result<(), NoTurn> {
+        let now = Instant::now();
+        if self.until.is_some_and(|u| now >= u) {
+            return Err(NoTurn::TimedOut);
+        }
+        if now >= self.next_ask.get() {
+            self.next_ask.set(now + ASK_EVERY);
+            if !(self.keep_waiting)() {
+                return Err(NoTurn::Cancelled);
+            }
+        }
+        Ok(())
+    }
+
+    /// The deadline, if any.
+    pub(crate) fn until(&self) -> Option<Instant> {
+        self.until
+    }
+
+    /// How long the next sleep may last: `step`, cut to the deadline and
+    /// to the next time the caller is asked.
+    pub(crate) fn nap(&self, step: Duration) -> Duration {
+        let now = Instant::now();
+        let mut nap = step.min(self.next_ask.get().saturating_duration_since(now));
+        if let Some(u) = self.until {
+            nap = nap.min(u.saturating_duration_since(now));
+        }
+        nap
+    }
+}
+
+/// Why a step of the queue's algorithm stopped: an I/O error of the lock
+/// file (the caller goes on without the queue), or the caller's patience.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    Failed(String),
+    No(NoTurn),
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+impl From<NoTurn> for Stop {
+    fn from(n: NoTurn) -> Stop {
+        Stop::No(n)
+    }
+}
+
 impl fmt::Debug for ProcessQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessQueue")
@@ -485,6 +582,15 @@ impl ProcessQueue {
     /// open-file-description locks, or on any other I/O error. A file it
     /// refuses is never written, truncated or chmod-ed.
     pub fn open(db_path: &Path) -> Result<ProcessQueue, Degraded> {
+        Self::open_waiting(db_path, OPEN_WAIT)
+    }
+
+    /// [`open`](ProcessQueue::open), waiting at most `wait` for the lock
+    /// file's header mutex ([`OPEN_WAIT`], 2 s, for `open`): when it stays
+    /// locked longer (by a process that is not a litelane writer, or one
+    /// stopped in its few microseconds under it) the queue is not opened
+    /// ([`Degraded`]).
+    pub fn open_waiting(db_path: &Path, wait: Duration) -> Result<ProcessQueue, Degraded> {
         // Like SQLite's own `-wal` and `-shm`, the lock file goes beside the
         // file a symbolic link points to, so that every path to one
         // database meets in one queue.
@@ -497,7 +603,7 @@ impl ProcessQueue {
         };
         let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
         let id = imp::file_id(&file).map_err(degraded)?;
-        imp::initialize(&file).map_err(degraded)?;
+        imp::initialize(&file, wait).map_err(degraded)?;
         // Mapped through an open file description of its own, which no lock
         // is ever taken on: a mapping keeps its description alive after the
         // descriptor is closed, and with it every OFD lock of that
@@ -591,33 +697,40 @@ impl ProcessQueue {
     /// stepped over by the waiters behind it.
     pub fn acquire(&self, label: &str) -> Result<ProcessTurn, Degraded> {
         let start = Instant::now();
+        let always = || true;
+        let forever = Patience::new(None, &always);
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
+        let failed = |stop: Stop| match stop {
+            Stop::Failed(e) => self.degraded(e),
+            Stop::No(_) => self.degraded("an untimed wait for the turn ended".into()),
+        };
         // On any error `file` is dropped (closed) on return: any lock it
-        // still held, our ticket byte included, goes with it.
-        let (ticket, since) = match self.shared.start(&file, &label) {
+        // still held, our ticket byte included, goes with it. The kernel
+        // waits run on this thread: untimed, they need no helper.
+        let (ticket, since) = match self.shared.start(&file, &label, &forever) {
             Ok(imp::Start::Granted(t, since)) => (t, since),
             Ok(imp::Start::Wait(pending)) => {
-                let pending =
-                    match self
-                        .shared
-                        .wait_on_bell(&file, pending, start + doorbell_window())
-                    {
-                        Ok(Waited::Granted(t, since)) => {
-                            return self.granted_untimed(file, t, start, label, since)
+                let window = start + doorbell_window();
+                match self.shared.wait_on_bell(&file, pending, window, &forever) {
+                    Ok(Waited::Granted(t, since)) => (t, since),
+                    Ok(Waited::Pending(p)) => {
+                        match imp::finish(&file, p, &|| true, &forever).map_err(failed)? {
+                            Some(got) => got,
+                            None => {
+                                return Err(self.degraded("an open gate refused the turn".into()))
+                            }
                         }
-                        Ok(Waited::Pending(p)) => p,
-                        Err(e) => return Err(self.degraded(e)),
-                    };
-                match imp::finish(&file, pending, &|| true) {
-                    Ok(Some(got)) => got,
-                    Ok(None) => return Err(self.degraded("an open gate refused the turn".into())),
-                    Err(e) => return Err(self.degraded(e)),
+                    }
+                    Err(e) => return Err(failed(e)),
                 }
             }
-            Err(e) => return Err(self.degraded(e)),
+            Err(e) => return Err(failed(e)),
         };
-        self.granted_untimed(file, ticket, start, label, since)
+        match self.granted(file, ticket, start, label, since, &forever)? {
+            Ok(turn) => Ok(turn),
+            Err(_) => Err(self.degraded("an untimed wait for the turn byte ended".into())),
+        }
     }
 
     /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
@@ -636,7 +749,11 @@ impl ProcessQueue {
         label: &str,
         timeout: Duration,
     ) -> Result<Option<ProcessTurn>, Degraded> {
-        self.acquire_timeout_from(label, Instant::now(), timeout)
+        let start = Instant::now();
+        let always = || true;
+        let patience = Patience::new(Some(start + timeout), &always);
+        self.acquire_timeout_from(label, start, &patience)
+            .map(Result::ok)
     }
 
     /// [`acquire_timeout`](ProcessQueue::acquire_timeout), first trying
@@ -657,11 +774,28 @@ impl ProcessQueue {
         label: &str,
         timeout: Duration,
     ) -> Result<Option<ProcessTurn>, Degraded> {
+        let always = || true;
+        let patience = Patience::new(Some(Instant::now() + timeout), &always);
+        self.acquire_barging_patiently(label, &patience)
+            .map(Result::ok)
+    }
+
+    /// [`acquire_barging`](ProcessQueue::acquire_barging), for as long as
+    /// `patience` lasts: `Ok(Err(why))` when its deadline came or its
+    /// caller said to stop first.
+    pub(crate) fn acquire_barging_patiently(
+        &self,
+        label: &str,
+        patience: &Patience<'_>,
+    ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
         let start = Instant::now();
         #[cfg(target_os = "linux")]
         if self.shared.barging.is_some() {
             let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-            match self.shared.barge(&file, start + BARGE_WINDOW.min(timeout)) {
+            let window = patience
+                .until()
+                .map_or(start + BARGE_WINDOW, |u| u.min(start + BARGE_WINDOW));
+            match self.shared.barge(&file, window, patience) {
                 Ok(true) => {
                     let label = clip(label, MAX_LABEL_BYTES).to_string();
                     let since = SystemTime::now();
@@ -674,55 +808,74 @@ impl ProcessQueue {
                         sql: String::new(),
                     };
                     self.shared.write_record(&file, &record);
-                    return Ok(Some(self.turn(file, OUT_OF_ORDER, start, label, since)));
+                    return Ok(Ok(self.turn(file, OUT_OF_ORDER, start, label, since)));
                 }
                 Ok(false) => self.shared.put_idle(file),
-                Err(e) => return Err(self.degraded(e)),
+                Err(Stop::Failed(e)) => return Err(self.degraded(e)),
+                Err(Stop::No(why)) => {
+                    self.shared.put_idle(file);
+                    return Ok(Err(why));
+                }
             }
-            if start.elapsed() >= timeout {
-                return Ok(None);
+            if let Err(why) = patience.check() {
+                return Ok(Err(why));
             }
         }
-        self.acquire_timeout_from(label, start, timeout)
+        self.acquire_timeout_from(label, start, patience)
     }
 
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), counting the
-    /// wait (and the timeout) from `start`.
+    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), for as long as
+    /// `patience` lasts, the wait counted from `start`.
     fn acquire_timeout_from(
         &self,
         label: &str,
         start: Instant,
-        timeout: Duration,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
+        patience: &Patience<'_>,
+    ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
         const WAITING: u8 = 0;
         const GRANTED: u8 = 1;
         const ABANDONED: u8 = 2;
-        let until = Some(start + timeout);
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        let pending = match self.shared.start(&file, &label) {
+        // On any error `file` is dropped (closed) on return: any lock it
+        // still held, our ticket byte included, goes with it.
+        let pending = match self.shared.start(&file, &label, patience) {
             Ok(imp::Start::Granted(t, since)) => {
-                return self.granted(file, t, start, label, since, until)
+                return self.granted(file, t, start, label, since, patience)
             }
             Ok(imp::Start::Wait(pending)) => pending,
-            Err(e) => return Err(self.degraded(e)),
+            Err(Stop::Failed(e)) => return Err(self.degraded(e)),
+            Err(Stop::No(why)) => return Ok(Err(why)),
         };
         // First on this thread, on the doorbell, for up to its window.
-        let bell_until = start + doorbell_window().min(timeout);
-        let pending = match self.shared.wait_on_bell(&file, pending, bell_until) {
+        let window = start + doorbell_window();
+        let bell_until = patience.until().map_or(window, |u| u.min(window));
+        let gave_up = |p: imp::Pending, file: File, why: NoTurn| {
+            // Closing the file finishes the ticket; the ring tells a waiter
+            // behind it at once.
+            let ticket = p.ticket();
+            drop(file);
+            self.shared.ring(ticket);
+            Ok(Err(why))
+        };
+        let pending = match self
+            .shared
+            .wait_on_bell(&file, pending, bell_until, patience)
+        {
             Ok(Waited::Granted(t, since)) => {
-                return self.granted(file, t, start, label, since, until)
+                return self.granted(file, t, start, label, since, patience)
             }
-            Ok(Waited::Pending(p)) if start.elapsed() >= timeout => {
-                // Gave up: closing the file finishes the ticket; the ring
-                // tells a waiter behind it at once.
-                let ticket = p.ticket();
+            Ok(Waited::Pending(p)) => match patience.check() {
+                Ok(()) => p,
+                Err(why) => return gave_up(p, file, why),
+            },
+            Err(Stop::Failed(e)) => return Err(self.degraded(e)),
+            // The walk kept the pending ticket's file: closing it finishes
+            // the ticket (the ring is for the waiter behind it).
+            Err(Stop::No(why)) => {
                 drop(file);
-                self.shared.ring(ticket);
-                return Ok(None);
+                return Ok(Err(why));
             }
-            Ok(Waited::Pending(p)) => p,
-            Err(e) => return Err(self.degraded(e)),
         };
         let state = Arc::new(Mutex::new(WAITING));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -737,7 +890,11 @@ impl ProcessQueue {
                     *s = GRANTED;
                     true
                 };
-                let r = imp::finish(&file, pending, &gate);
+                // No deadline of its own: it stops once the caller gave up
+                // (a mutex held by someone else is polled, not slept on).
+                let abandoned = || *lock(&state) != ABANDONED;
+                let patience = Patience::new(None, &abandoned);
+                let r = imp::finish(&file, pending, &gate, &patience);
                 // If the caller is gone, `file` is closed with the
                 // message, and our ticket with it.
                 let _ = tx.send((r, file));
@@ -747,34 +904,42 @@ impl ProcessQueue {
             // The closure (with `file`) is dropped: the ticket goes with it.
             return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
         }
-        let got = match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
-            Ok(m) => m,
-            Err(_) => {
-                let mut s = lock(&state);
-                if *s != GRANTED {
-                    *s = ABANDONED;
-                    return Ok(None);
-                }
-                drop(s);
-                // Granted just as we timed out: the message is on its way.
-                rx.recv()
-                    .map_err(|_| self.degraded("the waiting thread died".into()))?
+        let got = loop {
+            let why = match patience.check() {
+                Ok(()) => match rx.recv_timeout(patience.nap(ASK_EVERY)) {
+                    Ok(m) => break m,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err(self.degraded("the waiting thread died".into()))
+                    }
+                },
+                Err(why) => why,
+            };
+            let mut s = lock(&state);
+            if *s != GRANTED {
+                *s = ABANDONED;
+                return Ok(Err(why));
             }
+            drop(s);
+            // Granted just as we gave up: the message is on its way.
+            break rx
+                .recv()
+                .map_err(|_| self.degraded("the waiting thread died".into()))?;
         };
         match got {
             (Ok(Some((ticket, since))), file) => {
-                self.granted(file, ticket, start, label, since, until)
+                self.granted(file, ticket, start, label, since, patience)
             }
             (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
-            (Err(e), _) => Err(self.degraded(e)),
+            (Err(Stop::Failed(e)), _) => Err(self.degraded(e)),
+            (Err(Stop::No(why)), _) => Ok(Err(why)),
         }
     }
 
-    /// A ticket's turn has come: takes the turn byte, waiting until
-    /// `until` (`None`: for as long as it takes) for a turn taken out of
-    /// order to end, and returns the turn. `Ok(None)` when `until` came
-    /// first; the ticket is then finished (its file closed, the next ticket
-    /// rung).
+    /// A ticket's turn has come: takes the turn byte, waiting while
+    /// `patience` lasts for a turn taken out of order to end, and returns
+    /// the turn. `Ok(Err(why))` when `patience` ended first; the ticket is
+    /// then finished (its file closed, the next ticket rung).
     fn granted(
         &self,
         file: File,
@@ -782,29 +947,19 @@ impl ProcessQueue {
         start: Instant,
         label: String,
         since: SystemTime,
-        until: Option<Instant>,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
-        match self.shared.take_turn_byte(&file, ticket, until) {
-            Ok(true) => Ok(Some(self.turn(file, ticket, start, label, since))),
-            outcome => {
+        patience: &Patience<'_>,
+    ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
+        match self.shared.take_turn_byte(&file, ticket, patience) {
+            Ok(()) => Ok(Ok(self.turn(file, ticket, start, label, since))),
+            Err(stop) => {
                 drop(file); // closing it finishes the ticket
                 self.shared.ring(ticket);
-                outcome.map(|_| None).map_err(|e| self.degraded(e))
+                match stop {
+                    Stop::Failed(e) => Err(self.degraded(e)),
+                    Stop::No(why) => Ok(Err(why)),
+                }
             }
         }
-    }
-
-    /// [`granted`](ProcessQueue::granted) with no deadline.
-    fn granted_untimed(
-        &self,
-        file: File,
-        ticket: u64,
-        start: Instant,
-        label: String,
-        since: SystemTime,
-    ) -> Result<ProcessTurn, Degraded> {
-        self.granted(file, ticket, start, label, since, None)?
-            .ok_or_else(|| self.degraded("an untimed wait for the turn byte timed out".into()))
     }
 
     fn turn(
@@ -846,6 +1001,32 @@ impl ProcessQueue {
     pub fn turn_before(&self, ticket: u64) -> Option<HolderInfo> {
         let file = self.shared.take_idle().ok()?;
         let out = imp::record_of(&file, ticket.checked_sub(1)?);
+        self.shared.put_idle(file);
+        out
+    }
+
+    /// The locks on the lock file that no litelane writer takes, as
+    /// sentences for an error: a read lock on the header mutex (byte 0) or
+    /// on the turn byte (1), which writers only ever write-lock. Empty when
+    /// there are none or they cannot be queried.
+    pub(crate) fn foreign_locks(&self) -> Vec<String> {
+        let Ok(file) = self.shared.take_idle() else {
+            return Vec::new();
+        };
+        let out = [
+            (layout::MUTEX_BYTE, "header mutex"),
+            (layout::TURN_BYTE, "turn byte"),
+        ]
+        .into_iter()
+        .filter(|&(byte, _)| imp::read_locked(&file, byte).unwrap_or(false))
+        .map(|(byte, what)| {
+            format!(
+                "byte {byte} (the {what}) of {} is read-locked by a process that is not a \
+                     litelane writer",
+                self.shared.lock_path.display()
+            )
+        })
+        .collect();
         self.shared.put_idle(file);
         out
     }
@@ -905,8 +1086,9 @@ impl Shared {
         file: &File,
         pending: imp::Pending,
         until: Instant,
-    ) -> Result<Waited, String> {
-        self.wait_on_bell_watching(file, pending, until, &mut |_| false)
+        patience: &Patience<'_>,
+    ) -> Result<Waited, Stop> {
+        self.wait_on_bell_watching(file, pending, until, &mut |_| false, patience)
     }
 
     /// [`wait_on_bell`](Shared::wait_on_bell), also stopping (pending) as
@@ -918,19 +1100,20 @@ impl Shared {
         pending: imp::Pending,
         until: Instant,
         watch: &mut dyn FnMut(u64) -> bool,
-    ) -> Result<Waited, String> {
+        patience: &Patience<'_>,
+    ) -> Result<Waited, Stop> {
         #[cfg(target_os = "linux")]
         if let Some(bells) = &self.bells {
-            return imp::finish_on_bell(file, pending, bells, until, watch);
+            return imp::finish_on_bell(file, pending, bells, until, watch, patience);
         }
-        let _ = (file, until, watch);
+        let _ = (file, until, watch, patience);
         Ok(Waited::Pending(pending))
     }
 
     /// Takes a ticket ([`imp::start`]); one that has to wait rings the
     /// wanted bell, which ends a turn kept by a process that was alone.
-    fn start(&self, file: &File, label: &str) -> Result<imp::Start, String> {
-        let started = imp::start(file, self.pid, label);
+    fn start(&self, file: &File, label: &str, patience: &Patience<'_>) -> Result<imp::Start, Stop> {
+        let started = imp::start(file, self.pid, label, patience);
         #[cfg(target_os = "linux")]
         if let (Ok(imp::Start::Wait(_)), Some(bells)) = (&started, &self.bells) {
             bells.wanted().ring();
@@ -1014,7 +1197,7 @@ impl Shared {
     /// whose turn has come waits for it (`xproc/barge.rs`). `Ok(false)`:
     /// not taken (take a ticket).
     #[cfg(target_os = "linux")]
-    fn barge(&self, file: &File, until: Instant) -> Result<bool, String> {
+    fn barge(&self, file: &File, until: Instant, patience: &Patience<'_>) -> Result<bool, Stop> {
         let Some(b) = &self.barging else {
             return Ok(false);
         };
@@ -1041,21 +1224,26 @@ impl Shared {
             if now >= until {
                 return Ok(false);
             }
-            moving = b.wait(seen, (until - now).min(doorbell::POLL), moving);
+            patience.check()?;
+            moving = b.wait(
+                seen,
+                patience.nap((until - now).min(doorbell::POLL)),
+                moving,
+            );
         }
     }
 
     /// Takes the turn byte for `ticket`, whose turn has come: at once when
     /// it is free, else announced as the head (nobody barges from then on)
-    /// and waiting, until `until` (`None`: no deadline), for the turn taken
-    /// out of order that holds it. `Ok(false)`: `until` came first.
+    /// and waiting, while `patience` lasts, for the turn taken out of order
+    /// that holds it (or a lock on it that is not a writer's).
     #[cfg(target_os = "linux")]
     fn take_turn_byte(
         &self,
         file: &File,
         ticket: u64,
-        until: Option<Instant>,
-    ) -> Result<bool, String> {
+        patience: &Patience<'_>,
+    ) -> Result<(), Stop> {
         let try_now =
             || imp::lock_turn_byte_now(file).map_err(|e| imp::ctx("cannot lock the turn byte", e));
         let barging = self.barging.as_ref();
@@ -1068,22 +1256,22 @@ impl Shared {
         };
         if try_now()? {
             barging.inspect(|b| taken(b));
-            return Ok(true);
+            return Ok(());
         }
         barging.inspect(|b| b.announce(ticket));
         self.want();
         let mut moving = true;
-        let got = loop {
+        let got: Result<(), Stop> = loop {
             let seen = barging.map(|b| b.seen());
             match try_now() {
                 Ok(false) => {}
-                done => break done,
+                Ok(true) => break Ok(()),
+                Err(e) => break Err(e.into()),
             }
-            let nap = match until.map(|u| u.saturating_duration_since(Instant::now())) {
-                Some(left) if left.is_zero() => break Ok(false),
-                Some(left) => left.min(doorbell::POLL),
-                None => doorbell::POLL,
-            };
+            if let Err(why) = patience.check() {
+                break Err(why.into());
+            }
+            let nap = patience.nap(doorbell::POLL);
             // Without the shared page (no barging in this process, but
             // maybe in others) poll.
             match (barging, seen) {
@@ -1093,7 +1281,7 @@ impl Shared {
         };
         if let Some(b) = barging {
             match got {
-                Ok(true) => taken(b),
+                Ok(()) => taken(b),
                 _ => b.withdraw(ticket),
             }
         }
@@ -1118,8 +1306,8 @@ impl Shared {
 
     /// Elsewhere: no turn byte (no queue at all).
     #[cfg(not(target_os = "linux"))]
-    fn take_turn_byte(&self, _: &File, _: u64, _: Option<Instant>) -> Result<bool, String> {
-        Ok(true)
+    fn take_turn_byte(&self, _: &File, _: u64, _: &Patience<'_>) -> Result<(), Stop> {
+        Ok(())
     }
 
     /// Runs `job` on the waiter thread (started on first use). Waits run
@@ -1180,7 +1368,7 @@ mod imp {
 
     use super::layout::{self, HeaderBytes};
     use super::trust;
-    use super::{Header, HolderInfo, Record, STATE_HOLDING, STATE_WAITING};
+    use super::{Header, HolderInfo, Patience, Record, Stop, STATE_HOLDING, STATE_WAITING};
 
     fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
         libc::flock {
@@ -1235,9 +1423,31 @@ mod imp {
     /// The short mutex on byte 0, released on drop.
     struct MutexGuard<'f>(&'f File);
 
+    /// The first pause of a mutex taker that found byte 0 locked; each
+    /// next one doubles, up to [`MUTEX_NAP_MAX`]. Writers hold the mutex
+    /// for microseconds.
+    const MUTEX_NAP_MIN: std::time::Duration = std::time::Duration::from_micros(20);
+    /// The longest pause between two tries of the mutex: 1 ms, as SQLite's
+    /// unix VFS polls its own locks.
+    const MUTEX_NAP_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+
     impl<'f> MutexGuard<'f> {
-        fn lock(file: &'f File) -> io::Result<MutexGuard<'f>> {
-            lock_wait(file, libc::F_WRLCK as libc::c_short, layout::MUTEX_BYTE)?;
+        /// Takes the mutex: one `F_OFD_SETLK` when it is free (as the
+        /// blocking `F_OFD_SETLKW` it replaces), else tries again after a
+        /// pause (20 µs, doubling to 1 ms) until `patience` ends: a lock on
+        /// byte 0 that is not a writer's (any process that can read the
+        /// file can read-lock it) cannot hold a writer past its timeout.
+        fn lock(file: &'f File, patience: &Patience<'_>) -> Result<MutexGuard<'f>, Stop> {
+            let try_now = || {
+                lock_now(file, libc::F_WRLCK as libc::c_short, layout::MUTEX_BYTE)
+                    .map_err(|e| ctx("cannot lock the lock file", e))
+            };
+            let mut nap = MUTEX_NAP_MIN;
+            while !try_now()? {
+                patience.check()?;
+                std::thread::sleep(patience.nap(nap));
+                nap = (nap * 2).min(MUTEX_NAP_MAX);
+            }
             Ok(MutexGuard(file))
         }
     }
@@ -1497,13 +1707,19 @@ mod imp {
         }
     }
 
-    pub fn initialize(file: &File) -> Result<(), String> {
-        let _m = MutexGuard::lock(file).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EINVAL) {
+    pub fn initialize(file: &File, wait: std::time::Duration) -> Result<(), String> {
+        let always = || true;
+        let patience = Patience::new(Some(std::time::Instant::now() + wait), &always);
+        let _m = MutexGuard::lock(file, &patience).map_err(|e| match e {
+            Stop::Failed(e) if e.contains(&format!("(os error {})", libc::EINVAL)) => {
                 "this kernel or file system has no open-file-description locks".to_string()
-            } else {
-                ctx("cannot lock the lock file", e)
             }
+            Stop::Failed(e) => e,
+            Stop::No(_) => format!(
+                "its header mutex (byte {}) stayed locked for {wait:?}: {}",
+                layout::MUTEX_BYTE,
+                super::FOREIGN
+            ),
         })?;
         header_locked(file, true)?;
         // The file is mapped shared (`SharedPage::map`): what is mapped
@@ -1557,7 +1773,8 @@ mod imp {
         bells: &super::doorbell::Doorbells,
         until: std::time::Instant,
         watch: &mut dyn FnMut(u64) -> bool,
-    ) -> Result<super::Waited, String> {
+        patience: &Patience<'_>,
+    ) -> Result<super::Waited, Stop> {
         let mut k = pending.k;
         let mut w = Walk::resume(file, pending);
         loop {
@@ -1567,10 +1784,12 @@ mod imp {
                 .map_err(|e| ctx("cannot query a ticket lock", e))?
             {
                 // Ticket k is finished: walk on below it.
-                match w.run(k - 1, &|| true, false)? {
+                match w.run(k - 1, &|| true, false, patience)? {
                     Step::Granted(t, since) => return Ok(super::Waited::Granted(t, since)),
                     Step::Sleep(j) => k = j,
-                    Step::Refused => return Err("an open gate refused the turn".into()),
+                    Step::Refused => {
+                        return Err("an open gate refused the turn".to_string().into())
+                    }
                 }
                 continue;
             }
@@ -1582,21 +1801,33 @@ mod imp {
                     record: w.record,
                 }));
             }
-            bells.wait(k, seen, (until - now).min(super::doorbell::POLL));
+            patience.check()?;
+            bells.wait(
+                k,
+                seen,
+                patience.nap((until - now).min(super::doorbell::POLL)),
+            );
         }
     }
 
     /// Takes a ticket, and the turn if every ticket ahead is finished,
     /// without sleeping. On error, the caller closes `file`, which drops the
     /// ticket's lock: the ticket is then finished.
-    pub fn start(file: &File, pid: u32, label: &str) -> Result<Start, String> {
-        let mutex = MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?;
+    pub fn start(
+        file: &File,
+        pid: u32,
+        label: &str,
+        patience: &Patience<'_>,
+    ) -> Result<Start, Stop> {
+        let mutex = MutexGuard::lock(file, patience)?;
         let mut h = header_locked(file, true)?;
         let ticket = h.next;
         if ticket + 1 >= layout::MAX_TICKET {
-            return Err("ticket counter exhausted; delete the lock file while no \
-                        process uses the database"
-                .into());
+            return Err(Stop::Failed(
+                "ticket counter exhausted; delete the lock file while no \
+                 process uses the database"
+                    .into(),
+            ));
         }
         // Live from here: our ticket byte is write-locked before anyone can
         // see the ticket. Nobody else can hold it (walkers only lock bytes
@@ -1608,7 +1839,10 @@ mod imp {
         )
         .map_err(|e| ctx("cannot lock a ticket byte", e))?
         {
-            return Err(format!("ticket byte {ticket} unexpectedly locked"));
+            return Err(Stop::Failed(format!(
+                "ticket byte {ticket} unexpectedly locked ({})",
+                super::FOREIGN
+            )));
         }
         // The header and our record are written once we know whether the
         // turn is ours at once (then together with the new floor) or we
@@ -1629,7 +1863,7 @@ mod imp {
             mutex: Some(mutex),
             published: false,
         };
-        let out = w.run(ticket - 1, &|| true, false);
+        let out = w.run(ticket - 1, &|| true, false, patience);
         if !w.published && !matches!(out, Ok(Step::Granted(..))) {
             // Nobody saw the ticket (the header still hands it out next):
             // give its byte back before the mutex goes, or the next taker of
@@ -1644,7 +1878,7 @@ mod imp {
                 k,
                 record: w.record,
             })),
-            Step::Refused => Err("an open gate refused the turn".into()),
+            Step::Refused => Err(Stop::Failed("an open gate refused the turn".into())),
         }
     }
 
@@ -1657,14 +1891,17 @@ mod imp {
         file: &File,
         pending: Pending,
         gate: &dyn Fn() -> bool,
-    ) -> Result<Option<(u64, SystemTime)>, String> {
+        patience: &Patience<'_>,
+    ) -> Result<Option<(u64, SystemTime)>, Stop> {
         let k = pending.k;
         let mut w = Walk::resume(file, pending);
         w.sleep_on(k)?;
-        match w.run(k - 1, gate, true)? {
+        match w.run(k - 1, gate, true, patience)? {
             Step::Granted(t, since) => Ok(Some((t, since))),
             Step::Refused => Ok(None),
-            Step::Sleep(_) => Err("a blocking walk returned without its turn".into()),
+            Step::Sleep(_) => Err(Stop::Failed(
+                "a blocking walk returned without its turn".into(),
+            )),
         }
     }
 
@@ -1727,13 +1964,12 @@ mod imp {
             mut k: u64,
             gate: &dyn Fn() -> bool,
             block: bool,
-        ) -> Result<Step, String> {
+            patience: &Patience<'_>,
+        ) -> Result<Step, Stop> {
             let file = self.file;
             loop {
                 if self.mutex.is_none() {
-                    self.mutex = Some(
-                        MutexGuard::lock(file).map_err(|e| ctx("cannot lock the lock file", e))?,
-                    );
+                    self.mutex = Some(MutexGuard::lock(file, patience)?);
                     self.h = header_locked(file, false)?;
                 }
                 if k < self.h.floor {
@@ -1797,6 +2033,13 @@ mod imp {
     /// True when another description write-locks `byte`.
     pub fn byte_locked(file: &File, byte: u64) -> io::Result<bool> {
         write_locked(file, byte, 1)
+    }
+
+    /// True when another description holds a *read* lock on `byte`.
+    pub fn read_locked(file: &File, byte: u64) -> io::Result<bool> {
+        let mut fl = flock(libc::F_WRLCK as libc::c_short, byte, 1);
+        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
+        Ok(fl.l_type == libc::F_RDLCK as libc::c_short)
     }
 
     /// The header read without the mutex: a read racing a write fails the
@@ -1865,7 +2108,7 @@ mod imp {
     use std::path::Path;
     use std::time::SystemTime;
 
-    use super::{HolderInfo, Record};
+    use super::{HolderInfo, Patience, Record, Stop};
 
     const OFF: &str = "the cross-process queue is only implemented on Linux";
 
@@ -1882,7 +2125,7 @@ mod imp {
     pub fn reopen_same(_: &Path, _: FileId) -> Result<File, String> {
         Err(OFF.into())
     }
-    pub fn initialize(_: &File) -> Result<(), String> {
+    pub fn initialize(_: &File, _: std::time::Duration) -> Result<(), String> {
         Err(OFF.into())
     }
     pub enum Start {
@@ -1897,15 +2140,16 @@ mod imp {
             0
         }
     }
-    pub fn start(_: &File, _: u32, _: &str) -> Result<Start, String> {
-        Err(OFF.into())
+    pub fn start(_: &File, _: u32, _: &str, _: &Patience<'_>) -> Result<Start, Stop> {
+        Err(Stop::Failed(OFF.into()))
     }
     pub fn finish(
         _: &File,
         _: Pending,
         _: &dyn Fn() -> bool,
-    ) -> Result<Option<(u64, SystemTime)>, String> {
-        Err(OFF.into())
+        _: &Patience<'_>,
+    ) -> Result<Option<(u64, SystemTime)>, Stop> {
+        Err(Stop::Failed(OFF.into()))
     }
     pub fn unlock_turn_byte(_: &File) -> std::io::Result<()> {
         Ok(())
@@ -1930,6 +2174,9 @@ mod imp {
     }
     pub fn queued(_: &File) -> u64 {
         0
+    }
+    pub fn read_locked(_: &File, _: u64) -> std::io::Result<bool> {
+        Ok(false)
     }
 }
 
@@ -1963,8 +2210,8 @@ pub(crate) enum Acquired {
     /// A live leader has the posted job: the ticket is finished (the turn
     /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
     InFlight,
-    /// Neither came within the timeout.
-    TimedOut,
+    /// Neither came while the caller's patience lasted.
+    Stopped(NoTurn),
 }
 
 /// How [`ProcessQueue::wait_for_outcome`] ended.
@@ -1975,8 +2222,8 @@ pub(crate) enum Awaited {
     /// Its leader died before committing it: it is posted again; wait for
     /// the turn ([`ProcessQueue::acquire_or_ended`]) again.
     Posted,
-    /// Nothing within the timeout.
-    TimedOut,
+    /// Nothing while the caller's patience lasted.
+    Stopped(NoTurn),
 }
 
 #[cfg(target_os = "linux")]
@@ -2044,44 +2291,33 @@ impl ProcessQueue {
         }
     }
 
-    /// Waits, up to `timeout`, for the turn or for another process to run
-    /// `posted`, whichever comes first (as [`acquire_timeout`](ProcessQueue::acquire_timeout)
-    /// otherwise, on the doorbells only). A job a leader could not run is
-    /// freed on the way: the caller runs it in its turn.
-    /// [`granted`](ProcessQueue::granted) for [`acquire_or_ended`](ProcessQueue::acquire_or_ended).
-    fn granted_or_timed_out(
-        &self,
-        file: File,
-        ticket: u64,
-        start: Instant,
-        label: String,
-        since: SystemTime,
-        timeout: Duration,
-    ) -> Result<Acquired, Degraded> {
-        let until = Some(start + timeout);
-        Ok(
-            match self.granted(file, ticket, start, label, since, until)? {
-                Some(turn) => Acquired::Turn(turn),
-                None => Acquired::TimedOut,
-            },
-        )
-    }
-
+    /// Waits, while `patience` lasts, for the turn or for another process
+    /// to run `posted`, whichever comes first (as
+    /// [`acquire_timeout`](ProcessQueue::acquire_timeout) otherwise, on the
+    /// doorbells only). A job a leader could not run is freed on the way:
+    /// the caller runs it in its turn.
     pub(crate) fn acquire_or_ended(
         &self,
         label: &str,
-        timeout: Duration,
+        patience: &Patience<'_>,
         posted: &mut Posted,
     ) -> Result<Acquired, Degraded> {
         let start = Instant::now();
+        let turn = |r: Result<ProcessTurn, NoTurn>| match r {
+            Ok(turn) => Acquired::Turn(turn),
+            Err(why) => Acquired::Stopped(why),
+        };
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         let label = clip(label, MAX_LABEL_BYTES).to_string();
-        let pending = match self.shared.start(&file, &label) {
+        let pending = match self.shared.start(&file, &label, patience) {
             Ok(imp::Start::Granted(t, since)) => {
-                return self.granted_or_timed_out(file, t, start, label, since, timeout)
+                return self
+                    .granted(file, t, start, label, since, patience)
+                    .map(turn)
             }
             Ok(imp::Start::Wait(pending)) => pending,
-            Err(e) => return Err(self.degraded(e)),
+            Err(Stop::Failed(e)) => return Err(self.degraded(e)),
+            Err(Stop::No(why)) => return Ok(Acquired::Stopped(why)),
         };
         let mut stop = None;
         let mut watch = |k: u64| {
@@ -2093,43 +2329,57 @@ impl ProcessQueue {
             }
             stop.is_some()
         };
-        match self
+        // The doorbells' wait, for as long as the caller waits.
+        let until = patience
+            .until()
+            .unwrap_or_else(|| start + Duration::from_secs(86_400));
+        let waited = self
             .shared
-            .wait_on_bell_watching(&file, pending, start + timeout, &mut watch)
-        {
-            Ok(Waited::Granted(t, since)) => {
-                self.granted_or_timed_out(file, t, start, label, since, timeout)
+            .wait_on_bell_watching(&file, pending, until, &mut watch, patience);
+        let finished = |ticket: u64, file: File| {
+            // Unlocking finishes the ticket; the ring tells the waiter
+            // behind it at once.
+            if imp::unlock_ticket(&file, ticket).is_ok() {
+                self.shared.put_idle(file);
+            } else {
+                drop(file); // closing it drops the lock
             }
+            self.shared.ring(ticket);
+        };
+        match waited {
+            Ok(Waited::Granted(t, since)) => self
+                .granted(file, t, start, label, since, patience)
+                .map(turn),
             Ok(Waited::Pending(p)) => {
-                // Unlocking finishes the ticket; the ring tells the waiter
-                // behind it at once.
-                let ticket = p.ticket();
-                if imp::unlock_ticket(&file, ticket).is_ok() {
-                    self.shared.put_idle(file);
-                } else {
-                    drop(file); // closing it drops the lock
-                }
-                self.shared.ring(ticket);
-                Ok(stop.unwrap_or(Acquired::TimedOut))
+                finished(p.ticket(), file);
+                Ok(stop.unwrap_or(Acquired::Stopped(NoTurn::TimedOut)))
             }
-            Err(e) => Err(self.degraded(e)),
+            Err(Stop::Failed(e)) => Err(self.degraded(e)),
+            Err(Stop::No(why)) => {
+                drop(file); // closing it finishes the ticket
+                Ok(Acquired::Stopped(why))
+            }
         }
     }
 
-    /// Waits, up to `timeout`, for the outcome of `posted`, which a leader
+    /// Waits, while `patience` lasts, for the outcome of `posted`, which a leader
     /// has (after the caller's turn came while that leader was making its
-    /// commit durable). `None` on timeout.
-    pub(crate) fn wait_for_outcome(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
-        self.wait_for_taker(posted, timeout, Duration::ZERO)
+    /// commit durable), or [`Awaited::Stopped`] when `patience` ends first.
+    pub(crate) fn wait_for_outcome(&self, posted: &mut Posted, patience: &Patience<'_>) -> Awaited {
+        self.wait_for_taker(posted, patience, Duration::ZERO)
     }
 
     /// When a turn seems held, waits up to `jobs::UNTAKEN_WAIT` for its
-    /// holder to take `posted`, and then for the outcome, up to `timeout`:
+    /// holder to take `posted`, and then for the outcome, while `patience` lasts:
     /// a poster whose job is taken never queues for the turn.
     /// [`Awaited::Posted`] when nobody took it (queue for the turn then).
-    pub(crate) fn wait_if_turn_held(&self, posted: &mut Posted, timeout: Duration) -> Awaited {
+    pub(crate) fn wait_if_turn_held(
+        &self,
+        posted: &mut Posted,
+        patience: &Patience<'_>,
+    ) -> Awaited {
         match &self.shared.jobs {
-            Some(j) if j.turn_held() => self.wait_for_taker(posted, timeout, jobs::UNTAKEN_WAIT),
+            Some(j) if j.turn_held() => self.wait_for_taker(posted, patience, jobs::UNTAKEN_WAIT),
             _ => Awaited::Posted,
         }
     }
@@ -2139,7 +2389,7 @@ impl ProcessQueue {
     fn wait_for_taker(
         &self,
         posted: &mut Posted,
-        timeout: Duration,
+        patience: &Patience<'_>,
         untaken_for: Duration,
     ) -> Awaited {
         let start = Instant::now();
@@ -2158,12 +2408,10 @@ impl ProcessQueue {
                 jobs::Progress::Waiting => {}
                 jobs::Progress::InFlight => untaken_since = Instant::now(),
             }
-            let Some(left) = timeout.checked_sub(start.elapsed()) else {
-                return Awaited::TimedOut;
-            };
-            let nap = left
-                .min(doorbell::POLL)
-                .min(untaken_for.max(doorbell::POLL));
+            if let Err(why) = patience.check() {
+                return Awaited::Stopped(why);
+            }
+            let nap = patience.nap(doorbell::POLL.min(untaken_for.max(doorbell::POLL)));
             match (&self.shared.bells, seen) {
                 (Some(b), Some(seen)) => b.wait(bell, seen, nap),
                 _ => std::thread::sleep(nap),
@@ -2299,7 +2547,7 @@ fn scratch_lock_file() -> (tempfile::TempDir, PathBuf, File) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db-lane");
     let f = scratch_file(&path);
-    imp::initialize(&f).unwrap();
+    imp::initialize(&f, OPEN_WAIT).unwrap();
     (dir, path, f)
 }
 

@@ -20,6 +20,7 @@ mod held;
 mod litefs;
 mod litestream;
 mod outcomes;
+mod process_waits;
 mod processes;
 mod stress;
 mod transactions;
