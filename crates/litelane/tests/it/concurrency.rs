@@ -238,7 +238,7 @@ fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
     assert!(err.is_busy(), "{err}");
     let text = err.to_string();
     assert!(
-        text.contains("another process held the writer queue"),
+        text.contains("another process held the write turn"),
         "{text}"
     );
     assert!(

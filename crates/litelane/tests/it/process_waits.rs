@@ -195,6 +195,11 @@ fn foreign_read_lock(lock_file: &Path, byte: u64) -> Option<Killed> {
         fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack('hh4xqqi4x', fcntl.F_RDLCK, 0, int(sys.argv[2]), 1, 0))\n\
         print('LOCKED', flush=True)\n\
         time.sleep(120)\n";
+    // A new lock file is readable only by those who may write the database
+    // (xproc/trust.rs), so a reader cannot open it at all. One made by an
+    // older version kept the database's read bits: the case tested here.
+    std::fs::set_permissions(lock_file, std::fs::Permissions::from_mode(0o644))
+        .expect("chmod the lock file");
     let root = Command::new("id")
         .arg("-u")
         .output()
