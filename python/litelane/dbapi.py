@@ -1003,7 +1003,13 @@ class Connection(_litelane.ConnectionBase):
         the first failure (raised, the sets before it committed)."""
         out, total = None, 0
         for params in sets:
-            out = engine.executemany(sql, (params,))
+            try:
+                out = engine.executemany(sql, (params,))
+            except BaseException:
+                # Counted by Cursor.executemany with the failing call's own.
+                engine.take_partial_changes()
+                engine._add_partial_changes(total)
+                raise
             total += max(out[2], 0)
         if out is None:
             return (None, [], 0, None, True)
@@ -1300,9 +1306,18 @@ class Cursor(_litelane.CursorBase):
         self.description = None
         self.rowcount = -1  # what a failing executemany leaves, as in sqlite3
         self._busy = True  # the parameters' iterator runs user code
+        conn = self.connection
         try:
-            with self.connection._serial():
-                rowcount = self.connection._run_many(sql, seq_of_parameters)[2]
+            with conn._serial():
+                try:
+                    rowcount = conn._run_many(sql, seq_of_parameters)[2]
+                except BaseException:
+                    # The sets before the failing one stay (as in sqlite3),
+                    # and count in total_changes.
+                    engine = conn._engine
+                    if engine is not None:
+                        conn._total_changes += engine.take_partial_changes()
+                    raise
         finally:
             self._busy = False
         self.rowcount = rowcount

@@ -586,8 +586,9 @@ def test_dbapi2_is_the_module_itself_as_in_sqlite3():
 @pytest.mark.parametrize("kwargs", [{}, {"isolation_level": None}], ids=["legacy", "autocommit"])
 def test_counters_after_a_failing_executemany_and_a_script_match_sqlite3(tmp_path, kwargs):
     """rowcount is -1 after an executemany that failed (it kept the count
-    of the statement before), and the rows a script changes count in
-    total_changes (they counted 0), each beside sqlite3 in the same run."""
+    of the statement before), the sets it ran before the failing one count
+    in total_changes, and so do the rows a script changes (they counted 0),
+    each beside sqlite3 in the same run."""
 
     def run(module, path):
         con = module.connect(path, **kwargs)
@@ -596,15 +597,21 @@ def test_counters_after_a_failing_executemany_and_a_script_match_sqlite3(tmp_pat
         cur.execute("INSERT INTO t VALUES (100)")
         with pytest.raises(module.IntegrityError):
             cur.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (1,), (3,)])
-        after_many = cur.rowcount
+        after_many = (cur.rowcount, con.total_changes)
+        # Many sets (several chunks of the pipelined path), failing late.
+        with pytest.raises(module.IntegrityError):
+            cur.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(1000, 6000)] + [(1,)])
+        after_big = con.total_changes
         con.commit()
         before = con.total_changes
-        script = "INSERT INTO t VALUES (10); INSERT INTO t VALUES (11); UPDATE t SET x = x + 1000;"
+        script = "INSERT INTO t VALUES (10); INSERT INTO t VALUES (11); UPDATE t SET x = x + 1000000;"
         cur = con.executescript(script)
-        out = (after_many, con.total_changes - before, cur.rowcount)
+        out = (after_many, after_big, con.total_changes - before, cur.rowcount)
         con.close()
         return out
 
     want = run(std, str(tmp_path / "stock.db"))
-    assert want == (-1, 2 + 5, -1)  # what sqlite3 does, so the check can fail
+    # What sqlite3 does, so the check can fail: 1 + 2 stored before the
+    # failing set, then 5,000, then the script's 2 inserts and 5,005 updates.
+    assert want == ((-1, 3), 5003, 2 + 5005, -1)
     assert run(dbapi, str(tmp_path / "lane.db")) == want

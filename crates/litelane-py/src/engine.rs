@@ -888,13 +888,20 @@ impl Engine {
         sql: String,
         seq: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        self.hooks.partial().store(0, Ordering::Relaxed);
         let sets = params_seq(seq)?;
         let sh = self.get(py)?;
         let mut o = self.waiting(py, || {
             sh.check_no_open_txn()?;
             sh.write(|tx| {
                 self.hooks.around(tx, || {
-                    exec::run_many(tx, &sql, &sets, sh.funcs.none_installed())
+                    exec::run_many(
+                        tx,
+                        &sql,
+                        &sets,
+                        sh.funcs.none_installed(),
+                        self.hooks.partial(),
+                    )
                 })
             })
         })?;
@@ -1182,6 +1189,19 @@ impl Engine {
             hooks: Arc::default(),
             wait_timeout: Mutex::new(*lock(&self.wait_timeout)),
         })
+    }
+
+    /// The rows the last failing `executemany` of this handle (or of a
+    /// transaction it began) changed with the sets before the one that
+    /// failed; reads it back to 0.
+    fn take_partial_changes(&self) -> i64 {
+        self.hooks.partial().swap(0, Ordering::Relaxed)
+    }
+
+    /// Adds `n` rows to the count [`take_partial_changes`](Engine::take_partial_changes)
+    /// returns (sets committed one at a time before the failing one).
+    fn _add_partial_changes(&self, n: i64) {
+        self.hooks.partial().fetch_add(n, Ordering::Relaxed);
     }
 
     /// True for an engine of one connection alone (see `part`).

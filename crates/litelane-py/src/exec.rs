@@ -263,7 +263,15 @@ pub fn is_readonly(conn: &Connection, sql: &str) -> Result<bool> {
 /// Python function, aggregate or collation on the engine), a plain `INSERT
 /// ... VALUES (?, ...)` runs as multi-row statements, with the same outcome
 /// (`crate::pack`).
-pub fn run_many(conn: &Connection, sql: &str, sets: &[Params], may_pack: bool) -> Result<Outcome> {
+/// On an error after some sets ran, the rows they changed are stored in
+/// `partial` (the failing set's own changes are undone by SQLite).
+pub fn run_many(
+    conn: &Connection,
+    sql: &str,
+    sets: &[Params],
+    may_pack: bool,
+    partial: &std::sync::atomic::AtomicI64,
+) -> Result<Outcome> {
     let mut stmt = prepare(conn, sql)?;
     if stmt.column_count() > 0 {
         return Err(invalid(
@@ -282,9 +290,14 @@ pub fn run_many(conn: &Connection, sql: &str, sets: &[Params], may_pack: bool) -
     };
     let mut sink = Vec::new();
     for params in sets {
-        bind_params(&mut stmt, params)?;
-        crate::functions::trace(&stmt, sql);
-        step_all(&mut stmt, &mut sink)?;
+        let ran = bind_params(&mut stmt, params).and_then(|()| {
+            crate::functions::trace(&stmt, sql);
+            step_all(&mut stmt, &mut sink)
+        });
+        if let Err(e) = ran {
+            partial.store(out.rowcount.max(0), std::sync::atomic::Ordering::Relaxed);
+            return Err(e);
+        }
         if dml {
             out.rowcount += conn.changes() as i64;
         }

@@ -576,6 +576,9 @@ pub struct Hooks {
     trace: Mutex<Option<Arc<Py<PyAny>>>>,
     /// True when any of them is set (the common case, none, costs one load).
     any: AtomicBool,
+    /// Rows changed by the parameter sets an `executemany` of this handle
+    /// ran before the set that failed (see [`Hooks::partial`]).
+    partial: std::sync::atomic::AtomicI64,
 }
 
 impl Default for Hooks {
@@ -586,11 +589,20 @@ impl Default for Hooks {
             progress: Mutex::default(),
             trace: Mutex::default(),
             any: AtomicBool::new(false),
+            partial: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
 
 impl Hooks {
+    /// The count of rows an `executemany` of this handle changed before the
+    /// parameter set that failed, kept for its caller (the DB-API layer adds
+    /// them to `total_changes`, as `sqlite3` counts them). Reset at the start
+    /// of each `executemany`, written where one fails.
+    pub fn partial(&self) -> &std::sync::atomic::AtomicI64 {
+        &self.partial
+    }
+
     /// True while no authorizer, progress handler or trace callback is set.
     pub fn is_empty(&self) -> bool {
         !self.any.load(Ordering::Acquire)

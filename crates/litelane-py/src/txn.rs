@@ -84,9 +84,11 @@ impl Stmt {
                     o.wrote = true;
                     o
                 }),
-            Stmt::Many(sql, sets) => {
-                w.run(|tx| hooks.around(tx, || exec::run_many(tx, &sql, &sets, may_pack)))
-            }
+            Stmt::Many(sql, sets) => w.run(|tx| {
+                hooks.around(tx, || {
+                    exec::run_many(tx, &sql, &sets, may_pack, hooks.partial())
+                })
+            }),
             // A failing script undoes only its own statements.
             Stmt::Script(sql) => w
                 .run(|tx| tx.write(|tx| hooks.around(tx, || exec::run_script(tx, &sql))))
@@ -231,6 +233,8 @@ pub struct Txn {
     timeout: Duration,
     shared: Arc<Shared>,
     owner: ThreadId,
+    /// The handle's hooks, which also keep an `executemany`'s partial count.
+    hooks: Arc<Hooks>,
 }
 
 impl Drop for Txn {
@@ -286,6 +290,7 @@ impl Txn {
                     timeout,
                     shared,
                     owner,
+                    hooks: Arc::clone(&hooks),
                 });
             }
         }
@@ -306,6 +311,7 @@ impl Txn {
         // applied by the worker before each statement.
         let seen = shared.funcs.generation();
         let sh = Arc::clone(&shared);
+        let hooks_for_txn = Arc::clone(&hooks);
         crate::workers::run(move || {
             // Its wait for another process's turn ends by the
             // transaction's timeout, as the caller's own would.
@@ -329,6 +335,7 @@ impl Txn {
             timeout,
             shared,
             owner,
+            hooks: hooks_for_txn,
         })
     }
 
@@ -432,10 +439,11 @@ impl Txn {
         for sets in chunks {
             let may_pack = self.shared.funcs.none_installed();
             let hooks = &h.hooks;
-            match h
-                .write
-                .run(|tx| hooks.around(tx, || exec::run_many(tx, sql, &sets, may_pack)))
-            {
+            match h.write.run(|tx| {
+                hooks.around(tx, || {
+                    exec::run_many(tx, sql, &sets, may_pack, hooks.partial())
+                })
+            }) {
                 Ok(o) => {
                     if let Some(t) = &mut total {
                         t.rowcount += o.rowcount.max(0);
@@ -445,6 +453,9 @@ impl Txn {
                     }
                 }
                 Err(e) => {
+                    // The chunks before this one count as sets that ran.
+                    let before = total.as_ref().map_or(0, |t| t.rowcount.max(0));
+                    h.hooks.partial().fetch_add(before, Ordering::Relaxed);
                     result = Err(e);
                     break; // dropping `chunks` stops the converting side
                 }
@@ -726,7 +737,9 @@ fn run_command(tx: &litelane::Tx<'_>, hooks: &Hooks, may_pack: bool, cmd: Cmd) -
         }
         Cmd::Many(sql, sets, reply) => (
             reply,
-            hooks.around(tx, || exec::run_many(tx, &sql, &sets, may_pack)),
+            hooks.around(tx, || {
+                exec::run_many(tx, &sql, &sets, may_pack, hooks.partial())
+            }),
         ),
         Cmd::Script(sql, reply) => {
             // A failing script undoes only its own statements.
@@ -814,6 +827,7 @@ impl Txn {
         seq: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         refuse_control(py, &sql)?;
+        self.hooks.partial().store(0, Ordering::Relaxed);
         let o = if self.held_mode && !self.shared.stale() {
             self.executemany_pipelined(py, sql, seq)?
         } else {

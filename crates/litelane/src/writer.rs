@@ -88,7 +88,7 @@ impl Drop for CallerWaitScope {
 /// process's write turn (the cross-process queue: autocommit statements,
 /// transactions, statements posted for another process to commit) bounded
 /// by `timeout` instead of `Options::busy_timeout` (`None`: the option's;
-/// at least [`MIN_PROCESS_WAIT`], 100 ms),
+/// at least 100 ms),
 /// and abandoned as soon as `keep_waiting`, asked about every 50 ms while
 /// such a wait lasts, returns `false`: the write then fails with
 /// `SQLITE_INTERRUPT` and nothing of it happens. For a binding that must
