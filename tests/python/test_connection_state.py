@@ -251,3 +251,24 @@ def test_a_connection_that_parts_keeps_its_functions_and_writes_in_the_queue(db_
     assert b.execute("SELECT count(*) FROM t").fetchone() == (400,)
     a.close()
     b.close()
+
+
+@pytest.mark.parametrize("target", [":memory:", "file:state-mem?mode=memory&cache=shared"])
+def test_in_memory_connections_set_their_own_state(target):
+    """A private in-memory database is its connection's alone already, and
+    a shared one by URI parts onto the same database (sqlite-utils' suite
+    set a pragma on ':memory:' and failed with 'cannot part')."""
+    uri = target.startswith("file:")
+    a = dbapi.connect(target, uri=uri)
+    b = dbapi.connect(target, uri=uri)
+    a.execute("CREATE TABLE t(x)")
+    a.execute("INSERT INTO t VALUES (1)")
+    a.commit()
+    a.execute("PRAGMA case_sensitive_like = 1")
+    assert a.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    assert a.execute("SELECT 'a' LIKE 'A'").fetchone() == (0,)
+    assert b.execute("SELECT 'a' LIKE 'A'").fetchone() == (1,)
+    if uri:  # one database: b sees a's rows
+        assert b.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    a.close()
+    b.close()

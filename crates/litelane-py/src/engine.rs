@@ -255,10 +255,9 @@ fn registry_key(path: &str) -> Option<String> {
 fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
     let mut opts = of.db.options().clone();
     opts.readers = 1;
-    let path = of.db.path().ok_or_else(|| Error::InvalidInput {
-        message: format!("{} is in memory: its connections cannot part", of.display),
-    })?;
-    let mut sh = Shared::new(Database::open(path, opts)?, &of.display);
+    // The name it was opened with: a shared in-memory database's URI
+    // reaches the same database again.
+    let mut sh = Shared::new(Database::open(&of.display, opts)?, &of.display);
     sh.private = true;
     Ok(Arc::new(sh))
 }
@@ -277,7 +276,10 @@ fn open_shared(
         } else {
             Database::open(path, opts)?
         };
-        return Ok(Arc::new(Shared::new(db, path)));
+        // A private in-memory database: one connection's alone already.
+        let mut sh = Shared::new(db, path);
+        sh.private = true;
+        return Ok(Arc::new(sh));
     };
     let mut reg = lock(&REGISTRY);
     reg.retain(|_, w| w.strong_count() > 0);
