@@ -828,7 +828,7 @@ class Connection(_litelane.ConnectionBase):
         connection first: each keeps its own, as in ``sqlite3``."""
         engine = self._check()
         if key[0] != "hook" and not engine.private:
-            for other in _sharing.get(self._path_key, ()):
+            for other in list(_sharing.get(self._path_key, ())):  # a copy: threads add
                 theirs = other._setups.get(key) if other is not self else None
                 if theirs is not None and theirs[0] is not func:
                     engine = self._part()
