@@ -725,26 +725,28 @@ impl Engine {
     ) -> PyResult<Option<Outcome>> {
         let p = to_params(params)?;
         let sh = self.get(py)?;
-        let out = self.waiting(py, || -> litelane::Result<Option<Outcome>> {
-            // INSERT, UPDATE, DELETE and REPLACE always write: no reader
-            // needs to look at them first.
-            if !exec::is_dml(&sql) {
-                if let Some(o) = self.read_first(&sh, &sql, &p)? {
-                    return Ok(Some(o));
-                }
+        // INSERT, UPDATE, DELETE and REPLACE always write: no reader needs
+        // to look at them first. A read waits for no other process, so it
+        // runs without the wait's signal check (`waiting`).
+        if !exec::is_dml(&sql) {
+            let read = py.detach(|| self.read_first(&sh, &sql, &p)).py_err(py)?;
+            if read.is_some() {
+                return Ok(read);
             }
-            if !allow_write {
-                return Ok(None);
-            }
+        }
+        if !allow_write {
+            return Ok(None);
+        }
+        self.waiting(py, || {
             sh.check_no_open_txn()?;
             if let Some(done) = self.execute_plain(&sh, &sql, &p) {
-                return done.map(Some);
+                return done;
             }
             let mut o = sh.write(|tx| self.hooks.around(tx, || exec::run(tx, &sql, &p)))?;
             o.wrote = true;
-            Ok(Some(o))
-        })?;
-        Ok(out)
+            Ok(o)
+        })
+        .map(Some)
     }
 
     /// `begin(timeout)` with the guard on: the transaction the DB-API
