@@ -224,9 +224,11 @@ pub(crate) fn checkpoint(id: u64, mode: c_int) -> Result<CheckpointReport, Statu
         1 => CheckpointMode::Full,
         2 => CheckpointMode::Restart,
         3 => CheckpointMode::Truncate,
-        other => return Err(misuse(format!(
+        other => {
+            return Err(misuse(format!(
             "litelane_checkpoint: unknown mode {other} (LITELANE_CHECKPOINT_PASSIVE .. _TRUNCATE)"
-        ))),
+        )))
+        }
     };
     db.checkpoint(mode)
         .map_err(|e| engine(&e, "litelane_checkpoint"))
