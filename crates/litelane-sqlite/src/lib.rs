@@ -159,19 +159,23 @@ fn busy_message(q: &ProcessQueue, db_path: &Path, waited: Duration) -> String {
     )
 }
 
-/// One line on the queue of `db_path`, for `PRAGMA lane`: the lock file
-/// in use and who holds the turn, or why there is no queue.
+/// One line on the queue of `db_path`, for `PRAGMA lane`: `on: <lock
+/// file>`, then who holds the turn and how many writers wait for it
+/// (an upper bound: a waiter that died may still be counted), or `off:
+/// <why>`. Opens the queue if this process has not yet.
 pub fn status(db_path: &Path) -> String {
     match queue(db_path) {
-        Ok(q) => match q.holder() {
-            Some(h) => format!(
-                "on: {} (turn held by process {}, {})",
-                q.lock_path().display(),
-                h.pid,
-                h.label
-            ),
-            None => format!("on: {}", q.lock_path().display()),
-        },
+        Ok(q) => {
+            let mut line = format!("on: {}", q.lock_path().display());
+            if let Some(h) = q.holder() {
+                line += &format!("; turn held by process {} ({})", h.pid, h.label);
+            }
+            match q.waiting() {
+                0 => {}
+                n => line += &format!("; {n} waiting"),
+            }
+            line
+        }
         Err(_) => {
             let reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
             match reg.queues.get(db_path) {
@@ -179,5 +183,104 @@ pub fn status(db_path: &Path) -> String {
                 _ => "off".into(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        std::fs::write(&path, b"").unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_turn_excludes_the_next_until_dropped_and_a_timeout_names_the_holder() {
+        let (_dir, path) = db();
+        let Acquired::Turn(turn) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("a free turn was not granted");
+        };
+        assert!(status(&path).contains(&format!("turn held by process {}", std::process::id())));
+        // Another thread of this process queues like another process.
+        let p2 = path.clone();
+        let waiter = std::thread::spawn(move || acquire(&p2, Duration::from_millis(150)));
+        match waiter.join().unwrap() {
+            Acquired::TimedOut(m) => {
+                assert!(m.starts_with("database is locked"), "{m}");
+                assert!(
+                    m.contains(&format!("held by process {}", std::process::id())),
+                    "{m}"
+                );
+                assert!(m.contains("lane SQLite: "), "{m}");
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        // A zero timeout does not wait for a held turn either.
+        let start = Instant::now();
+        assert!(matches!(
+            acquire(&path, Duration::ZERO),
+            Acquired::TimedOut(_)
+        ));
+        assert!(start.elapsed() < Duration::from_millis(500));
+        drop(turn);
+        assert!(matches!(acquire(&path, Duration::ZERO), Acquired::Turn(_)));
+    }
+
+    #[test]
+    fn waiters_are_granted_the_turn_in_arrival_order() {
+        let (_dir, path) = db();
+        let Acquired::Turn(first) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("no turn");
+        };
+        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for i in 0..4u64 {
+            let (p, order) = (path.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                let Acquired::Turn(t) = acquire(&p, Duration::from_secs(20)) else {
+                    panic!("waiter {i} got no turn");
+                };
+                order.lock().unwrap().push(i);
+                std::thread::sleep(Duration::from_millis(5));
+                drop(t);
+            }));
+            // Each waiter holds its ticket before the next arrives.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !status(&path).contains(&format!("; {} waiting", i + 1)) {
+                assert!(
+                    Instant::now() < deadline,
+                    "waiter {i} never queued: {}",
+                    status(&path)
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        drop(first);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_lock_file_it_may_not_trust_turns_the_queue_off_and_is_reported_once() {
+        let (dir, path) = db();
+        // A lock file with a second hard link is refused (xproc/trust.rs).
+        let lane = litelane::xproc::lock_path_for(&std::fs::canonicalize(&path).unwrap());
+        std::fs::write(&lane, b"not touched").unwrap();
+        std::fs::hard_link(&lane, dir.path().join("other")).unwrap();
+        match acquire(&path, Duration::from_millis(10)) {
+            Acquired::Off(Some(why)) => assert!(why.contains("link"), "{why}"),
+            other => panic!("expected the queue off with its reason, got {other:?}"),
+        }
+        assert!(matches!(
+            acquire(&path, Duration::ZERO),
+            Acquired::Off(None)
+        ));
+        assert!(status(&path).starts_with("off: "), "{}", status(&path));
+        assert_eq!(std::fs::read(&lane).unwrap(), b"not touched");
     }
 }
