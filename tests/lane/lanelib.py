@@ -6,8 +6,9 @@ As a script, it runs one child writer: ``lanelib.py LIB STEPS_JSON``, where
 each step is a list — ``["open", path, busy_timeout_ms, vfs_or_null]``,
 ``["exec", sql]`` (prints ``{"rc", "extended", "msg", "rows", "ms"}`` as one
 JSON line), ``["say", text]``, ``["sleep", seconds]``, ``["wait"]`` (reads
-a line of stdin), ``["fork_exec", sql]`` (forks; the child opens its own
-connection to the same file and runs the SQL, printing its result) — and
+a line of stdin), ``["fork_exec", sql, parent_sql]`` (forks; the child opens
+its own connection to the same file and runs ``sql``, printing its result;
+with ``parent_sql``, the parent runs it first and the child waits 0.3 s) — and
 prints the log lines it captured at the end as ``{"log": [...]}``.
 """
 
@@ -130,11 +131,15 @@ def _run(lib_path: str, steps: list) -> None:
         elif kind == "fork_exec":
             pid = os.fork()
             if pid == 0:
+                if len(step) > 2:
+                    time.sleep(0.3)  # the parent runs its SQL first
                 child = lib.open(opened[0], opened[1])
                 out = child.exec(step[1])
                 out["log"] = [m for _, m in lib.log]
                 print(json.dumps(out), flush=True)
                 os._exit(0)
+            if len(step) > 2:
+                print(json.dumps(conn.exec(step[2])), flush=True)
             os.waitpid(pid, 0)
         else:
             raise ValueError(f"unknown step {step!r}")

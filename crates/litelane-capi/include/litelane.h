@@ -242,6 +242,90 @@ typedef struct {
   uint64_t elapsed_us;
 } litelane_checkpoint_report;
 
+/*
+ What `litelane_metrics` reports: the engine's counters since the
+ database was opened (docs/api.md, `Metrics`). Set `size` to
+ `sizeof(litelane_metrics_report)` before the call; fields past it are not
+ written.
+ */
+typedef struct {
+  /*
+   `sizeof(litelane_metrics_report)`, set by the caller.
+   */
+  uintptr_t size;
+  /*
+   Time writes waited for the writer: median, 95th and 99th
+   percentiles and the longest, in microseconds.
+   */
+  uint64_t queue_wait_p50_us;
+  /*
+   See `queue_wait_p50_us`.
+   */
+  uint64_t queue_wait_p95_us;
+  /*
+   See `queue_wait_p50_us`.
+   */
+  uint64_t queue_wait_p99_us;
+  /*
+   See `queue_wait_p50_us`.
+   */
+  uint64_t queue_wait_max_us;
+  /*
+   Writes waiting for the writer right now.
+   */
+  uint64_t queue_depth;
+  /*
+   Write transactions run (each caller's own, inside group commits).
+   */
+  uint64_t transactions;
+  /*
+   Of those, rolled back.
+   */
+  uint64_t rollbacks;
+  /*
+   Commits whose outcome was unknown.
+   */
+  uint64_t outcomes_unknown;
+  /*
+   Rows written (`sqlite3_changes` summed).
+   */
+  uint64_t rows_written;
+  /*
+   SQLite commits (a group commit is one).
+   */
+  uint64_t commits;
+  /*
+   `SQLITE_BUSY` errors met (another process past the busy timeout).
+   */
+  uint64_t busy_errors;
+  /*
+   Checkpoints run, and of those escalated (writers paused).
+   */
+  uint64_t checkpoints;
+  /*
+   See `checkpoints`.
+   */
+  uint64_t checkpoints_escalated;
+  /*
+   Pages the checkpoints copied.
+   */
+  uint64_t checkpoint_pages;
+  /*
+   Pages in the WAL now, and the WAL file's size in bytes.
+   */
+  uint64_t wal_pages;
+  /*
+   See `wal_pages`.
+   */
+  uint64_t wal_file_bytes;
+} litelane_metrics_report;
+
+/*
+ Called by `litelane_backup` after each step: pages copied so far and
+ pages in all. It must return normally (no `longjmp`).
+ */
+typedef void (*litelane_progress)(void *ctx, uint64_t done, uint64_t total);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -447,6 +531,52 @@ int litelane_rows_free(litelane_rows **rows);
  `out` is NULL or writable.
  */
 int litelane_checkpoint(litelane_db *db, int mode, litelane_checkpoint_report *out);
+
+/*
+ Fills `*out` with the engine's counters (set `out->size` first).
+ Thread-safe.
+
+ # Safety
+ `out` points to `out->size` writable bytes.
+ */
+int litelane_metrics(litelane_db *db, litelane_metrics_report *out);
+
+/*
+ Copies the database, consistent as of one moment, to a new file at
+ `dest` while it stays in use (writers never wait for it in WAL
+ profiles); `dest` is written only when complete and synced, and an
+ existing non-empty `dest` is refused. `progress` (NULL allowed) is
+ called with `ctx` after each step; `pages` (NULL allowed) gets the
+ pages copied. Thread-safe.
+
+ # Safety
+ `dest` is NUL-terminated; `progress` is NULL or safe to call with
+ `ctx`; `pages` is NULL or writable.
+ */
+int litelane_backup(litelane_db *db,
+                    const char *dest,
+                    litelane_progress progress,
+                    void *ctx,
+                    uint64_t *pages);
+
+/*
+ Inserts `n_rows` rows into `table(columns[0..n_columns])` with the
+ engine's bulk inserter: multi-row statements in one transaction, all
+ rows or none. `values` is column-major: the value of row `r` in column
+ `c` is `values[c * n_rows + r]`. Names are quoted for you. `inserted`
+ (NULL allowed) gets the rows stored. Thread-safe.
+
+ # Safety
+ `table` and the `n_columns` names are NUL-terminated; `values` holds
+ `n_columns * n_rows` values; `inserted` is NULL or writable.
+ */
+int litelane_insert(litelane_db *db,
+                    const char *table,
+                    const char *const *columns,
+                    uintptr_t n_columns,
+                    const litelane_value *values,
+                    uintptr_t n_rows,
+                    uint64_t *inserted);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -241,3 +241,34 @@ pub(crate) fn panicked(what: &str) -> Status {
         format!("{what}: internal error (a panic in litelane); the handle may still be used"),
     )
 }
+
+pub(crate) fn metrics(id: u64) -> Result<litelane::Metrics, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_metrics: {m}")))?;
+    Ok(db.metrics())
+}
+
+/// Copies the database to `dest` while it stays in use (a new file, or an
+/// empty one), calling `progress(pages done, pages in all)` after each step.
+pub(crate) fn backup(
+    id: u64,
+    dest: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<litelane::BackupReport, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_backup: {m}")))?;
+    db.backup(dest, |p| progress(p.pages_done, p.pages_total))
+        .map_err(|e| engine(&e, &format!("litelane_backup to {dest}")))
+}
+
+/// Inserts `rows` into `table(columns)` through the engine's bulk inserter
+/// (one transaction; multi-row statements).
+pub(crate) fn insert(
+    id: u64,
+    table: &str,
+    columns: &[&str],
+    rows: Vec<Vec<Value>>,
+) -> Result<litelane::InsertReport, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_insert: {m}")))?;
+    db.inserter(table, columns)
+        .and_then(|ins| ins.label("C bulk insert").insert(rows))
+        .map_err(|e| engine(&e, "litelane_insert"))
+}

@@ -762,3 +762,204 @@ pub unsafe extern "C" fn litelane_checkpoint(
         Ok(LITELANE_OK)
     })
 }
+
+/// What `litelane_metrics` reports: the engine's counters since the
+/// database was opened (docs/api.md, `Metrics`). Set `size` to
+/// `sizeof(litelane_metrics_report)` before the call; fields past it are not
+/// written.
+#[repr(C)]
+pub struct litelane_metrics_report {
+    /// `sizeof(litelane_metrics_report)`, set by the caller.
+    pub size: usize,
+    /// Time writes waited for the writer: median, 95th and 99th
+    /// percentiles and the longest, in microseconds.
+    pub queue_wait_p50_us: u64,
+    /// See `queue_wait_p50_us`.
+    pub queue_wait_p95_us: u64,
+    /// See `queue_wait_p50_us`.
+    pub queue_wait_p99_us: u64,
+    /// See `queue_wait_p50_us`.
+    pub queue_wait_max_us: u64,
+    /// Writes waiting for the writer right now.
+    pub queue_depth: u64,
+    /// Write transactions run (each caller's own, inside group commits).
+    pub transactions: u64,
+    /// Of those, rolled back.
+    pub rollbacks: u64,
+    /// Commits whose outcome was unknown.
+    pub outcomes_unknown: u64,
+    /// Rows written (`sqlite3_changes` summed).
+    pub rows_written: u64,
+    /// SQLite commits (a group commit is one).
+    pub commits: u64,
+    /// `SQLITE_BUSY` errors met (another process past the busy timeout).
+    pub busy_errors: u64,
+    /// Checkpoints run, and of those escalated (writers paused).
+    pub checkpoints: u64,
+    /// See `checkpoints`.
+    pub checkpoints_escalated: u64,
+    /// Pages the checkpoints copied.
+    pub checkpoint_pages: u64,
+    /// Pages in the WAL now, and the WAL file's size in bytes.
+    pub wal_pages: u64,
+    /// See `wal_pages`.
+    pub wal_file_bytes: u64,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Fills `*out` with the engine's counters (set `out->size` first).
+/// Thread-safe.
+///
+/// # Safety
+/// `out` points to `out->size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_metrics(
+    db: *mut litelane_db,
+    out: *mut litelane_metrics_report,
+) -> c_int {
+    guard("litelane_metrics", || {
+        if out.is_null() {
+            return Err(misuse("litelane_metrics: out is NULL".into()));
+        }
+        // SAFETY: `out` holds at least its `size` field.
+        let size = unsafe { std::ptr::addr_of!((*out).size).read() };
+        if size < size_of::<usize>() {
+            return Err(misuse(format!("litelane_metrics: out->size is {size}")));
+        }
+        let m = calls::metrics(id(db))?;
+        let all = litelane_metrics_report {
+            size: size.min(size_of::<litelane_metrics_report>()),
+            queue_wait_p50_us: micros(m.queue_wait_p50),
+            queue_wait_p95_us: micros(m.queue_wait_p95),
+            queue_wait_p99_us: micros(m.queue_wait_p99),
+            queue_wait_max_us: micros(m.queue_wait_max),
+            queue_depth: m.queue_depth as u64,
+            transactions: m.transactions,
+            rollbacks: m.rollbacks,
+            outcomes_unknown: m.outcomes_unknown,
+            rows_written: m.rows_written,
+            commits: m.commits,
+            busy_errors: m.busy_errors,
+            checkpoints: m.checkpoints,
+            checkpoints_escalated: m.checkpoints_escalated,
+            checkpoint_pages: m.checkpoint_pages,
+            wal_pages: m.wal_pages,
+            wal_file_bytes: m.wal_file_bytes,
+        };
+        // SAFETY: `out` has `size` writable bytes; at most that many are
+        // copied (a caller's older, shorter struct gets its own fields).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                std::ptr::from_ref(&all).cast::<u8>(),
+                out.cast::<u8>(),
+                all.size,
+            )
+        };
+        Ok(LITELANE_OK)
+    })
+}
+
+/// Called by `litelane_backup` after each step: pages copied so far and
+/// pages in all. It must return normally (no `longjmp`).
+pub type litelane_progress = Option<unsafe extern "C" fn(ctx: *mut c_void, done: u64, total: u64)>;
+
+/// Copies the database, consistent as of one moment, to a new file at
+/// `dest` while it stays in use (writers never wait for it in WAL
+/// profiles); `dest` is written only when complete and synced, and an
+/// existing non-empty `dest` is refused. `progress` (NULL allowed) is
+/// called with `ctx` after each step; `pages` (NULL allowed) gets the
+/// pages copied. Thread-safe.
+///
+/// # Safety
+/// `dest` is NUL-terminated; `progress` is NULL or safe to call with
+/// `ctx`; `pages` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_backup(
+    db: *mut litelane_db,
+    dest: *const c_char,
+    progress: litelane_progress,
+    ctx: *mut c_void,
+    pages: *mut u64,
+) -> c_int {
+    guard("litelane_backup", || {
+        // SAFETY: the caller's contract.
+        let dest = unsafe { text(dest, "litelane_backup: dest") }?;
+        let mut step = |done: u64, total: u64| {
+            if let Some(f) = progress {
+                // SAFETY: the caller's contract.
+                unsafe { f(ctx, done, total) };
+            }
+        };
+        let report = calls::backup(id(db), dest, &mut step)?;
+        // SAFETY: `pages` is NULL or writable.
+        unsafe { put(pages, report.pages) };
+        Ok(LITELANE_OK)
+    })
+}
+
+/// Inserts `n_rows` rows into `table(columns[0..n_columns])` with the
+/// engine's bulk inserter: multi-row statements in one transaction, all
+/// rows or none. `values` is column-major: the value of row `r` in column
+/// `c` is `values[c * n_rows + r]`. Names are quoted for you. `inserted`
+/// (NULL allowed) gets the rows stored. Thread-safe.
+///
+/// # Safety
+/// `table` and the `n_columns` names are NUL-terminated; `values` holds
+/// `n_columns * n_rows` values; `inserted` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_insert(
+    db: *mut litelane_db,
+    table: *const c_char,
+    columns: *const *const c_char,
+    n_columns: usize,
+    values: *const litelane_value,
+    n_rows: usize,
+    inserted: *mut u64,
+) -> c_int {
+    guard("litelane_insert", || {
+        // SAFETY: the caller's contract.
+        let table = unsafe { text(table, "litelane_insert: table") }?;
+        if n_columns == 0 || columns.is_null() {
+            return Err(misuse("litelane_insert: no columns".into()));
+        }
+        let Some(cells) = n_columns.checked_mul(n_rows) else {
+            return Err(misuse(format!(
+                "litelane_insert: {n_columns} × {n_rows} values overflow"
+            )));
+        };
+        if cells > 0 && values.is_null() {
+            return Err(misuse(format!(
+                "litelane_insert: values is NULL with {cells} values"
+            )));
+        }
+        let mut names = Vec::with_capacity(n_columns);
+        for c in 0..n_columns {
+            // SAFETY: `columns` holds `n_columns` names.
+            let p = unsafe { *columns.add(c) };
+            // SAFETY: each name is NUL-terminated.
+            names.push(unsafe { text(p, &format!("litelane_insert: column {}", c + 1)) }?);
+        }
+        let mut rows = Vec::with_capacity(n_rows);
+        for r in 0..n_rows {
+            let mut row = Vec::with_capacity(n_columns);
+            for (c, name) in names.iter().enumerate() {
+                // SAFETY: `values` holds `n_columns * n_rows` values.
+                let v = unsafe { &*values.add(c * n_rows + r) };
+                // SAFETY: the value's own contract.
+                row.push(unsafe {
+                    value(v, &|| {
+                        format!("litelane_insert: row {}, column {name}", r + 1)
+                    })
+                }?);
+            }
+            rows.push(row);
+        }
+        let report = calls::insert(id(db), table, &names, rows)?;
+        // SAFETY: `inserted` is NULL or writable.
+        unsafe { put(inserted, report.rows) };
+        Ok(LITELANE_OK)
+    })
+}

@@ -22,6 +22,7 @@
 ** own code.
 */
 #include "sqlite3.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ int litelane_lane_acquire(const char *zDb, int timeoutMs, void **pTurn,
                           char *zMsg, size_t nMsg);
 void litelane_lane_release(void *pTurn);
 void litelane_lane_status(const char *zDb, char *zBuf, size_t nBuf);
+void litelane_lane_after_fork(void);
 int litelane_lane_init(const char *zUnused);
 
 #define LANE_TURN 0
@@ -327,5 +329,8 @@ int litelane_lane_init(const char *zUnused) {
   laneVfs.iVersion = laneUnix->iVersion < 3 ? laneUnix->iVersion : 3;
   laneVfs.szOsFile = (int)sizeof(LaneFile) + laneUnix->szOsFile;
   laneVfs.mxPathname = laneUnix->mxPathname;
+  /* A forked child must not take turns through its parent's open file
+  ** descriptions: the queue opens its own after a fork. */
+  pthread_atfork(0, 0, litelane_lane_after_fork);
   return sqlite3_vfs_register(&laneVfs, makeDefault);
 }

@@ -25,6 +25,7 @@ mod ffi;
 use litelane::xproc::{Degraded, ProcessQueue, ProcessTurn};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,7 +60,20 @@ type Queues = HashMap<PathBuf, Result<ProcessQueue, (Degraded, bool)>>;
 /// which the parent's locks live, so it opens its own.
 struct Registry {
     pid: u32,
+    /// [`FORKS`] when `pid` was last checked.
+    forks: u64,
     queues: Queues,
+}
+
+/// How many times this process image has forked, as the lane VFS counts
+/// them (`pthread_atfork`, [`after_fork`]): the registry asks the kernel
+/// for its process id only when this moved, not on every write.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Called in the child after a `fork()` (the VFS registers it with
+/// `pthread_atfork`): one atomic add, safe in a forked child.
+pub fn after_fork() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -67,6 +81,7 @@ fn registry() -> &'static Mutex<Registry> {
     REGISTRY.get_or_init(|| {
         Mutex::new(Registry {
             pid: std::process::id(),
+            forks: FORKS.load(Ordering::Relaxed),
             queues: HashMap::new(),
         })
     })
@@ -76,19 +91,25 @@ fn registry() -> &'static Mutex<Registry> {
 /// (`Some` the first time only).
 fn queue(db_path: &Path) -> Result<ProcessQueue, Option<String>> {
     let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
-    let pid = std::process::id();
-    if reg.pid != pid {
-        // Forked: the inherited queues' descriptions are shared with the
-        // parent, and their locks with them. Closing them here would not
-        // release the parent's locks, but their drop also rings bells and
-        // writes records in the parent's name: forget them instead.
-        std::mem::forget(std::mem::take(&mut reg.queues));
-        reg.pid = pid;
+    let forks = FORKS.load(Ordering::Relaxed);
+    if reg.forks != forks {
+        reg.forks = forks;
+        let pid = std::process::id();
+        if reg.pid != pid {
+            // Forked: the inherited queues' descriptions are shared with
+            // the parent, and their locks with them. Closing them here
+            // would not release the parent's locks, but their drop also
+            // rings bells and writes records in the parent's name: forget
+            // them instead.
+            std::mem::forget(std::mem::take(&mut reg.queues));
+            reg.pid = pid;
+        }
     }
-    let entry = reg
-        .queues
-        .entry(db_path.to_path_buf())
-        .or_insert_with(|| ProcessQueue::open_turns_only(db_path).map_err(|d| (d, false)));
+    if !reg.queues.contains_key(db_path) {
+        let opened = ProcessQueue::open_turns_only(db_path).map_err(|d| (d, false));
+        reg.queues.insert(db_path.to_path_buf(), opened);
+    }
+    let entry = reg.queues.get_mut(db_path).expect("inserted above");
     match entry {
         Ok(q) => Ok(q.clone()),
         Err((d, told)) => {

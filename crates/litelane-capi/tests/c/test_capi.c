@@ -308,6 +308,82 @@ static void test_checkpoint(litelane_db *db) {
   CHECK(r.busy == 0 || r.busy == 1, "busy %d", r.busy);
 }
 
+static void test_metrics(litelane_db *db) {
+  litelane_metrics_report m;
+  litelane_metrics_report old;
+  memset(&m, 0, sizeof m);
+  m.size = sizeof m;
+  OK(litelane_metrics(db, &m));
+  CHECK(m.transactions > 0 && m.commits > 0 && m.rows_written > 0,
+        "transactions %llu commits %llu rows %llu",
+        (unsigned long long)m.transactions, (unsigned long long)m.commits,
+        (unsigned long long)m.rows_written);
+  CHECK(m.rollbacks > 0, "the failed writes were not counted as rollbacks");
+  /* A struct from an older header: nothing past its size is written. */
+  memset(&old, 0xab, sizeof old);
+  old.size = offsetof(litelane_metrics_report, queue_wait_p95_us);
+  OK(litelane_metrics(db, &old));
+  CHECK(old.queue_wait_p95_us == 0xababababababababULL,
+        "a field past size was written");
+  old.size = 0;
+  EXPECT(litelane_metrics(db, &old), LITELANE_MISUSE, "out->size is 0");
+  EXPECT(litelane_metrics(db, NULL), LITELANE_MISUSE, "out is NULL");
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total) {
+  uint64_t *calls = (uint64_t *)ctx;
+  (*calls)++;
+  CHECK(done <= total, "progress %llu of %llu", (unsigned long long)done,
+        (unsigned long long)total);
+}
+
+static void test_backup(litelane_db *db, const char *dir) {
+  char dest[4096];
+  uint64_t calls = 0, pages = 0;
+  litelane_db *copy = NULL;
+  snprintf(dest, sizeof dest, "%s/backup.db", dir);
+  OK(litelane_backup(db, dest, on_progress, &calls, &pages));
+  CHECK(calls > 0 && pages > 0, "calls %llu pages %llu",
+        (unsigned long long)calls, (unsigned long long)pages);
+  /* An existing, non-empty file is never overwritten. */
+  EXPECT(litelane_backup(db, dest, NULL, NULL, NULL), LITELANE_ERROR, dest);
+  EXPECT(litelane_backup(db, NULL, NULL, NULL, NULL), LITELANE_MISUSE,
+         "dest is NULL");
+  OK(litelane_open(dest, NULL, &copy));
+  CHECK(count_rows(copy) == count_rows(db), "the copy differs");
+  OK(litelane_close(&copy));
+}
+
+#define BULK_ROWS 1000
+
+static void test_insert(litelane_db *db) {
+  static litelane_value values[2 * BULK_ROWS];
+  const char *columns[2] = {"i", "s"};
+  const char *missing[2] = {"i", "nope"};
+  litelane_value bad = bytes_value(LITELANE_TEXT, "\xc3", 1);
+  uint64_t inserted = 0;
+  int64_t before = count_rows(db);
+  int r;
+  for (r = 0; r < BULK_ROWS; r++) {
+    values[r] = int_value(r);
+    values[BULK_ROWS + r] = bytes_value(LITELANE_TEXT, "bulk", 4);
+  }
+  OK(litelane_insert(db, "t", columns, 2, values, BULK_ROWS, &inserted));
+  CHECK(inserted == BULK_ROWS, "inserted %llu", (unsigned long long)inserted);
+  CHECK(count_rows(db) == before + BULK_ROWS, "rows %lld",
+        (long long)count_rows(db));
+  EXPECT(litelane_insert(db, "t", missing, 2, values, BULK_ROWS, NULL),
+         LITELANE_ERROR, "nope");
+  EXPECT(litelane_insert(db, "t", columns, 2, NULL, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "values is NULL");
+  EXPECT(litelane_insert(db, "t", NULL, 2, values, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "no columns");
+  values[BULK_ROWS + 7] = bad;
+  EXPECT(litelane_insert(db, "t", columns, 2, values, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "row 8, column s: text is not UTF-8");
+  CHECK(count_rows(db) == before + BULK_ROWS, "a refused insert wrote rows");
+}
+
 #define THREADS 8
 #define PER_THREAD 200
 
@@ -365,7 +441,10 @@ int main(int argc, char **argv) {
   test_transactions(db);
   test_handle_misuse(db, argv[1]);
   test_checkpoint(db);
+  test_insert(db);
   test_threads(db);
+  test_metrics(db);
+  test_backup(db, argv[1]);
   OK(litelane_close(&db));
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
