@@ -45,6 +45,28 @@ function call(db, fn) {
 	}
 }
 
+// A native call that may run user functions: the connection is busy
+// meanwhile (better-sqlite3 refuses reentrant use the same way).
+function busyCall(st, fn) {
+	st.busy = true;
+	try {
+		return call(st.db, fn);
+	} finally {
+		st.busy = false;
+	}
+}
+
+const BUSY = 'This database connection is busy executing a query';
+
+// Database methods better-sqlite3 refuses while a user function runs
+// (busy) or, unless `iterating` is allowed, while a statement iterates.
+function ready(st, allowIterating) {
+	const db = open(st);
+	if (st.busy) throw new TypeError(BUSY);
+	if (!allowIterating && st.iterating > 0 && !st.unsafe) throw new TypeError(BUSY);
+	return db;
+}
+
 function bool(options, key) {
 	let value = false;
 	if (key in options && typeof (value = options[key]) !== 'boolean') {
@@ -100,7 +122,9 @@ function Database(filenameGiven, options) {
 			readonly,
 			verbose: verbose || null,
 			safeIntegers: false,
-			statements: new Set(),
+			busy: false,
+			iterating: 0,
+			unsafe: false,
 		},
 	});
 }
@@ -124,13 +148,14 @@ Object.defineProperties(Database.prototype, {
 
 Database.prototype.prepare = function prepare(sql) {
 	if (typeof sql !== 'string') throw new TypeError('Expected first argument to be a string');
+	ready(state(this), true);
 	return new Statement(this, sql, false);
 };
 
 Database.prototype.exec = function exec(sql) {
 	if (typeof sql !== 'string') throw new TypeError('Expected first argument to be a string');
 	const st = state(this);
-	const db = open(st);
+	const db = ready(st, false);
 	if (st.verbose) { const verbose = st.verbose; verbose(sql); }
 	if (st.readonly) {
 		// Refuse a write in a read-only database before anything runs.
@@ -139,7 +164,7 @@ Database.prototype.exec = function exec(sql) {
 			if (!info.reader) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
 		}
 	}
-	call(db, (d) => d.exec(sql));
+	busyCall(st, (d) => d.exec(sql));
 	return this;
 };
 
@@ -151,7 +176,10 @@ function splitForCheck(sql) {
 
 Database.prototype.close = function close() {
 	const st = state(this);
-	if (st.db.open) call(st.db, (d) => d.close());
+	if (st.db.open) {
+		ready(st, false);
+		call(st.db, (d) => d.close());
+	}
 	return this;
 };
 
@@ -160,9 +188,10 @@ Database.prototype.defaultSafeIntegers = function defaultSafeIntegers(toggle) {
 	return this;
 };
 
-Database.prototype.unsafeMode = function unsafeMode() {
-	// Statements never hold a connection between calls here (rows are read
-	// in one go), so there is nothing unsafe to allow.
+Database.prototype.unsafeMode = function unsafeMode(unsafe) {
+	// Lets statements run while others iterate (rows are read in one go
+	// here, so it is always safe).
+	state(this).unsafe = unsafe === undefined ? true : !!unsafe;
 	return this;
 };
 
@@ -171,6 +200,7 @@ Database.prototype.pragma = function pragma(source, options) {
 	if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
 	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
 	const simple = bool(options, 'simple');
+	ready(state(this), false);
 	const stmt = new Statement(this, `PRAGMA ${source}`, true);
 	return simple ? stmt.pluck().get() : stmt.all();
 };
@@ -213,8 +243,7 @@ Database.prototype.function = function defineFunction(name, options, fn) {
 		if (!Number.isInteger(argCount) || argCount < 0) throw new TypeError('Expected function.length to be a positive integer');
 		if (argCount > 100) throw new RangeError('User-defined functions cannot have more than 100 arguments');
 	}
-	const db = open(st);
-	if (st.db.inTransaction === false && st.iterating) throw new TypeError('This database connection is busy executing a query');
+	const db = ready(st, false);
 	// `undefined` tells the native side that the function threw.
 	const wrapped = function () {
 		try {
@@ -231,6 +260,7 @@ Database.prototype.function = function defineFunction(name, options, fn) {
 
 function notSupported(what) {
 	return function () {
+		ready(state(this), false);
 		throw new TypeError(`${what} is not supported by litelane yet (docs/node.md)`);
 	};
 }
@@ -332,8 +362,9 @@ class Statement {
 		Object.defineProperty(this, 'source', { value: sql, enumerable: true });
 		Object.defineProperty(this, 'reader', { value: this._returnsData, enumerable: true });
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
-		Object.defineProperty(this, 'busy', { value: false, enumerable: true, writable: true });
-		for (const k of ['_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
+
+		this._iterating = false;
+		for (const k of ['_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -376,23 +407,29 @@ class Statement {
 		}
 	}
 
+	_ready(allowIterating) {
+		const db = ready(this._st, allowIterating);
+		if (this._iterating) throw new TypeError('This statement is busy executing a query');
+		return db;
+	}
+
 	run(...args) {
-		const db = open(this._st);
+		const db = this._ready(false);
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const r = call(db, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
+		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
 		const rowid = this._safe ? BigInt(r.lastInsertRowid) : r.lastInsertRowid;
 		return { changes: r.changes, lastInsertRowid: rowid };
 	}
 
 	_rows(args, firstOnly) {
 		if (!this._returnsData) throw new TypeError('This statement does not return data. Use run() instead');
-		const db = open(this._st);
+		const db = this._ready(true);
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const out = call(db, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
+		const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
 		const names = out[0];
 		const rows = [];
 		for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r]));
@@ -429,7 +466,27 @@ class Statement {
 		// Rows are read in one go (the engine hands a connection back at the
 		// end of each call), then handed out one by one.
 		const rows = this._rows(args, false);
-		return rows[Symbol.iterator]();
+		const st = this._st;
+		const stmt = this;
+		let i = 0;
+		let live = true;
+		const end = () => {
+			if (live) { live = false; st.iterating -= 1; stmt._iterating = false; }
+		};
+		st.iterating += 1;
+		this._iterating = true;
+		return {
+			next() {
+				if (live && i < rows.length) return { value: rows[i++], done: false };
+				end();
+				return { value: undefined, done: true };
+			},
+			return() {
+				end();
+				return { value: undefined, done: true };
+			},
+			[Symbol.iterator]() { return this; },
+		};
 	}
 
 	pluck(toggle) {
@@ -456,6 +513,10 @@ class Statement {
 		return this;
 	}
 
+	get busy() {
+		return this._iterating;
+	}
+
 	safeIntegers(toggle) {
 		this._safe = toggle === undefined ? true : !!toggle;
 		return this;
@@ -468,7 +529,7 @@ class Statement {
 	}
 
 	bind(...args) {
-		open(this._st);
+		this._ready(true);
 		if (this._bound) throw new TypeError('The bind() method can only be invoked once per statement object');
 		const p = this._params(args);
 		this._bound = p;

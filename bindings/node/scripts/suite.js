@@ -33,7 +33,7 @@ if (!fs.existsSync(path.join(pkg, 'litelane.node'))) sh('node', [path.join(pkg, 
 const tests = path.join(cache, 'bsq-test');
 if (!fs.existsSync(path.join(tests, 'test'))) {
 	fs.mkdirSync(tests, { recursive: true });
-	const tar = execFileSync('git', ['--git-dir', path.join(bsqRepo, '.git'), 'archive', TAG, 'test'], { maxBuffer: 1 << 28 });
+	const tar = execFileSync('git', ['-C', bsqRepo, 'archive', TAG, 'test'], { maxBuffer: 1 << 28 });
 	execFileSync('tar', ['x', '-C', tests], { input: tar });
 }
 
@@ -64,7 +64,7 @@ function run(name) {
 	const t0 = Date.now();
 	const out = spawnSync(process.execPath, [path.join(deps, 'node_modules', 'mocha', 'bin', 'mocha.js'),
 		'--exit', '--timeout=5000', '--reporter', 'json', '--reporter-option', `output=${path.join(cache, name + '.json')}`],
-		{ cwd: runs[name], encoding: 'utf8', maxBuffer: 1 << 28 });
+		{ cwd: runs[name], encoding: 'utf8', maxBuffer: 1 << 28, timeout: 600000 });
 	const file = path.join(cache, name + '.json');
 	if (!fs.existsSync(file)) {
 		console.error(out.stdout, out.stderr);
