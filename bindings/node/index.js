@@ -16,6 +16,7 @@ function addon() {
 
 const KINDS = { TypeError, RangeError };
 let pendingFunctionError = null;
+let hasPendingFunctionError = false;
 
 // Native errors arrive as `KIND\u0001message`: an SQLite code name, or
 // TypeError/RangeError; a JavaScript function's own exception is rethrown.
@@ -26,12 +27,14 @@ function translate(err) {
 	if (i < 0) return err;
 	const kind = msg.slice(0, i);
 	const text = msg.slice(i + 1);
-	if (kind === 'FunctionError' && pendingFunctionError) {
+	if (kind === 'FunctionError' && hasPendingFunctionError) {
 		const e = pendingFunctionError;
 		pendingFunctionError = null;
+		hasPendingFunctionError = false;
 		return e;
 	}
 	pendingFunctionError = null;
+	hasPendingFunctionError = false;
 	if (KINDS[kind]) return new KINDS[kind](text);
 	if (kind === 'Error') return new Error(text);
 	return new SqliteError(text, kind);
@@ -251,6 +254,7 @@ Database.prototype.function = function defineFunction(name, options, fn) {
 			return r === undefined ? null : r;
 		} catch (e) {
 			pendingFunctionError = e;
+			hasPendingFunctionError = true;
 			return undefined;
 		}
 	};
@@ -353,6 +357,7 @@ class Statement {
 		this._onReader = info.reader && !info.writerOnly && !pragma;
 		this._returnsData = info.columnCount > 0;
 		this._readonly = info.reader;
+		this._pragma = pragma;
 		this._pluck = false;
 		this._expand = false;
 		this._raw = false;
@@ -364,7 +369,7 @@ class Statement {
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
 
 		this._iterating = false;
-		for (const k of ['_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -413,6 +418,11 @@ class Statement {
 		return db;
 	}
 
+	_modReady() {
+		if (this._st.busy) throw new TypeError(BUSY);
+		if (this._iterating) throw new TypeError('This statement is busy executing a query');
+	}
+
 	run(...args) {
 		const db = this._ready(false);
 		const p = this._params(args);
@@ -424,7 +434,11 @@ class Statement {
 	}
 
 	_rows(args, firstOnly) {
-		if (!this._returnsData) throw new TypeError('This statement does not return data. Use run() instead');
+		if (!this._returnsData) {
+			// A pragma that sets something: run it, no rows.
+			if (this._pragma) { this.run(...args); return []; }
+			throw new TypeError('This statement does not return data. Use run() instead');
+		}
 		const db = this._ready(true);
 		const p = this._params(args);
 		this._checkWrite();
@@ -477,11 +491,13 @@ class Statement {
 		this._iterating = true;
 		return {
 			next() {
+				if (st.busy) throw new TypeError(BUSY);
 				if (live && i < rows.length) return { value: rows[i++], done: false };
 				end();
 				return { value: undefined, done: true };
 			},
 			return() {
+				if (st.busy) throw new TypeError(BUSY);
 				end();
 				return { value: undefined, done: true };
 			},
@@ -490,7 +506,8 @@ class Statement {
 	}
 
 	pluck(toggle) {
-		if (!this._returnsData) throw new TypeError('The pluck() method is only for statements that return data');
+		this._modReady();
+		if (!this._returnsData && !this._pragma) throw new TypeError('The pluck() method is only for statements that return data');
 		const on = toggle === undefined ? true : !!toggle;
 		this._pluck = on;
 		if (on) { this._expand = false; this._raw = false; }
@@ -498,6 +515,7 @@ class Statement {
 	}
 
 	expand(toggle) {
+		this._modReady();
 		if (!this._returnsData) throw new TypeError('The expand() method is only for statements that return data');
 		const on = toggle === undefined ? true : !!toggle;
 		this._expand = on;
@@ -506,6 +524,7 @@ class Statement {
 	}
 
 	raw(toggle) {
+		this._modReady();
 		if (!this._returnsData) throw new TypeError('The raw() method is only for statements that return data');
 		const on = toggle === undefined ? true : !!toggle;
 		this._raw = on;
@@ -518,11 +537,14 @@ class Statement {
 	}
 
 	safeIntegers(toggle) {
+		this._modReady();
 		this._safe = toggle === undefined ? true : !!toggle;
 		return this;
 	}
 
 	columns() {
+		open(this._st);
+		if (this._st.busy) throw new TypeError(BUSY);
 		if (!this._returnsData) throw new TypeError('The columns() method is only for statements that return data');
 		const db = open(this._st);
 		return call(db, (d) => d.columns(this._sql, this._onReader && !db.inTransaction));
@@ -532,6 +554,16 @@ class Statement {
 		this._ready(true);
 		if (this._bound) throw new TypeError('The bind() method can only be invoked once per statement object');
 		const p = this._params(args);
+		const copy = (v) => (Buffer.isBuffer(v) ? Buffer.from(v) : v);
+		p.anon = p.anon.map(copy);
+		if (p.named) {
+			const named = {};
+			for (const k of Object.keys(p.named)) named[k] = copy(p.named[k]);
+			p.named = named;
+		}
+		// Bound now, as better-sqlite3 does: wrong parameters fail here.
+		const db = this._st.db;
+		call(db, (d) => d.expandedSql(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
 		this._bound = p;
 		return this;
 	}

@@ -90,6 +90,21 @@ fn keywords(sql: &str) -> Vec<String> {
     out
 }
 
+/// True for a part of a script with nothing but blanks, comments and `;`.
+fn is_blank(sql: &str) -> bool {
+    let mut s = sql;
+    loop {
+        s = s.trim_start_matches(|c: char| c.is_whitespace() || c == ';');
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.split_once('\n').map_or("", |x| x.1);
+        } else if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |x| x.1);
+        } else {
+            return s.is_empty();
+        }
+    }
+}
+
 enum Control {
     Begin,
     Commit,
@@ -278,10 +293,14 @@ fn run_query(conn: &Connection, sql: &str, params: &Params, first_only: bool) ->
 fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Result<(i64, i64)> {
     let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
     params.bind(&mut stmt)?;
+    let before = conn.total_changes();
     let mut raw = stmt.raw_query();
     while raw.next().map_err(from_rusqlite)?.is_some() {}
     drop(raw);
-    Ok((conn.changes() as i64, conn.last_insert_rowid()))
+    // As better-sqlite3 counts: nothing when the statement changed no row
+    // (sqlite3_changes would still show the previous statement's count).
+    let changes = if conn.total_changes() == before { 0 } else { conn.changes() as i64 };
+    Ok((changes, conn.last_insert_rowid()))
 }
 
 /// A JavaScript function installed as an SQL function. Only ever called on
@@ -296,7 +315,9 @@ unsafe impl Send for JsFn {}
 unsafe impl Sync for JsFn {}
 
 thread_local! {
-    static FN_ERROR: RefCell<bool> = const { RefCell::new(false) };
+    /// Set when a JavaScript function threw (or returned what SQLite cannot
+    /// store) during the statement: what the statement then reports.
+    static FN_ERROR: RefCell<Option<napi::Error>> = const { RefCell::new(None) };
 }
 
 impl JsFn {
@@ -339,10 +360,14 @@ impl JsFn {
         match result {
             Ok(Some(v)) => Ok(v),
             Ok(None) => {
-                FN_ERROR.with(|e| *e.borrow_mut() = true);
+                FN_ERROR.with(|e| *e.borrow_mut() = Some(kind_err("FunctionError", "a JavaScript function threw")));
                 Err(fail("JavaScript function threw"))
             }
-            Err(e) => Err(fail(&e.reason)),
+            Err(e) => {
+                let reason = e.reason.clone();
+                FN_ERROR.with(|x| *x.borrow_mut() = Some(e));
+                Err(fail(&reason))
+            }
         }
     }
 }
@@ -480,7 +505,7 @@ impl NativeDatabase {
         reader: bool,
         f: impl FnOnce(&Connection) -> litelane::Result<T>,
     ) -> napi::Result<T> {
-        FN_ERROR.with(|e| *e.borrow_mut() = false);
+        FN_ERROR.with(|e| *e.borrow_mut() = None);
         let out = if let Some(held) = self.held.as_mut() {
             held.run(|tx| f(tx))
         } else if reader {
@@ -489,13 +514,7 @@ impl NativeDatabase {
             self.not_blocked()?;
             self.db()?.write_local("node", |tx| f(tx))
         };
-        out.map_err(|e| {
-            if FN_ERROR.with(|x| *x.borrow()) {
-                kind_err("FunctionError", "a JavaScript function threw")
-            } else {
-                to_js_err(e)
-            }
-        })
+        out.map_err(|e| FN_ERROR.with(|x| x.borrow_mut().take()).unwrap_or_else(|| to_js_err(e)))
     }
 
     /// `on_conn`, but a pragma outside a transaction runs on the writer with
@@ -508,7 +527,7 @@ impl NativeDatabase {
     ) -> napi::Result<T> {
         if !reader && self.held.is_none() && keywords(sql).first().map(String::as_str) == Some("PRAGMA") {
             self.not_blocked()?;
-            FN_ERROR.with(|e| *e.borrow_mut() = false);
+            FN_ERROR.with(|e| *e.borrow_mut() = None);
             return self
                 .db()?
                 .write_outside_transaction("node pragma", |c| f(c))
@@ -594,7 +613,10 @@ impl NativeDatabase {
     #[napi(constructor)]
     pub fn new(path: String, options: Option<OpenOptions>) -> napi::Result<Self> {
         let mut opts = Options::default();
-        opts.stock_settings = true;
+        // litelane's settings are better-sqlite3's build options: foreign
+        // keys on, double-quoted strings are identifiers. Its page cache too.
+        opts.stock_settings = false;
+        opts.cache_size_kib = 16000;
         if let Some(o) = &options {
             if let Some(p) = &o.profile {
                 opts.profile = match p.as_str() {
@@ -650,7 +672,10 @@ impl NativeDatabase {
     /// Checks one statement and says where it runs.
     #[napi]
     pub fn prepare(&mut self, sql: String) -> napi::Result<StatementInfo> {
-        let parts = litelane::split_statements(&sql);
+        let parts: Vec<&str> = litelane::split_statements(&sql)
+            .into_iter()
+            .filter(|p| !is_blank(p))
+            .collect();
         if parts.is_empty() {
             return Err(kind_err("RangeError", "The supplied SQL string contains no statements"));
         }
