@@ -268,7 +268,67 @@ function notSupported(what) {
 		throw new TypeError(`${what} is not supported by litelane yet (docs/node.md)`);
 	};
 }
-Database.prototype.aggregate = notSupported('Database#aggregate()');
+Database.prototype.aggregate = function defineAggregate(name, options) {
+	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object' || options === null) throw new TypeError('Expected second argument to be an options object');
+	if (!name) throw new TypeError('User-defined function name cannot be an empty string');
+	const fnOption = (key, required) => {
+		const value = key in options ? options[key] : null;
+		if (typeof value === 'function') return value;
+		if (value != null) throw new TypeError(`Expected the "${key}" option to be a function`);
+		if (required) throw new TypeError(`Missing required option "${key}"`);
+		return null;
+	};
+	const length = ({ length }) => {
+		if (Number.isInteger(length) && length >= 0) return length;
+		throw new TypeError('Expected function.length to be a positive integer');
+	};
+	const start = 'start' in options ? options.start : null;
+	const step = fnOption('step', true);
+	const inverse = fnOption('inverse', false);
+	const result = fnOption('result', false);
+	const st = state(this);
+	const safeIntegers = 'safeIntegers' in options ? bool(options, 'safeIntegers') : st.safeIntegers;
+	const deterministic = bool(options, 'deterministic');
+	const directOnly = bool(options, 'directOnly');
+	const varargs = bool(options, 'varargs');
+	let argCount = -1;
+	if (!varargs) {
+		argCount = Math.max(length(step), inverse ? length(inverse) : 0);
+		if (argCount > 0) argCount -= 1;
+		if (argCount > 100) throw new RangeError('User-defined functions cannot have more than 100 arguments');
+	}
+	const db = ready(st, false);
+	// Accumulators by id; op: 0 start, 1 step, 2 inverse, 3 value, 4 final,
+	// 5 value of an empty window.
+	const accs = new Map();
+	const finish = (v) => {
+		if (result) v = result(v);
+		return v === undefined ? null : v;
+	};
+	const dispatch = function (op, id, ...args) {
+		try {
+			switch (op) {
+				case 0: accs.set(id, typeof start === 'function' ? start() : start); return null;
+				case 1: case 2: {
+					const r = (op === 1 ? step : inverse)(accs.get(id), ...args);
+					if (r !== undefined) accs.set(id, r);
+					return null;
+				}
+				case 3: return finish(accs.get(id));
+				case 4: { const v = accs.get(id); accs.delete(id); return finish(v); }
+				default: return finish(typeof start === 'function' ? start() : start);
+			}
+		} catch (e) {
+			if (op === 4) accs.delete(id);
+			pendingFunctionError = e;
+			hasPendingFunctionError = true;
+			return undefined;
+		}
+	};
+	call(db, (d) => d.aggregate(name, dispatch, argCount, !!inverse, deterministic, directOnly, safeIntegers));
+	return this;
+};
 Database.prototype.table = notSupported('Database#table()');
 Database.prototype.loadExtension = notSupported('Database#loadExtension()');
 Database.prototype.serialize = notSupported('Database#serialize()');

@@ -322,6 +322,15 @@ thread_local! {
 
 impl JsFn {
     fn call(&self, ctx: &rusqlite::functions::Context<'_>) -> rusqlite::Result<Value> {
+        self.invoke(&[], Some(ctx))
+    }
+
+    /// Calls the function with `lead` (numbers) then the SQL arguments.
+    fn invoke(
+        &self,
+        lead: &[f64],
+        ctx: Option<&rusqlite::functions::Context<'_>>,
+    ) -> rusqlite::Result<Value> {
         if std::thread::current().id() != self.thread {
             return Err(rusqlite::Error::UserFunctionError(
                 "a JavaScript function was called off the JavaScript thread".into(),
@@ -332,10 +341,15 @@ impl JsFn {
         let result = (|| -> napi::Result<Option<Value>> {
             let mut f: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_reference_value(self.env, self.func, &mut f))? };
-            let mut args = Vec::with_capacity(ctx.len());
-            for i in 0..ctx.len() {
-                let v = to_js(&env, ctx.get_raw(i), self.safe_ints)?;
-                args.push(unsafe { v.raw() });
+            let mut args = Vec::new();
+            for x in lead {
+                args.push(unsafe { env.create_double(*x)?.raw() });
+            }
+            if let Some(ctx) = ctx {
+                for i in 0..ctx.len() {
+                    let v = to_js(&env, ctx.get_raw(i), self.safe_ints)?;
+                    args.push(unsafe { v.raw() });
+                }
             }
             let mut global: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_undefined(self.env, &mut global))? };
@@ -377,6 +391,48 @@ fn check(status: sys::napi_status) -> napi::Result<()> {
         Ok(())
     } else {
         Err(napi::Error::new(Status::GenericFailure, "N-API call failed"))
+    }
+}
+
+/// An aggregate (window) function: the accumulators live in JavaScript
+/// (index.js), keyed by an id; the dispatcher takes (op, id, args...).
+struct JsAggregate {
+    f: Arc<JsFn>,
+}
+
+static NEXT_ACC: AtomicU64 = AtomicU64::new(1);
+
+impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
+    fn init(&self, _: &mut rusqlite::functions::Context<'_>) -> rusqlite::Result<u64> {
+        let id = NEXT_ACC.fetch_add(1, Ordering::Relaxed);
+        self.f.invoke(&[0.0, id as f64], None)?;
+        Ok(id)
+    }
+    fn step(&self, ctx: &mut rusqlite::functions::Context<'_>, id: &mut u64) -> rusqlite::Result<()> {
+        self.f.invoke(&[1.0, *id as f64], Some(ctx)).map(|_| ())
+    }
+    fn finalize(&self, _: &mut rusqlite::functions::Context<'_>, id: Option<u64>) -> rusqlite::Result<Value> {
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let id = NEXT_ACC.fetch_add(1, Ordering::Relaxed);
+                self.f.invoke(&[0.0, id as f64], None)?;
+                id
+            }
+        };
+        self.f.invoke(&[4.0, id as f64], None)
+    }
+}
+
+impl rusqlite::functions::WindowAggregate<u64, Value> for JsAggregate {
+    fn value(&self, id: Option<&mut u64>) -> rusqlite::Result<Value> {
+        match id {
+            Some(id) => self.f.invoke(&[3.0, *id as f64], None),
+            None => self.f.invoke(&[5.0, 0.0], None),
+        }
+    }
+    fn inverse(&self, ctx: &mut rusqlite::functions::Context<'_>, id: &mut u64) -> rusqlite::Result<()> {
+        self.f.invoke(&[2.0, *id as f64], Some(ctx)).map(|_| ())
     }
 }
 
@@ -880,6 +936,51 @@ impl NativeDatabase {
                 flags,
                 move |ctx| f.call(ctx),
             )
+        });
+        self.db()?
+            .configure(&format!("function:{name}/{argc}"), setup)
+            .map_err(to_js_err)
+    }
+
+    /// Installs an aggregate (a window function when `window`) whose
+    /// dispatcher is index.js's.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn aggregate(
+        &mut self,
+        env: Env,
+        name: String,
+        dispatch: JsFunction,
+        argc: i32,
+        window: bool,
+        deterministic: bool,
+        direct_only: bool,
+        safe_ints: bool,
+    ) -> napi::Result<()> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe { check(sys::napi_create_reference(env.raw(), dispatch.raw(), 1, &mut r))? };
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints,
+        });
+        self.functions.push(Arc::clone(&f));
+        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
+        if deterministic {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
+        }
+        if direct_only {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
+        }
+        let fname = name.clone();
+        let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
+            let agg = JsAggregate { f: Arc::clone(&f) };
+            if window {
+                c.create_window_function(fname.as_str(), argc, flags, agg)
+            } else {
+                c.create_aggregate_function(fname.as_str(), argc, flags, agg)
+            }
         });
         self.db()?
             .configure(&format!("function:{name}/{argc}"), setup)
