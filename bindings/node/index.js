@@ -332,8 +332,30 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 Database.prototype.table = notSupported('Database#table()');
 Database.prototype.loadExtension = notSupported('Database#loadExtension()');
 Database.prototype.serialize = notSupported('Database#serialize()');
-Database.prototype.backup = function backup() {
-	return Promise.reject(new TypeError('Database#backup() is not supported by litelane yet (docs/node.md)'));
+// The engine's online backup, in one call; the promise settles after it.
+// The `progress` callback is called once, at the end; `attached` other than
+// 'main' is not supported.
+Database.prototype.backup = async function backup(filename, options) {
+	if (options == null) options = {};
+	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+	filename = filename.trim();
+	const attachedName = 'attached' in options ? options.attached : 'main';
+	const handler = 'progress' in options ? options.progress : null;
+	if (!filename) throw new TypeError('Backup filename cannot be an empty string');
+	if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
+	if (typeof attachedName !== 'string') throw new TypeError('Expected the "attached" option to be a string');
+	if (!attachedName) throw new TypeError('The "attached" option cannot be an empty string');
+	if (attachedName !== 'main') throw new TypeError('litelane backs up the main database only (docs/node.md)');
+	if (handler != null && typeof handler !== 'function') throw new TypeError('Expected the "progress" option to be a function');
+	await fs.promises.access(path.dirname(filename)).catch(() => {
+		throw new TypeError('Cannot save backup because the directory does not exist');
+	});
+	await new Promise((resolve) => setImmediate(resolve));
+	const db = open(state(this));
+	const pages = call(db, (d) => d.backup(filename));
+	const progress = { totalPages: pages, remainingPages: 0 };
+	return progress;
 };
 
 // ---- transactions --------------------------------------------------------

@@ -987,6 +987,18 @@ impl NativeDatabase {
             .map_err(to_js_err)
     }
 
+    /// An online backup to `path` (the engine's, consistent, replacing the
+    /// file): the pages copied.
+    #[napi]
+    pub fn backup(&self, path: String) -> napi::Result<f64> {
+        let opts = litelane::BackupOptions { overwrite: true, ..Default::default() };
+        let report = self
+            .db()?
+            .backup_with(&path, &opts, &mut |_| {})
+            .map_err(to_js_err)?;
+        Ok(report.pages as f64)
+    }
+
     /// litelane: bulk insert through the engine's inserter.
     #[napi]
     pub fn insert_many(
