@@ -123,12 +123,17 @@ declare class Database {
 	/** litelane: one checkpoint on the writer (default 'PASSIVE'). */
 	checkpoint(mode?: Database.CheckpointMode): Database.CheckpointResult;
 
-	/** Not supported by litelane yet: these throw (backup rejects). */
-	aggregate(name: string, options: unknown): never;
+	/** The engine's online backup in one call; `progress` is not called, `attached` must be 'main'. */
+	backup(destination: string, options?: { attached?: string; progress?: (info: { totalPages: number; remainingPages: number }) => number | void }): Promise<{ totalPages: number; remainingPages: number }>;
+	aggregate(name: string, options: {
+		start?: unknown; step: (total: any, ...args: any[]) => unknown; inverse?: (total: any, ...args: any[]) => unknown;
+		result?: (total: any) => unknown; varargs?: boolean; deterministic?: boolean; safeIntegers?: boolean; directOnly?: boolean;
+	}): this;
+
+	/** Not supported by litelane yet: these throw. */
 	table(name: string, factory: unknown): never;
 	loadExtension(path: string, entryPoint?: string): never;
 	serialize(options?: unknown): never;
-	backup(destination: string, options?: unknown): Promise<never>;
 }
 
 export = Database;
