@@ -317,6 +317,7 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 				}
 				case 3: return finish(accs.get(id));
 				case 4: { const v = accs.get(id); accs.delete(id); return finish(v); }
+				case 6: accs.delete(id); return null;
 				default: return finish(typeof start === 'function' ? start() : start);
 			}
 		} catch (e) {

@@ -402,6 +402,23 @@ struct JsAggregate {
 
 static NEXT_ACC: AtomicU64 = AtomicU64::new(1);
 
+impl JsAggregate {
+    /// After a callback of this statement threw, SQLite still finalizes:
+    /// drop the accumulator without calling `start` or `result` again (as
+    /// better-sqlite3 does) and keep reporting the error.
+    fn failed(&self, id: Option<u64>) -> Option<rusqlite::Error> {
+        if FN_ERROR.with(|e| e.borrow().is_none()) {
+            return None;
+        }
+        if let Some(id) = id {
+            let saved = FN_ERROR.with(|e| e.borrow_mut().take());
+            let _ = self.f.invoke(&[6.0, id as f64], None);
+            FN_ERROR.with(|e| *e.borrow_mut() = saved);
+        }
+        Some(rusqlite::Error::UserFunctionError("a JavaScript callback threw".into()))
+    }
+}
+
 impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
     fn init(&self, _: &mut rusqlite::functions::Context<'_>) -> rusqlite::Result<u64> {
         let id = NEXT_ACC.fetch_add(1, Ordering::Relaxed);
@@ -412,6 +429,9 @@ impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
         self.f.invoke(&[1.0, *id as f64], Some(ctx)).map(|_| ())
     }
     fn finalize(&self, _: &mut rusqlite::functions::Context<'_>, id: Option<u64>) -> rusqlite::Result<Value> {
+        if let Some(e) = self.failed(id) {
+            return Err(e);
+        }
         let id = match id {
             Some(id) => id,
             None => {
@@ -426,6 +446,9 @@ impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
 
 impl rusqlite::functions::WindowAggregate<u64, Value> for JsAggregate {
     fn value(&self, id: Option<&mut u64>) -> rusqlite::Result<Value> {
+        if let Some(e) = self.failed(id.as_deref().copied()) {
+            return Err(e);
+        }
         match id {
             Some(id) => self.f.invoke(&[3.0, *id as f64], None),
             None => self.f.invoke(&[5.0, 0.0], None),
