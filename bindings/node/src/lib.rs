@@ -40,10 +40,14 @@ fn to_js_err(e: Error) -> napi::Error {
             message,
             ..
         } => kind_err(SqliteCode::name_of(extended_code), message),
-        Error::ReadOnly { .. } => kind_err("SQLITE_READONLY", "attempt to write a readonly database"),
+        Error::ReadOnly { .. } => {
+            kind_err("SQLITE_READONLY", "attempt to write a readonly database")
+        }
         Error::RolledBack { cause, .. } => to_js_err(*cause),
         Error::InvalidInput { message } if message.starts_with("JS:") => {
-            let (kind, msg) = message[3..].split_once('\u{1}').unwrap_or(("Error", &message[3..]));
+            let (kind, msg) = message[3..]
+                .split_once('\u{1}')
+                .unwrap_or(("Error", &message[3..]));
             kind_err(kind, msg)
         }
         other => {
@@ -59,10 +63,10 @@ fn to_js_err(e: Error) -> napi::Error {
 /// An error raised inside an engine closure that must reach JavaScript as a
 /// `TypeError`/`RangeError`.
 fn js_kind(kind: &str, message: impl std::fmt::Display) -> Error {
-    Error::InvalidInput { message: format!("JS:{kind}\u{1}{message}") }
+    Error::InvalidInput {
+        message: format!("JS:{kind}\u{1}{message}"),
+    }
 }
-
-
 
 /// The first keyword of a statement, upper-cased (comments skipped).
 fn keywords(sql: &str) -> Vec<String> {
@@ -156,7 +160,10 @@ fn to_value(v: &JsUnknown) -> napi::Result<Value> {
             let b = unsafe { v.cast::<napi::JsBigInt>() };
             let (n, lossless) = b.get_i64()?;
             if !lossless {
-                return Err(kind_err("RangeError", "The bound string, buffer, or bigint is too big"));
+                return Err(kind_err(
+                    "RangeError",
+                    "The bound string, buffer, or bigint is too big",
+                ));
             }
             Value::Integer(n)
         }
@@ -191,7 +198,10 @@ fn to_js(env: &Env, v: ValueRef<'_>, safe_ints: bool) -> napi::Result<JsUnknown>
         ValueRef::Text(t) => env
             .create_string(&String::from_utf8_lossy(t))?
             .into_unknown(),
-        ValueRef::Blob(b) => env.create_buffer_with_data(b.to_vec())?.into_raw().into_unknown(),
+        ValueRef::Blob(b) => env
+            .create_buffer_with_data(b.to_vec())?
+            .into_raw()
+            .into_unknown(),
     })
 }
 
@@ -204,7 +214,10 @@ struct Params {
 
 impl Params {
     fn from_js(anon: Vec<JsUnknown>, named: Option<JsObject>) -> napi::Result<Params> {
-        let anon = anon.iter().map(to_value).collect::<napi::Result<Vec<_>>>()?;
+        let anon = anon
+            .iter()
+            .map(to_value)
+            .collect::<napi::Result<Vec<_>>>()?;
         let named = match named {
             None => None,
             Some(obj) => {
@@ -246,7 +259,10 @@ impl Params {
                 }
                 _ => {
                     let Some(v) = self.anon.get(next) else {
-                        return Err(js_kind("RangeError", "Too few parameter values were provided"));
+                        return Err(js_kind(
+                            "RangeError",
+                            "Too few parameter values were provided",
+                        ));
                     };
                     next += 1;
                     v
@@ -255,9 +271,15 @@ impl Params {
             stmt.raw_bind_parameter(i, value).map_err(from_rusqlite)?;
         }
         if next < self.anon.len() {
-            return Err(js_kind("RangeError", "Too many parameter values were provided"));
+            return Err(js_kind(
+                "RangeError",
+                "Too many parameter values were provided",
+            ));
         }
-        if self.named.is_some() && count > 0 && (1..=count).all(|i| stmt.parameter_name(i).map_or(true, |n| n.starts_with('?'))) {
+        if self.named.is_some()
+            && count > 0
+            && (1..=count).all(|i| stmt.parameter_name(i).map_or(true, |n| n.starts_with('?')))
+        {
             // better-sqlite3 accepts an object only for a statement with named parameters.
         }
         Ok(())
@@ -270,7 +292,12 @@ struct Rows {
     rows: Vec<Vec<Value>>,
 }
 
-fn run_query(conn: &Connection, sql: &str, params: &Params, first_only: bool) -> litelane::Result<Rows> {
+fn run_query(
+    conn: &Connection,
+    sql: &str,
+    params: &Params,
+    first_only: bool,
+) -> litelane::Result<Rows> {
     let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
     params.bind(&mut stmt)?;
     let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
@@ -299,7 +326,11 @@ fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Res
     drop(raw);
     // As better-sqlite3 counts: nothing when the statement changed no row
     // (sqlite3_changes would still show the previous statement's count).
-    let changes = if conn.total_changes() == before { 0 } else { conn.changes() as i64 };
+    let changes = if conn.total_changes() == before {
+        0
+    } else {
+        conn.changes() as i64
+    };
     Ok((changes, conn.last_insert_rowid()))
 }
 
@@ -374,7 +405,9 @@ impl JsFn {
         match result {
             Ok(Some(v)) => Ok(v),
             Ok(None) => {
-                FN_ERROR.with(|e| *e.borrow_mut() = Some(kind_err("FunctionError", "a JavaScript function threw")));
+                FN_ERROR.with(|e| {
+                    *e.borrow_mut() = Some(kind_err("FunctionError", "a JavaScript function threw"))
+                });
                 Err(fail("JavaScript function threw"))
             }
             Err(e) => {
@@ -390,7 +423,10 @@ fn check(status: sys::napi_status) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
-        Err(napi::Error::new(Status::GenericFailure, "N-API call failed"))
+        Err(napi::Error::new(
+            Status::GenericFailure,
+            "N-API call failed",
+        ))
     }
 }
 
@@ -415,7 +451,9 @@ impl JsAggregate {
             let _ = self.f.invoke(&[6.0, id as f64], None);
             FN_ERROR.with(|e| *e.borrow_mut() = saved);
         }
-        Some(rusqlite::Error::UserFunctionError("a JavaScript callback threw".into()))
+        Some(rusqlite::Error::UserFunctionError(
+            "a JavaScript callback threw".into(),
+        ))
     }
 }
 
@@ -425,10 +463,18 @@ impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
         self.f.invoke(&[0.0, id as f64], None)?;
         Ok(id)
     }
-    fn step(&self, ctx: &mut rusqlite::functions::Context<'_>, id: &mut u64) -> rusqlite::Result<()> {
+    fn step(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        id: &mut u64,
+    ) -> rusqlite::Result<()> {
         self.f.invoke(&[1.0, *id as f64], Some(ctx)).map(|_| ())
     }
-    fn finalize(&self, _: &mut rusqlite::functions::Context<'_>, id: Option<u64>) -> rusqlite::Result<Value> {
+    fn finalize(
+        &self,
+        _: &mut rusqlite::functions::Context<'_>,
+        id: Option<u64>,
+    ) -> rusqlite::Result<Value> {
         if let Some(e) = self.failed(id) {
             return Err(e);
         }
@@ -454,7 +500,11 @@ impl rusqlite::functions::WindowAggregate<u64, Value> for JsAggregate {
             None => self.f.invoke(&[5.0, 0.0], None),
         }
     }
-    fn inverse(&self, ctx: &mut rusqlite::functions::Context<'_>, id: &mut u64) -> rusqlite::Result<()> {
+    fn inverse(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        id: &mut u64,
+    ) -> rusqlite::Result<()> {
         self.f.invoke(&[2.0, *id as f64], Some(ctx)).map(|_| ())
     }
 }
@@ -493,7 +543,12 @@ static ENGINES: Mutex<Option<HashMap<PathBuf, Weak<Shared>>>> = Mutex::new(None)
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn engine_for(path: &str, opts: Options) -> litelane::Result<Arc<Shared>> {
-    let fresh = |db| Arc::new(Shared { db, holder: Mutex::new(None) });
+    let fresh = |db| {
+        Arc::new(Shared {
+            db,
+            holder: Mutex::new(None),
+        })
+    };
     if path == ":memory:" {
         return Ok(fresh(Database::open_in_memory(opts)?));
     }
@@ -556,7 +611,10 @@ impl NativeDatabase {
 
     fn take_writer(&mut self) -> napi::Result<()> {
         self.not_blocked()?;
-        let held = self.db()?.hold_writer("node transaction").map_err(to_js_err)?;
+        let held = self
+            .db()?
+            .hold_writer("node transaction")
+            .map_err(to_js_err)?;
         self.held = Some(held);
         if let Some(s) = &self.db {
             *s.holder.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -566,7 +624,9 @@ impl NativeDatabase {
     }
 
     fn release_writer(&mut self, commit: bool) -> napi::Result<()> {
-        let Some(h) = self.held.take() else { return Ok(()) };
+        let Some(h) = self.held.take() else {
+            return Ok(());
+        };
         self.held_by_savepoint = None;
         if let Some(s) = &self.db {
             let mut holder = s.holder.lock().unwrap_or_else(|e| e.into_inner());
@@ -593,7 +653,11 @@ impl NativeDatabase {
             self.not_blocked()?;
             self.db()?.write_local("node", |tx| f(tx))
         };
-        out.map_err(|e| FN_ERROR.with(|x| x.borrow_mut().take()).unwrap_or_else(|| to_js_err(e)))
+        out.map_err(|e| {
+            FN_ERROR
+                .with(|x| x.borrow_mut().take())
+                .unwrap_or_else(|| to_js_err(e))
+        })
     }
 
     /// `on_conn`, but a pragma outside a transaction runs on the writer with
@@ -604,7 +668,10 @@ impl NativeDatabase {
         reader: bool,
         f: impl FnOnce(&Connection) -> litelane::Result<T>,
     ) -> napi::Result<T> {
-        if !reader && self.held.is_none() && keywords(sql).first().map(String::as_str) == Some("PRAGMA") {
+        if !reader
+            && self.held.is_none()
+            && keywords(sql).first().map(String::as_str) == Some("PRAGMA")
+        {
             self.not_blocked()?;
             FN_ERROR.with(|e| *e.borrow_mut() = None);
             return self
@@ -718,7 +785,11 @@ impl NativeDatabase {
             }
         }
         let timeout = opts.busy_timeout;
-        let path = if path.is_empty() { ":memory:".to_string() } else { path };
+        let path = if path.is_empty() {
+            ":memory:".to_string()
+        } else {
+            path
+        };
         let db = engine_for(&path, opts).map_err(to_js_err)?;
         Ok(NativeDatabase {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -756,7 +827,10 @@ impl NativeDatabase {
             .filter(|p| !is_blank(p))
             .collect();
         if parts.is_empty() {
-            return Err(kind_err("RangeError", "The supplied SQL string contains no statements"));
+            return Err(kind_err(
+                "RangeError",
+                "The supplied SQL string contains no statements",
+            ));
         }
         if parts.len() > 1 {
             return Err(kind_err(
@@ -770,16 +844,28 @@ impl NativeDatabase {
         };
         if let Some(held) = self.held.as_mut() {
             let (ro, n) = held.run(|tx| check(tx)).map_err(to_js_err)?;
-            return Ok(StatementInfo { reader: ro, column_count: n, writer_only: true });
+            return Ok(StatementInfo {
+                reader: ro,
+                column_count: n,
+                writer_only: true,
+            });
         }
         let db = self.db()?;
         match db.read(|c| check(c)) {
-            Ok((ro, n)) => Ok(StatementInfo { reader: ro, column_count: n, writer_only: false }),
+            Ok((ro, n)) => Ok(StatementInfo {
+                reader: ro,
+                column_count: n,
+                writer_only: false,
+            }),
             Err(_) => {
                 // Temporary tables and what else only the writer's
                 // connection has.
                 let (ro, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
-                Ok(StatementInfo { reader: ro, column_count: n, writer_only: true })
+                Ok(StatementInfo {
+                    reader: ro,
+                    column_count: n,
+                    writer_only: true,
+                })
             }
         }
     }
@@ -794,12 +880,18 @@ impl NativeDatabase {
     ) -> napi::Result<RunResult> {
         let params = Params::from_js(anon, named)?;
         if self.control(&sql)?.is_some() {
-            return Ok(RunResult { changes: 0, last_insert_rowid: 0 });
+            return Ok(RunResult {
+                changes: 0,
+                last_insert_rowid: 0,
+            });
         }
         let out = self.on_conn_sql(&sql, reader, |c| run_statement(c, &sql, &params));
         self.settle();
         let (changes, last_insert_rowid) = out?;
-        Ok(RunResult { changes, last_insert_rowid })
+        Ok(RunResult {
+            changes,
+            last_insert_rowid,
+        })
     }
 
     /// Rows as `[names, [row values...]...]`.
@@ -864,12 +956,20 @@ impl NativeDatabase {
     /// Column descriptions as better-sqlite3's `Statement.columns()` gives them.
     #[napi]
     pub fn columns(&mut self, env: Env, sql: String, reader: bool) -> napi::Result<JsObject> {
-        type Col = (String, Option<String>, Option<String>, Option<String>, Option<String>);
+        type Col = (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
         let cols: Vec<Col> = self.on_conn(reader, |c| {
             let s = c.prepare_cached(&sql).map_err(from_rusqlite)?;
             let mut out = Vec::new();
-            let types: Vec<Option<String>> =
-                s.columns().map(|c| c.decl_type().map(str::to_string)).collect();
+            let types: Vec<Option<String>> = s
+                .columns()
+                .map(|c| c.decl_type().map(str::to_string))
+                .collect();
             for (col, ty) in s.columns_with_metadata().zip(types) {
                 out.push((
                     col.name().to_string(),
@@ -903,7 +1003,10 @@ impl NativeDatabase {
     /// Runs a script of statements, one after the other.
     #[napi]
     pub fn exec(&mut self, sql: String) -> napi::Result<()> {
-        let none = Params { anon: Vec::new(), named: None };
+        let none = Params {
+            anon: Vec::new(),
+            named: None,
+        };
         for part in litelane::split_statements(&sql) {
             if self.control(part)?.is_some() {
                 continue;
@@ -953,12 +1056,7 @@ impl NativeDatabase {
         let fname = name.clone();
         let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
             let f = Arc::clone(&f);
-            c.create_scalar_function(
-                fname.as_str(),
-                argc,
-                flags,
-                move |ctx| f.call(ctx),
-            )
+            c.create_scalar_function(fname.as_str(), argc, flags, move |ctx| f.call(ctx))
         });
         self.db()?
             .configure(&format!("function:{name}/{argc}"), setup)
@@ -981,7 +1079,14 @@ impl NativeDatabase {
         safe_ints: bool,
     ) -> napi::Result<()> {
         let mut r: sys::napi_ref = std::ptr::null_mut();
-        unsafe { check(sys::napi_create_reference(env.raw(), dispatch.raw(), 1, &mut r))? };
+        unsafe {
+            check(sys::napi_create_reference(
+                env.raw(),
+                dispatch.raw(),
+                1,
+                &mut r,
+            ))?
+        };
         let f = Arc::new(JsFn {
             env: env.raw(),
             func: r,
@@ -1014,7 +1119,10 @@ impl NativeDatabase {
     /// file): the pages copied.
     #[napi]
     pub fn backup(&self, path: String) -> napi::Result<f64> {
-        let opts = litelane::BackupOptions { overwrite: true, ..Default::default() };
+        let opts = litelane::BackupOptions {
+            overwrite: true,
+            ..Default::default()
+        };
         let report = self
             .db()?
             .backup_with(&path, &opts, &mut |_| {})
@@ -1078,10 +1186,19 @@ impl NativeDatabase {
             "FULL" => CheckpointMode::Full,
             "RESTART" => CheckpointMode::Restart,
             "TRUNCATE" => CheckpointMode::Truncate,
-            other => return Err(kind_err("TypeError", format!("unknown checkpoint mode {other:?}"))),
+            other => {
+                return Err(kind_err(
+                    "TypeError",
+                    format!("unknown checkpoint mode {other:?}"),
+                ))
+            }
         };
         let r = self.db()?.checkpoint(mode).map_err(to_js_err)?;
-        Ok(vec![r.wal_frames as f64, r.checkpointed_frames as f64, if r.busy { 1.0 } else { 0.0 }])
+        Ok(vec![
+            r.wal_frames as f64,
+            r.checkpointed_frames as f64,
+            if r.busy { 1.0 } else { 0.0 },
+        ])
     }
 }
 
