@@ -383,3 +383,15 @@ def test_lane_programs_and_litelane_engines_share_one_queue(lane_lib, tmp_path):
     assert said.startswith("error "), said
     assert f"held by process {h.pid} (lane SQLite: " in said, said
     assert rows(lane_lib, db) == ["engine", "lane", "held"]
+
+
+def test_lane_stays_the_default_after_sqlite_is_shut_down_and_initialized_again(lane_lib):
+    # SQLite's own test harness does this; on the way the unix VFS makes
+    # itself the default again, and the lane VFS must take it back.
+    code = (
+        "import sys; sys.path.insert(0, {d!r}); import lanelib; l = lanelib.Lib(sys.argv[1]); "
+        "before = l.default_vfs(); l.dll.sqlite3_shutdown(); l.dll.sqlite3_initialize(); "
+        "print(before, l.default_vfs())"
+    ).format(d=str(Path(LANELIB).parent))
+    out = subprocess.check_output([sys.executable, "-c", code, lane_lib], text=True).split()
+    assert out == ["lane", "lane"], out
