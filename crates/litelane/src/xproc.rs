@@ -591,6 +591,24 @@ impl ProcessQueue {
     /// stopped in its few microseconds under it) the queue is not opened
     /// ([`Degraded`]).
     pub fn open_waiting(db_path: &Path, wait: Duration) -> Result<ProcessQueue, Degraded> {
+        Self::open_with(db_path, wait, true)
+    }
+
+    /// [`open`](ProcessQueue::open) for a process that only takes turns:
+    /// it never runs the one-statement writes other processes post
+    /// (combined commits) and never announces its turns as able to
+    /// (so posters queue for the turn at once instead of waiting for it to
+    /// take their job). Lane SQLite (`crates/litelane-sqlite`) opens its
+    /// queues this way: its turns are SQLite's own transactions.
+    pub fn open_turns_only(db_path: &Path) -> Result<ProcessQueue, Degraded> {
+        Self::open_with(db_path, OPEN_WAIT, false)
+    }
+
+    fn open_with(
+        db_path: &Path,
+        wait: Duration,
+        take_jobs: bool,
+    ) -> Result<ProcessQueue, Degraded> {
         // Like SQLite's own `-wal` and `-shm`, the lock file goes beside the
         // file a symbolic link points to, so that every path to one
         // database meets in one queue.
@@ -620,7 +638,7 @@ impl ProcessQueue {
                 Some(barge::Barging::on(Arc::clone(&p))),
                 // Lock bytes through a description of their own; none when
                 // the file could not grow to hold the slots.
-                (p.len() >= crate::ffi::SharedPage::LEN)
+                (take_jobs && p.len() >= crate::ffi::SharedPage::LEN)
                     .then(|| imp::reopen_same(&lock_path, id).ok())
                     .flatten()
                     .map(|f| Arc::new(jobs::Jobs::on(p, f))),
@@ -1009,7 +1027,7 @@ impl ProcessQueue {
     /// sentences for an error: a read lock on the header mutex (byte 0) or
     /// on the turn byte (1), which writers only ever write-lock. Empty when
     /// there are none or they cannot be queried.
-    pub(crate) fn foreign_locks(&self) -> Vec<String> {
+    pub fn foreign_locks(&self) -> Vec<String> {
         let Ok(file) = self.shared.take_idle() else {
             return Vec::new();
         };

@@ -1,0 +1,143 @@
+//! The C ABI the lane VFS (`c/lane_vfs.c`) calls: the one module of this
+//! crate with `unsafe` (raw pointers from C). Every function catches
+//! panics: nothing unwinds into SQLite.
+
+#![allow(unsafe_code)]
+
+use crate::{Acquired, Turn};
+use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::time::Duration;
+
+/// `*turn` holds the turn: release it with `litelane_lane_release`.
+const LANE_TURN: c_int = 0;
+/// The timeout passed first; `msg` says who held the turn.
+const LANE_TIMED_OUT: c_int = 1;
+/// No queue for this database: lock as stock SQLite does. `msg` says why
+/// (the first time only; empty after).
+const LANE_OFF: c_int = 2;
+
+/// # Safety
+/// `p` is NULL or a NUL-terminated string that outlives the call.
+unsafe fn path<'a>(p: *const c_char) -> Option<&'a Path> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    Some(Path::new(OsStr::from_bytes(bytes)))
+}
+
+/// Copies `s` into `buf` (`len` bytes, NUL-terminated, cut if longer).
+///
+/// # Safety
+/// `buf` is NULL or points to `len` writable bytes.
+unsafe fn put(s: &str, buf: *mut c_char, len: usize) {
+    if buf.is_null() || len == 0 {
+        return;
+    }
+    let n = s.len().min(len - 1);
+    // SAFETY: `buf` has `len` > `n` bytes; `s` and `buf` do not overlap
+    // (`s` is Rust-owned).
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// Waits at most `timeout_ms` (negative: without limit; 0: only if free
+/// now) for the write turn of the database at `db_path` (SQLite's full
+/// path of the main database file). Returns `LANE_TURN` (0) with the turn
+/// in `*turn`, `LANE_TIMED_OUT` (1) or `LANE_OFF` (2) with a message in
+/// `msg` (`msg_len` bytes, NUL-terminated).
+///
+/// # Safety
+/// `db_path` is NULL or NUL-terminated; `turn` is writable; `msg` is NULL
+/// or points to `msg_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_lane_acquire(
+    db_path: *const c_char,
+    timeout_ms: c_int,
+    turn: *mut *mut c_void,
+    msg: *mut c_char,
+    msg_len: usize,
+) -> c_int {
+    // SAFETY: the caller's contract, for each pointer.
+    unsafe {
+        put("", msg, msg_len);
+        if turn.is_null() {
+            put("lane: no place for the turn", msg, msg_len);
+            return LANE_OFF;
+        }
+        *turn = std::ptr::null_mut();
+        let Some(db) = path(db_path) else {
+            return LANE_OFF;
+        };
+        let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(i32::MAX as u64));
+        match catch_unwind(AssertUnwindSafe(|| crate::acquire(db, timeout))) {
+            Ok(Acquired::Turn(t)) => {
+                *turn = Box::into_raw(Box::new(t)).cast();
+                LANE_TURN
+            }
+            Ok(Acquired::TimedOut(m)) => {
+                put(&m, msg, msg_len);
+                LANE_TIMED_OUT
+            }
+            Ok(Acquired::Off(m)) => {
+                put(m.as_deref().unwrap_or(""), msg, msg_len);
+                LANE_OFF
+            }
+            Err(_) => {
+                put(
+                    "lane: the queue failed (a panic); locking as stock SQLite",
+                    msg,
+                    msg_len,
+                );
+                LANE_OFF
+            }
+        }
+    }
+}
+
+/// Ends a turn `litelane_lane_acquire` gave (NULL: nothing to do). Call
+/// it after SQLite's own lock is released.
+///
+/// # Safety
+/// `turn` is NULL or a turn from `litelane_lane_acquire`, released once.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_lane_release(turn: *mut c_void) {
+    if turn.is_null() {
+        return;
+    }
+    // SAFETY: `turn` came from `Box::into_raw` in `litelane_lane_acquire`
+    // and is released once (the caller's contract).
+    let turn = unsafe { Box::from_raw(turn.cast::<Turn>()) };
+    // Dropping ends the turn; a panic in it must not unwind into C.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(turn)));
+}
+
+/// Writes one line on the queue of `db_path` into `buf` (`len` bytes,
+/// NUL-terminated): `on: <lock file>` (and who holds the turn) or
+/// `off: <why>`. For `PRAGMA lane`.
+///
+/// # Safety
+/// `db_path` is NULL or NUL-terminated; `buf` is NULL or points to `len`
+/// writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_lane_status(
+    db_path: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let line = match path(db_path) {
+            Some(db) => catch_unwind(AssertUnwindSafe(|| crate::status(db)))
+                .unwrap_or_else(|_| "off: the queue failed (a panic)".into()),
+            None => "off: no database path".into(),
+        };
+        put(&line, buf, len);
+    }
+}
