@@ -10,7 +10,7 @@
 //
 //	W kind pid wid seq arrival_ns grant_ns end_ns status
 //
-// status is "ok" or "err:<message>"; grant_ns is when BEGIN returned (0 for
+// status is "ok" or "err:<message> [extended code N]"; grant_ns is when BEGIN returned (0 for
 // autocommit writes). With -flush, a "B kind pid wid seq grant_ns" line is
 // also written when a transaction has begun, and every line is written to
 // the file at once (for the kill -9 phase: what was acknowledged survives
@@ -28,7 +28,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
+	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 type config struct {
@@ -203,6 +203,9 @@ func main() {
 				status := "ok"
 				if err != nil {
 					status = "err:" + oneLine(err.Error())
+					if se, ok := err.(sqlite3.Error); ok {
+						status += fmt.Sprintf(" [extended code %d]", int(se.ExtendedCode))
+					}
 				}
 				lg.line(fmt.Sprintf("W\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", c.kind, pid, wid, seq, arrival, grant, end, status))
 			}

@@ -96,7 +96,7 @@ for (let seq = 0; ; seq++) {
       }
     }
   } catch (e) {
-    status = 'err:' + String(e.message).replace(/[\t\n]/g, ' ');
+    status = 'err:' + String(e.message).replace(/[\t\n]/g, ' ') + (e.code ? ` [${e.code}]` : '');
   }
   const end = now();
   line(`W\t${opts.kind}\t${pid}\t0\t${seq}\t${arrival}\t${grant}\t${end}\t${status}\n`);

@@ -107,6 +107,9 @@ def main() -> int:
                     raise
         except mod.Error as e:
             status = "err:" + str(e).replace("\t", " ").replace("\n", " ")
+            code = getattr(e, "sqlite_errorname", None)
+            if code:
+                status += f" [{code}]"
         end = now()
         line(f"W\t{kind}\t{pid}\t0\t{seq}\t{arrival}\t{grant}\t{end}\t{status}\n")
         seq += 1
