@@ -193,8 +193,11 @@ static int laneShmLock(sqlite3_file *pFile, int ofst, int n, int flags) {
     int got = litelane_lane_acquire(p->zDb, p->timeoutMs, &p->pTurn, zMsg,
                                     sizeof(zMsg));
     if (got == LANE_TIMED_OUT) {
+      /* A try without a timeout (a busy handler's retry) fails quietly,
+      ** as stock SQLite's does; a timeout that ran out says who held it. */
+      if (p->timeoutMs == 0) return SQLITE_BUSY;
       sqlite3_log(SQLITE_BUSY, "lane: %s", zMsg);
-      return p->timeoutMs != 0 ? SQLITE_BUSY_TIMEOUT : SQLITE_BUSY;
+      return SQLITE_BUSY_TIMEOUT;
     }
     if (got == LANE_OFF) {
       if (zMsg[0]) sqlite3_log(SQLITE_WARNING, "lane: %s", zMsg);

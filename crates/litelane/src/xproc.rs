@@ -141,10 +141,6 @@ struct Shared {
     /// Open file descriptions not in use by a turn, kept for the next turns.
     idle: Mutex<Vec<File>>,
     pid: u32,
-    /// The thread that runs the kernel waits of `acquire_timeout`, started
-    /// on first use and kept (starting a thread per contended turn costs
-    /// more than the turn).
-    waiter: Mutex<Option<std::sync::mpsc::Sender<WaitJob>>>,
     /// The shared sync counters (`None`: not mapped; commits sync alone).
     #[cfg(target_os = "linux")]
     counters: Option<durable::Counters>,
@@ -656,7 +652,6 @@ impl ProcessQueue {
                 id,
                 idle: Mutex::new(vec![file]),
                 pid: std::process::id(),
-                waiter: Mutex::new(None),
                 #[cfg(target_os = "linux")]
                 counters,
                 #[cfg(target_os = "linux")]
@@ -1344,31 +1339,21 @@ impl Shared {
         Ok(())
     }
 
-    /// Runs `job` on the waiter thread (started on first use). Waits run
-    /// one after another, which is their ticket order anyway.
+    /// Runs `job` (a kernel wait, which has no timeout) on a thread of its
+    /// own, so that its caller can give up. One thread per wait, started
+    /// only after the doorbell window (20 ms) has passed: the waits of
+    /// several threads of this process (several connections, each with a
+    /// ticket of its own) reach here in any order, and one thread running
+    /// them one after another would leave an earlier ticket's wait queued
+    /// behind a later one that waits for it: every caller then timed out
+    /// (seen with a pool of 16 connections in one Go process on lane
+    /// SQLite).
     fn run_wait(&self, job: WaitJob) -> Result<(), String> {
-        let mut waiter = lock(&self.waiter);
-        let job = match waiter.as_ref() {
-            Some(tx) => match tx.send(job) {
-                Ok(()) => return Ok(()),
-                // The thread is gone: start another.
-                Err(std::sync::mpsc::SendError(job)) => job,
-            },
-            None => job,
-        };
-        let (tx, rx) = std::sync::mpsc::channel::<WaitJob>();
         std::thread::Builder::new()
             .name("litelane-xproc-wait".into())
-            .spawn(move || {
-                for job in rx {
-                    job();
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        tx.send(job)
-            .map_err(|_| "the waiting thread died".to_string())?;
-        *waiter = Some(tx);
-        Ok(())
+            .spawn(job)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     fn take_idle(&self) -> Result<File, String> {
