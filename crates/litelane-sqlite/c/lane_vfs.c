@@ -22,6 +22,7 @@
 ** own code.
 */
 #include "sqlite3.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ int litelane_lane_acquire(const char *zDb, int timeoutMs, void **pTurn,
                           char *zMsg, size_t nMsg);
 void litelane_lane_release(void *pTurn);
 void litelane_lane_status(const char *zDb, char *zBuf, size_t nBuf);
+void litelane_lane_after_fork(void);
 int litelane_lane_init(const char *zUnused);
 
 #define LANE_TURN 0
@@ -321,11 +323,17 @@ int litelane_lane_init(const char *zUnused) {
   const char *zEnv = getenv("LITELANE_LANE");
   int makeDefault = !(zEnv && sqlite3_stricmp(zEnv, "off") == 0);
   (void)zUnused;
-  if (laneUnix) return SQLITE_OK;
-  laneUnix = sqlite3_vfs_find("unix");
-  if (laneUnix == 0) return SQLITE_OK; /* no unix VFS: stock locking */
-  laneVfs.iVersion = laneUnix->iVersion < 3 ? laneUnix->iVersion : 3;
-  laneVfs.szOsFile = (int)sizeof(LaneFile) + laneUnix->szOsFile;
-  laneVfs.mxPathname = laneUnix->mxPathname;
+  if (laneUnix == 0) {
+    laneUnix = sqlite3_vfs_find("unix");
+    if (laneUnix == 0) return SQLITE_OK; /* no unix VFS: stock locking */
+    laneVfs.iVersion = laneUnix->iVersion < 3 ? laneUnix->iVersion : 3;
+    laneVfs.szOsFile = (int)sizeof(LaneFile) + laneUnix->szOsFile;
+    laneVfs.mxPathname = laneUnix->mxPathname;
+    /* A forked child must not take turns through its parent's open file
+    ** descriptions: the queue opens its own after a fork. */
+    pthread_atfork(0, 0, litelane_lane_after_fork);
+  }
+  /* Again after sqlite3_shutdown() and sqlite3_initialize(): the unix VFS
+  ** made itself the default again on the way. */
   return sqlite3_vfs_register(&laneVfs, makeDefault);
 }

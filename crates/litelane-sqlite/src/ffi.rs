@@ -141,3 +141,11 @@ pub unsafe extern "C" fn litelane_lane_status(
         put(&line, buf, len);
     }
 }
+
+/// Tells the queue this process was forked (the lane VFS registers it with
+/// `pthread_atfork` as the child's handler): the child then opens its own
+/// queues instead of using the parent's open file descriptions.
+#[no_mangle]
+pub extern "C" fn litelane_lane_after_fork() {
+    crate::after_fork();
+}

@@ -25,6 +25,7 @@ mod ffi;
 use litelane::xproc::{Degraded, ProcessQueue, ProcessTurn};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,7 +60,20 @@ type Queues = HashMap<PathBuf, Result<ProcessQueue, (Degraded, bool)>>;
 /// which the parent's locks live, so it opens its own.
 struct Registry {
     pid: u32,
+    /// [`FORKS`] when `pid` was last checked.
+    forks: u64,
     queues: Queues,
+}
+
+/// How many times this process image has forked, as the lane VFS counts
+/// them (`pthread_atfork`, [`after_fork`]): the registry asks the kernel
+/// for its process id only when this moved, not on every write.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Called in the child after a `fork()` (the VFS registers it with
+/// `pthread_atfork`): one atomic add, safe in a forked child.
+pub fn after_fork() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -67,6 +81,7 @@ fn registry() -> &'static Mutex<Registry> {
     REGISTRY.get_or_init(|| {
         Mutex::new(Registry {
             pid: std::process::id(),
+            forks: FORKS.load(Ordering::Relaxed),
             queues: HashMap::new(),
         })
     })
@@ -76,19 +91,25 @@ fn registry() -> &'static Mutex<Registry> {
 /// (`Some` the first time only).
 fn queue(db_path: &Path) -> Result<ProcessQueue, Option<String>> {
     let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
-    let pid = std::process::id();
-    if reg.pid != pid {
-        // Forked: the inherited queues' descriptions are shared with the
-        // parent, and their locks with them. Closing them here would not
-        // release the parent's locks, but their drop also rings bells and
-        // writes records in the parent's name: forget them instead.
-        std::mem::forget(std::mem::take(&mut reg.queues));
-        reg.pid = pid;
+    let forks = FORKS.load(Ordering::Relaxed);
+    if reg.forks != forks {
+        reg.forks = forks;
+        let pid = std::process::id();
+        if reg.pid != pid {
+            // Forked: the inherited queues' descriptions are shared with
+            // the parent, and their locks with them. Closing them here
+            // would not release the parent's locks, but their drop also
+            // rings bells and writes records in the parent's name: forget
+            // them instead.
+            std::mem::forget(std::mem::take(&mut reg.queues));
+            reg.pid = pid;
+        }
     }
-    let entry = reg
-        .queues
-        .entry(db_path.to_path_buf())
-        .or_insert_with(|| ProcessQueue::open_turns_only(db_path).map_err(|d| (d, false)));
+    if !reg.queues.contains_key(db_path) {
+        let opened = ProcessQueue::open_turns_only(db_path).map_err(|d| (d, false));
+        reg.queues.insert(db_path.to_path_buf(), opened);
+    }
+    let entry = reg.queues.get_mut(db_path).expect("inserted above");
     match entry {
         Ok(q) => Ok(q.clone()),
         Err((d, told)) => {
@@ -159,19 +180,23 @@ fn busy_message(q: &ProcessQueue, db_path: &Path, waited: Duration) -> String {
     )
 }
 
-/// One line on the queue of `db_path`, for `PRAGMA lane`: the lock file
-/// in use and who holds the turn, or why there is no queue.
+/// One line on the queue of `db_path`, for `PRAGMA lane`: `on: <lock
+/// file>`, then who holds the turn and how many writers wait for it
+/// (an upper bound: a waiter that died may still be counted), or `off:
+/// <why>`. Opens the queue if this process has not yet.
 pub fn status(db_path: &Path) -> String {
     match queue(db_path) {
-        Ok(q) => match q.holder() {
-            Some(h) => format!(
-                "on: {} (turn held by process {}, {})",
-                q.lock_path().display(),
-                h.pid,
-                h.label
-            ),
-            None => format!("on: {}", q.lock_path().display()),
-        },
+        Ok(q) => {
+            let mut line = format!("on: {}", q.lock_path().display());
+            if let Some(h) = q.holder() {
+                line += &format!("; turn held by process {} ({})", h.pid, h.label);
+            }
+            match q.waiting() {
+                0 => {}
+                n => line += &format!("; {n} waiting"),
+            }
+            line
+        }
         Err(_) => {
             let reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
             match reg.queues.get(db_path) {
@@ -179,5 +204,104 @@ pub fn status(db_path: &Path) -> String {
                 _ => "off".into(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        std::fs::write(&path, b"").unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_turn_excludes_the_next_until_dropped_and_a_timeout_names_the_holder() {
+        let (_dir, path) = db();
+        let Acquired::Turn(turn) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("a free turn was not granted");
+        };
+        assert!(status(&path).contains(&format!("turn held by process {}", std::process::id())));
+        // Another thread of this process queues like another process.
+        let p2 = path.clone();
+        let waiter = std::thread::spawn(move || acquire(&p2, Duration::from_millis(150)));
+        match waiter.join().unwrap() {
+            Acquired::TimedOut(m) => {
+                assert!(m.starts_with("database is locked"), "{m}");
+                assert!(
+                    m.contains(&format!("held by process {}", std::process::id())),
+                    "{m}"
+                );
+                assert!(m.contains("lane SQLite: "), "{m}");
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        // A zero timeout does not wait for a held turn either.
+        let start = Instant::now();
+        assert!(matches!(
+            acquire(&path, Duration::ZERO),
+            Acquired::TimedOut(_)
+        ));
+        assert!(start.elapsed() < Duration::from_millis(500));
+        drop(turn);
+        assert!(matches!(acquire(&path, Duration::ZERO), Acquired::Turn(_)));
+    }
+
+    #[test]
+    fn waiters_are_granted_the_turn_in_arrival_order() {
+        let (_dir, path) = db();
+        let Acquired::Turn(first) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("no turn");
+        };
+        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for i in 0..4u64 {
+            let (p, order) = (path.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                let Acquired::Turn(t) = acquire(&p, Duration::from_secs(20)) else {
+                    panic!("waiter {i} got no turn");
+                };
+                order.lock().unwrap().push(i);
+                std::thread::sleep(Duration::from_millis(5));
+                drop(t);
+            }));
+            // Each waiter holds its ticket before the next arrives.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !status(&path).contains(&format!("; {} waiting", i + 1)) {
+                assert!(
+                    Instant::now() < deadline,
+                    "waiter {i} never queued: {}",
+                    status(&path)
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        drop(first);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_lock_file_it_may_not_trust_turns_the_queue_off_and_is_reported_once() {
+        let (dir, path) = db();
+        // A lock file with a second hard link is refused (xproc/trust.rs).
+        let lane = litelane::xproc::lock_path_for(&std::fs::canonicalize(&path).unwrap());
+        std::fs::write(&lane, b"not touched").unwrap();
+        std::fs::hard_link(&lane, dir.path().join("other")).unwrap();
+        match acquire(&path, Duration::from_millis(10)) {
+            Acquired::Off(Some(why)) => assert!(why.contains("link"), "{why}"),
+            other => panic!("expected the queue off with its reason, got {other:?}"),
+        }
+        assert!(matches!(
+            acquire(&path, Duration::ZERO),
+            Acquired::Off(None)
+        ));
+        assert!(status(&path).starts_with("off: "), "{}", status(&path));
+        assert_eq!(std::fs::read(&lane).unwrap(), b"not touched");
     }
 }

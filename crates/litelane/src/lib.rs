@@ -660,6 +660,24 @@ impl Database {
         self.inner.writer.try_hold(label)
     }
 
+    /// [`try_hold_writer`](Database::try_hold_writer), waiting for the
+    /// writer's turn when it is taken: in arrival order behind the writes
+    /// queued before it (never run by another thread: it is the caller's
+    /// own transaction), then for the cross-process turn up to
+    /// [`Options::busy_timeout`]. For APIs whose callers run a transaction
+    /// one call at a time (the C ABI's `litelane_begin`).
+    ///
+    /// ```
+    /// let db = litelane::Database::open_in_memory(Default::default())?;
+    /// let mut tx = db.hold_writer("example")?;
+    /// tx.run(|tx| Ok(tx.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")?))?;
+    /// tx.commit()?;
+    /// # Ok::<(), litelane::Error>(())
+    /// ```
+    pub fn hold_writer(&self, label: &str) -> Result<HeldWrite> {
+        self.inner.writer.hold(label)
+    }
+
     /// Runs `f` on the writer's connection in a turn of its own, outside any
     /// transaction: for statements SQLite refuses inside one (`VACUUM`).
     /// Writers of this process wait for it; there is no group commit and no

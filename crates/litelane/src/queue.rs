@@ -358,6 +358,22 @@ pub(crate) fn try_enter_owned<J>(queue: &std::sync::Arc<Queue<J>>) -> Option<Own
     })
 }
 
+/// Waits for the turn of `queue` as a [`Kind::Turn`] waiter (in arrival
+/// order, run by the waiter itself) and returns it held across calls.
+pub(crate) fn enter_owned<J>(queue: &std::sync::Arc<Queue<J>>) -> OwnedTurn<J> {
+    match queue.enter(Kind::Turn, None) {
+        Entered::Turn(mut turn) => {
+            // The turn now belongs to the owned handle, which releases it.
+            turn.released = true;
+            OwnedTurn {
+                queue: std::sync::Arc::clone(queue),
+                released: false,
+            }
+        }
+        Entered::Done => unreachable!("a turn waiter carries no job to be done for it"),
+    }
+}
+
 impl<J> OwnedTurn<J> {
     /// Gives up the turn now and says whether the writer went idle.
     pub fn release(mut self) -> Released {

@@ -1,6 +1,6 @@
 //! The transaction a write's closure sees ([`Tx`]) and the writer's view of
 //! one caller's write ([`Job`]): what the writer runs, and what the unsafe
-//! job reference of `ffi.rs` points at, so that neither depends on the
+//! job reference of `ffi/job_ref.rs` points at, so that neither depends on the
 //! writer's machinery.
 
 use std::cell::Cell;

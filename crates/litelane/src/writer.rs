@@ -45,7 +45,8 @@ use crate::mapping::Mapping;
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{
-    try_enter_owned, Claimed, Entered, Guarded, HoldsTurn, Kind, OwnedTurn, Queue, Released, Turn,
+    enter_owned, try_enter_owned, Claimed, Entered, Guarded, HoldsTurn, Kind, OwnedTurn, Queue,
+    Released, Turn,
 };
 use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
@@ -788,6 +789,26 @@ impl Writer {
         let Some(turn) = try_enter_owned(&self.queue) else {
             return Ok(None);
         };
+        self.hold_turn(turn, label, start).map(Some)
+    }
+
+    /// Starts a [`HeldWrite`] on the calling thread, waiting for the
+    /// writer's turn in arrival order as [`Database::write_local`] does.
+    pub(crate) fn hold(self: &Arc<Self>, label: &str) -> Result<HeldWrite> {
+        self.check_not_reentrant()?;
+        let start = Instant::now();
+        let turn = enter_owned(&self.queue);
+        self.hold_turn(turn, label, start)
+    }
+
+    /// Begins the held transaction in `turn`: the cross-process turn, the
+    /// configuration, `BEGIN IMMEDIATE`.
+    fn hold_turn(
+        self: &Arc<Self>,
+        turn: OwnedTurn<JobRef>,
+        label: &str,
+        start: Instant,
+    ) -> Result<HeldWrite> {
         if let Err(e) = self.check_writable() {
             self.released(turn.release());
             return Err(e);
@@ -827,7 +848,7 @@ impl Writer {
             ended: None,
         };
         match begun {
-            Ok(()) => Ok(Some(held)),
+            Ok(()) => Ok(held),
             Err(e) => {
                 self.recorder.note_error(&e);
                 drop(held); // releases the turns

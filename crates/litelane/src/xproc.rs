@@ -1071,6 +1071,22 @@ impl ProcessQueue {
         out
     }
 
+    /// How many writers wait for the turn, in every process: the tickets
+    /// queued behind the current turn ([`queued`](ProcessQueue::queued),
+    /// an upper bound), plus the ticket whose turn has come while it waits
+    /// for a turn taken out of order to end.
+    pub fn waiting(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        let head = self
+            .shared
+            .barging
+            .as_ref()
+            .is_some_and(|b| b.head_waiting());
+        #[cfg(not(target_os = "linux"))]
+        let head = false;
+        self.queued() + u64::from(head)
+    }
+
     fn degraded(&self, reason: String) -> Degraded {
         Degraded {
             lock_path: self.shared.lock_path.clone(),

@@ -1,0 +1,139 @@
+// Types of the `litelane` package: better-sqlite3's API (what litelane
+// implements of it) plus litelane's additions. See docs/node.md.
+
+declare namespace Database {
+	type Profile = 'safe' | 'balanced' | 'fast';
+	type CheckpointMode = 'PASSIVE' | 'FULL' | 'RESTART' | 'TRUNCATE';
+
+	interface Options {
+		readonly?: boolean;
+		fileMustExist?: boolean;
+		/** Busy timeout for locks held by other processes, in ms (default 5000). */
+		timeout?: number;
+		/** Called with the SQL of every statement run. */
+		verbose?: (message?: unknown, ...additional: unknown[]) => void;
+		/** litelane: the durability profile (default 'balanced'); docs/durability.md. */
+		profile?: Profile;
+	}
+
+	interface RunResult {
+		changes: number;
+		lastInsertRowid: number | bigint;
+	}
+
+	interface ColumnDefinition {
+		name: string;
+		column: string | null;
+		table: string | null;
+		database: string | null;
+		type: string | null;
+	}
+
+	interface RegistrationOptions {
+		varargs?: boolean;
+		deterministic?: boolean;
+		safeIntegers?: boolean;
+		directOnly?: boolean;
+	}
+
+	interface PragmaOptions {
+		simple?: boolean;
+	}
+
+	type Transaction<F extends (...args: any[]) => any> = {
+		(...params: Parameters<F>): ReturnType<F>;
+		default(...params: Parameters<F>): ReturnType<F>;
+		deferred(...params: Parameters<F>): ReturnType<F>;
+		immediate(...params: Parameters<F>): ReturnType<F>;
+		exclusive(...params: Parameters<F>): ReturnType<F>;
+		readonly database: Database;
+	};
+
+	/** litelane: Database#metrics(). */
+	interface Metrics {
+		queueWaitP50Ms: number;
+		queueWaitP95Ms: number;
+		queueWaitP99Ms: number;
+		queueWaitMaxMs: number;
+		queueDepth: number;
+		transactions: number;
+		rollbacks: number;
+		rowsWritten: number;
+		commits: number;
+		meanGroupSize: number;
+	}
+
+	/** litelane: Database#checkpoint(). */
+	interface CheckpointResult {
+		walFrames: number;
+		checkpointedFrames: number;
+		busy: boolean;
+	}
+
+	class Statement<BindParameters extends unknown[] = unknown[], Result = unknown> {
+		readonly database: Database;
+		readonly source: string;
+		readonly reader: boolean;
+		readonly readonly: boolean;
+		readonly busy: boolean;
+		run(...params: BindParameters): RunResult;
+		get(...params: BindParameters): Result | undefined;
+		all(...params: BindParameters): Result[];
+		iterate(...params: BindParameters): IterableIterator<Result>;
+		pluck(toggleState?: boolean): this;
+		expand(toggleState?: boolean): this;
+		raw(toggleState?: boolean): this;
+		bind(...params: BindParameters): this;
+		columns(): ColumnDefinition[];
+		safeIntegers(toggleState?: boolean): this;
+	}
+
+	class SqliteError extends Error {
+		name: string;
+		message: string;
+		code: string;
+		constructor(message: string, code: string);
+	}
+}
+
+declare class Database {
+	constructor(filename?: string, options?: Database.Options);
+	readonly name: string;
+	readonly open: boolean;
+	readonly inTransaction: boolean;
+	readonly readonly: boolean;
+	readonly memory: boolean;
+
+	prepare<BindParameters extends unknown[] = unknown[], Result = unknown>(
+		source: string,
+	): Database.Statement<BindParameters, Result>;
+	transaction<F extends (...args: any[]) => any>(fn: F): Database.Transaction<F>;
+	exec(source: string): this;
+	pragma(source: string, options?: Database.PragmaOptions): unknown;
+	function(name: string, cb: (...params: any[]) => unknown): this;
+	function(name: string, options: Database.RegistrationOptions, cb: (...params: any[]) => unknown): this;
+	defaultSafeIntegers(toggleState?: boolean): this;
+	unsafeMode(unsafe?: boolean): this;
+	close(): this;
+
+	/** litelane: bulk insert through the engine's inserter (its own transaction). */
+	insertMany(table: string, columns: string[], rows: unknown[][]): { inserted: number };
+	/** litelane: the engine's metrics (write queue, commits, group sizes). */
+	metrics(): Database.Metrics;
+	/** litelane: one checkpoint on the writer (default 'PASSIVE'). */
+	checkpoint(mode?: Database.CheckpointMode): Database.CheckpointResult;
+
+	/** The engine's online backup in one call; `progress` is not called, `attached` must be 'main'. */
+	backup(destination: string, options?: { attached?: string; progress?: (info: { totalPages: number; remainingPages: number }) => number | void }): Promise<{ totalPages: number; remainingPages: number }>;
+	aggregate(name: string, options: {
+		start?: unknown; step: (total: any, ...args: any[]) => unknown; inverse?: (total: any, ...args: any[]) => unknown;
+		result?: (total: any) => unknown; varargs?: boolean; deterministic?: boolean; safeIntegers?: boolean; directOnly?: boolean;
+	}): this;
+
+	/** Not supported by litelane yet: these throw. */
+	table(name: string, factory: unknown): never;
+	loadExtension(path: string, entryPoint?: string): never;
+	serialize(options?: unknown): never;
+}
+
+export = Database;

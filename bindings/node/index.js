@@ -1,0 +1,659 @@
+'use strict';
+// litelane for Node.js: better-sqlite3's API over litelane's engine.
+// Writes go through the engine's fair write queue (shared with other
+// processes that open the same file), reads through its reader pool, and an
+// explicit transaction holds the writer from BEGIN to COMMIT/ROLLBACK.
+// See docs/node.md.
+const fs = require('fs');
+const path = require('path');
+const SqliteError = require('./lib/sqlite-error');
+
+let native;
+function addon() {
+	if (!native) native = require('./litelane.node');
+	return native;
+}
+
+const KINDS = { TypeError, RangeError };
+let pendingFunctionError = null;
+let hasPendingFunctionError = false;
+
+// Native errors arrive as `KIND\u0001message`: an SQLite code name, or
+// TypeError/RangeError; a JavaScript function's own exception is rethrown.
+function translate(err) {
+	if (!(err instanceof Error)) return err;
+	const msg = err.message;
+	const i = msg.indexOf('\u0001');
+	if (i < 0) return err;
+	const kind = msg.slice(0, i);
+	const text = msg.slice(i + 1);
+	if (kind === 'FunctionError' && hasPendingFunctionError) {
+		const e = pendingFunctionError;
+		pendingFunctionError = null;
+		hasPendingFunctionError = false;
+		return e;
+	}
+	pendingFunctionError = null;
+	hasPendingFunctionError = false;
+	if (KINDS[kind]) return new KINDS[kind](text);
+	if (kind === 'Error') return new Error(text);
+	return new SqliteError(text, kind);
+}
+
+function call(db, fn) {
+	try {
+		return fn(db);
+	} catch (err) {
+		throw translate(err);
+	}
+}
+
+// A native call that may run user functions: the connection is busy
+// meanwhile (better-sqlite3 refuses reentrant use the same way).
+function busyCall(st, fn) {
+	st.busy = true;
+	try {
+		return call(st.db, fn);
+	} finally {
+		st.busy = false;
+	}
+}
+
+const BUSY = 'This database connection is busy executing a query';
+
+// Database methods better-sqlite3 refuses while a user function runs
+// (busy) or, unless `iterating` is allowed, while a statement iterates.
+function ready(st, allowIterating) {
+	const db = open(st);
+	if (st.busy) throw new TypeError(BUSY);
+	if (!allowIterating && st.iterating > 0 && !st.unsafe) throw new TypeError(BUSY);
+	return db;
+}
+
+function bool(options, key) {
+	let value = false;
+	if (key in options && typeof (value = options[key]) !== 'boolean') {
+		throw new TypeError(`Expected the "${key}" option to be a boolean`);
+	}
+	return value;
+}
+
+const cpp = Symbol('litelane native database');
+
+function Database(filenameGiven, options) {
+	if (new.target == null) return new Database(filenameGiven, options);
+	if (Buffer.isBuffer(filenameGiven)) {
+		throw new TypeError('litelane cannot open a serialized database (Buffer); see docs/node.md');
+	}
+	if (filenameGiven == null) filenameGiven = '';
+	if (options == null) options = {};
+	if (typeof filenameGiven !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+	if ('readOnly' in options) throw new TypeError('Misspelled option "readOnly" should be "readonly"');
+	if ('memory' in options) throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
+
+	const filename = filenameGiven.trim();
+	const anonymous = filename === '' || filename === ':memory:';
+	const readonly = bool(options, 'readonly');
+	const fileMustExist = bool(options, 'fileMustExist');
+	const timeout = 'timeout' in options ? options.timeout : 5000;
+	const verbose = 'verbose' in options ? options.verbose : null;
+	const profile = 'profile' in options ? options.profile : undefined;
+
+	if (readonly && anonymous) throw new TypeError('In-memory/temporary databases cannot be readonly');
+	if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
+	if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
+	if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
+	if (profile !== undefined && typeof profile !== 'string') throw new TypeError('Expected the "profile" option to be a string');
+
+	if (!anonymous && !filename.startsWith('file:')) {
+		if (!fs.existsSync(path.dirname(filename))) {
+			throw new TypeError('Cannot open database because the directory does not exist');
+		}
+		if ((readonly || fileMustExist) && !fs.existsSync(filename)) {
+			throw new SqliteError('unable to open database file', 'SQLITE_CANTOPEN');
+		}
+	}
+
+	const { NativeDatabase } = addon();
+	const db = call(null, () => new NativeDatabase(anonymous ? ':memory:' : filename, { profile, timeout }));
+	Object.defineProperty(this, cpp, {
+		value: {
+			db,
+			name: filenameGiven,
+			memory: anonymous,
+			readonly,
+			verbose: verbose || null,
+			safeIntegers: false,
+			busy: false,
+			iterating: 0,
+			unsafe: false,
+		},
+	});
+}
+
+function state(db) {
+	return db[cpp];
+}
+
+function open(st) {
+	if (!st.db.open) throw new TypeError('The database connection is not open');
+	return st.db;
+}
+
+Object.defineProperties(Database.prototype, {
+	name: { get() { return state(this).name; }, enumerable: true },
+	open: { get() { return state(this).db.open; }, enumerable: true },
+	inTransaction: { get() { const st = state(this); return st.db.open && st.db.inTransaction; }, enumerable: true },
+	readonly: { get() { return state(this).readonly; }, enumerable: true },
+	memory: { get() { return state(this).memory; }, enumerable: true },
+});
+
+Database.prototype.prepare = function prepare(sql) {
+	if (typeof sql !== 'string') throw new TypeError('Expected first argument to be a string');
+	ready(state(this), true);
+	return new Statement(this, sql, false);
+};
+
+Database.prototype.exec = function exec(sql) {
+	if (typeof sql !== 'string') throw new TypeError('Expected first argument to be a string');
+	const st = state(this);
+	const db = ready(st, false);
+	if (st.verbose) { const verbose = st.verbose; verbose(sql); }
+	if (st.readonly) {
+		// Refuse a write in a read-only database before anything runs.
+		for (const part of splitForCheck(sql)) {
+			const info = call(db, (d) => d.prepare(part));
+			if (!info.reader) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
+		}
+	}
+	busyCall(st, (d) => d.exec(sql));
+	return this;
+};
+
+function splitForCheck(sql) {
+	// The native side splits exactly; here a rough split is enough, as
+	// each part is only prepared to see whether it writes.
+	return sql.split(';').map((s) => s.trim()).filter((s) => s.length);
+}
+
+Database.prototype.close = function close() {
+	const st = state(this);
+	if (st.db.open) {
+		ready(st, false);
+		call(st.db, (d) => d.close());
+	}
+	return this;
+};
+
+Database.prototype.defaultSafeIntegers = function defaultSafeIntegers(toggle) {
+	state(this).safeIntegers = toggle === undefined ? true : !!toggle;
+	return this;
+};
+
+Database.prototype.unsafeMode = function unsafeMode(unsafe) {
+	// Lets statements run while others iterate (rows are read in one go
+	// here, so it is always safe).
+	state(this).unsafe = unsafe === undefined ? true : !!unsafe;
+	return this;
+};
+
+Database.prototype.pragma = function pragma(source, options) {
+	if (options == null) options = {};
+	if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+	const simple = bool(options, 'simple');
+	ready(state(this), false);
+	const stmt = new Statement(this, `PRAGMA ${source}`, true);
+	return simple ? stmt.pluck().get() : stmt.all();
+};
+
+Database.prototype.checkpoint = function checkpoint(mode) {
+	const db = open(state(this));
+	const [walFrames, checkpointedFrames, busy] = call(db, (d) => d.checkpoint(mode == null ? 'PASSIVE' : String(mode)));
+	return { walFrames, checkpointedFrames, busy: !!busy };
+};
+
+Database.prototype.metrics = function metrics() {
+	const db = open(state(this));
+	return JSON.parse(call(db, (d) => d.metrics()));
+};
+
+Database.prototype.insertMany = function insertMany(table, columns, rows) {
+	if (typeof table !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (!Array.isArray(columns)) throw new TypeError('Expected second argument to be an array of column names');
+	if (!Array.isArray(rows)) throw new TypeError('Expected third argument to be an array of rows');
+	const db = open(state(this));
+	const inserted = call(db, (d) => d.insertMany(table, columns, rows));
+	return { inserted };
+};
+
+Database.prototype.function = function defineFunction(name, options, fn) {
+	if (options == null) options = {};
+	if (typeof options === 'function') { fn = options; options = {}; }
+	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof fn !== 'function') throw new TypeError('Expected last argument to be a function');
+	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+	if (!name) throw new TypeError('User-defined function name cannot be an empty string');
+	const st = state(this);
+	const safeIntegers = 'safeIntegers' in options ? bool(options, 'safeIntegers') : st.safeIntegers;
+	const deterministic = bool(options, 'deterministic');
+	const directOnly = bool(options, 'directOnly');
+	const varargs = bool(options, 'varargs');
+	let argCount = -1;
+	if (!varargs) {
+		argCount = fn.length;
+		if (!Number.isInteger(argCount) || argCount < 0) throw new TypeError('Expected function.length to be a positive integer');
+		if (argCount > 100) throw new RangeError('User-defined functions cannot have more than 100 arguments');
+	}
+	const db = ready(st, false);
+	// `undefined` tells the native side that the function threw.
+	const wrapped = function () {
+		try {
+			const r = fn.apply(this, arguments);
+			return r === undefined ? null : r;
+		} catch (e) {
+			pendingFunctionError = e;
+			hasPendingFunctionError = true;
+			return undefined;
+		}
+	};
+	call(db, (d) => d.function(name, wrapped, argCount, deterministic, directOnly, safeIntegers));
+	return this;
+};
+
+function notSupported(what) {
+	return function () {
+		ready(state(this), false);
+		throw new TypeError(`${what} is not supported by litelane yet (docs/node.md)`);
+	};
+}
+Database.prototype.aggregate = function defineAggregate(name, options) {
+	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object' || options === null) throw new TypeError('Expected second argument to be an options object');
+	if (!name) throw new TypeError('User-defined function name cannot be an empty string');
+	const fnOption = (key, required) => {
+		const value = key in options ? options[key] : null;
+		if (typeof value === 'function') return value;
+		if (value != null) throw new TypeError(`Expected the "${key}" option to be a function`);
+		if (required) throw new TypeError(`Missing required option "${key}"`);
+		return null;
+	};
+	const length = ({ length }) => {
+		if (Number.isInteger(length) && length >= 0) return length;
+		throw new TypeError('Expected function.length to be a positive integer');
+	};
+	const start = 'start' in options ? options.start : null;
+	const step = fnOption('step', true);
+	const inverse = fnOption('inverse', false);
+	const result = fnOption('result', false);
+	const st = state(this);
+	const safeIntegers = 'safeIntegers' in options ? bool(options, 'safeIntegers') : st.safeIntegers;
+	const deterministic = bool(options, 'deterministic');
+	const directOnly = bool(options, 'directOnly');
+	const varargs = bool(options, 'varargs');
+	let argCount = -1;
+	if (!varargs) {
+		argCount = Math.max(length(step), inverse ? length(inverse) : 0);
+		if (argCount > 0) argCount -= 1;
+		if (argCount > 100) throw new RangeError('User-defined functions cannot have more than 100 arguments');
+	}
+	const db = ready(st, false);
+	// Accumulators by id; op: 0 start, 1 step, 2 inverse, 3 value, 4 final,
+	// 5 value of an empty window.
+	const accs = new Map();
+	const finish = (v) => {
+		if (result) v = result(v);
+		return v === undefined ? null : v;
+	};
+	const dispatch = function (op, id, ...args) {
+		try {
+			switch (op) {
+				case 0: accs.set(id, typeof start === 'function' ? start() : start); return null;
+				case 1: case 2: {
+					const r = (op === 1 ? step : inverse)(accs.get(id), ...args);
+					if (r !== undefined) accs.set(id, r);
+					return null;
+				}
+				case 3: return finish(accs.get(id));
+				case 4: { const v = accs.get(id); accs.delete(id); return finish(v); }
+				case 6: accs.delete(id); return null;
+				default: return finish(typeof start === 'function' ? start() : start);
+			}
+		} catch (e) {
+			if (op === 4) accs.delete(id);
+			pendingFunctionError = e;
+			hasPendingFunctionError = true;
+			return undefined;
+		}
+	};
+	call(db, (d) => d.aggregate(name, dispatch, argCount, !!inverse, deterministic, directOnly, safeIntegers));
+	return this;
+};
+Database.prototype.table = notSupported('Database#table()');
+Database.prototype.loadExtension = notSupported('Database#loadExtension()');
+Database.prototype.serialize = notSupported('Database#serialize()');
+// The engine's online backup, in one call; the promise settles after it.
+// The `progress` callback is called once, at the end; `attached` other than
+// 'main' is not supported.
+Database.prototype.backup = async function backup(filename, options) {
+	if (options == null) options = {};
+	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+	filename = filename.trim();
+	const attachedName = 'attached' in options ? options.attached : 'main';
+	const handler = 'progress' in options ? options.progress : null;
+	if (!filename) throw new TypeError('Backup filename cannot be an empty string');
+	if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
+	if (typeof attachedName !== 'string') throw new TypeError('Expected the "attached" option to be a string');
+	if (!attachedName) throw new TypeError('The "attached" option cannot be an empty string');
+	if (attachedName !== 'main') throw new TypeError('litelane backs up the main database only (docs/node.md)');
+	if (handler != null && typeof handler !== 'function') throw new TypeError('Expected the "progress" option to be a function');
+	await fs.promises.access(path.dirname(filename)).catch(() => {
+		throw new TypeError('Cannot save backup because the directory does not exist');
+	});
+	await new Promise((resolve) => setImmediate(resolve));
+	const db = open(state(this));
+	const pages = call(db, (d) => d.backup(filename));
+	const progress = { totalPages: pages, remainingPages: 0 };
+	return progress;
+};
+
+// ---- transactions --------------------------------------------------------
+
+const controllers = new WeakMap();
+
+Database.prototype.transaction = function transaction(fn) {
+	if (typeof fn !== 'function') throw new TypeError('Expected first argument to be a function');
+	open(state(this));
+	const self = this;
+	let controller = controllers.get(this);
+	if (!controller) {
+		const shared = {
+			commit: new Statement(this, 'COMMIT', false),
+			rollback: new Statement(this, 'ROLLBACK', false),
+			savepoint: new Statement(this, 'SAVEPOINT `\t_bs3.\t`', false),
+			release: new Statement(this, 'RELEASE `\t_bs3.\t`', false),
+			rollbackTo: new Statement(this, 'ROLLBACK TO `\t_bs3.\t`', false),
+		};
+		controller = {
+			default: Object.assign({ begin: new Statement(this, 'BEGIN', false) }, shared),
+			deferred: Object.assign({ begin: new Statement(this, 'BEGIN DEFERRED', false) }, shared),
+			immediate: Object.assign({ begin: new Statement(this, 'BEGIN IMMEDIATE', false) }, shared),
+			exclusive: Object.assign({ begin: new Statement(this, 'BEGIN EXCLUSIVE', false) }, shared),
+		};
+		controllers.set(this, controller);
+	}
+	const wrap = ({ begin, commit, rollback, savepoint, release, rollbackTo }) => function sqliteTransaction() {
+		let before, after, undo;
+		if (self.inTransaction) {
+			before = savepoint; after = release; undo = rollbackTo;
+		} else {
+			before = begin; after = commit; undo = rollback;
+		}
+		before.run();
+		try {
+			const result = Function.prototype.apply.call(fn, this, arguments);
+			if (result && typeof result.then === 'function') {
+				throw new TypeError('Transaction function cannot return a promise');
+			}
+			after.run();
+			return result;
+		} catch (ex) {
+			if (self.inTransaction) {
+				undo.run();
+				if (undo !== rollback) after.run();
+			}
+			throw ex;
+		}
+	};
+	const properties = {
+		default: { value: wrap(controller.default) },
+		deferred: { value: wrap(controller.deferred) },
+		immediate: { value: wrap(controller.immediate) },
+		exclusive: { value: wrap(controller.exclusive) },
+		database: { value: this, enumerable: true },
+	};
+	Object.defineProperties(properties.default.value, properties);
+	Object.defineProperties(properties.deferred.value, properties);
+	Object.defineProperties(properties.immediate.value, properties);
+	Object.defineProperties(properties.exclusive.value, properties);
+	return properties.default.value;
+};
+
+// ---- statements ----------------------------------------------------------
+
+function isPlainObject(v) {
+	const proto = Object.getPrototypeOf(v);
+	return proto === Object.prototype || proto === null;
+}
+
+class Statement {
+	constructor(database, sql, pragma) {
+		const st = state(database);
+		const db = open(st);
+		const info = call(db, (d) => d.prepare(sql));
+		this._st = st;
+		this._sql = sql;
+		// Pragmas and statements only the writer's connection can prepare
+		// (temporary tables) run on the writer.
+		this._onReader = info.reader && !info.writerOnly && !pragma;
+		this._returnsData = info.columnCount > 0;
+		this._readonly = info.reader;
+		this._pragma = pragma;
+		this._pluck = false;
+		this._expand = false;
+		this._raw = false;
+		this._safe = st.safeIntegers;
+		this._bound = null;
+		Object.defineProperty(this, 'database', { value: database, enumerable: true });
+		Object.defineProperty(this, 'source', { value: sql, enumerable: true });
+		Object.defineProperty(this, 'reader', { value: this._returnsData, enumerable: true });
+		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
+
+		this._iterating = false;
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
+			Object.defineProperty(this, k, { enumerable: false, writable: true });
+		}
+	}
+
+	_params(args) {
+		if (this._bound) {
+			if (args.length) throw new TypeError('This statement already has bound parameters');
+			return this._bound;
+		}
+		const anon = [];
+		let named = null;
+		for (const a of args) {
+			if (Array.isArray(a)) {
+				for (const x of a) anon.push(x);
+				continue;
+			}
+			if (a !== null && typeof a === 'object' && !Buffer.isBuffer(a) && isPlainObject(a)) {
+				if (named) throw new TypeError('You cannot specify named parameters in two different objects');
+				named = a;
+				continue;
+			}
+			anon.push(a);
+		}
+		return { anon, named };
+	}
+
+	_checkWrite() {
+		if (this._st.readonly && !this._readonly) {
+			throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
+		}
+	}
+
+	_trace(p) {
+		const verbose = this._st.verbose;
+		if (verbose) {
+			const db = this._st.db;
+			let text = this._sql;
+			try { text = db.expandedSql(this._sql, this._onReader && !db.inTransaction, p.anon, p.named); } catch (_) { /* as written */ }
+			verbose(text);
+		}
+	}
+
+	_ready(allowIterating) {
+		const db = ready(this._st, allowIterating);
+		if (this._iterating) throw new TypeError('This statement is busy executing a query');
+		return db;
+	}
+
+	_modReady() {
+		if (this._st.busy) throw new TypeError(BUSY);
+		if (this._iterating) throw new TypeError('This statement is busy executing a query');
+	}
+
+	run(...args) {
+		const db = this._ready(false);
+		const p = this._params(args);
+		this._checkWrite();
+		this._trace(p);
+		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
+		const rowid = this._safe ? BigInt(r.lastInsertRowid) : r.lastInsertRowid;
+		return { changes: r.changes, lastInsertRowid: rowid };
+	}
+
+	_rows(args, firstOnly) {
+		if (!this._returnsData) {
+			// A pragma that sets something: run it, no rows.
+			if (this._pragma) { this.run(...args); return []; }
+			throw new TypeError('This statement does not return data. Use run() instead');
+		}
+		const db = this._ready(true);
+		const p = this._params(args);
+		this._checkWrite();
+		this._trace(p);
+		const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
+		const names = out[0];
+		const rows = [];
+		for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r]));
+		return rows;
+	}
+
+	_shape(names, values) {
+		if (this._pluck) return values[0];
+		if (this._raw) return values;
+		if (this._expand) {
+			const cols = this._columnsCache || (this._columnsCache = this.columns());
+			const o = {};
+			for (let i = 0; i < names.length; i++) {
+				const t = cols[i].table || '$';
+				(o[t] || (o[t] = {}))[names[i]] = values[i];
+			}
+			return o;
+		}
+		const o = {};
+		for (let i = 0; i < names.length; i++) o[names[i]] = values[i];
+		return o;
+	}
+
+	get(...args) {
+		const rows = this._rows(args, true);
+		return rows.length ? rows[0] : undefined;
+	}
+
+	all(...args) {
+		return this._rows(args, false);
+	}
+
+	iterate(...args) {
+		// Rows are read in one go (the engine hands a connection back at the
+		// end of each call), then handed out one by one.
+		const rows = this._rows(args, false);
+		const st = this._st;
+		const stmt = this;
+		let i = 0;
+		let live = true;
+		const end = () => {
+			if (live) { live = false; st.iterating -= 1; stmt._iterating = false; }
+		};
+		st.iterating += 1;
+		this._iterating = true;
+		return {
+			next() {
+				if (st.busy) throw new TypeError(BUSY);
+				if (live && i < rows.length) return { value: rows[i++], done: false };
+				end();
+				return { value: undefined, done: true };
+			},
+			return() {
+				if (st.busy) throw new TypeError(BUSY);
+				end();
+				return { value: undefined, done: true };
+			},
+			[Symbol.iterator]() { return this; },
+		};
+	}
+
+	pluck(toggle) {
+		this._modReady();
+		if (!this._returnsData && !this._pragma) throw new TypeError('The pluck() method is only for statements that return data');
+		const on = toggle === undefined ? true : !!toggle;
+		this._pluck = on;
+		if (on) { this._expand = false; this._raw = false; }
+		return this;
+	}
+
+	expand(toggle) {
+		this._modReady();
+		if (!this._returnsData) throw new TypeError('The expand() method is only for statements that return data');
+		const on = toggle === undefined ? true : !!toggle;
+		this._expand = on;
+		if (on) { this._pluck = false; this._raw = false; }
+		return this;
+	}
+
+	raw(toggle) {
+		this._modReady();
+		if (!this._returnsData) throw new TypeError('The raw() method is only for statements that return data');
+		const on = toggle === undefined ? true : !!toggle;
+		this._raw = on;
+		if (on) { this._pluck = false; this._expand = false; }
+		return this;
+	}
+
+	get busy() {
+		return this._iterating;
+	}
+
+	safeIntegers(toggle) {
+		this._modReady();
+		this._safe = toggle === undefined ? true : !!toggle;
+		return this;
+	}
+
+	columns() {
+		open(this._st);
+		if (this._st.busy) throw new TypeError(BUSY);
+		if (!this._returnsData) throw new TypeError('The columns() method is only for statements that return data');
+		const db = open(this._st);
+		return call(db, (d) => d.columns(this._sql, this._onReader && !db.inTransaction));
+	}
+
+	bind(...args) {
+		this._ready(true);
+		if (this._bound) throw new TypeError('The bind() method can only be invoked once per statement object');
+		const p = this._params(args);
+		const copy = (v) => (Buffer.isBuffer(v) ? Buffer.from(v) : v);
+		p.anon = p.anon.map(copy);
+		if (p.named) {
+			const named = {};
+			for (const k of Object.keys(p.named)) named[k] = copy(p.named[k]);
+			p.named = named;
+		}
+		// Bound now, as better-sqlite3 does: wrong parameters fail here.
+		const db = this._st.db;
+		call(db, (d) => d.expandedSql(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
+		this._bound = p;
+		return this;
+	}
+}
+
+module.exports = Database;
+module.exports.SqliteError = SqliteError;
+module.exports.Database = Database;
+module.exports.Statement = Statement;
+module.exports.sqliteVersion = () => addon().sqliteVersion();

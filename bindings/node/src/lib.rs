@@ -1,0 +1,1208 @@
+//! The native half of the `litelane` Node package: one class, `NativeDatabase`,
+//! over `litelane::Database`. index.js builds better-sqlite3's API on it.
+//!
+//! Everything runs on the JavaScript thread: reads through `Database::read`
+//! (a reader of the pool), writes outside a transaction through
+//! `Database::write_local` (one turn of the engine's fair write queue, which
+//! other processes share), and an explicit transaction (`BEGIN`,
+//! `db.transaction(fn)`) through `Database::hold_writer`, held across calls
+//! until `COMMIT`/`ROLLBACK`. User functions are installed on every connection
+//! with `Database::configure` and call back into JavaScript on this thread.
+//!
+//! Errors cross to JavaScript as `Error`s whose message is
+//! `KIND\u{1}message`, KIND being an SQLite code name (`SQLITE_...`),
+//! `TypeError` or `RangeError`; index.js turns them into `SqliteError`s.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use litelane::rusqlite::{self, types::ValueRef, Connection};
+use litelane::{CheckpointMode, Database, Error, HeldWrite, Options, Profile, SqliteCode, Value};
+use napi::bindgen_prelude::*;
+use napi::{sys, Env, JsFunction, JsObject, JsUnknown, NapiRaw, NapiValue, ValueType};
+use napi_derive::napi;
+
+fn kind_err(kind: &str, message: impl std::fmt::Display) -> napi::Error {
+    napi::Error::new(Status::GenericFailure, format!("{kind}\u{1}{message}"))
+}
+
+fn from_rusqlite(e: rusqlite::Error) -> Error {
+    Error::from_sqlite(e, "")
+}
+
+fn to_js_err(e: Error) -> napi::Error {
+    match e {
+        Error::Sqlite {
+            extended_code,
+            message,
+            ..
+        } => kind_err(SqliteCode::name_of(extended_code), message),
+        Error::ReadOnly { .. } => {
+            kind_err("SQLITE_READONLY", "attempt to write a readonly database")
+        }
+        Error::RolledBack { cause, .. } => to_js_err(*cause),
+        Error::InvalidInput { message } if message.starts_with("JS:") => {
+            let (kind, msg) = message[3..]
+                .split_once('\u{1}')
+                .unwrap_or(("Error", &message[3..]));
+            kind_err(kind, msg)
+        }
+        other => {
+            if let Some(x) = other.sqlite_extended_code() {
+                kind_err(SqliteCode::name_of(x), other)
+            } else {
+                kind_err("SQLITE_ERROR", other)
+            }
+        }
+    }
+}
+
+/// An error raised inside an engine closure that must reach JavaScript as a
+/// `TypeError`/`RangeError`.
+fn js_kind(kind: &str, message: impl std::fmt::Display) -> Error {
+    Error::InvalidInput {
+        message: format!("JS:{kind}\u{1}{message}"),
+    }
+}
+
+/// The first keyword of a statement, upper-cased (comments skipped).
+fn keywords(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut s = sql;
+    while out.len() < 3 {
+        s = s.trim_start();
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.split_once('\n').map_or("", |x| x.1);
+            continue;
+        }
+        if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |x| x.1);
+            continue;
+        }
+        let end = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        if end == 0 {
+            break;
+        }
+        out.push(s[..end].to_ascii_uppercase());
+        s = &s[end..];
+    }
+    out
+}
+
+/// True for a part of a script with nothing but blanks, comments and `;`.
+fn is_blank(sql: &str) -> bool {
+    let mut s = sql;
+    loop {
+        s = s.trim_start_matches(|c: char| c.is_whitespace() || c == ';');
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.split_once('\n').map_or("", |x| x.1);
+        } else if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |x| x.1);
+        } else {
+            return s.is_empty();
+        }
+    }
+}
+
+enum Control {
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    Vacuum,
+    None,
+}
+
+fn control_of(sql: &str) -> Control {
+    let k = keywords(sql);
+    let first = k.first().map(String::as_str).unwrap_or("");
+    match first {
+        "BEGIN" => Control::Begin,
+        "COMMIT" | "END" => Control::Commit,
+        "ROLLBACK" => {
+            let rest: Vec<&str> = k[1..].iter().map(String::as_str).collect();
+            if rest.first() == Some(&"TO") || rest.get(1) == Some(&"TO") {
+                Control::None
+            } else {
+                Control::Rollback
+            }
+        }
+        "SAVEPOINT" => Control::Savepoint(k.get(1).cloned().unwrap_or_default()),
+        "RELEASE" => {
+            let name = if k.get(1).map(String::as_str) == Some("SAVEPOINT") {
+                k.get(2)
+            } else {
+                k.get(1)
+            };
+            Control::Release(name.cloned().unwrap_or_default())
+        }
+        "VACUUM" => Control::Vacuum,
+        _ => Control::None,
+    }
+}
+
+/// A JavaScript value turned into an SQLite value (better-sqlite3's rules:
+/// numbers bind as REAL, bigints as INTEGER, strings, buffers, null/undefined).
+fn to_value(v: &JsUnknown) -> napi::Result<Value> {
+    Ok(match v.get_type()? {
+        ValueType::Null | ValueType::Undefined => Value::Null,
+        ValueType::Number => {
+            let n: f64 = unsafe { v.cast::<napi::JsNumber>() }.get_double()?;
+            Value::Real(n)
+        }
+        ValueType::BigInt => {
+            let b = unsafe { v.cast::<napi::JsBigInt>() };
+            let (n, lossless) = b.get_i64()?;
+            if !lossless {
+                return Err(kind_err(
+                    "RangeError",
+                    "The bound string, buffer, or bigint is too big",
+                ));
+            }
+            Value::Integer(n)
+        }
+        ValueType::String => {
+            let s = unsafe { v.cast::<napi::JsString>() }.into_utf8()?;
+            Value::Text(s.as_str()?.to_owned())
+        }
+        ValueType::Object if v.is_buffer()? => {
+            let b = unsafe { v.cast::<napi::JsBuffer>() }.into_value()?;
+            Value::Blob(b.to_vec())
+        }
+        _ => {
+            return Err(kind_err(
+                "TypeError",
+                "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
+            ))
+        }
+    })
+}
+
+fn to_js(env: &Env, v: ValueRef<'_>, safe_ints: bool) -> napi::Result<JsUnknown> {
+    Ok(match v {
+        ValueRef::Null => env.get_null()?.into_unknown(),
+        ValueRef::Integer(i) => {
+            if safe_ints {
+                env.create_bigint_from_i64(i)?.into_unknown()?
+            } else {
+                env.create_double(i as f64)?.into_unknown()
+            }
+        }
+        ValueRef::Real(f) => env.create_double(f)?.into_unknown(),
+        ValueRef::Text(t) => env
+            .create_string(&String::from_utf8_lossy(t))?
+            .into_unknown(),
+        ValueRef::Blob(b) => env
+            .create_buffer_with_data(b.to_vec())?
+            .into_raw()
+            .into_unknown(),
+    })
+}
+
+/// Parameters as better-sqlite3 binds them: anonymous ones in order, named
+/// ones (`:a`, `@a`, `$a`) from one plain object by name without the prefix.
+struct Params {
+    anon: Vec<Value>,
+    named: Option<Vec<(String, Value)>>,
+}
+
+impl Params {
+    fn from_js(anon: Vec<JsUnknown>, named: Option<JsObject>) -> napi::Result<Params> {
+        let anon = anon
+            .iter()
+            .map(to_value)
+            .collect::<napi::Result<Vec<_>>>()?;
+        let named = match named {
+            None => None,
+            Some(obj) => {
+                let keys = obj.get_property_names()?;
+                let n = keys.get_array_length()?;
+                let mut out = Vec::with_capacity(n as usize);
+                for i in 0..n {
+                    let k: napi::JsString = keys.get_element(i)?;
+                    let k = k.into_utf8()?.as_str()?.to_owned();
+                    let v: JsUnknown = obj.get_named_property(&k)?;
+                    out.push((k, to_value(&v)?));
+                }
+                Some(out)
+            }
+        };
+        Ok(Params { anon, named })
+    }
+
+    fn bind(&self, stmt: &mut rusqlite::Statement<'_>) -> litelane::Result<()> {
+        let count = stmt.parameter_count();
+        let mut next = 0;
+        for i in 1..=count {
+            let name = stmt.parameter_name(i).map(str::to_owned);
+            let value = match name {
+                Some(name) if !name.starts_with('?') => {
+                    let Some(named) = &self.named else {
+                        return Err(js_kind("TypeError", "Missing named parameters"));
+                    };
+                    let key = &name[1..];
+                    match named.iter().find(|(k, _)| k == key) {
+                        Some((_, v)) => v,
+                        None => {
+                            return Err(js_kind(
+                                "RangeError",
+                                format!("Missing named parameter \"{key}\""),
+                            ))
+                        }
+                    }
+                }
+                _ => {
+                    let Some(v) = self.anon.get(next) else {
+                        return Err(js_kind(
+                            "RangeError",
+                            "Too few parameter values were provided",
+                        ));
+                    };
+                    next += 1;
+                    v
+                }
+            };
+            stmt.raw_bind_parameter(i, value).map_err(from_rusqlite)?;
+        }
+        if next < self.anon.len() {
+            return Err(js_kind(
+                "RangeError",
+                "Too many parameter values were provided",
+            ));
+        }
+        if self.named.is_some()
+            && count > 0
+            && (1..=count).all(|i| stmt.parameter_name(i).map_or(true, |n| n.starts_with('?')))
+        {
+            // better-sqlite3 accepts an object only for a statement with named parameters.
+        }
+        Ok(())
+    }
+}
+
+/// What a `query` collected: owned values, turned into JavaScript afterwards.
+struct Rows {
+    names: Vec<String>,
+    rows: Vec<Vec<Value>>,
+}
+
+fn run_query(
+    conn: &Connection,
+    sql: &str,
+    params: &Params,
+    first_only: bool,
+) -> litelane::Result<Rows> {
+    let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
+    params.bind(&mut stmt)?;
+    let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
+    let n = names.len();
+    let mut rows = Vec::new();
+    let mut raw = stmt.raw_query();
+    while let Some(row) = raw.next().map_err(from_rusqlite)? {
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(row.get::<_, Value>(i).map_err(from_rusqlite)?);
+        }
+        rows.push(out);
+        if first_only {
+            break;
+        }
+    }
+    Ok(Rows { names, rows })
+}
+
+fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Result<(i64, i64)> {
+    let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
+    params.bind(&mut stmt)?;
+    let before = conn.total_changes();
+    let mut raw = stmt.raw_query();
+    while raw.next().map_err(from_rusqlite)?.is_some() {}
+    drop(raw);
+    // As better-sqlite3 counts: nothing when the statement changed no row
+    // (sqlite3_changes would still show the previous statement's count).
+    let changes = if conn.total_changes() == before {
+        0
+    } else {
+        conn.changes() as i64
+    };
+    Ok((changes, conn.last_insert_rowid()))
+}
+
+/// A JavaScript function installed as an SQL function. Only ever called on
+/// the thread that made it (the JavaScript thread): `call` checks.
+struct JsFn {
+    env: sys::napi_env,
+    func: sys::napi_ref,
+    thread: std::thread::ThreadId,
+    safe_ints: bool,
+}
+unsafe impl Send for JsFn {}
+unsafe impl Sync for JsFn {}
+
+thread_local! {
+    /// Set when a JavaScript function threw (or returned what SQLite cannot
+    /// store) during the statement: what the statement then reports.
+    static FN_ERROR: RefCell<Option<napi::Error>> = const { RefCell::new(None) };
+}
+
+impl JsFn {
+    fn call(&self, ctx: &rusqlite::functions::Context<'_>) -> rusqlite::Result<Value> {
+        self.invoke(&[], Some(ctx))
+    }
+
+    /// Calls the function with `lead` (numbers) then the SQL arguments.
+    fn invoke(
+        &self,
+        lead: &[f64],
+        ctx: Option<&rusqlite::functions::Context<'_>>,
+    ) -> rusqlite::Result<Value> {
+        if std::thread::current().id() != self.thread {
+            return Err(rusqlite::Error::UserFunctionError(
+                "a JavaScript function was called off the JavaScript thread".into(),
+            ));
+        }
+        let env = unsafe { Env::from_raw(self.env) };
+        let fail = |m: &str| rusqlite::Error::UserFunctionError(m.to_string().into());
+        let result = (|| -> napi::Result<Option<Value>> {
+            let mut f: sys::napi_value = std::ptr::null_mut();
+            unsafe { check(sys::napi_get_reference_value(self.env, self.func, &mut f))? };
+            let mut args = Vec::new();
+            for x in lead {
+                args.push(unsafe { env.create_double(*x)?.raw() });
+            }
+            if let Some(ctx) = ctx {
+                for i in 0..ctx.len() {
+                    let v = to_js(&env, ctx.get_raw(i), self.safe_ints)?;
+                    args.push(unsafe { v.raw() });
+                }
+            }
+            let mut global: sys::napi_value = std::ptr::null_mut();
+            unsafe { check(sys::napi_get_undefined(self.env, &mut global))? };
+            let mut out: sys::napi_value = std::ptr::null_mut();
+            let status = unsafe {
+                sys::napi_call_function(self.env, global, f, args.len(), args.as_ptr(), &mut out)
+            };
+            if status != sys::Status::napi_ok {
+                // The JavaScript wrapper catches; this is a pending exception
+                // we could not see coming. Clear it and report.
+                let mut exc: sys::napi_value = std::ptr::null_mut();
+                unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exc) };
+                return Ok(None);
+            }
+            let out = unsafe { JsUnknown::from_raw_unchecked(self.env, out) };
+            // The wrapper returns `undefined` only after catching an error.
+            if out.get_type()? == ValueType::Undefined {
+                return Ok(None);
+            }
+            Ok(Some(to_value(&out)?))
+        })();
+        match result {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => {
+                FN_ERROR.with(|e| {
+                    *e.borrow_mut() = Some(kind_err("FunctionError", "a JavaScript function threw"))
+                });
+                Err(fail("JavaScript function threw"))
+            }
+            Err(e) => {
+                let reason = e.reason.clone();
+                FN_ERROR.with(|x| *x.borrow_mut() = Some(e));
+                Err(fail(&reason))
+            }
+        }
+    }
+}
+
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            Status::GenericFailure,
+            "N-API call failed",
+        ))
+    }
+}
+
+/// An aggregate (window) function: the accumulators live in JavaScript
+/// (index.js), keyed by an id; the dispatcher takes (op, id, args...).
+struct JsAggregate {
+    f: Arc<JsFn>,
+}
+
+static NEXT_ACC: AtomicU64 = AtomicU64::new(1);
+
+impl JsAggregate {
+    /// After a callback of this statement threw, SQLite still finalizes:
+    /// drop the accumulator without calling `start` or `result` again (as
+    /// better-sqlite3 does) and keep reporting the error.
+    fn failed(&self, id: Option<u64>) -> Option<rusqlite::Error> {
+        if FN_ERROR.with(|e| e.borrow().is_none()) {
+            return None;
+        }
+        if let Some(id) = id {
+            let saved = FN_ERROR.with(|e| e.borrow_mut().take());
+            let _ = self.f.invoke(&[6.0, id as f64], None);
+            FN_ERROR.with(|e| *e.borrow_mut() = saved);
+        }
+        Some(rusqlite::Error::UserFunctionError(
+            "a JavaScript callback threw".into(),
+        ))
+    }
+}
+
+impl rusqlite::functions::Aggregate<u64, Value> for JsAggregate {
+    fn init(&self, _: &mut rusqlite::functions::Context<'_>) -> rusqlite::Result<u64> {
+        let id = NEXT_ACC.fetch_add(1, Ordering::Relaxed);
+        self.f.invoke(&[0.0, id as f64], None)?;
+        Ok(id)
+    }
+    fn step(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        id: &mut u64,
+    ) -> rusqlite::Result<()> {
+        self.f.invoke(&[1.0, *id as f64], Some(ctx)).map(|_| ())
+    }
+    fn finalize(
+        &self,
+        _: &mut rusqlite::functions::Context<'_>,
+        id: Option<u64>,
+    ) -> rusqlite::Result<Value> {
+        if let Some(e) = self.failed(id) {
+            return Err(e);
+        }
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let id = NEXT_ACC.fetch_add(1, Ordering::Relaxed);
+                self.f.invoke(&[0.0, id as f64], None)?;
+                id
+            }
+        };
+        self.f.invoke(&[4.0, id as f64], None)
+    }
+}
+
+impl rusqlite::functions::WindowAggregate<u64, Value> for JsAggregate {
+    fn value(&self, id: Option<&mut u64>) -> rusqlite::Result<Value> {
+        if let Some(e) = self.failed(id.as_deref().copied()) {
+            return Err(e);
+        }
+        match id {
+            Some(id) => self.f.invoke(&[3.0, *id as f64], None),
+            None => self.f.invoke(&[5.0, 0.0], None),
+        }
+    }
+    fn inverse(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        id: &mut u64,
+    ) -> rusqlite::Result<()> {
+        self.f.invoke(&[2.0, *id as f64], Some(ctx)).map(|_| ())
+    }
+}
+
+#[napi(object)]
+pub struct OpenOptions {
+    pub profile: Option<String>,
+    pub timeout: Option<f64>,
+    pub readers: Option<u32>,
+}
+
+#[napi(object)]
+pub struct RunResult {
+    pub changes: i64,
+    pub last_insert_rowid: i64,
+}
+
+#[napi(object)]
+pub struct StatementInfo {
+    pub reader: bool,
+    pub column_count: u32,
+    pub writer_only: bool,
+}
+
+/// One engine per database file in the process, shared by every
+/// `new Database(file)` (as the Python binding does): one write queue, one
+/// reader pool. `holder` is the handle holding the writer in a transaction,
+/// with its thread, so that another handle on the same thread fails fast
+/// with `SQLITE_BUSY` instead of waiting for itself forever.
+struct Shared {
+    db: Database,
+    holder: Mutex<Option<(u64, std::thread::ThreadId)>>,
+}
+
+static ENGINES: Mutex<Option<HashMap<PathBuf, Weak<Shared>>>> = Mutex::new(None);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn engine_for(path: &str, opts: Options) -> litelane::Result<Arc<Shared>> {
+    let fresh = |db| {
+        Arc::new(Shared {
+            db,
+            holder: Mutex::new(None),
+        })
+    };
+    if path == ":memory:" {
+        return Ok(fresh(Database::open_in_memory(opts)?));
+    }
+    let key = std::fs::canonicalize(path).ok();
+    let mut engines = ENGINES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = engines.get_or_insert_with(HashMap::new);
+    if let Some(k) = &key {
+        if let Some(s) = map.get(k).and_then(Weak::upgrade) {
+            return Ok(s);
+        }
+    }
+    let shared = fresh(Database::open(path, opts)?);
+    if let Ok(k) = std::fs::canonicalize(path) {
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(k, Arc::downgrade(&shared));
+    }
+    Ok(shared)
+}
+
+#[napi]
+pub struct NativeDatabase {
+    id: u64,
+    timeout: std::time::Duration,
+    db: Option<Arc<Shared>>,
+    held: Option<HeldWrite>,
+    /// The savepoint that began the held transaction (SQLite commits when
+    /// its outermost savepoint is released).
+    held_by_savepoint: Option<String>,
+    functions: Vec<Arc<JsFn>>,
+}
+
+impl NativeDatabase {
+    fn db(&self) -> napi::Result<&Database> {
+        self.db
+            .as_ref()
+            .map(|s| &s.db)
+            .ok_or_else(|| kind_err("TypeError", "The database connection is not open"))
+    }
+
+    /// Refuses a write that would wait for a transaction another handle of
+    /// this thread holds (it could never end): SQLite's `database is locked`.
+    fn not_blocked(&self) -> napi::Result<()> {
+        if self.held.is_some() {
+            return Ok(());
+        }
+        if let Some(s) = &self.db {
+            let h = s.holder.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((id, thread)) = *h {
+                if id != self.id && thread == std::thread::current().id() {
+                    drop(h);
+                    // What SQLite's busy handler would do for a lock that
+                    // cannot be released while it waits: wait, then fail.
+                    std::thread::sleep(self.timeout);
+                    return Err(kind_err("SQLITE_BUSY", "database is locked"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn take_writer(&mut self) -> napi::Result<()> {
+        self.not_blocked()?;
+        let held = self
+            .db()?
+            .hold_writer("node transaction")
+            .map_err(to_js_err)?;
+        self.held = Some(held);
+        if let Some(s) = &self.db {
+            *s.holder.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((self.id, std::thread::current().id()));
+        }
+        Ok(())
+    }
+
+    fn release_writer(&mut self, commit: bool) -> napi::Result<()> {
+        let Some(h) = self.held.take() else {
+            return Ok(());
+        };
+        self.held_by_savepoint = None;
+        if let Some(s) = &self.db {
+            let mut holder = s.holder.lock().unwrap_or_else(|e| e.into_inner());
+            if holder.is_some_and(|(id, _)| id == self.id) {
+                *holder = None;
+            }
+        }
+        if commit { h.commit() } else { h.rollback() }.map_err(to_js_err)
+    }
+
+    /// Runs `f` where the statement belongs: in the held transaction, on a
+    /// reader (a read outside a transaction) or in a write turn of its own.
+    fn on_conn<T>(
+        &mut self,
+        reader: bool,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
+        FN_ERROR.with(|e| *e.borrow_mut() = None);
+        let out = if let Some(held) = self.held.as_mut() {
+            held.run(|tx| f(tx))
+        } else if reader {
+            self.db()?.read(|c| f(c))
+        } else {
+            self.not_blocked()?;
+            self.db()?.write_local("node", |tx| f(tx))
+        };
+        out.map_err(|e| {
+            FN_ERROR
+                .with(|x| x.borrow_mut().take())
+                .unwrap_or_else(|| to_js_err(e))
+        })
+    }
+
+    /// `on_conn`, but a pragma outside a transaction runs on the writer with
+    /// no transaction open (`journal_mode` cannot change inside one).
+    fn on_conn_sql<T>(
+        &mut self,
+        sql: &str,
+        reader: bool,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
+        if !reader
+            && self.held.is_none()
+            && keywords(sql).first().map(String::as_str) == Some("PRAGMA")
+        {
+            self.not_blocked()?;
+            FN_ERROR.with(|e| *e.borrow_mut() = None);
+            return self
+                .db()?
+                .write_outside_transaction("node pragma", |c| f(c))
+                .map_err(to_js_err);
+        }
+        self.on_conn(reader, f)
+    }
+
+    /// Transaction control statements, handled by the engine; `None` when
+    /// `sql` is not one.
+    fn control(&mut self, sql: &str) -> napi::Result<Option<()>> {
+        match control_of(sql) {
+            Control::Begin => {
+                if self.held.is_some() {
+                    return Err(kind_err(
+                        "SQLITE_ERROR",
+                        "cannot start a transaction within a transaction",
+                    ));
+                }
+                self.take_writer()?;
+                self.held_by_savepoint = None;
+                Ok(Some(()))
+            }
+            Control::Commit => match self.held.is_some() {
+                true => {
+                    self.release_writer(true)?;
+                    Ok(Some(()))
+                }
+                false => Err(kind_err(
+                    "SQLITE_ERROR",
+                    "cannot commit - no transaction is active",
+                )),
+            },
+            Control::Rollback => match self.held.is_some() {
+                true => {
+                    self.release_writer(false)?;
+                    Ok(Some(()))
+                }
+                false => Err(kind_err(
+                    "SQLITE_ERROR",
+                    "cannot rollback - no transaction is active",
+                )),
+            },
+            Control::Savepoint(name) => {
+                if self.held.is_none() {
+                    self.take_writer()?;
+                    self.held_by_savepoint = Some(name);
+                }
+                Ok(None)
+            }
+            Control::Release(name) => {
+                if self.held.is_some() && self.held_by_savepoint.as_deref() == Some(name.as_str()) {
+                    self.release_writer(true)?;
+                    return Ok(Some(()));
+                }
+                Ok(None)
+            }
+            Control::Vacuum if self.held.is_none() => {
+                self.not_blocked()?;
+                let sql = sql.to_string();
+                self.db()?
+                    .write_outside_transaction("node vacuum", |c| {
+                        c.execute_batch(&sql).map_err(from_rusqlite)
+                    })
+                    .map_err(to_js_err)?;
+                Ok(Some(()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// After a statement: an engine-held transaction that SQLite ended
+    /// (a failed statement, `INSERT OR ROLLBACK`) is let go.
+    fn settle(&mut self) {
+        if self.held.as_ref().is_some_and(HeldWrite::has_ended) {
+            let _ = self.release_writer(false);
+        }
+    }
+}
+
+#[napi]
+impl NativeDatabase {
+    #[napi(constructor)]
+    pub fn new(path: String, options: Option<OpenOptions>) -> napi::Result<Self> {
+        let mut opts = Options::default();
+        // litelane's settings are better-sqlite3's build options: foreign
+        // keys on, double-quoted strings are identifiers. Its page cache too.
+        opts.stock_settings = false;
+        opts.cache_size_kib = 16000;
+        if let Some(o) = &options {
+            if let Some(p) = &o.profile {
+                opts.profile = match p.as_str() {
+                    "safe" => Profile::Safe,
+                    "balanced" => Profile::Balanced,
+                    "fast" => Profile::Fast,
+                    other => {
+                        return Err(kind_err(
+                            "TypeError",
+                            format!("unknown profile {other:?} (safe, balanced or fast)"),
+                        ))
+                    }
+                };
+            }
+            if let Some(t) = o.timeout {
+                opts.busy_timeout = std::time::Duration::from_millis(t.max(0.0) as u64);
+            }
+            if let Some(r) = o.readers {
+                opts.readers = r.max(1) as usize;
+            }
+        }
+        let timeout = opts.busy_timeout;
+        let path = if path.is_empty() {
+            ":memory:".to_string()
+        } else {
+            path
+        };
+        let db = engine_for(&path, opts).map_err(to_js_err)?;
+        Ok(NativeDatabase {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            timeout,
+            db: Some(db),
+            held: None,
+            held_by_savepoint: None,
+            functions: Vec::new(),
+        })
+    }
+
+    #[napi(getter)]
+    pub fn open(&self) -> bool {
+        self.db.is_some()
+    }
+
+    #[napi(getter)]
+    pub fn in_transaction(&self) -> bool {
+        self.held.as_ref().is_some_and(|h| !h.has_ended())
+    }
+
+    #[napi]
+    pub fn close(&mut self) -> napi::Result<()> {
+        let _ = self.release_writer(false);
+        self.functions.clear();
+        self.db = None;
+        Ok(())
+    }
+
+    /// Checks one statement and says where it runs.
+    #[napi]
+    pub fn prepare(&mut self, sql: String) -> napi::Result<StatementInfo> {
+        let parts: Vec<&str> = litelane::split_statements(&sql)
+            .into_iter()
+            .filter(|p| !is_blank(p))
+            .collect();
+        if parts.is_empty() {
+            return Err(kind_err(
+                "RangeError",
+                "The supplied SQL string contains no statements",
+            ));
+        }
+        if parts.len() > 1 {
+            return Err(kind_err(
+                "RangeError",
+                "The supplied SQL string contains more than one statement",
+            ));
+        }
+        let check = |c: &Connection| -> litelane::Result<(bool, u32)> {
+            let s = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            Ok((s.readonly(), s.column_count() as u32))
+        };
+        if let Some(held) = self.held.as_mut() {
+            let (ro, n) = held.run(|tx| check(tx)).map_err(to_js_err)?;
+            return Ok(StatementInfo {
+                reader: ro,
+                column_count: n,
+                writer_only: true,
+            });
+        }
+        let db = self.db()?;
+        match db.read(|c| check(c)) {
+            Ok((ro, n)) => Ok(StatementInfo {
+                reader: ro,
+                column_count: n,
+                writer_only: false,
+            }),
+            Err(_) => {
+                // Temporary tables and what else only the writer's
+                // connection has.
+                let (ro, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+                Ok(StatementInfo {
+                    reader: ro,
+                    column_count: n,
+                    writer_only: true,
+                })
+            }
+        }
+    }
+
+    #[napi]
+    pub fn run(
+        &mut self,
+        sql: String,
+        reader: bool,
+        anon: Vec<JsUnknown>,
+        named: Option<JsObject>,
+    ) -> napi::Result<RunResult> {
+        let params = Params::from_js(anon, named)?;
+        if self.control(&sql)?.is_some() {
+            return Ok(RunResult {
+                changes: 0,
+                last_insert_rowid: 0,
+            });
+        }
+        let out = self.on_conn_sql(&sql, reader, |c| run_statement(c, &sql, &params));
+        self.settle();
+        let (changes, last_insert_rowid) = out?;
+        Ok(RunResult {
+            changes,
+            last_insert_rowid,
+        })
+    }
+
+    /// Rows as `[names, [row values...]...]`.
+    #[napi]
+    pub fn query(
+        &mut self,
+        env: Env,
+        sql: String,
+        reader: bool,
+        anon: Vec<JsUnknown>,
+        named: Option<JsObject>,
+        safe_ints: bool,
+        first_only: bool,
+    ) -> napi::Result<JsObject> {
+        let params = Params::from_js(anon, named)?;
+        if self.control(&sql)?.is_some() {
+            let mut arr = env.create_array_with_length(1)?;
+            arr.set_element(0, env.create_array_with_length(0)?)?;
+            return Ok(arr);
+        }
+        let out = self.on_conn_sql(&sql, reader, |c| run_query(c, &sql, &params, first_only));
+        self.settle();
+        let rows = out?;
+        let mut arr = env.create_array_with_length(rows.rows.len() + 1)?;
+        let mut names = env.create_array_with_length(rows.names.len())?;
+        for (i, n) in rows.names.iter().enumerate() {
+            names.set_element(i as u32, env.create_string(n)?)?;
+        }
+        arr.set_element(0, names)?;
+        for (r, row) in rows.rows.iter().enumerate() {
+            let mut a = env.create_array_with_length(row.len())?;
+            for (i, v) in row.iter().enumerate() {
+                a.set_element(i as u32, to_js(&env, ValueRef::from(v), safe_ints)?)?;
+            }
+            arr.set_element(r as u32 + 1, a)?;
+        }
+        Ok(arr)
+    }
+
+    /// The statement's SQL with its parameters bound (the `verbose` option).
+    #[napi]
+    pub fn expanded_sql(
+        &mut self,
+        sql: String,
+        reader: bool,
+        anon: Vec<JsUnknown>,
+        named: Option<JsObject>,
+    ) -> napi::Result<String> {
+        let params = Params::from_js(anon, named)?;
+        if !matches!(control_of(&sql), Control::None) {
+            return Ok(sql);
+        }
+        self.on_conn(reader || self.held.is_none(), |c| {
+            let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            params.bind(&mut stmt)?;
+            let out = stmt.expanded_sql().unwrap_or_else(|| sql.clone());
+            stmt.clear_bindings();
+            Ok(out)
+        })
+    }
+
+    /// Column descriptions as better-sqlite3's `Statement.columns()` gives them.
+    #[napi]
+    pub fn columns(&mut self, env: Env, sql: String, reader: bool) -> napi::Result<JsObject> {
+        type Col = (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let cols: Vec<Col> = self.on_conn(reader, |c| {
+            let s = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            let mut out = Vec::new();
+            let types: Vec<Option<String>> = s
+                .columns()
+                .map(|c| c.decl_type().map(str::to_string))
+                .collect();
+            for (col, ty) in s.columns_with_metadata().zip(types) {
+                out.push((
+                    col.name().to_string(),
+                    col.origin_name().map(str::to_string),
+                    col.table_name().map(str::to_string),
+                    col.database_name().map(str::to_string),
+                    ty,
+                ));
+            }
+            Ok(out)
+        })?;
+        let mut arr = env.create_array_with_length(cols.len())?;
+        for (i, (name, column, table, database, ty)) in cols.into_iter().enumerate() {
+            let mut o = env.create_object()?;
+            o.set_named_property("name", env.create_string(&name)?)?;
+            let opt = |v: Option<String>| -> napi::Result<JsUnknown> {
+                Ok(match v {
+                    Some(s) => env.create_string(&s)?.into_unknown(),
+                    None => env.get_null()?.into_unknown(),
+                })
+            };
+            o.set_named_property("column", opt(column)?)?;
+            o.set_named_property("table", opt(table)?)?;
+            o.set_named_property("database", opt(database)?)?;
+            o.set_named_property("type", opt(ty)?)?;
+            arr.set_element(i as u32, o)?;
+        }
+        Ok(arr)
+    }
+
+    /// Runs a script of statements, one after the other.
+    #[napi]
+    pub fn exec(&mut self, sql: String) -> napi::Result<()> {
+        let none = Params {
+            anon: Vec::new(),
+            named: None,
+        };
+        for part in litelane::split_statements(&sql) {
+            if self.control(part)?.is_some() {
+                continue;
+            }
+            let out = self.on_conn_sql(part, false, |c| {
+                let mut stmt = c.prepare(part).map_err(from_rusqlite)?;
+                let mut raw = stmt.raw_query();
+                while raw.next().map_err(from_rusqlite)?.is_some() {}
+                Ok(())
+            });
+            self.settle();
+            out?;
+            let _ = &none;
+        }
+        Ok(())
+    }
+
+    /// Installs `func` (index.js's wrapper) as an SQL function on every
+    /// connection of the database.
+    #[napi]
+    pub fn function(
+        &mut self,
+        env: Env,
+        name: String,
+        func: JsFunction,
+        argc: i32,
+        deterministic: bool,
+        direct_only: bool,
+        safe_ints: bool,
+    ) -> napi::Result<()> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe { check(sys::napi_create_reference(env.raw(), func.raw(), 1, &mut r))? };
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints,
+        });
+        self.functions.push(Arc::clone(&f));
+        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
+        if deterministic {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
+        }
+        if direct_only {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
+        }
+        let fname = name.clone();
+        let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
+            let f = Arc::clone(&f);
+            c.create_scalar_function(fname.as_str(), argc, flags, move |ctx| f.call(ctx))
+        });
+        self.db()?
+            .configure(&format!("function:{name}/{argc}"), setup)
+            .map_err(to_js_err)
+    }
+
+    /// Installs an aggregate (a window function when `window`) whose
+    /// dispatcher is index.js's.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn aggregate(
+        &mut self,
+        env: Env,
+        name: String,
+        dispatch: JsFunction,
+        argc: i32,
+        window: bool,
+        deterministic: bool,
+        direct_only: bool,
+        safe_ints: bool,
+    ) -> napi::Result<()> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe {
+            check(sys::napi_create_reference(
+                env.raw(),
+                dispatch.raw(),
+                1,
+                &mut r,
+            ))?
+        };
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints,
+        });
+        self.functions.push(Arc::clone(&f));
+        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
+        if deterministic {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
+        }
+        if direct_only {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
+        }
+        let fname = name.clone();
+        let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
+            let agg = JsAggregate { f: Arc::clone(&f) };
+            if window {
+                c.create_window_function(fname.as_str(), argc, flags, agg)
+            } else {
+                c.create_aggregate_function(fname.as_str(), argc, flags, agg)
+            }
+        });
+        self.db()?
+            .configure(&format!("function:{name}/{argc}"), setup)
+            .map_err(to_js_err)
+    }
+
+    /// An online backup to `path` (the engine's, consistent, replacing the
+    /// file): the pages copied.
+    #[napi]
+    pub fn backup(&self, path: String) -> napi::Result<f64> {
+        let opts = litelane::BackupOptions {
+            overwrite: true,
+            ..Default::default()
+        };
+        let report = self
+            .db()?
+            .backup_with(&path, &opts, &mut |_| {})
+            .map_err(to_js_err)?;
+        Ok(report.pages as f64)
+    }
+
+    /// litelane: bulk insert through the engine's inserter.
+    #[napi]
+    pub fn insert_many(
+        &mut self,
+        table: String,
+        columns: Vec<String>,
+        rows: Vec<Vec<JsUnknown>>,
+    ) -> napi::Result<f64> {
+        let rows = rows
+            .iter()
+            .map(|r| r.iter().map(to_value).collect::<napi::Result<Vec<_>>>())
+            .collect::<napi::Result<Vec<_>>>()?;
+        self.not_blocked()?;
+        if self.held.is_some() {
+            return Err(kind_err(
+                "TypeError",
+                "insertMany runs in transactions of its own: not inside a transaction",
+            ));
+        }
+        let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let report = self
+            .db()?
+            .inserter(&table, &cols)
+            .and_then(|i| i.insert(rows))
+            .map_err(to_js_err)?;
+        Ok(report.rows as f64)
+    }
+
+    /// litelane: the engine's metrics, as JSON text.
+    #[napi]
+    pub fn metrics(&self) -> napi::Result<String> {
+        let m = self.db()?.metrics();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        Ok(format!(
+            "{{\"queueWaitP50Ms\":{},\"queueWaitP95Ms\":{},\"queueWaitP99Ms\":{},\"queueWaitMaxMs\":{},\"queueDepth\":{},\"transactions\":{},\"rollbacks\":{},\"rowsWritten\":{},\"commits\":{},\"meanGroupSize\":{}}}",
+            ms(m.queue_wait_p50),
+            ms(m.queue_wait_p95),
+            ms(m.queue_wait_p99),
+            ms(m.queue_wait_max),
+            m.queue_depth,
+            m.transactions,
+            m.rollbacks,
+            m.rows_written,
+            m.commits,
+            m.mean_group_size(),
+        ))
+    }
+
+    /// litelane: one checkpoint; `[walFrames, checkpointedFrames, busy]`.
+    #[napi]
+    pub fn checkpoint(&self, mode: String) -> napi::Result<Vec<f64>> {
+        let mode = match mode.to_ascii_uppercase().as_str() {
+            "PASSIVE" => CheckpointMode::Passive,
+            "FULL" => CheckpointMode::Full,
+            "RESTART" => CheckpointMode::Restart,
+            "TRUNCATE" => CheckpointMode::Truncate,
+            other => {
+                return Err(kind_err(
+                    "TypeError",
+                    format!("unknown checkpoint mode {other:?}"),
+                ))
+            }
+        };
+        let r = self.db()?.checkpoint(mode).map_err(to_js_err)?;
+        Ok(vec![
+            r.wal_frames as f64,
+            r.checkpointed_frames as f64,
+            if r.busy { 1.0 } else { 0.0 },
+        ])
+    }
+}
+
+#[napi]
+pub fn sqlite_version() -> String {
+    litelane::sqlite_version().to_string()
+}

@@ -1,0 +1,105 @@
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const Database = require('..');
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'litelane-node-'));
+const file = (n) => path.join(dir, n);
+
+test('prepare, run, get, all, iterate', () => {
+	const db = new Database(file('a.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQUE, n REAL)');
+	const ins = db.prepare('INSERT INTO t(name, n) VALUES (?, ?)');
+	assert.deepStrictEqual(ins.run('a', 1.5), { changes: 1, lastInsertRowid: 1 });
+	assert.deepStrictEqual(ins.run(['b', 2]), { changes: 1, lastInsertRowid: 2 });
+	const named = db.prepare('INSERT INTO t(name, n) VALUES (@name, :n)');
+	named.run({ name: 'c', n: 3 });
+	assert.deepStrictEqual(db.prepare('SELECT name, n FROM t WHERE id = ?').get(1), { name: 'a', n: 1.5 });
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').pluck().get(), 3);
+	assert.deepStrictEqual(db.prepare('SELECT name FROM t ORDER BY id').raw().all(), [['a'], ['b'], ['c']]);
+	assert.deepStrictEqual([...db.prepare('SELECT id FROM t ORDER BY id').pluck().iterate()], [1, 2, 3]);
+	assert.strictEqual(db.prepare('SELECT 1').reader, true);
+	assert.strictEqual(ins.reader, false);
+	db.close();
+});
+
+test('SqliteError with extended code', () => {
+	const db = new Database(file('b.db'));
+	db.exec('CREATE TABLE t(name TEXT UNIQUE)');
+	db.prepare('INSERT INTO t VALUES (?)').run('x');
+	assert.throws(() => db.prepare('INSERT INTO t VALUES (?)').run('x'), (e) => {
+		return e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_UNIQUE';
+	});
+	db.close();
+});
+
+test('transaction(fn) commits, rolls back, nests', () => {
+	const db = new Database(file('c.db'));
+	db.exec('CREATE TABLE t(x)');
+	const ins = db.prepare('INSERT INTO t VALUES (?)');
+	const many = db.transaction((xs) => { for (const x of xs) ins.run(x); return db.inTransaction; });
+	assert.strictEqual(many([1, 2, 3]), true);
+	assert.strictEqual(db.inTransaction, false);
+	assert.throws(() => db.transaction(() => { ins.run(4); throw new Error('no'); })(), /no/);
+	const outer = db.transaction(() => {
+		ins.run(5);
+		try { db.transaction(() => { ins.run(6); throw new Error('inner'); })(); } catch (_) { /* undone */ }
+	});
+	outer();
+	assert.deepStrictEqual(db.prepare('SELECT x FROM t ORDER BY x').pluck().all(), [1, 2, 3, 5]);
+	db.close();
+});
+
+test('function, safeIntegers, pragma', () => {
+	const db = new Database(':memory:');
+	db.function('twice', (x) => x * 2);
+	assert.strictEqual(db.prepare('SELECT twice(21)').pluck().get(), 42);
+	assert.throws(() => { db.function('boom', () => { throw new Error('boom!'); }); db.prepare('SELECT boom()').get(); }, /boom!/);
+	assert.strictEqual(db.prepare('SELECT 9007199254740993').pluck().safeIntegers().get(), 9007199254740993n);
+	assert.strictEqual(typeof db.pragma('cache_size', { simple: true }), 'number');
+	db.close();
+});
+
+test('litelane additions: insertMany, metrics, checkpoint', () => {
+	const db = new Database(file('d.db'), { profile: 'safe' });
+	db.exec('CREATE TABLE t(a, b)');
+	const rows = Array.from({ length: 1000 }, (_, i) => [i, `r${i}`]);
+	assert.deepStrictEqual(db.insertMany('t', ['a', 'b'], rows), { inserted: 1000 });
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').pluck().get(), 1000);
+	assert.ok(db.metrics().commits >= 1);
+	const c = db.checkpoint('TRUNCATE');
+	assert.strictEqual(typeof c.walFrames, 'number');
+	db.close();
+});
+
+test('writers of several processes queue, none sees SQLITE_BUSY', () => {
+	const { spawnSync, spawn } = require('child_process');
+	const f = file('x.db');
+	const db = new Database(f, { profile: 'safe' });
+	db.exec('CREATE TABLE t(p INTEGER, i INTEGER)');
+	db.close();
+	const script = `
+		const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+		const db = new Database(${JSON.stringify(f)}, { profile: 'safe' });
+		const ins = db.prepare('INSERT INTO t VALUES (?, ?)');
+		const tx = db.transaction((p, i) => { ins.run(p, i); ins.run(p, i + 0.5); });
+		for (let i = 0; i < 200; i++) { tx(process.argv[1], i); ins.run(process.argv[1], -i); }
+		db.close();
+	`;
+	const kids = [0, 1, 2, 3].map((p) => spawnSync(process.execPath, ['-e', script, String(p)], { encoding: 'utf8' }));
+	// spawnSync runs them one after the other; run them at once as well.
+	for (const k of kids) assert.strictEqual(k.status, 0, k.stderr);
+	return Promise.all([4, 5, 6, 7].map((p) => new Promise((resolve, reject) => {
+		const c = spawn(process.execPath, ['-e', script, String(p)], { stdio: ['ignore', 'ignore', 'pipe'] });
+		let err = '';
+		c.stderr.on('data', (d) => { err += d; });
+		c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(err))));
+	}))).then(() => {
+		const check = new Database(f);
+		assert.strictEqual(check.prepare('SELECT count(*) FROM t').pluck().get(), 8 * 600);
+		check.close();
+	});
+});

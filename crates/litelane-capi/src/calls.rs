@@ -1,0 +1,274 @@
+//! What each C function does, on Rust types: the `ffi` module converts
+//! C's arguments, calls these, and converts back. A failure is recorded
+//! for `litelane_errmsg()` (`errors`) and returned as its status.
+
+use crate::errors::{engine, fail};
+use crate::ffi::{LITELANE_ERROR, LITELANE_MISUSE};
+use crate::handles::{self, Cell, Handle, Rows};
+use litelane::rusqlite::types::ValueRef;
+use litelane::rusqlite::{self, params_from_iter};
+use litelane::{CheckpointMode, CheckpointReport, Database, Options, Profile, Value};
+use std::ffi::{c_int, CString};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A failed call: its status, already recorded for `litelane_errmsg()`.
+pub(crate) type Status = c_int;
+
+/// One statement and its parameters.
+pub(crate) struct Statement {
+    pub sql: String,
+    pub params: Vec<Value>,
+}
+
+/// What a statement that writes did (`sqlite3_changes`, the last rowid).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Done {
+    pub changes: u64,
+    pub last_insert_rowid: i64,
+}
+
+/// How to open a database (the C struct's fields that were given).
+pub(crate) struct OpenOptions {
+    pub profile: Option<String>,
+    /// `None`: the profile's default (5 s).
+    pub busy_timeout: Option<Duration>,
+    /// `None`: the default (the number of cores, at least 2).
+    pub readers: Option<usize>,
+}
+
+fn misuse(message: impl AsRef<str>) -> Status {
+    fail(LITELANE_MISUSE, message)
+}
+
+pub(crate) fn open(path: &str, o: OpenOptions) -> Result<u64, Status> {
+    let profile = match o.profile.as_deref() {
+        None => Profile::default(),
+        Some("safe") => Profile::Safe,
+        Some("balanced") => Profile::Balanced,
+        Some("fast") => Profile::Fast,
+        Some(other) => {
+            return Err(misuse(format!(
+                "litelane_open: unknown profile '{other}' (safe, balanced or fast)"
+            )))
+        }
+    };
+    let mut opts = Options::with_profile(profile);
+    if let Some(t) = o.busy_timeout {
+        opts.busy_timeout = t;
+    }
+    if let Some(n) = o.readers {
+        opts.readers = n;
+    }
+    let db = if path == ":memory:" {
+        Database::open_in_memory(opts)
+    } else {
+        Database::open(path, opts)
+    };
+    match db {
+        Ok(db) => Ok(handles::insert(Handle::Db(db))),
+        Err(e) => Err(engine(&e, &format!("opening {path}"))),
+    }
+}
+
+pub(crate) fn close(id: u64) -> Result<(), Status> {
+    handles::remove(id, "a database", |h| matches!(h, Handle::Db(_)))
+        .map(drop)
+        .map_err(|m| misuse(format!("litelane_close: {m}")))
+}
+
+fn run_one(conn: &rusqlite::Connection, s: &Statement) -> rusqlite::Result<Done> {
+    let mut stmt = conn.prepare_cached(&s.sql)?;
+    let changes = stmt.execute(params_from_iter(s.params.iter()))?;
+    Ok(Done {
+        changes: changes as u64,
+        last_insert_rowid: conn.last_insert_rowid(),
+    })
+}
+
+/// Runs `stmts` in one write transaction of the engine's queue (group
+/// committed with other writers): all committed, or none.
+pub(crate) fn write(id: u64, stmts: Vec<Statement>) -> Result<Vec<Done>, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_write: {m}")))?;
+    let n = stmts.len();
+    let out = db.write(|tx| {
+        stmts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                run_one(tx, s).map_err(|e| {
+                    litelane::Error::from_sqlite(e, format!("statement {} of {n}", i + 1))
+                })
+            })
+            .collect::<litelane::Result<Vec<Done>>>()
+    });
+    out.map_err(|e| engine(&e, "litelane_write"))
+}
+
+pub(crate) fn begin(id: u64, label: &str) -> Result<u64, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_begin: {m}")))?;
+    match db.hold_writer(label) {
+        Ok(held) => Ok(handles::insert(Handle::Tx(Arc::new(Mutex::new(Some(
+            held,
+        )))))),
+        Err(e) => Err(engine(&e, "litelane_begin")),
+    }
+}
+
+fn with_tx<T>(
+    id: u64,
+    what: &str,
+    f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Result<T, Status> {
+    let tx = handles::tx(id).map_err(|m| misuse(format!("{what}: {m}")))?;
+    let mut held = tx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(held) = held.as_mut() else {
+        return Err(misuse(format!("{what}: the transaction has ended")));
+    };
+    held.run(|t| f(t).map_err(|e| litelane::Error::from_sqlite(e, what.to_string())))
+        .map_err(|e| engine(&e, ""))
+}
+
+pub(crate) fn tx_execute(id: u64, s: &Statement) -> Result<Done, Status> {
+    with_tx(id, "litelane_tx_execute", |conn| run_one(conn, s))
+}
+
+pub(crate) fn tx_query(id: u64, s: &Statement) -> Result<u64, Status> {
+    let rows = with_tx(id, "litelane_tx_query", |conn| collect(conn, s))?;
+    Ok(handles::insert(Handle::Rows(Arc::new(Mutex::new(rows)))))
+}
+
+/// Commits (`commit`) or rolls back the transaction and frees its handle.
+pub(crate) fn end(id: u64, commit: bool) -> Result<(), Status> {
+    let what = if commit {
+        "litelane_commit"
+    } else {
+        "litelane_rollback"
+    };
+    let h = handles::remove(id, "a transaction", |h| matches!(h, Handle::Tx(_)))
+        .map_err(|m| misuse(format!("{what}: {m}")))?;
+    let Handle::Tx(tx) = h else {
+        unreachable!("checked by remove")
+    };
+    let held = tx
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let Some(held) = held else {
+        return Err(misuse(format!("{what}: the transaction has ended")));
+    };
+    let out = if commit {
+        held.commit()
+    } else {
+        held.rollback()
+    };
+    out.map_err(|e| engine(&e, what))
+}
+
+fn collect(conn: &rusqlite::Connection, s: &Statement) -> rusqlite::Result<Rows> {
+    let mut stmt = conn.prepare_cached(&s.sql)?;
+    let names = stmt
+        .column_names()
+        .map(|n| CString::new(n.split('\0').next().unwrap_or_default()).unwrap_or_default())
+        .collect::<Vec<_>>();
+    let width = names.len();
+    let mut out = Vec::new();
+    let mut rows = stmt.query(params_from_iter(s.params.iter()))?;
+    while let Some(r) = rows.next()? {
+        let mut row = Vec::with_capacity(width);
+        for i in 0..width {
+            row.push(match r.get_ref(i)? {
+                ValueRef::Null => Cell::Null,
+                ValueRef::Integer(v) => Cell::Integer(v),
+                ValueRef::Real(v) => Cell::Real(v),
+                ValueRef::Text(t) => {
+                    let mut v = Vec::with_capacity(t.len() + 1);
+                    v.extend_from_slice(t);
+                    v.push(0);
+                    Cell::Text(v)
+                }
+                ValueRef::Blob(b) => Cell::Blob(b.to_vec()),
+            });
+        }
+        out.push(row);
+    }
+    Ok(Rows {
+        names,
+        rows: out,
+        at: None,
+        stepped: 0,
+    })
+}
+
+/// Runs a read on the reader pool and keeps its rows for stepping.
+pub(crate) fn query(id: u64, s: &Statement) -> Result<u64, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_query: {m}")))?;
+    match db.read(|conn| {
+        collect(conn, s).map_err(|e| litelane::Error::from_sqlite(e, "litelane_query"))
+    }) {
+        Ok(rows) => Ok(handles::insert(Handle::Rows(Arc::new(Mutex::new(rows))))),
+        Err(e) => Err(engine(&e, "")),
+    }
+}
+
+pub(crate) fn rows_free(id: u64) -> Result<(), Status> {
+    handles::remove(id, "a result", |h| matches!(h, Handle::Rows(_)))
+        .map(drop)
+        .map_err(|m| misuse(format!("litelane_rows_free: {m}")))
+}
+
+pub(crate) fn checkpoint(id: u64, mode: c_int) -> Result<CheckpointReport, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_checkpoint: {m}")))?;
+    let mode = match mode {
+        0 => CheckpointMode::Passive,
+        1 => CheckpointMode::Full,
+        2 => CheckpointMode::Restart,
+        3 => CheckpointMode::Truncate,
+        other => {
+            return Err(misuse(format!(
+            "litelane_checkpoint: unknown mode {other} (LITELANE_CHECKPOINT_PASSIVE .. _TRUNCATE)"
+        )))
+        }
+    };
+    db.checkpoint(mode)
+        .map_err(|e| engine(&e, "litelane_checkpoint"))
+}
+
+/// A panic caught at the boundary: recorded as an internal error.
+pub(crate) fn panicked(what: &str) -> Status {
+    fail(
+        LITELANE_ERROR,
+        format!("{what}: internal error (a panic in litelane); the handle may still be used"),
+    )
+}
+
+pub(crate) fn metrics(id: u64) -> Result<litelane::Metrics, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_metrics: {m}")))?;
+    Ok(db.metrics())
+}
+
+/// Copies the database to `dest` while it stays in use (a new file, or an
+/// empty one), calling `progress(pages done, pages in all)` after each step.
+pub(crate) fn backup(
+    id: u64,
+    dest: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<litelane::BackupReport, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_backup: {m}")))?;
+    db.backup(dest, |p| progress(p.pages_done, p.pages_total))
+        .map_err(|e| engine(&e, &format!("litelane_backup to {dest}")))
+}
+
+/// Inserts `rows` into `table(columns)` through the engine's bulk inserter
+/// (one transaction; multi-row statements).
+pub(crate) fn insert(
+    id: u64,
+    table: &str,
+    columns: &[&str],
+    rows: Vec<Vec<Value>>,
+) -> Result<litelane::InsertReport, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_insert: {m}")))?;
+    db.inserter(table, columns)
+        .and_then(|ins| ins.label("C bulk insert").insert(rows))
+        .map_err(|e| engine(&e, "litelane_insert"))
+}

@@ -1,0 +1,451 @@
+/*
+** The C ABI as a C program uses it, and misuses it: every function, each
+** misuse ending in its status and message, never a crash. Run by
+** scripts/build-capi --test under AddressSanitizer and
+** UndefinedBehaviorSanitizer.
+**
+**   test_capi DIR    (a scratch directory for the databases)
+*/
+#include "litelane.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond, ...)                                                  \
+  do {                                                                    \
+    checks++;                                                             \
+    if (!(cond)) {                                                        \
+      failures++;                                                         \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fprintf(stderr, " (errmsg: %s)\n", litelane_errmsg());              \
+    }                                                                     \
+  } while (0)
+
+/* True when the thread's last message contains `part` (any when NULL). */
+static int said(const char *part) {
+  return part == NULL || strstr(litelane_errmsg(), part) != NULL;
+}
+
+/* A status, and the thread's message containing `part`. */
+#define EXPECT(call, status, part)                                        \
+  do {                                                                    \
+    int rc_ = (call);                                                     \
+    CHECK(rc_ == (status), "%s returned %d, expected %d", #call, rc_,     \
+          (status));                                                      \
+    CHECK(said(part), "%s: message lacks the expected text", #call);      \
+  } while (0)
+
+#define OK(call) EXPECT(call, LITELANE_OK, NULL)
+
+static litelane_value int_value(int64_t i) {
+  litelane_value v;
+  memset(&v, 0, sizeof v);
+  v.kind = LITELANE_INTEGER;
+  v.integer = i;
+  return v;
+}
+
+static litelane_value bytes_value(int32_t kind, const void *data, size_t len) {
+  litelane_value v;
+  memset(&v, 0, sizeof v);
+  v.kind = kind;
+  v.data = data;
+  v.len = len;
+  return v;
+}
+
+static int64_t count_rows(litelane_db *db) {
+  litelane_rows *rows = NULL;
+  litelane_value v;
+  int64_t n = -1;
+  OK(litelane_query(db, "SELECT count(*) FROM t", NULL, 0, &rows));
+  if (litelane_rows_next(rows) == LITELANE_ROW &&
+      litelane_rows_value(rows, 0, &v) == LITELANE_OK) {
+    n = v.integer;
+  }
+  OK(litelane_rows_free(&rows));
+  return n;
+}
+
+static void test_versions(void) {
+  CHECK(litelane_abi_version() == LITELANE_ABI_VERSION, "abi %u",
+        litelane_abi_version());
+  CHECK(strlen(litelane_version()) > 0, "empty version");
+}
+
+static void test_open_misuse(const char *dir) {
+  litelane_db *db = (litelane_db *)1;
+  char path[4096];
+  litelane_options opts;
+  EXPECT(litelane_open(NULL, NULL, &db), LITELANE_MISUSE, "path is NULL");
+  CHECK(db == NULL, "out not cleared on failure");
+  EXPECT(litelane_open(":memory:", NULL, NULL), LITELANE_MISUSE, "out is NULL");
+  memset(&opts, 0, sizeof opts);
+  opts.size = sizeof opts;
+  opts.profile = "durable";
+  EXPECT(litelane_open(":memory:", &opts, &db), LITELANE_MISUSE,
+         "unknown profile 'durable'");
+  /* An invalid UTF-8 path. */
+  EXPECT(litelane_open("bad\xff.db", NULL, &db), LITELANE_MISUSE, "not UTF-8");
+  /* A directory that does not exist: SQLite's CANTOPEN (14). */
+  snprintf(path, sizeof path, "%s/no/such/dir/x.db", dir);
+  EXPECT(litelane_open(path, NULL, &db), LITELANE_ERROR, path);
+  CHECK(litelane_errcode() == LITELANE_ERROR, "errcode %d", litelane_errcode());
+  CHECK(litelane_sqlite_errcode() == 14, "sqlite code %d",
+        litelane_sqlite_errcode());
+  /* An options struct from an older header (only `size` and `profile`):
+  ** the fields past its size are not read. */
+  opts.profile = "fast";
+  opts.busy_timeout_ms = 0xdeadbeef;
+  opts.size = sizeof(size_t) + sizeof(const char *);
+  OK(litelane_open(":memory:", &opts, &db));
+  OK(litelane_close(&db));
+  CHECK(db == NULL, "close did not clear the handle");
+}
+
+static void test_write_and_read(litelane_db *db) {
+  litelane_statement stmts[2];
+  litelane_executed done[2];
+  litelane_value params[5];
+  litelane_rows *rows = NULL;
+  litelane_value v;
+  size_t n = 0;
+  const char *name = NULL;
+  static const unsigned char blob[4] = {0, 1, 0xfe, 0xff};
+
+  memset(stmts, 0, sizeof stmts);
+  stmts[0].sql = "CREATE TABLE t(i INTEGER, r REAL, s TEXT, b BLOB, z)";
+  OK(litelane_write(db, stmts, 1, NULL));
+
+  params[0] = int_value(42);
+  memset(&params[1], 0, sizeof params[1]);
+  params[1].kind = LITELANE_REAL;
+  params[1].real = 2.5;
+  params[2] = bytes_value(LITELANE_TEXT, "h\xc3\xa9llo", 6);
+  params[3] = bytes_value(LITELANE_BLOB, blob, sizeof blob);
+  memset(&params[4], 0, sizeof params[4]);
+  params[4].kind = LITELANE_NULL;
+  stmts[0].sql = "INSERT INTO t VALUES (?, ?, ?, ?, ?)";
+  stmts[0].params = params;
+  stmts[0].n_params = 5;
+  stmts[1] = stmts[0];
+  OK(litelane_write(db, stmts, 2, done));
+  CHECK(done[0].changes == 1 && done[1].changes == 1, "changes %llu %llu",
+        (unsigned long long)done[0].changes,
+        (unsigned long long)done[1].changes);
+  CHECK(done[1].last_insert_rowid == done[0].last_insert_rowid + 1,
+        "rowids %lld %lld", (long long)done[0].last_insert_rowid,
+        (long long)done[1].last_insert_rowid);
+
+  OK(litelane_query(db, "SELECT i, r, s, b, z FROM t WHERE i = ?", params, 1,
+                    &rows));
+  OK(litelane_rows_column_count(rows, &n));
+  CHECK(n == 5, "columns %zu", n);
+  OK(litelane_rows_column_name(rows, 2, &name));
+  CHECK(name != NULL && strcmp(name, "s") == 0, "name %s", name);
+  EXPECT(litelane_rows_column_name(rows, 5, &name), LITELANE_MISUSE,
+         "column 5 of 5");
+  EXPECT(litelane_rows_value(rows, 0, &v), LITELANE_MISUSE, "no current row");
+  CHECK(litelane_rows_next(rows) == LITELANE_ROW, "no first row");
+  OK(litelane_rows_value(rows, 0, &v));
+  CHECK(v.kind == LITELANE_INTEGER && v.integer == 42, "i %d %lld", v.kind,
+        (long long)v.integer);
+  OK(litelane_rows_value(rows, 1, &v));
+  CHECK(v.kind == LITELANE_REAL && v.real == 2.5, "r %d %f", v.kind, v.real);
+  OK(litelane_rows_value(rows, 2, &v));
+  CHECK(v.kind == LITELANE_TEXT && v.len == 6 &&
+            memcmp(v.data, "h\xc3\xa9llo", 6) == 0 &&
+            ((const char *)v.data)[6] == '\0',
+        "s %d %zu", v.kind, v.len);
+  OK(litelane_rows_value(rows, 3, &v));
+  CHECK(v.kind == LITELANE_BLOB && v.len == 4 && memcmp(v.data, blob, 4) == 0,
+        "b %d %zu", v.kind, v.len);
+  OK(litelane_rows_value(rows, 4, &v));
+  CHECK(v.kind == LITELANE_NULL, "z %d", v.kind);
+  EXPECT(litelane_rows_value(rows, 9, &v), LITELANE_MISUSE, "column 9 of 5");
+  CHECK(litelane_rows_next(rows) == LITELANE_ROW, "no second row");
+  CHECK(litelane_rows_next(rows) == LITELANE_DONE, "a third row");
+  CHECK(litelane_rows_next(rows) == LITELANE_DONE, "DONE is not sticky");
+  EXPECT(litelane_rows_value(rows, 0, &v), LITELANE_MISUSE, "no current row");
+  OK(litelane_rows_free(&rows));
+  CHECK(rows == NULL, "rows not cleared");
+}
+
+static void test_write_failures(litelane_db *db) {
+  litelane_statement stmts[2];
+  litelane_value bad = bytes_value(LITELANE_TEXT, "\xff\xfe", 2);
+  litelane_value nodata = bytes_value(LITELANE_BLOB, NULL, 3);
+  litelane_value weird = int_value(1);
+  int64_t before = count_rows(db);
+
+  memset(stmts, 0, sizeof stmts);
+  stmts[0].sql = "INSERT INTO t(i) VALUES (7)";
+  stmts[1].sql = "INSERT INTO nowhere VALUES (1)";
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_ERROR, "statement 2 of 2");
+  CHECK(litelane_sqlite_errcode() == 1, "sqlite code %d",
+        litelane_sqlite_errcode());
+  CHECK(strstr(litelane_errmsg(), "nowhere") != NULL, "which table");
+  CHECK(count_rows(db) == before, "the first statement was not rolled back");
+
+  stmts[1].sql = "INSERT INTO t(i) VALUES (?)";
+  stmts[1].params = &bad;
+  stmts[1].n_params = 1;
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_MISUSE,
+         "statement 2 of 2: parameter 1: text is not UTF-8 (byte 0)");
+  stmts[1].params = &nodata;
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_MISUSE,
+         "data is NULL with len 3");
+  weird.kind = 77;
+  stmts[1].params = &weird;
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_MISUSE, "unknown kind 77");
+  stmts[1].params = NULL;
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_MISUSE,
+         "params is NULL with 1 parameters");
+  stmts[1].sql = NULL;
+  EXPECT(litelane_write(db, stmts, 2, NULL), LITELANE_MISUSE, "the SQL is NULL");
+  EXPECT(litelane_write(db, NULL, 2, NULL), LITELANE_MISUSE, "stmts is NULL");
+  /* A statement that returns rows is refused. */
+  stmts[0].sql = "SELECT 1";
+  EXPECT(litelane_write(db, stmts, 1, NULL), LITELANE_ERROR, "statement 1 of 1");
+  CHECK(count_rows(db) == before, "rows changed");
+}
+
+static void test_transactions(litelane_db *db) {
+  litelane_tx *tx = NULL, *stale = NULL;
+  litelane_rows *rows = NULL;
+  litelane_executed done;
+  litelane_value v = int_value(1000);
+  int64_t before = count_rows(db);
+
+  OK(litelane_begin(db, "C test", &tx));
+  OK(litelane_tx_execute(tx, "INSERT INTO t(i) VALUES (?)", &v, 1, &done));
+  CHECK(done.changes == 1, "changes %llu", (unsigned long long)done.changes);
+  /* A failing statement leaves the transaction open. */
+  EXPECT(litelane_tx_execute(tx, "INSERT INTO nowhere VALUES (1)", NULL, 0, NULL),
+         LITELANE_ERROR, "nowhere");
+  OK(litelane_tx_query(tx, "SELECT count(*) FROM t WHERE i = 1000", NULL, 0,
+                       &rows));
+  CHECK(litelane_rows_next(rows) == LITELANE_ROW, "no row");
+  OK(litelane_rows_value(rows, 0, &v));
+  CHECK(v.integer == 1, "the transaction does not see its own write: %lld",
+        (long long)v.integer);
+  OK(litelane_rows_free(&rows));
+  /* Readers do not see it before the commit. */
+  CHECK(count_rows(db) == before, "an uncommitted row is visible");
+  stale = tx;
+  OK(litelane_rollback(&tx));
+  CHECK(tx == NULL, "tx not cleared");
+  CHECK(count_rows(db) == before, "rollback kept the row");
+  EXPECT(litelane_commit(&stale), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_tx_execute(stale, "SELECT 1", NULL, 0, NULL), LITELANE_MISUSE,
+         "not open");
+
+  OK(litelane_begin(db, NULL, &tx));
+  v = int_value(2000);
+  OK(litelane_tx_execute(tx, "INSERT INTO t(i) VALUES (?)", &v, 1, NULL));
+  OK(litelane_commit(&tx));
+  CHECK(count_rows(db) == before + 1, "commit lost the row");
+}
+
+static void test_handle_misuse(litelane_db *db, const char *dir) {
+  litelane_db *other = NULL, *closed = NULL, *null_db = NULL;
+  litelane_tx *tx = NULL;
+  litelane_rows *rows = NULL, *freed = NULL;
+  litelane_statement s;
+  char path[4096];
+
+  memset(&s, 0, sizeof s);
+  s.sql = "INSERT INTO t(i) VALUES (1)";
+  EXPECT(litelane_write(NULL, &s, 1, NULL), LITELANE_MISUSE, "NULL");
+  EXPECT(litelane_query(NULL, "SELECT 1", NULL, 0, &rows), LITELANE_MISUSE,
+         "NULL");
+  EXPECT(litelane_begin(NULL, NULL, &tx), LITELANE_MISUSE, "NULL");
+  EXPECT(litelane_close(&null_db), LITELANE_MISUSE, "NULL");
+  EXPECT(litelane_close(NULL), LITELANE_MISUSE, "db is NULL");
+  EXPECT(litelane_rows_next(NULL), LITELANE_MISUSE, "NULL");
+  EXPECT(litelane_rows_free(NULL), LITELANE_MISUSE, "rows is NULL");
+  EXPECT(litelane_commit(NULL), LITELANE_MISUSE, "tx is NULL");
+  EXPECT(litelane_checkpoint(NULL, LITELANE_CHECKPOINT_PASSIVE, NULL),
+         LITELANE_MISUSE, "NULL");
+  /* Use after close and double close, through a saved copy. */
+  snprintf(path, sizeof path, "%s/other.db", dir);
+  OK(litelane_open(path, NULL, &other));
+  closed = other;
+  OK(litelane_close(&other));
+  EXPECT(litelane_close(&closed), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_write(closed, &s, 1, NULL), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_query(closed, "SELECT 1", NULL, 0, &rows), LITELANE_MISUSE,
+         "not open");
+  /* Double free. */
+  OK(litelane_query(db, "SELECT 1", NULL, 0, &rows));
+  freed = rows;
+  OK(litelane_rows_free(&rows));
+  EXPECT(litelane_rows_free(&freed), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_rows_next(freed), LITELANE_MISUSE, "not open");
+  /* A handle of another kind. */
+  OK(litelane_query(db, "SELECT 1", NULL, 0, &rows));
+  EXPECT(litelane_write((litelane_db *)rows, &s, 1, NULL), LITELANE_MISUSE,
+         "the handle is a result, not a database");
+  EXPECT(litelane_rows_next((litelane_rows *)db), LITELANE_MISUSE,
+         "the handle is a database, not a result");
+  OK(litelane_rows_free(&rows));
+  /* A pointer that was never a handle. */
+  EXPECT(litelane_rows_next((litelane_rows *)&s), LITELANE_MISUSE, "not open");
+  /* Checkpoint modes. */
+  EXPECT(litelane_checkpoint(db, 9, NULL), LITELANE_MISUSE, "unknown mode 9");
+}
+
+static void test_checkpoint(litelane_db *db) {
+  litelane_checkpoint_report r;
+  memset(&r, 0xff, sizeof r);
+  OK(litelane_checkpoint(db, LITELANE_CHECKPOINT_TRUNCATE, &r));
+  CHECK(r.busy == 0 || r.busy == 1, "busy %d", r.busy);
+}
+
+static void test_metrics(litelane_db *db) {
+  litelane_metrics_report m;
+  litelane_metrics_report old;
+  memset(&m, 0, sizeof m);
+  m.size = sizeof m;
+  OK(litelane_metrics(db, &m));
+  CHECK(m.transactions > 0 && m.commits > 0 && m.rows_written > 0,
+        "transactions %llu commits %llu rows %llu",
+        (unsigned long long)m.transactions, (unsigned long long)m.commits,
+        (unsigned long long)m.rows_written);
+  CHECK(m.rollbacks > 0, "the failed writes were not counted as rollbacks");
+  /* A struct from an older header: nothing past its size is written. */
+  memset(&old, 0xab, sizeof old);
+  old.size = offsetof(litelane_metrics_report, queue_wait_p95_us);
+  OK(litelane_metrics(db, &old));
+  CHECK(old.queue_wait_p95_us == 0xababababababababULL,
+        "a field past size was written");
+  old.size = 0;
+  EXPECT(litelane_metrics(db, &old), LITELANE_MISUSE, "out->size is 0");
+  EXPECT(litelane_metrics(db, NULL), LITELANE_MISUSE, "out is NULL");
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total) {
+  uint64_t *calls = (uint64_t *)ctx;
+  (*calls)++;
+  CHECK(done <= total, "progress %llu of %llu", (unsigned long long)done,
+        (unsigned long long)total);
+}
+
+static void test_backup(litelane_db *db, const char *dir) {
+  char dest[4096];
+  uint64_t calls = 0, pages = 0;
+  litelane_db *copy = NULL;
+  snprintf(dest, sizeof dest, "%s/backup.db", dir);
+  OK(litelane_backup(db, dest, on_progress, &calls, &pages));
+  CHECK(calls > 0 && pages > 0, "calls %llu pages %llu",
+        (unsigned long long)calls, (unsigned long long)pages);
+  /* An existing, non-empty file is never overwritten. */
+  EXPECT(litelane_backup(db, dest, NULL, NULL, NULL), LITELANE_ERROR, dest);
+  EXPECT(litelane_backup(db, NULL, NULL, NULL, NULL), LITELANE_MISUSE,
+         "dest is NULL");
+  OK(litelane_open(dest, NULL, &copy));
+  CHECK(count_rows(copy) == count_rows(db), "the copy differs");
+  OK(litelane_close(&copy));
+}
+
+#define BULK_ROWS 1000
+
+static void test_insert(litelane_db *db) {
+  static litelane_value values[2 * BULK_ROWS];
+  const char *columns[2] = {"i", "s"};
+  const char *missing[2] = {"i", "nope"};
+  litelane_value bad = bytes_value(LITELANE_TEXT, "\xc3", 1);
+  uint64_t inserted = 0;
+  int64_t before = count_rows(db);
+  int r;
+  for (r = 0; r < BULK_ROWS; r++) {
+    values[r] = int_value(r);
+    values[BULK_ROWS + r] = bytes_value(LITELANE_TEXT, "bulk", 4);
+  }
+  OK(litelane_insert(db, "t", columns, 2, values, BULK_ROWS, &inserted));
+  CHECK(inserted == BULK_ROWS, "inserted %llu", (unsigned long long)inserted);
+  CHECK(count_rows(db) == before + BULK_ROWS, "rows %lld",
+        (long long)count_rows(db));
+  EXPECT(litelane_insert(db, "t", missing, 2, values, BULK_ROWS, NULL),
+         LITELANE_ERROR, "nope");
+  EXPECT(litelane_insert(db, "t", columns, 2, NULL, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "values is NULL");
+  EXPECT(litelane_insert(db, "t", NULL, 2, values, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "no columns");
+  values[BULK_ROWS + 7] = bad;
+  EXPECT(litelane_insert(db, "t", columns, 2, values, BULK_ROWS, NULL),
+         LITELANE_MISUSE, "row 8, column s: text is not UTF-8");
+  CHECK(count_rows(db) == before + BULK_ROWS, "a refused insert wrote rows");
+}
+
+#define THREADS 8
+#define PER_THREAD 200
+
+static void *writer(void *arg) {
+  litelane_db *db = (litelane_db *)arg;
+  litelane_statement s;
+  litelane_value v = int_value(7);
+  long bad = 0;
+  int i;
+  memset(&s, 0, sizeof s);
+  s.sql = "INSERT INTO t(i) VALUES (?)";
+  s.params = &v;
+  s.n_params = 1;
+  for (i = 0; i < PER_THREAD; i++) {
+    if (litelane_write(db, &s, 1, NULL) != LITELANE_OK) bad++;
+  }
+  return (void *)bad;
+}
+
+static void test_threads(litelane_db *db) {
+  pthread_t t[THREADS];
+  int64_t before = count_rows(db);
+  long bad = 0;
+  int i;
+  for (i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, writer, db);
+  for (i = 0; i < THREADS; i++) {
+    void *r = NULL;
+    pthread_join(t[i], &r);
+    bad += (long)r;
+  }
+  CHECK(bad == 0, "%ld writes failed", bad);
+  CHECK(count_rows(db) == before + THREADS * PER_THREAD, "rows %lld",
+        (long long)count_rows(db));
+}
+
+int main(int argc, char **argv) {
+  litelane_db *db = NULL;
+  char path[4096];
+  litelane_options opts;
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  test_versions();
+  test_open_misuse(argv[1]);
+  snprintf(path, sizeof path, "%s/capi.db", argv[1]);
+  memset(&opts, 0, sizeof opts);
+  opts.size = sizeof opts;
+  opts.profile = "safe";
+  opts.busy_timeout_ms = 2000;
+  OK(litelane_open(path, &opts, &db));
+  if (db == NULL) return 1;
+  test_write_and_read(db);
+  test_write_failures(db);
+  test_transactions(db);
+  test_handle_misuse(db, argv[1]);
+  test_checkpoint(db);
+  test_insert(db);
+  test_threads(db);
+  test_metrics(db);
+  test_backup(db, argv[1]);
+  OK(litelane_close(&db));
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
