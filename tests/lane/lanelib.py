@@ -8,7 +8,9 @@ each step is a list — ``["open", path, busy_timeout_ms, vfs_or_null]``,
 JSON line), ``["say", text]``, ``["sleep", seconds]``, ``["wait"]`` (reads
 a line of stdin), ``["fork_exec", sql, parent_sql]`` (forks; the child opens
 its own connection to the same file and runs ``sql``, printing its result;
-with ``parent_sql``, the parent runs it first and the child waits 0.3 s) — and
+with ``parent_sql``, the parent runs it first and the child waits 0.3 s),
+``["fork_sleep", seconds]`` (forks a child that touches nothing and sleeps,
+and prints ``{"forked": pid}``) — and
 prints the log lines it captured at the end as ``{"log": [...]}``.
 """
 
@@ -141,6 +143,17 @@ def _run(lib_path: str, steps: list) -> None:
             if len(step) > 2:
                 print(json.dumps(conn.exec(step[2])), flush=True)
             os.waitpid(pid, 0)
+        elif kind == "fork_sleep":
+            pid = os.fork()
+            if pid == 0:
+                # Off the parent's pipes: whoever reads them sees the
+                # parent's end, not this child's.
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                time.sleep(step[1])
+                os._exit(0)
+            print(json.dumps({"forked": pid}), flush=True)
         else:
             raise ValueError(f"unknown step {step!r}")
     print(json.dumps({"log": [m for _, m in lib.log]}), flush=True)

@@ -319,6 +319,65 @@ def test_a_forked_child_queues_behind_its_parent(lane_lib, tmp_path):
     assert not any("outside the queue" in m for m in child["log"]), child
 
 
+def test_a_process_alone_keeps_the_turn_and_gives_it_up_when_another_wants_it(lane_lib, stock_lib, tmp_path):
+    db = make_db(lane_lib, tmp_path / "keep.db")
+    a = Child(
+        lane_lib,
+        [
+            ["open", db, 5000],
+            ["exec", "INSERT INTO t VALUES('a1')"],
+            ["exec", "PRAGMA lane"],
+            ["say", "wrote"],
+            ["wait"],
+            ["exec", "INSERT INTO t VALUES('a2')"],
+            ["exec", "PRAGMA lane"],
+        ],
+    )
+    try:
+        assert a.read()["rc"] == 0
+        # Alone on the file, it kept the turn after its write...
+        assert f"turn held by process {a.pid}" in a.read()["rows"][0][0]
+        assert a.read() == {"say": "wrote"}
+        # ...but not SQLite's own lock: a stock process writes at once.
+        stock = run(stock_lib, [["open", db, 0], ["exec", "INSERT INTO t VALUES('stock')"]])[0]
+        assert stock["rc"] == 0, stock
+        # A lane writer of another process rings for it and gets it long
+        # before its timeout, while the keeper's process sits idle.
+        b = run(lane_lib, [["open", db, 20000], ["exec", "INSERT INTO t VALUES('b1')"]])[0]
+        assert b["rc"] == 0, b
+        assert b["ms"] < 10000, b
+        a.go()
+        assert a.read()["rc"] == 0
+        assert f"turn held by process {a.pid}" in a.read()["rows"][0][0]
+    finally:
+        a.finish()
+    assert rows(lane_lib, db) == ["a1", "stock", "b1", "a2"]
+
+
+def test_a_turn_kept_by_a_parent_that_exits_does_not_stay_with_its_forked_child(lane_lib, tmp_path):
+    db = make_db(lane_lib, tmp_path / "forkkeep.db")
+    # The parent keeps the turn (alone), forks a child that lives on and
+    # exits: the child's copy of the turn's descriptor must not keep the
+    # lock (an OFD lock lives as long as any descriptor of it).
+    out = run(
+        lane_lib,
+        [
+            ["open", db, 5000],
+            ["exec", "INSERT INTO t VALUES('parent')"],
+            ["exec", "PRAGMA lane"],
+            ["fork_sleep", 30],
+        ],
+    )
+    assert "turn held by process" in out[1]["rows"][0][0], out
+    child = out[2]["forked"]
+    try:
+        b = run(lane_lib, [["open", db, 3000], ["exec", "INSERT INTO t VALUES('next')"]])[0]
+        assert b["rc"] == 0, b
+    finally:
+        os.kill(child, signal.SIGKILL)
+    assert rows(lane_lib, db) == ["parent", "next"]
+
+
 def test_many_writer_processes_meet_no_busy_error(lane_lib, tmp_path):
     db = make_db(lane_lib, tmp_path / "many.db")
     steps = [["open", db, 10000]] + [["exec", "INSERT INTO t VALUES(1)"]] * 100

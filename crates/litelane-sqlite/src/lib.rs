@@ -21,20 +21,17 @@
 #![deny(unsafe_code)]
 
 mod ffi;
+mod lane;
 
-use litelane::xproc::{Degraded, ProcessQueue, ProcessTurn};
+pub use lane::{Turn, ALONE_POLL};
+
+use lane::Lane;
+use litelane::xproc::{Degraded, ProcessQueue};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
-
-/// The write turn of one database, held until dropped (or until the
-/// process dies: the kernel then passes it on).
-#[derive(Debug)]
-pub struct Turn {
-    _turn: ProcessTurn,
-}
 
 /// What [`acquire`] got.
 #[derive(Debug)]
@@ -51,9 +48,9 @@ pub enum Acquired {
     Off(Option<String>),
 }
 
-/// Queues by database path, opened once per process; `Err`: the queue is
+/// Lanes by database path, opened once per process; `Err`: the queue is
 /// off for that database, and whether that was reported yet.
-type Queues = HashMap<PathBuf, Result<ProcessQueue, (Degraded, bool)>>;
+type Queues = HashMap<PathBuf, Result<Arc<Lane>, (Degraded, bool)>>;
 
 /// The queues of this process, with the process id they were opened in:
 /// a child of `fork()` inherits the parent's open file descriptions, on
@@ -71,7 +68,9 @@ struct Registry {
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// Called in the child after a `fork()` (the VFS registers it with
-/// `pthread_atfork`): one atomic add, safe in a forked child.
+/// `pthread_atfork`): one atomic add, safe in a forked child. The child
+/// also closes its copies of the descriptors of turns its parent kept
+/// ([`lane::KeptFds`]), through the private FFI module.
 pub fn after_fork() {
     FORKS.fetch_add(1, Ordering::Relaxed);
 }
@@ -87,9 +86,9 @@ fn registry() -> &'static Mutex<Registry> {
     })
 }
 
-/// The queue of `db_path`, opened on first use, or why there is none
+/// The lane of `db_path`, opened on first use, or why there is none
 /// (`Some` the first time only).
-fn queue(db_path: &Path) -> Result<ProcessQueue, Option<String>> {
+fn queue(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
     let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
     let forks = FORKS.load(Ordering::Relaxed);
     if reg.forks != forks {
@@ -106,12 +105,14 @@ fn queue(db_path: &Path) -> Result<ProcessQueue, Option<String>> {
         }
     }
     if !reg.queues.contains_key(db_path) {
-        let opened = ProcessQueue::open_turns_only(db_path).map_err(|d| (d, false));
+        let opened = ProcessQueue::open_turns_only(db_path)
+            .map(|q| Lane::new(q, reg.pid))
+            .map_err(|d| (d, false));
         reg.queues.insert(db_path.to_path_buf(), opened);
     }
     let entry = reg.queues.get_mut(db_path).expect("inserted above");
     match entry {
-        Ok(q) => Ok(q.clone()),
+        Ok(lane) => Ok(Arc::clone(lane)),
         Err((d, told)) => {
             let first = !*told;
             *told = true;
@@ -141,24 +142,27 @@ fn label() -> &'static str {
 
 /// Waits at most `timeout` for the write turn of the database at
 /// `db_path` (SQLite's full path of the main database file). A zero
-/// timeout takes the turn only if it is free now. Turns are granted in
-/// arrival order, with the engine's bounded barging: a free turn may be
-/// taken out of order by a writer that is running, at most
+/// timeout takes the turn only if it is free now. The connections of one
+/// process queue in arrival order and take one ticket of the cross-process
+/// queue at a time; there turns are granted in arrival order, with the
+/// engine's bounded barging: a free turn may be taken out of order by a
+/// writer that is running, at most
 /// [`litelane::xproc::MAX_BARGED_PER_TICKET`] times between two turns by
-/// ticket (docs/concurrency.md, "Bounded barging").
+/// ticket (docs/concurrency.md, "Bounded barging"). A process alone on the
+/// file keeps the turn between its writes until another one wants it
+/// (`lane.rs`). An I/O error of the lock file for one turn answers
+/// [`Acquired::Off`]: lock as stock SQLite does, and say why.
 pub fn acquire(db_path: &Path, timeout: Duration) -> Acquired {
-    let q = match queue(db_path) {
-        Ok(q) => q,
+    let lane = match queue(db_path) {
+        Ok(lane) => lane,
         Err(first) => return Acquired::Off(first),
     };
-    let start = Instant::now();
-    match q.acquire_barging(label(), timeout) {
-        Ok(Some(turn)) => Acquired::Turn(Turn { _turn: turn }),
-        Ok(None) => Acquired::TimedOut(busy_message(&q, db_path, start.elapsed())),
-        // An I/O error of the lock file for this one turn: lock as stock
-        // SQLite does, and say why.
-        Err(d) => Acquired::Off(Some(d.to_string())),
-    }
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+    lane.acquire(label(), deadline, |waited| {
+        busy_message(&lane.queue, db_path, waited)
+    })
 }
 
 /// What a timed-out wait says: who held the turn, as the engine says it.
@@ -181,17 +185,19 @@ fn busy_message(q: &ProcessQueue, db_path: &Path, waited: Duration) -> String {
 }
 
 /// One line on the queue of `db_path`, for `PRAGMA lane`: `on: <lock
-/// file>`, then who holds the turn and how many writers wait for it
-/// (an upper bound: a waiter that died may still be counted), or `off:
+/// file>`, then who holds the turn and how many writers wait for it, in
+/// this process and others (an upper bound: a waiter that died may still
+/// be counted), or `off:
 /// <why>`. Opens the queue if this process has not yet.
 pub fn status(db_path: &Path) -> String {
     match queue(db_path) {
-        Ok(q) => {
+        Ok(lane) => {
+            let q = &lane.queue;
             let mut line = format!("on: {}", q.lock_path().display());
             if let Some(h) = q.holder() {
                 line += &format!("; turn held by process {} ({})", h.pid, h.label);
             }
-            match q.waiting() {
+            match q.waiting() + lane.waiting_here() {
                 0 => {}
                 n => line += &format!("; {n} waiting"),
             }
@@ -284,6 +290,39 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_process_alone_keeps_the_turn_until_another_queue_wants_it() {
+        let (_dir, path) = db();
+        let Acquired::Turn(turn) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("no turn");
+        };
+        drop(turn);
+        // Kept: still held by this process, and taken again with no wait.
+        let me = format!("turn held by process {}", std::process::id());
+        assert!(status(&path).contains(&me), "{}", status(&path));
+        assert!(matches!(acquire(&path, Duration::ZERO), Acquired::Turn(_)));
+        // Another queue on the file (as another process would open it)
+        // wants the turn: the keeper gives it back long before 10 s.
+        let other = ProcessQueue::open_turns_only(&path).unwrap();
+        let start = Instant::now();
+        let got = other
+            .acquire_barging("other", Duration::from_secs(10))
+            .unwrap()
+            .expect("the kept turn was not given back");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        drop(got);
+        // With another queue open, a turn that ends is given back at once.
+        let Acquired::Turn(turn) = acquire(&path, Duration::from_secs(1)) else {
+            panic!("no turn");
+        };
+        drop(turn);
+        assert!(!status(&path).contains(&me), "{}", status(&path));
     }
 
     #[test]

@@ -318,8 +318,19 @@ impl ProcessTurn {
     /// The bell that writers of every process ring when they have to wait
     /// for the turn (`None`: the lock file's first page is not mapped).
     #[cfg(target_os = "linux")]
-    pub(crate) fn wanted_bell(&self) -> Option<doorbell::WantedBell> {
+    pub fn wanted_bell(&self) -> Option<doorbell::WantedBell> {
         self.shared.bells.as_ref().map(|b| b.wanted())
+    }
+
+    /// The descriptor whose open file description holds this turn's locks
+    /// (`None` once the turn has ended). A child of `fork()` that inherited
+    /// it may close it (and only close it: OFD locks are the description's,
+    /// so the parent keeps them) so that the turn does not outlive the
+    /// parent in the child.
+    #[cfg(unix)]
+    pub fn lock_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.file.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Records `sql` as the statement this turn is running, for
@@ -631,7 +642,7 @@ impl ProcessQueue {
             Some(p) => (
                 Some(durable::Counters::on(Arc::clone(&p))),
                 Some(doorbell::Doorbells::on(Arc::clone(&p))),
-                Some(barge::Barging::on(Arc::clone(&p))),
+                Some(barge::Barging::on(Arc::clone(&p), take_jobs)),
                 // Lock bytes through a description of their own; none when
                 // the file could not grow to hold the slots.
                 (take_jobs && p.len() >= crate::ffi::SharedPage::LEN)
@@ -2212,7 +2223,7 @@ mod spin;
 #[cfg(target_os = "linux")]
 mod trust;
 #[cfg(target_os = "linux")]
-pub(crate) use doorbell::WantedBell;
+pub use doorbell::WantedBell;
 #[cfg(target_os = "linux")]
 pub use jobs::JobStates;
 #[cfg(target_os = "linux")]

@@ -82,14 +82,19 @@ pub const RECORD_AT: usize = 2048;
 /// The shared words of bounded barging, in the lock file's first page.
 pub struct Barging {
     page: Arc<SharedPage>,
+    /// Whether this queue's waiters may spin (`spin.rs`): the engine's
+    /// turns are short and its waiters few; lane SQLite's waiters do not
+    /// (one per connection of every program, and their spin took the CPU
+    /// the holder needed: docs/lane-sqlite-bench.md, "Diagnosis").
+    spins: bool,
 }
 
 impl Barging {
     /// The words in `page`, the lock file's first page (shared with the
     /// doorbells and the sync counters).
-    pub fn on(page: Arc<SharedPage>) -> Barging {
+    pub fn on(page: Arc<SharedPage>, spins: bool) -> Barging {
         const _: () = assert!(RECORD_AT + super::layout::RECORD_LEN <= SharedPage::MIN_LEN);
-        Barging { page }
+        Barging { page, spins }
     }
 
     fn bell(&self) -> &AtomicU32 {
@@ -112,12 +117,14 @@ impl Barging {
 
     /// Waits until a turn ends (the bell's count is no longer `seen`), for
     /// at most `timeout`; may return early. When `moving` (the last wait
-    /// ended on a ring, or this is the first), it first spins for at most
+    /// ended on a ring, or this is the first) and this queue's waiters
+    /// spin, it first spins for at most
     /// [`spin::SPIN`] if no other writer spins (`spin.rs`), then sleeps;
     /// a turn that outlasts a sleep is a long one, not worth a CPU. Returns
     /// whether a turn ended: pass it as the next wait's `moving`.
     pub fn wait(&self, seen: u32, timeout: Duration, moving: bool) -> bool {
         let spun = moving
+            && self.spins
             && spin::Lease::take(self.page.word32(SPINNER_AT))
                 .is_some_and(|lease| lease.spin(self.bell(), seen, timeout.min(spin::SPIN)));
         if !spun {
@@ -222,7 +229,10 @@ mod tests {
     fn barging() -> (tempfile::TempDir, Barging) {
         let (dir, path, _file) = super::super::scratch_lock_file();
         let file = super::super::imp::reopen(&path).unwrap();
-        (dir, Barging::on(Arc::new(SharedPage::map(&file).unwrap())))
+        (
+            dir,
+            Barging::on(Arc::new(SharedPage::map(&file).unwrap()), true),
+        )
     }
 
     /// `wait` says whether a turn ended, which decides whether the next
