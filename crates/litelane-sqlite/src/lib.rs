@@ -23,7 +23,7 @@
 mod ffi;
 mod lane;
 
-pub use lane::{Turn, ALONE_POLL};
+pub use lane::{Turn, ALONE_POLL, BUDGET, LINGER};
 
 use lane::Lane;
 use litelane::xproc::{Degraded, ProcessQueue};
@@ -317,12 +317,57 @@ mod tests {
             start.elapsed()
         );
         drop(got);
-        // With another queue open, a turn that ends is given back at once.
+        // With another queue open, a turn that ends is kept for a linger
+        // at most, then given back.
         let Acquired::Turn(turn) = acquire(&path, Duration::from_secs(1)) else {
             panic!("no turn");
         };
         drop(turn);
+        std::thread::sleep(LINGER * 40);
         assert!(!status(&path).contains(&me), "{}", status(&path));
+    }
+
+    #[test]
+    fn a_process_writing_without_pause_gives_the_turn_up_after_its_budget() {
+        let (_dir, path) = db();
+        let other = ProcessQueue::open_turns_only(&path).unwrap();
+        // A linger longer than the test: only the budget ends this
+        // process's keeping while the other queue waits.
+        let budget = Duration::from_millis(20);
+        let lane = Lane::with_limits(
+            ProcessQueue::open_turns_only(&path).unwrap(),
+            std::process::id(),
+            budget,
+            Duration::from_secs(60),
+        );
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l, s) = (lane.clone(), stop.clone());
+        let writer = std::thread::spawn(move || {
+            let mut turns = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let Acquired::Turn(t) = l.acquire("writer", deadline, |_| String::new()) else {
+                    panic!("the writer got no turn");
+                };
+                turns += 1;
+                drop(t);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            turns
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let start = Instant::now();
+        let got = other
+            .acquire_barging("other", Duration::from_secs(10))
+            .unwrap()
+            .expect("no turn for the other queue");
+        let waited = start.elapsed();
+        drop(got);
+        stop.store(true, Ordering::Relaxed);
+        assert!(writer.join().unwrap() > 1);
+        // A budget and the last write (5 s: a loaded machine), not the
+        // linger (60 s) nor the timeout (10 s).
+        assert!(waited < Duration::from_secs(5), "waited {waited:?}");
     }
 
     #[test]
