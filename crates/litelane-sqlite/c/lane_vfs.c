@@ -27,9 +27,10 @@
 #include <string.h>
 
 /* The queue, in the static library of crates/litelane-sqlite (ffi.rs). */
-int litelane_lane_acquire(const char *zDb, int timeoutMs, void **pTurn,
-                          char *zMsg, size_t nMsg);
+int litelane_lane_acquire(const char *zDb, void **ppLane, int timeoutMs,
+                          void **pTurn, char *zMsg, size_t nMsg);
 void litelane_lane_release(void *pTurn);
+void litelane_lane_forget(void *pLane);
 void litelane_lane_status(const char *zDb, char *zBuf, size_t nBuf);
 void litelane_lane_after_fork(void);
 int litelane_lane_init(const char *zUnused);
@@ -54,6 +55,7 @@ struct LaneFile {
   const char *zDb;     /* Main database file: its full path; else NULL */
   int timeoutMs;       /* The lock timeout SQLite set; <0: no limit */
   void *pTurn;         /* The queue's turn while the WRITER lock is held */
+  void *pLane;         /* The database's lane, found at the first write */
 };
 
 static sqlite3_vfs *laneUnix = 0;
@@ -66,6 +68,10 @@ static int laneClose(sqlite3_file *pFile) {
   if (p->pTurn) {
     litelane_lane_release(p->pTurn);
     p->pTurn = 0;
+  }
+  if (p->pLane) {
+    litelane_lane_forget(p->pLane);
+    p->pLane = 0;
   }
   return rc;
 }
@@ -190,8 +196,8 @@ static int laneShmLock(sqlite3_file *pFile, int ofst, int n, int flags) {
   }
   if (p->pTurn == 0) {
     char zMsg[1024];
-    int got = litelane_lane_acquire(p->zDb, p->timeoutMs, &p->pTurn, zMsg,
-                                    sizeof(zMsg));
+    int got = litelane_lane_acquire(p->zDb, &p->pLane, p->timeoutMs,
+                                    &p->pTurn, zMsg, sizeof(zMsg));
     if (got == LANE_TIMED_OUT) {
       /* A try without a timeout (a busy handler's retry) fails quietly,
       ** as stock SQLite's does; a timeout that ran out says who held it. */

@@ -4,11 +4,12 @@
 
 #![allow(unsafe_code)]
 
-use crate::{Acquired, Turn};
+use crate::{Acquired, Lane, Turn};
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `*turn` holds the turn: release it with `litelane_lane_release`.
@@ -51,14 +52,18 @@ unsafe fn put(s: &str, buf: *mut c_char, len: usize) {
 /// now) for the write turn of the database at `db_path` (SQLite's full
 /// path of the main database file). Returns `LANE_TURN` (0) with the turn
 /// in `*turn`, `LANE_TIMED_OUT` (1) or `LANE_OFF` (2) with a message in
-/// `msg` (`msg_len` bytes, NUL-terminated).
+/// `msg` (`msg_len` bytes, NUL-terminated). `*lane` caches the database's
+/// lane between calls: NULL the first time; give it to
+/// `litelane_lane_forget` when the file is closed.
 ///
 /// # Safety
-/// `db_path` is NULL or NUL-terminated; `turn` is writable; `msg` is NULL
+/// `db_path` is NULL or NUL-terminated; `lane` is NULL or points to NULL or
+/// to a lane this function stored there; `turn` is writable; `msg` is NULL
 /// or points to `msg_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn litelane_lane_acquire(
     db_path: *const c_char,
+    lane: *mut *mut c_void,
     timeout_ms: c_int,
     turn: *mut *mut c_void,
     msg: *mut c_char,
@@ -67,7 +72,7 @@ pub unsafe extern "C" fn litelane_lane_acquire(
     // SAFETY: the caller's contract, for each pointer.
     unsafe {
         put("", msg, msg_len);
-        if turn.is_null() {
+        if turn.is_null() || lane.is_null() {
             put("lane: no place for the turn", msg, msg_len);
             return LANE_OFF;
         }
@@ -76,7 +81,22 @@ pub unsafe extern "C" fn litelane_lane_acquire(
             return LANE_OFF;
         };
         let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(i32::MAX as u64));
-        match catch_unwind(AssertUnwindSafe(|| crate::acquire(db, timeout))) {
+        let got = catch_unwind(AssertUnwindSafe(|| {
+            // A lane cached before a fork is the parent's: find the
+            // child's (the parent's stays referenced, never dropped here).
+            let cached = (*lane).cast::<Arc<Lane>>();
+            if cached.is_null() || !(*cached).of_this_process() {
+                match crate::lane(db) {
+                    Ok(found) => *lane = Box::into_raw(Box::new(found)).cast(),
+                    Err(first) => {
+                        *lane = std::ptr::null_mut();
+                        return Acquired::Off(first);
+                    }
+                }
+            }
+            crate::acquire_on(&*(*lane).cast::<Arc<Lane>>(), db, timeout)
+        }));
+        match got {
             Ok(Acquired::Turn(t)) => {
                 *turn = Box::into_raw(Box::new(t)).cast();
                 LANE_TURN
@@ -99,6 +119,21 @@ pub unsafe extern "C" fn litelane_lane_acquire(
             }
         }
     }
+}
+
+/// Lets go of a lane `litelane_lane_acquire` cached (NULL: nothing to do).
+///
+/// # Safety
+/// `lane` is NULL or a lane `litelane_lane_acquire` stored, given here once.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_lane_forget(lane: *mut c_void) {
+    if lane.is_null() {
+        return;
+    }
+    // SAFETY: `lane` came from `Box::into_raw` in `litelane_lane_acquire`
+    // and is given here once (the caller's contract). Dropping it only
+    // decrements a count: the registry holds every lane.
+    drop(unsafe { Box::from_raw(lane.cast::<Arc<Lane>>()) });
 }
 
 /// Ends a turn `litelane_lane_acquire` gave (NULL: nothing to do). Call

@@ -70,8 +70,9 @@ pub const LINGER: Duration = Duration::from_micros(250);
 /// One database's lane in this process.
 pub struct Lane {
     pub(crate) queue: ProcessQueue,
-    /// The process this lane was opened in.
+    /// The process this lane was opened in, and [`crate::FORKS`] then.
     pid: u32,
+    forks: u64,
     /// [`BUDGET`] and [`LINGER`] (other values in tests).
     budget: Duration,
     linger: Duration,
@@ -150,8 +151,16 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl Lane {
-    pub fn new(queue: ProcessQueue, pid: u32) -> Arc<Lane> {
-        Self::with_limits(queue, pid, BUDGET, LINGER)
+    /// The lane of `queue`, opened in process `pid` after `forks` forks
+    /// (as [`crate::FORKS`] counts them).
+    pub fn new(queue: ProcessQueue, pid: u32, forks: u64) -> Arc<Lane> {
+        Self::with_limits(queue, pid, forks, BUDGET, LINGER)
+    }
+
+    /// False in a child of `fork()` for a lane its parent opened: the
+    /// child must find its own ([`crate::lane`]).
+    pub fn of_this_process(&self) -> bool {
+        self.forks == crate::FORKS.load(Ordering::Relaxed)
     }
 
     /// A lane whose process keeps a turn others want for `linger` after
@@ -159,12 +168,14 @@ impl Lane {
     pub fn with_limits(
         queue: ProcessQueue,
         pid: u32,
+        forks: u64,
         budget: Duration,
         linger: Duration,
     ) -> Arc<Lane> {
         Arc::new(Lane {
             queue,
             pid,
+            forks,
             budget,
             linger,
             state: Mutex::new(State::default()),

@@ -23,9 +23,8 @@
 mod ffi;
 mod lane;
 
-pub use lane::{Turn, ALONE_POLL, BUDGET, LINGER};
+pub use lane::{Lane, Turn, ALONE_POLL, BUDGET, LINGER};
 
-use lane::Lane;
 use litelane::xproc::{Degraded, ProcessQueue};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -86,9 +85,10 @@ fn registry() -> &'static Mutex<Registry> {
     })
 }
 
-/// The lane of `db_path`, opened on first use, or why there is none
-/// (`Some` the first time only).
-fn queue(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
+/// The lane of `db_path` in this process, opened on first use, or why
+/// there is none (`Some` the first time only). A lane found before a
+/// `fork()` is not the child's: see [`Lane::of_this_process`].
+pub fn lane(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
     let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
     let forks = FORKS.load(Ordering::Relaxed);
     if reg.forks != forks {
@@ -106,7 +106,7 @@ fn queue(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
     }
     if !reg.queues.contains_key(db_path) {
         let opened = ProcessQueue::open_turns_only(db_path)
-            .map(|q| Lane::new(q, reg.pid))
+            .map(|q| Lane::new(q, reg.pid, forks))
             .map_err(|d| (d, false));
         reg.queues.insert(db_path.to_path_buf(), opened);
     }
@@ -153,10 +153,15 @@ fn label() -> &'static str {
 /// (`lane.rs`). An I/O error of the lock file for one turn answers
 /// [`Acquired::Off`]: lock as stock SQLite does, and say why.
 pub fn acquire(db_path: &Path, timeout: Duration) -> Acquired {
-    let lane = match queue(db_path) {
-        Ok(lane) => lane,
-        Err(first) => return Acquired::Off(first),
-    };
+    match lane(db_path) {
+        Ok(lane) => acquire_on(&lane, db_path, timeout),
+        Err(first) => Acquired::Off(first),
+    }
+}
+
+/// [`acquire`] on a lane found before with [`lane`] (the VFS keeps one per
+/// open database file, which spares it the lookup by path on every write).
+pub fn acquire_on(lane: &Arc<Lane>, db_path: &Path, timeout: Duration) -> Acquired {
     let deadline = Instant::now()
         .checked_add(timeout)
         .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
@@ -190,7 +195,7 @@ fn busy_message(q: &ProcessQueue, db_path: &Path, waited: Duration) -> String {
 /// be counted), or `off:
 /// <why>`. Opens the queue if this process has not yet.
 pub fn status(db_path: &Path) -> String {
-    match queue(db_path) {
+    match lane(db_path) {
         Ok(lane) => {
             let q = &lane.queue;
             let mut line = format!("on: {}", q.lock_path().display());
@@ -337,6 +342,7 @@ mod tests {
         let lane = Lane::with_limits(
             ProcessQueue::open_turns_only(&path).unwrap(),
             std::process::id(),
+            FORKS.load(Ordering::Relaxed),
             budget,
             Duration::from_secs(60),
         );
