@@ -5,6 +5,17 @@ declare namespace Database {
 	type Profile = 'safe' | 'balanced' | 'fast';
 	type CheckpointMode = 'PASSIVE' | 'FULL' | 'RESTART' | 'TRUNCATE';
 
+	/** A virtual table for `Database#table`. */
+	interface VirtualTableOptions {
+		columns: string[];
+		/** A generator function; its arguments are the parameters' values. */
+		rows: (...params: any[]) => Generator<unknown[] | Record<string, unknown>, void, undefined>;
+		/** Parameter names (default `$1`...`$n`, n being `rows.length`); at most 32. */
+		parameters?: string[];
+		safeIntegers?: boolean;
+		directOnly?: boolean;
+	}
+
 	interface Options {
 		readonly?: boolean;
 		fileMustExist?: boolean;
@@ -130,8 +141,16 @@ declare class Database {
 		result?: (total: any) => unknown; varargs?: boolean; deterministic?: boolean; safeIntegers?: boolean; directOnly?: boolean;
 	}): this;
 
+	/**
+	 * A virtual table whose rows a generator yields (arrays or objects, one
+	 * value per column); its parameters are hidden columns constrained with
+	 * `=` or passed as `name(?, ?)`. With a factory, a module for
+	 * `CREATE VIRTUAL TABLE t USING name(args)`.
+	 */
+	table(name: string, definition: Database.VirtualTableOptions): this;
+	table(name: string, factory: (this: { module: string; database: string; table: string }, ...args: string[]) => Database.VirtualTableOptions): this;
+
 	/** Not supported by litelane yet: these throw. */
-	table(name: string, factory: unknown): never;
 	loadExtension(path: string, entryPoint?: string): never;
 	serialize(options?: unknown): never;
 }

@@ -330,7 +330,156 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 	call(db, (d) => d.aggregate(name, dispatch, argCount, !!inverse, deterministic, directOnly, safeIntegers));
 	return this;
 };
-Database.prototype.table = notSupported('Database#table()');
+// ---- virtual tables (Database#table) -----------------------------------
+
+const GeneratorFunction = Object.getPrototypeOf(function* () {});
+
+function identifiers(list, what) {
+	if (!Array.isArray(list)) throw new TypeError(`Expected the "${what}" option to be an array of strings`);
+	const seen = new Set();
+	for (let i = 0; i < list.length; i++) {
+		const name = list[i];
+		if (typeof name !== 'string') throw new TypeError(`Expected the "${what}" option to be an array of strings`);
+		if (seen.has(name)) throw new TypeError(`Duplicate name "${name}" in the "${what}" option`);
+		seen.add(name);
+	}
+	return list.slice();
+}
+
+// Checks a table definition ({ columns, rows, parameters?, safeIntegers?,
+// directOnly? }) and returns what the native module needs.
+function tableDefinition(def, defaultSafeIntegers) {
+	if (typeof def !== 'object' || def === null) throw new TypeError('Virtual table definition must be an object');
+	const safeIntegers = 'safeIntegers' in def ? bool(def, 'safeIntegers') : defaultSafeIntegers;
+	const directOnly = bool(def, 'directOnly');
+	const rows = def.rows;
+	if (typeof rows !== 'function' || Object.getPrototypeOf(rows) !== GeneratorFunction) {
+		throw new TypeError('Expected the "rows" option to be a generator function');
+	}
+	if (!('columns' in def)) throw new TypeError('Missing required option "columns"');
+	const columns = identifiers(def.columns, 'columns');
+	if (!columns.length) throw new RangeError('Virtual tables must have at least one column');
+	let parameters;
+	if ('parameters' in def) {
+		parameters = identifiers(def.parameters, 'parameters');
+	} else {
+		const n = rows.length;
+		if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+			throw new TypeError('Expected the "rows" generator function\'s length to be a positive integer');
+		}
+		if (n > 32) throw new RangeError('Virtual tables cannot have more than 32 parameters');
+		parameters = Array.from({ length: n }, (_, i) => `$${i + 1}`);
+	}
+	if (parameters.length > 32) throw new RangeError('Virtual tables cannot have more than 32 parameters');
+	for (const p of parameters) {
+		if (columns.includes(p)) throw new TypeError(`"${p}" is both a column and a parameter`);
+	}
+	const quote = (s) => `"${s.replace(/"/g, '""')}"`;
+	const declaration = `CREATE TABLE x(${columns.map(quote).concat(parameters.map((p) => `${quote(p)} HIDDEN`)).join(', ')})`;
+	return { rows, columns, parameters: parameters.length, safeIntegers, directOnly, declaration };
+}
+
+function sqlValue(v) {
+	return v === null || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string' || Buffer.isBuffer(v);
+}
+
+// One yielded row as an array in column order.
+function tableRow(def, value) {
+	const n = def.columns.length;
+	let row;
+	if (Array.isArray(value)) {
+		if (value.length !== n) throw new TypeError(`Virtual table row has ${value.length} values, expected ${n}`);
+		row = value;
+	} else if (value !== null && typeof value === 'object') {
+		const keys = Object.keys(value);
+		if (keys.length !== n) throw new TypeError(`Virtual table row has ${keys.length} properties, expected ${n}`);
+		row = new Array(n);
+		for (let i = 0; i < n; i++) {
+			const c = def.columns[i];
+			if (!Object.prototype.hasOwnProperty.call(value, c)) throw new TypeError(`Virtual table row is missing column "${c}"`);
+			row[i] = value[c];
+		}
+	} else {
+		throw new TypeError('Virtual table generators must yield arrays or objects');
+	}
+	for (let i = 0; i < n; i++) {
+		if (row[i] === undefined) {
+			if (row === value) row = value.slice();
+			row[i] = null;
+		} else if (!sqlValue(row[i])) throw new TypeError('Virtual table rows can only hold numbers, strings, bigints, buffers, and null');
+	}
+	return row;
+}
+
+Database.prototype.table = function table(name, factory) {
+	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (!name) throw new TypeError('Virtual table module name cannot be an empty string');
+	const st = state(this);
+	let fixed = null;
+	if (typeof factory === 'object' && factory !== null) {
+		fixed = tableDefinition(factory, st.safeIntegers);
+	} else if (typeof factory !== 'function' || Object.getPrototypeOf(factory) === GeneratorFunction) {
+		throw new TypeError('Expected second argument to be a function or a table definition object');
+	}
+	const db = ready(st, false);
+	const defaultSafe = st.safeIntegers;
+	// Definitions by key (0: the fixed one), tables made by the factory by
+	// database and name (every connection of the engine opens them), and
+	// running generators by cursor id.
+	const defs = new Map();
+	const tables = new Map();
+	const running = new Map();
+	let nextKey = 1;
+	if (fixed) defs.set(0, fixed);
+	const step = (def, gen) => {
+		const r = gen.next();
+		return r.done ? null : tableRow(def, r.value);
+	};
+	const dispatch = function (op, a, b, ...rest) {
+		try {
+			switch (op) {
+				case 0: { // connect (a: create), b: module, rest: database, table, args
+					let key = 0;
+					if (!fixed) {
+						const [database, tableName, ...args] = rest;
+						const id = `${database}\u0000${tableName}`;
+						key = a ? undefined : tables.get(id);
+						if (key === undefined) {
+							const made = factory.apply({ module: b, database, table: tableName }, args);
+							const def = tableDefinition(made, defaultSafe);
+							key = nextKey++;
+							defs.set(key, def);
+							tables.set(id, key);
+						}
+					}
+					const def = defs.get(key);
+					return [key, def.declaration, def.columns.length, def.parameters, def.directOnly, def.safeIntegers];
+				}
+				case 1: { // filter (a: key, b: cursor, rest: parameters)
+					const def = defs.get(a);
+					running.delete(b);
+					const gen = def.rows.apply(undefined, rest);
+					running.set(b, gen);
+					return step(def, gen);
+				}
+				case 2: { // next
+					const gen = running.get(b);
+					if (!gen) return null;
+					return step(defs.get(a), gen);
+				}
+				case 3: running.delete(b); return null;
+				default: return null;
+			}
+		} catch (e) {
+			if (op === 1 || op === 2) running.delete(b);
+			pendingFunctionError = e;
+			hasPendingFunctionError = true;
+			return undefined;
+		}
+	};
+	call(db, (d) => d.table(name, dispatch, !!fixed));
+	return this;
+};
 Database.prototype.loadExtension = notSupported('Database#loadExtension()');
 Database.prototype.serialize = notSupported('Database#serialize()');
 // The engine's online backup, in one call; the promise settles after it.

@@ -25,6 +25,8 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, JsFunction, JsObject, JsUnknown, NapiRaw, NapiValue, ValueType};
 use napi_derive::napi;
 
+mod vtab;
+
 fn kind_err(kind: &str, message: impl std::fmt::Display) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("{kind}\u{1}{message}"))
 }
@@ -276,12 +278,6 @@ impl Params {
                 "Too many parameter values were provided",
             ));
         }
-        if self.named.is_some()
-            && count > 0
-            && (1..=count).all(|i| stmt.parameter_name(i).map_or(true, |n| n.starts_with('?')))
-        {
-            // better-sqlite3 accepts an object only for a statement with named parameters.
-        }
         Ok(())
     }
 }
@@ -362,6 +358,33 @@ impl JsFn {
         lead: &[f64],
         ctx: Option<&rusqlite::functions::Context<'_>>,
     ) -> rusqlite::Result<Value> {
+        self.call_js(
+            |env, args| {
+                for x in lead {
+                    args.push(unsafe { env.create_double(*x)?.raw() });
+                }
+                if let Some(ctx) = ctx {
+                    for i in 0..ctx.len() {
+                        let v = to_js(env, ctx.get_raw(i), self.safe_ints)?;
+                        args.push(unsafe { v.raw() });
+                    }
+                }
+                Ok(())
+            },
+            |_, out| to_value(&out),
+        )
+    }
+
+    /// Calls the JavaScript function with the arguments `push` makes and
+    /// turns its result with `convert`. `undefined` (what index.js's
+    /// wrappers return after catching an exception) and a failed
+    /// conversion are errors recorded in `FN_ERROR`, which the statement
+    /// then reports.
+    fn call_js<T>(
+        &self,
+        push: impl FnOnce(&Env, &mut Vec<sys::napi_value>) -> napi::Result<()>,
+        convert: impl FnOnce(&Env, JsUnknown) -> napi::Result<T>,
+    ) -> rusqlite::Result<T> {
         if std::thread::current().id() != self.thread {
             return Err(rusqlite::Error::UserFunctionError(
                 "a JavaScript function was called off the JavaScript thread".into(),
@@ -369,19 +392,11 @@ impl JsFn {
         }
         let env = unsafe { Env::from_raw(self.env) };
         let fail = |m: &str| rusqlite::Error::UserFunctionError(m.to_string().into());
-        let result = (|| -> napi::Result<Option<Value>> {
+        let result = (|| -> napi::Result<Option<T>> {
             let mut f: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_reference_value(self.env, self.func, &mut f))? };
             let mut args = Vec::new();
-            for x in lead {
-                args.push(unsafe { env.create_double(*x)?.raw() });
-            }
-            if let Some(ctx) = ctx {
-                for i in 0..ctx.len() {
-                    let v = to_js(&env, ctx.get_raw(i), self.safe_ints)?;
-                    args.push(unsafe { v.raw() });
-                }
-            }
+            push(&env, &mut args)?;
             let mut global: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_undefined(self.env, &mut global))? };
             let mut out: sys::napi_value = std::ptr::null_mut();
@@ -400,7 +415,7 @@ impl JsFn {
             if out.get_type()? == ValueType::Undefined {
                 return Ok(None);
             }
-            Ok(Some(to_value(&out)?))
+            Ok(Some(convert(&env, out)?))
         })();
         match result {
             Ok(Some(v)) => Ok(v),
@@ -758,11 +773,13 @@ impl NativeDatabase {
 impl NativeDatabase {
     #[napi(constructor)]
     pub fn new(path: String, options: Option<OpenOptions>) -> napi::Result<Self> {
-        let mut opts = Options::default();
         // litelane's settings are better-sqlite3's build options: foreign
         // keys on, double-quoted strings are identifiers. Its page cache too.
-        opts.stock_settings = false;
-        opts.cache_size_kib = 16000;
+        let mut opts = Options {
+            stock_settings: false,
+            cache_size_kib: 16000,
+            ..Options::default()
+        };
         if let Some(o) = &options {
             if let Some(p) = &o.profile {
                 opts.profile = match p.as_str() {
@@ -896,6 +913,7 @@ impl NativeDatabase {
 
     /// Rows as `[names, [row values...]...]`.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn query(
         &mut self,
         env: Env,
@@ -1027,6 +1045,7 @@ impl NativeDatabase {
     /// Installs `func` (index.js's wrapper) as an SQL function on every
     /// connection of the database.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn function(
         &mut self,
         env: Env,
@@ -1112,6 +1131,40 @@ impl NativeDatabase {
         });
         self.db()?
             .configure(&format!("function:{name}/{argc}"), setup)
+            .map_err(to_js_err)
+    }
+
+    /// Installs a virtual table module written in JavaScript (index.js's
+    /// dispatcher; see `vtab.rs`) on every connection of the database.
+    #[napi]
+    pub fn table(
+        &mut self,
+        env: Env,
+        name: String,
+        dispatch: JsFunction,
+        eponymous: bool,
+    ) -> napi::Result<()> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe {
+            check(sys::napi_create_reference(
+                env.raw(),
+                dispatch.raw(),
+                1,
+                &mut r,
+            ))?
+        };
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints: false,
+        });
+        self.functions.push(Arc::clone(&f));
+        let module = name.clone();
+        let setup: litelane::Setup =
+            Arc::new(move |c: &mut Connection| vtab::register(c, &module, &f, eponymous));
+        self.db()?
+            .configure(&format!("table:{name}"), setup)
             .map_err(to_js_err)
     }
 

@@ -103,3 +103,44 @@ test('writers of several processes queue, none sees SQLITE_BUSY', () => {
 		check.close();
 	});
 });
+
+test('table(): a generator as a virtual table, on the readers and the writer', () => {
+	const db = new Database(file('vtab.db'));
+	const seen = [];
+	db.table('series', {
+		columns: ['value'],
+		parameters: ['start', 'stop'],
+		*rows(start, stop) {
+			seen.push([start, stop]);
+			for (let v = start; v <= stop; v++) yield [v];
+		},
+	});
+	// A read (reader of the pool) and a write using it (the writer).
+	assert.deepStrictEqual(db.prepare('SELECT value FROM series(?, ?)').pluck().all(2, 4), [2, 3, 4]);
+	db.exec('CREATE TABLE t(v)');
+	db.prepare('INSERT INTO t SELECT value * 10 FROM series WHERE start = ? AND stop = ?').run(1, 3);
+	assert.deepStrictEqual(db.prepare('SELECT v FROM t ORDER BY v').pluck().all(), [10, 20, 30]);
+	// A NULL parameter or two values for one parameter: no rows, no call.
+	seen.length = 0;
+	assert.deepStrictEqual(db.prepare('SELECT * FROM series(?, ?)').all(1, null), []);
+	assert.deepStrictEqual(db.prepare('SELECT * FROM series WHERE start = ? AND start = ? AND stop = 9').all(1, 2), []);
+	assert.deepStrictEqual(seen, []);
+	// Only `=` on a parameter; a bad row is a TypeError; a throw comes out as is.
+	assert.throws(() => db.prepare('SELECT * FROM series WHERE start > 1'), Database.SqliteError);
+	db.table('bad', { columns: ['a', 'b'], *rows() { yield [1]; } });
+	assert.throws(() => db.prepare('SELECT * FROM bad').all(), TypeError);
+	const boom = new Error('boom');
+	db.table('boom', { columns: ['a'], *rows() { throw boom; } });
+	assert.throws(() => db.prepare('SELECT * FROM boom').all(), (e) => e === boom);
+	// A factory module through CREATE VIRTUAL TABLE, called once per table.
+	let made = 0;
+	db.table('words', function (...args) {
+		made += 1;
+		return { columns: ['w'], *rows() { yield* args.map((w) => [w]); } };
+	});
+	db.exec('CREATE VIRTUAL TABLE greeting USING words(hello, world)');
+	assert.deepStrictEqual(db.prepare('SELECT w FROM greeting').pluck().all(), ['hello', 'world']);
+	assert.deepStrictEqual(db.prepare('SELECT w FROM greeting').pluck().all(), ['hello', 'world']);
+	assert.strictEqual(made, 1);
+	db.close();
+});
