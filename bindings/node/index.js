@@ -482,9 +482,12 @@ Database.prototype.table = function table(name, factory) {
 };
 Database.prototype.loadExtension = notSupported('Database#loadExtension()');
 Database.prototype.serialize = notSupported('Database#serialize()');
-// The engine's online backup, in one call; the promise settles after it.
-// The `progress` callback is called once, at the end; `attached` other than
-// 'main' is not supported.
+// A step-wise online backup (SQLite's backup API) from the engine's writer
+// connection, one step per turn of the event loop: `progress` sees
+// { totalPages, remainingPages } after each step and returns how many pages
+// the next step copies (default 100). Writes of this process during the
+// backup reach the copy; an aborted backup leaves an existing destination
+// as it was and removes one it created.
 Database.prototype.backup = async function backup(filename, options) {
 	if (options == null) options = {};
 	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
@@ -496,16 +499,35 @@ Database.prototype.backup = async function backup(filename, options) {
 	if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
 	if (typeof attachedName !== 'string') throw new TypeError('Expected the "attached" option to be a string');
 	if (!attachedName) throw new TypeError('The "attached" option cannot be an empty string');
-	if (attachedName !== 'main') throw new TypeError('litelane backs up the main database only (docs/node.md)');
 	if (handler != null && typeof handler !== 'function') throw new TypeError('Expected the "progress" option to be a function');
-	await fs.promises.access(path.dirname(filename)).catch(() => {
-		throw new TypeError('Cannot save backup because the directory does not exist');
-	});
-	await new Promise((resolve) => setImmediate(resolve));
-	const db = open(state(this));
-	const pages = call(db, (d) => d.backup(filename));
-	const progress = { totalPages: pages, remainingPages: 0 };
-	return progress;
+	if (!fs.existsSync(path.dirname(filename))) throw new TypeError('Cannot save backup because the directory does not exist');
+	const st = state(this);
+	await new Promise(setImmediate);
+	const db = open(st);
+	const id = call(db, (d) => d.backupStart(filename, attachedName));
+	let pages = 0;
+	try {
+		for (;;) {
+			open(st);
+			const [done, totalPages, remainingPages] = call(db, (d) => d.backupStep(id, pages));
+			if (done) return { totalPages, remainingPages };
+			if (handler) {
+				const next = handler({ totalPages, remainingPages });
+				if (next === undefined) pages = 100;
+				else if (typeof next !== 'number') throw new TypeError('Expected the progress callback to return a number');
+				else if (next === Infinity) pages = -1;
+				else pages = Number.isFinite(next) ? Math.max(0, Math.min(Math.floor(next), 0x7fffffff)) : 0;
+			} else {
+				pages = 100;
+			}
+			await new Promise(setImmediate);
+		}
+	} catch (err) {
+		if (st.db.open) {
+			try { st.db.backupAbort(id); } catch (_) { /* the first error is the one to report */ }
+		}
+		throw err;
+	}
 };
 
 // ---- transactions --------------------------------------------------------

@@ -593,6 +593,19 @@ pub struct NativeDatabase {
     /// its outermost savepoint is released).
     held_by_savepoint: Option<String>,
     functions: Vec<Arc<JsFn>>,
+    /// Backups in progress (`Database#backup`), by id.
+    backups: HashMap<u32, BackupJob>,
+    next_backup: u32,
+}
+
+/// A step-wise backup: SQLite's backup object from the writer's connection
+/// (`source`) to `dest`, used on the JavaScript thread only.
+struct BackupJob {
+    dest: Connection,
+    handle: *mut rusqlite::ffi::sqlite3_backup,
+    source: *mut rusqlite::ffi::sqlite3,
+    path: PathBuf,
+    created: bool,
 }
 
 impl NativeDatabase {
@@ -601,6 +614,47 @@ impl NativeDatabase {
             .as_ref()
             .map(|s| &s.db)
             .ok_or_else(|| kind_err("TypeError", "The database connection is not open"))
+    }
+
+    /// Runs `f` on the writer's connection: in the held transaction, or in
+    /// a turn of the writer with no transaction open.
+    fn on_writer<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
+        if let Some(held) = self.held.as_mut() {
+            return held.run(|tx| f(tx)).map_err(to_js_err);
+        }
+        self.not_blocked()?;
+        self.db()?.read_on_writer(f).map_err(to_js_err)
+    }
+
+    /// Finishes backup `id` (`sqlite3_backup_finish`, in a turn of the
+    /// writer); `abort`: a destination file the backup created is removed.
+    fn end_backup(&mut self, id: u32, abort: bool) -> napi::Result<()> {
+        let Some(job) = self.backups.remove(&id) else {
+            return Ok(());
+        };
+        let handle = job.handle;
+        let finish = || unsafe { rusqlite::ffi::sqlite3_backup_finish(handle) };
+        let rc = match self.on_writer(|_| Ok(finish())) {
+            Ok(rc) => rc,
+            // The writer cannot be had (a handle of this thread holds it):
+            // finish anyway, the source is only read.
+            Err(_) => finish(),
+        };
+        drop(job.dest);
+        if abort && job.created {
+            let _ = std::fs::remove_file(&job.path);
+            let mut journal = job.path.clone().into_os_string();
+            journal.push("-journal");
+            let _ = std::fs::remove_file(journal);
+        }
+        if abort || rc == rusqlite::ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(kind_err(SqliteCode::name_of(rc), "the backup failed"))
+        }
     }
 
     /// Refuses a write that would wait for a transaction another handle of
@@ -685,7 +739,10 @@ impl NativeDatabase {
     ) -> napi::Result<T> {
         if !reader
             && self.held.is_none()
-            && keywords(sql).first().map(String::as_str) == Some("PRAGMA")
+            && matches!(
+                keywords(sql).first().map(String::as_str),
+                Some("PRAGMA" | "ATTACH" | "DETACH")
+            )
         {
             self.not_blocked()?;
             FN_ERROR.with(|e| *e.borrow_mut() = None);
@@ -815,6 +872,8 @@ impl NativeDatabase {
             held: None,
             held_by_savepoint: None,
             functions: Vec::new(),
+            backups: HashMap::new(),
+            next_backup: 0,
         })
     }
 
@@ -830,6 +889,10 @@ impl NativeDatabase {
 
     #[napi]
     pub fn close(&mut self) -> napi::Result<()> {
+        let running: Vec<u32> = self.backups.keys().copied().collect();
+        for id in running {
+            let _ = self.end_backup(id, true);
+        }
         let _ = self.release_writer(false);
         self.functions.clear();
         self.db = None;
@@ -868,6 +931,20 @@ impl NativeDatabase {
             });
         }
         let db = self.db()?;
+        // ATTACH and DETACH change the writer's connection (the statement is
+        // "read-only" to SQLite): statements naming an attached database
+        // then run there.
+        if matches!(
+            keywords(&sql).first().map(String::as_str),
+            Some("ATTACH" | "DETACH")
+        ) {
+            let (_, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+            return Ok(StatementInfo {
+                reader: false,
+                column_count: n,
+                writer_only: true,
+            });
+        }
         match db.read(|c| check(c)) {
             Ok((ro, n)) => Ok(StatementInfo {
                 reader: ro,
@@ -1168,19 +1245,116 @@ impl NativeDatabase {
             .map_err(to_js_err)
     }
 
-    /// An online backup to `path` (the engine's, consistent, replacing the
-    /// file): the pages copied.
+    /// Starts a step-wise backup of the schema `attached` (`main` or an
+    /// attached database of the writer's connection) to `path`, read
+    /// through the writer's connection so that its own writes during the
+    /// backup reach the copy (SQLite's backup API). Returns the backup's id
+    /// for `backup_step`/`backup_finish`.
     #[napi]
-    pub fn backup(&self, path: String) -> napi::Result<f64> {
-        let opts = litelane::BackupOptions {
-            overwrite: true,
-            ..Default::default()
+    pub fn backup_start(&mut self, path: String, attached: String) -> napi::Result<u32> {
+        let created = !std::path::Path::new(&path).exists();
+        let dest = Connection::open(&path).map_err(|e| to_js_err(from_rusqlite(e)))?;
+        let dest_handle = unsafe { dest.handle() };
+        let schema = std::ffi::CString::new(attached)
+            .map_err(|_| kind_err("TypeError", "a NUL in the attached name"))?;
+        let started = self.on_writer(|c| {
+            let source = unsafe { c.handle() };
+            let b = unsafe {
+                rusqlite::ffi::sqlite3_backup_init(
+                    dest_handle,
+                    c"main".as_ptr(),
+                    source,
+                    schema.as_ptr(),
+                )
+            };
+            Ok((source, b))
+        });
+        let fail = |dest: Connection, e: napi::Error| {
+            drop(dest);
+            if created {
+                let _ = std::fs::remove_file(&path);
+            }
+            e
         };
-        let report = self
-            .db()?
-            .backup_with(&path, &opts, &mut |_| {})
-            .map_err(to_js_err)?;
-        Ok(report.pages as f64)
+        let (source, handle) = match started {
+            Ok(x) => x,
+            Err(e) => return Err(fail(dest, e)),
+        };
+        if handle.is_null() {
+            let (code, msg) = unsafe {
+                let code = rusqlite::ffi::sqlite3_extended_errcode(dest_handle);
+                let msg = std::ffi::CStr::from_ptr(rusqlite::ffi::sqlite3_errmsg(dest_handle));
+                (code, msg.to_string_lossy().into_owned())
+            };
+            return Err(fail(dest, kind_err(SqliteCode::name_of(code), msg)));
+        }
+        self.next_backup += 1;
+        let id = self.next_backup;
+        self.backups.insert(
+            id,
+            BackupJob {
+                dest,
+                handle,
+                source,
+                path: PathBuf::from(&path),
+                created,
+            },
+        );
+        Ok(id)
+    }
+
+    /// One step of `pages` pages (negative: all that remain):
+    /// `[done, totalPages, remainingPages]`. SQLite's `SQLITE_BUSY` and
+    /// `SQLITE_LOCKED` are not errors: the next step tries again.
+    #[napi]
+    pub fn backup_step(&mut self, id: u32, pages: i32) -> napi::Result<Vec<f64>> {
+        let Some(job) = self.backups.get(&id) else {
+            return Err(kind_err("TypeError", "This backup has ended"));
+        };
+        let (handle, source) = (job.handle, job.source);
+        let out = self.on_writer(|c| {
+            if unsafe { c.handle() } != source {
+                return Err(js_kind(
+                    "Error",
+                    "the engine's writer connection was reopened",
+                ));
+            }
+            let rc = unsafe { rusqlite::ffi::sqlite3_backup_step(handle, pages) };
+            let total = unsafe { rusqlite::ffi::sqlite3_backup_pagecount(handle) };
+            let remaining = unsafe { rusqlite::ffi::sqlite3_backup_remaining(handle) };
+            Ok((rc, total, remaining))
+        });
+        let (rc, total, remaining) = match out {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = self.end_backup(id, true);
+                return Err(e);
+            }
+        };
+        use rusqlite::ffi::{SQLITE_BUSY, SQLITE_DONE, SQLITE_LOCKED, SQLITE_OK};
+        match rc & 0xff {
+            SQLITE_OK | SQLITE_BUSY | SQLITE_LOCKED => {
+                Ok(vec![0.0, total as f64, remaining as f64])
+            }
+            SQLITE_DONE => {
+                self.end_backup(id, false)?;
+                Ok(vec![1.0, total as f64, 0.0])
+            }
+            _ => {
+                let msg = unsafe { std::ffi::CStr::from_ptr(rusqlite::ffi::sqlite3_errstr(rc)) }
+                    .to_string_lossy()
+                    .into_owned();
+                let _ = self.end_backup(id, true);
+                Err(kind_err(SqliteCode::name_of(rc), msg))
+            }
+        }
+    }
+
+    /// Ends a backup early: the destination's transaction is rolled back,
+    /// and a file the backup created is removed.
+    #[napi]
+    pub fn backup_abort(&mut self, id: u32) -> napi::Result<()> {
+        self.end_backup(id, true)
     }
 
     /// litelane: bulk insert through the engine's inserter.

@@ -144,3 +144,28 @@ test('table(): a generator as a virtual table, on the readers and the writer', (
 	assert.strictEqual(made, 1);
 	db.close();
 });
+
+test('backup(): step by step with progress, writes during it reach the copy, abort removes a new file', async () => {
+	const db = new Database(file('bk.db'));
+	db.exec('CREATE TABLE t(x TEXT)');
+	const ins = db.prepare('INSERT INTO t VALUES (?)');
+	for (let i = 0; i < 50; i++) ins.run('x'.repeat(1000));
+	const seen = [];
+	const result = await db.backup(file('bk-copy.db'), {
+		progress(p) {
+			seen.push(p);
+			if (seen.length === 2) ins.run('written during the backup');
+			return 3;
+		},
+	});
+	assert.ok(seen.length > 3, `several steps, saw ${seen.length}`);
+	assert.strictEqual(seen[0].remainingPages, seen[0].totalPages);
+	assert.strictEqual(result.remainingPages, 0);
+	const copy = new Database(file('bk-copy.db'));
+	assert.strictEqual(copy.prepare('SELECT count(*) FROM t').pluck().get(), 51);
+	copy.close();
+	const err = new Error('stop');
+	await assert.rejects(db.backup(file('bk-aborted.db'), { progress() { throw err; } }), (e) => e === err);
+	assert.strictEqual(fs.existsSync(file('bk-aborted.db')), false);
+	db.close();
+});
