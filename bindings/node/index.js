@@ -480,7 +480,16 @@ Database.prototype.table = function table(name, factory) {
 	call(db, (d) => d.table(name, dispatch, !!fixed));
 	return this;
 };
-Database.prototype.loadExtension = notSupported('Database#loadExtension()');
+// Loads an SQLite extension on every connection of the engine (its
+// functions, collations and modules are then usable on the readers and the
+// writer alike).
+Database.prototype.loadExtension = function loadExtension(filename, entryPoint) {
+	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (entryPoint !== undefined && typeof entryPoint !== 'string') throw new TypeError('Expected second argument to be a string');
+	const db = ready(state(this), false);
+	call(db, (d) => d.loadExtension(filename, entryPoint));
+	return this;
+};
 Database.prototype.serialize = notSupported('Database#serialize()');
 // A step-wise online backup (SQLite's backup API) from the engine's writer
 // connection, one step per turn of the event loop: `progress` sees

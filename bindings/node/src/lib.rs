@@ -1245,6 +1245,62 @@ impl NativeDatabase {
             .map_err(to_js_err)
     }
 
+    /// Loads the SQLite extension at `path` (entry point `entry`, or
+    /// SQLite's default) on every connection of the database. Loading is
+    /// enabled for this C call only: SQL's `load_extension()` stays
+    /// refused. A file that cannot be loaded is refused before any
+    /// connection of the database sees it.
+    #[napi]
+    pub fn load_extension(&mut self, path: String, entry: Option<String>) -> napi::Result<()> {
+        let file = std::ffi::CString::new(path.clone())
+            .map_err(|_| kind_err("TypeError", "a NUL in the extension path"))?;
+        let entry = entry
+            .map(std::ffi::CString::new)
+            .transpose()
+            .map_err(|_| kind_err("TypeError", "a NUL in the entry point"))?;
+        let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
+            use rusqlite::ffi;
+            let db = unsafe { c.handle() };
+            let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+            let entry_ptr = entry.as_ref().map_or(std::ptr::null(), |e| e.as_ptr());
+            let rc = unsafe {
+                ffi::sqlite3_db_config(
+                    db,
+                    ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION,
+                    1 as std::ffi::c_int,
+                    std::ptr::null_mut::<std::ffi::c_int>(),
+                );
+                let rc = ffi::sqlite3_load_extension(db, file.as_ptr(), entry_ptr, &mut err);
+                ffi::sqlite3_db_config(
+                    db,
+                    ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION,
+                    0 as std::ffi::c_int,
+                    std::ptr::null_mut::<std::ffi::c_int>(),
+                );
+                rc
+            };
+            if rc == ffi::SQLITE_OK {
+                return Ok(());
+            }
+            let msg = if err.is_null() {
+                "the extension could not be loaded".to_string()
+            } else {
+                let m = unsafe { std::ffi::CStr::from_ptr(err) }
+                    .to_string_lossy()
+                    .into_owned();
+                unsafe { ffi::sqlite3_free(err.cast()) };
+                m
+            };
+            Err(rusqlite::Error::SqliteFailure(
+                ffi::Error::new(rc),
+                Some(msg),
+            ))
+        });
+        self.db()?
+            .configure(&format!("extension:{path}"), setup)
+            .map_err(to_js_err)
+    }
+
     /// Starts a step-wise backup of the schema `attached` (`main` or an
     /// attached database of the writer's connection) to `path`, read
     /// through the writer's connection so that its own writes during the

@@ -169,3 +169,11 @@ test('backup(): step by step with progress, writes during it reach the copy, abo
 	assert.strictEqual(fs.existsSync(file('bk-aborted.db')), false);
 	db.close();
 });
+
+test('loadExtension(): a missing file is an SqliteError; SQL load_extension() stays refused', () => {
+	const db = new Database(file('ext.db'));
+	assert.throws(() => db.loadExtension(file('no-such-extension.so')), (e) => e instanceof Database.SqliteError && e.code === 'SQLITE_ERROR');
+	assert.throws(() => db.loadExtension(42), TypeError);
+	assert.throws(() => db.prepare('SELECT load_extension(?)').get(file('no-such-extension.so')), /not authorized/);
+	db.close();
+});
