@@ -219,12 +219,57 @@ Database.prototype.metrics = function metrics() {
 	return JSON.parse(call(db, (d) => d.metrics()));
 };
 
+// Packs column `c` of `rows` for the native side: a Float64Array when
+// every value is a number, [all strings joined, their lengths] when every
+// value is a string, else the values themselves.
+function packColumn(rows, c, n) {
+	if (n === 0) return [];
+	const first = rows[0][c];
+	if (typeof first === 'number') {
+		const out = new Float64Array(n);
+		for (let i = 0; i < n; i++) {
+			const v = rows[i][c];
+			if (typeof v !== 'number') return plainColumn(rows, c, n);
+			out[i] = v;
+		}
+		return out;
+	}
+	if (typeof first === 'string') {
+		const parts = new Array(n);
+		const lengths = new Uint32Array(n);
+		for (let i = 0; i < n; i++) {
+			const v = rows[i][c];
+			if (typeof v !== 'string') return plainColumn(rows, c, n);
+			parts[i] = v;
+			lengths[i] = v.length;
+		}
+		return [parts.join(''), lengths];
+	}
+	return plainColumn(rows, c, n);
+}
+
+function plainColumn(rows, c, n) {
+	const out = new Array(n);
+	for (let i = 0; i < n; i++) out[i] = rows[i][c];
+	return out;
+}
+
 Database.prototype.insertMany = function insertMany(table, columns, rows) {
 	if (typeof table !== 'string') throw new TypeError('Expected first argument to be a string');
-	if (!Array.isArray(columns)) throw new TypeError('Expected second argument to be an array of column names');
+	if (!Array.isArray(columns) || !columns.every((c) => typeof c === 'string')) throw new TypeError('Expected second argument to be an array of column names');
 	if (!Array.isArray(rows)) throw new TypeError('Expected third argument to be an array of rows');
 	const db = open(state(this));
-	const inserted = call(db, (d) => d.insertMany(table, columns, rows));
+	const n = rows.length;
+	const m = columns.length;
+	for (let i = 0; i < n; i++) {
+		const r = rows[i];
+		if (!Array.isArray(r) || r.length !== m) {
+			throw new RangeError(`Row ${i} of insertMany is not an array of ${m} values`);
+		}
+	}
+	const packed = new Array(m);
+	for (let c = 0; c < m; c++) packed[c] = packColumn(rows, c, n);
+	const inserted = call(db, (d) => d.insertColumns(table, columns, n, packed));
 	return { inserted };
 };
 

@@ -544,6 +544,95 @@ pub struct StatementInfo {
     pub writer_only: bool,
 }
 
+/// One column of an `insertMany`, as index.js packed it.
+enum Column {
+    Real(Vec<f64>),
+    /// All the strings in one UTF-8 text, and where each one ends.
+    Text(String, Vec<usize>),
+    Values(Vec<Value>),
+}
+
+impl Column {
+    fn from_js(env: &Env, v: JsUnknown, n: usize) -> napi::Result<Column> {
+        let bad = || {
+            kind_err(
+                "RangeError",
+                "a packed column does not hold one value per row",
+            )
+        };
+        if v.is_typedarray()? {
+            let arr = unsafe { Float64Array::from_napi_value(env.raw(), v.raw())? };
+            if arr.len() != n {
+                return Err(bad());
+            }
+            return Ok(Column::Real(arr.to_vec()));
+        }
+        let obj: JsObject = unsafe { v.cast() };
+        let len = obj.get_array_length()? as usize;
+        if len == 2 && n != 2 {
+            // [text, lengths]
+            let first: JsUnknown = obj.get_element(0)?;
+            if first.get_type()? == ValueType::String {
+                let text = unsafe { first.cast::<napi::JsString>() }
+                    .into_utf8()?
+                    .into_owned()?;
+                let lens_js: JsUnknown = obj.get_element(1)?;
+                let lens = unsafe { Uint32Array::from_napi_value(env.raw(), lens_js.raw())? };
+                if lens.len() != n {
+                    return Err(bad());
+                }
+                // UTF-16 lengths to UTF-8 byte offsets, in one pass.
+                let mut ends = Vec::with_capacity(n);
+                let mut chars = text.char_indices();
+                let mut at = 0usize;
+                for &units in lens.iter() {
+                    let mut left = units as usize;
+                    while left > 0 {
+                        let (i, c) = chars.next().ok_or_else(bad)?;
+                        at = i + c.len_utf8();
+                        left = left.saturating_sub(c.len_utf16());
+                    }
+                    ends.push(at);
+                }
+                return Ok(Column::Text(text, ends));
+            }
+        }
+        if len != n {
+            return Err(bad());
+        }
+        let mut values = Vec::with_capacity(n);
+        for i in 0..n as u32 {
+            let v: JsUnknown = obj.get_element(i)?;
+            values.push(to_value(&v)?);
+        }
+        Ok(Column::Values(values))
+    }
+}
+
+/// Row `i` of packed columns, read in place by the engine's inserter.
+struct PackedRow<'a> {
+    cols: &'a [Column],
+    i: usize,
+}
+
+impl litelane::BulkRow for PackedRow<'_> {
+    fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn value(&self, c: usize) -> ValueRef<'_> {
+        let i = self.i;
+        match &self.cols[c] {
+            Column::Real(v) => ValueRef::Real(v[i]),
+            Column::Text(text, ends) => {
+                let start = if i == 0 { 0 } else { ends[i - 1] };
+                ValueRef::Text(&text.as_bytes()[start..ends[i]])
+            }
+            Column::Values(v) => ValueRef::from(&v[i]),
+        }
+    }
+}
+
 /// One engine per database file in the process, shared by every
 /// `new Database(file)` (as the Python binding does): one write queue, one
 /// reader pool. `holder` is the handle holding the writer in a transaction,
@@ -1413,18 +1502,29 @@ impl NativeDatabase {
         self.end_backup(id, true)
     }
 
-    /// litelane: bulk insert through the engine's inserter.
+    /// litelane: bulk insert through the engine's inserter, of `n` rows
+    /// given column by column (index.js packs them): a `Float64Array` for a
+    /// column of numbers, `[text, lengths]` for a column of strings (all of
+    /// them joined, and each one's length in UTF-16 units), or an array of
+    /// values for anything else. The rows are read in place, without a
+    /// JavaScript value per cell crossing over.
     #[napi]
-    pub fn insert_many(
+    pub fn insert_columns(
         &mut self,
+        env: Env,
         table: String,
         columns: Vec<String>,
-        rows: Vec<Vec<JsUnknown>>,
+        n: u32,
+        packed: Vec<JsUnknown>,
     ) -> napi::Result<f64> {
-        let rows = rows
-            .iter()
-            .map(|r| r.iter().map(to_value).collect::<napi::Result<Vec<_>>>())
+        let n = n as usize;
+        let cols = packed
+            .into_iter()
+            .map(|c| Column::from_js(&env, c, n))
             .collect::<napi::Result<Vec<_>>>()?;
+        if cols.len() != columns.len() {
+            return Err(kind_err("RangeError", "one packed column per column name"));
+        }
         self.not_blocked()?;
         if self.held.is_some() {
             return Err(kind_err(
@@ -1432,11 +1532,12 @@ impl NativeDatabase {
                 "insertMany runs in transactions of its own: not inside a transaction",
             ));
         }
-        let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let rows = (0..n).map(|i| PackedRow { cols: &cols, i });
         let report = self
             .db()?
-            .inserter(&table, &cols)
-            .and_then(|i| i.insert(rows))
+            .inserter(&table, &names)
+            .and_then(|ins| ins.insert(rows))
             .map_err(to_js_err)?;
         Ok(report.rows as f64)
     }

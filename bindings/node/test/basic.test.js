@@ -177,3 +177,21 @@ test('loadExtension(): a missing file is an SqliteError; SQL load_extension() st
 	assert.throws(() => db.prepare('SELECT load_extension(?)').get(file('no-such-extension.so')), /not authorized/);
 	db.close();
 });
+
+test('insertMany: packed columns keep every value (unicode, mixed types, nulls, blobs)', () => {
+	const db = new Database(file('im.db'));
+	db.exec('CREATE TABLE t(i INTEGER PRIMARY KEY, s TEXT, x, b BLOB)');
+	const words = ['', 'a', 'é', '日本語', '😀x', 'z😀😀', 'plain'];
+	const rows = Array.from({ length: 2000 }, (_, i) => [
+		i,
+		words[i % words.length] + i,
+		i % 3 === 0 ? null : i % 3 === 1 ? `t${i}` : i / 4,
+		Buffer.from([i & 255, 7]),
+	]);
+	assert.deepStrictEqual(db.insertMany('t', ['i', 's', 'x', 'b'], rows), { inserted: 2000 });
+	const back = db.prepare('SELECT i, s, x, b FROM t ORDER BY i').raw().all();
+	assert.deepStrictEqual(back, rows);
+	assert.throws(() => db.insertMany('t', ['i', 's'], [[1, 'a'], [2]]), RangeError);
+	assert.throws(() => db.insertMany('t', ['i', 's'], [[1, 'dup']]), (e) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	db.close();
+});
