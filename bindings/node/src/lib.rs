@@ -111,6 +111,24 @@ fn is_blank(sql: &str) -> bool {
     }
 }
 
+/// True for an `INSERT`/`UPDATE`/`DELETE`/`REPLACE` without `RETURNING`
+/// whose parameters are all anonymous `?`: what `Database::execute` runs
+/// exactly as the general path would (anything else takes that path).
+fn one_shot_write(sql: &str) -> bool {
+    let first = keywords(sql);
+    if !matches!(
+        first.first().map(String::as_str),
+        Some("INSERT" | "UPDATE" | "DELETE" | "REPLACE")
+    ) {
+        return false;
+    }
+    let b = sql.as_bytes();
+    let numbered = b.windows(2).any(|w| w[0] == b'?' && w[1].is_ascii_digit());
+    !numbered
+        && !b.iter().any(|c| matches!(c, b':' | b'@' | b'$'))
+        && !sql.to_ascii_uppercase().contains("RETURNING")
+}
+
 enum Control {
     Begin,
     Commit,
@@ -1067,6 +1085,28 @@ impl NativeDatabase {
                 changes: 0,
                 last_insert_rowid: 0,
             });
+        }
+        if !reader && self.held.is_none() && params.named.is_none() && one_shot_write(&sql) {
+            // A write known in advance goes through `Database::execute`: it
+            // may be committed together with the writes of other processes
+            // (one fsync for all under `safe`). Not with setups on the
+            // connections (JavaScript functions must run on this thread).
+            let db = self.db()?;
+            if db.configured().is_empty() {
+                self.not_blocked()?;
+                match db.execute(&sql, &params.anon) {
+                    Ok(done) => {
+                        return Ok(RunResult {
+                            changes: done.changes as i64,
+                            last_insert_rowid: done.last_insert_rowid,
+                        })
+                    }
+                    // Refused before anything ran (wrong parameters...):
+                    // the general path below reports it as better-sqlite3 does.
+                    Err(Error::InvalidInput { .. }) => {}
+                    Err(e) => return Err(to_js_err(e)),
+                }
+            }
         }
         let out = self.on_conn_sql(&sql, reader, |c| run_statement(c, &sql, &params));
         self.settle();
