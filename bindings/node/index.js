@@ -128,6 +128,8 @@ function Database(filenameGiven, options) {
 			busy: false,
 			iterating: 0,
 			unsafe: false,
+			// Kept here so that no call asks the native side (one crossing less per statement).
+			isOpen: true,
 		},
 	});
 }
@@ -137,14 +139,14 @@ function state(db) {
 }
 
 function open(st) {
-	if (!st.db.open) throw new TypeError('The database connection is not open');
+	if (!st.isOpen) throw new TypeError('The database connection is not open');
 	return st.db;
 }
 
 Object.defineProperties(Database.prototype, {
 	name: { get() { return state(this).name; }, enumerable: true },
-	open: { get() { return state(this).db.open; }, enumerable: true },
-	inTransaction: { get() { const st = state(this); return st.db.open && st.db.inTransaction; }, enumerable: true },
+	open: { get() { return state(this).isOpen; }, enumerable: true },
+	inTransaction: { get() { const st = state(this); return st.isOpen && st.db.inTransaction; }, enumerable: true },
 	readonly: { get() { return state(this).readonly; }, enumerable: true },
 	memory: { get() { return state(this).memory; }, enumerable: true },
 });
@@ -179,9 +181,10 @@ function splitForCheck(sql) {
 
 Database.prototype.close = function close() {
 	const st = state(this);
-	if (st.db.open) {
+	if (st.isOpen) {
 		ready(st, false);
 		call(st.db, (d) => d.close());
+		st.isOpen = false;
 	}
 	return this;
 };
@@ -577,7 +580,7 @@ Database.prototype.backup = async function backup(filename, options) {
 			await new Promise(setImmediate);
 		}
 	} catch (err) {
-		if (st.db.open) {
+		if (st.isOpen) {
 			try { st.db.backupAbort(id); } catch (_) { /* the first error is the one to report */ }
 		}
 		throw err;
@@ -653,6 +656,15 @@ function isPlainObject(v) {
 	return proto === Object.prototype || proto === null;
 }
 
+// A function building a row object with the statement's column names as
+// fixed keys (one hidden class for every row of the statement); null when a
+// name would not be an own data property of an object literal.
+function rowMaker(names) {
+	if (names.includes('__proto__')) return null;
+	const fields = names.map((name, i) => `${JSON.stringify(name)}: v[o + ${i}]`).join(', ');
+	return new Function('v', 'o', `return { ${fields} };`);
+}
+
 class Statement {
 	constructor(database, sql, pragma) {
 		const st = state(database);
@@ -677,7 +689,7 @@ class Statement {
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
 
 		this._iterating = false;
-		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_columnsCache']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -751,28 +763,44 @@ class Statement {
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
-		const names = out[0];
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) {
+			const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
+			const names = out[0];
+			const rows = [];
+			for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r], 0));
+			return rows;
+		}
+		// The native side runs it in this handle's transaction when one is open.
+		const flat = busyCall(this._st, (d) => d.rows(this._id, this._onReader, p.anon, p.named, this._safe, firstOnly));
+		const n = flat[0];
+		if (!this._names || this._names.length !== n) {
+			this._names = this.columns().map((c) => c.name);
+			this._make = rowMaker(this._names);
+		}
 		const rows = [];
-		for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r]));
+		for (let o = 1; o < flat.length; o += n) rows.push(this._shape(this._names, flat, o));
 		return rows;
 	}
 
-	_shape(names, values) {
-		if (this._pluck) return values[0];
-		if (this._raw) return values;
+	// The row at `values[o..]` as the statement's mode wants it.
+	_shape(names, values, o) {
+		const n = names.length;
+		if (this._pluck) return values[o];
+		if (this._raw) return values.slice(o, o + n);
 		if (this._expand) {
 			const cols = this._columnsCache || (this._columnsCache = this.columns());
-			const o = {};
-			for (let i = 0; i < names.length; i++) {
+			const out = {};
+			for (let i = 0; i < n; i++) {
 				const t = cols[i].table || '$';
-				(o[t] || (o[t] = {}))[names[i]] = values[i];
+				(out[t] || (out[t] = {}))[names[i]] = values[o + i];
 			}
-			return o;
+			return out;
 		}
-		const o = {};
-		for (let i = 0; i < names.length; i++) o[names[i]] = values[i];
-		return o;
+		if (o > 0 && this._make && names === this._names) return this._make(values, o);
+		const out = {};
+		for (let i = 0; i < n; i++) out[names[i]] = values[o + i];
+		return out;
 	}
 
 	get(...args) {

@@ -703,6 +703,10 @@ pub struct NativeDatabase {
     /// Backups in progress (`Database#backup`), by id.
     backups: HashMap<u32, BackupJob>,
     next_backup: u32,
+    /// Statement texts by the id `intern` gave them (JavaScript passes the
+    /// id instead of the text on every call).
+    sqls: Vec<Arc<str>>,
+    sql_ids: HashMap<String, u32>,
 }
 
 /// A step-wise backup: SQLite's backup object from the writer's connection
@@ -820,9 +824,22 @@ impl NativeDatabase {
         reader: bool,
         f: impl FnOnce(&Connection) -> litelane::Result<T>,
     ) -> napi::Result<T> {
+        self.on_conn_with(reader, false, f)
+    }
+
+    /// `on_conn`; `single`: `f` runs one statement, which on a reader is its
+    /// own read transaction (`Database::read_single`).
+    fn on_conn_with<T>(
+        &mut self,
+        reader: bool,
+        single: bool,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
         FN_ERROR.with(|e| *e.borrow_mut() = None);
         let out = if let Some(held) = self.held.as_mut() {
             held.run(|tx| f(tx))
+        } else if reader && single {
+            self.db()?.read_single(|c| f(c))
         } else if reader {
             self.db()?.read(|c| f(c))
         } else {
@@ -942,6 +959,7 @@ impl NativeDatabase {
         let mut opts = Options {
             stock_settings: false,
             cache_size_kib: 16000,
+            mmap_size: 0,
             ..Options::default()
         };
         if let Some(o) = &options {
@@ -981,6 +999,8 @@ impl NativeDatabase {
             functions: Vec::new(),
             backups: HashMap::new(),
             next_backup: 0,
+            sqls: Vec::new(),
+            sql_ids: HashMap::new(),
         })
     }
 
@@ -1115,6 +1135,74 @@ impl NativeDatabase {
             changes,
             last_insert_rowid,
         })
+    }
+
+    /// An id for `sql` to pass to `rows` (the same text, the same id); -1
+    /// for a transaction control statement, which takes the general path.
+    #[napi]
+    pub fn intern(&mut self, sql: String) -> i32 {
+        if !matches!(control_of(&sql), Control::None) {
+            return -1;
+        }
+        if let Some(&id) = self.sql_ids.get(&sql) {
+            return id as i32;
+        }
+        let id = self.sqls.len() as u32;
+        self.sqls.push(Arc::from(sql.as_str()));
+        self.sql_ids.insert(sql, id);
+        id as i32
+    }
+
+    /// The rows of statement `id` (from `intern`), flat:
+    /// `[columns, row 1 values..., row 2 values...]`. The column names are
+    /// the caller's to keep (`columns`), so none cross over per call.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rows(
+        &mut self,
+        env: Env,
+        id: u32,
+        reader: bool,
+        anon: Vec<JsUnknown>,
+        named: Option<JsObject>,
+        safe_ints: bool,
+        first_only: bool,
+    ) -> napi::Result<JsObject> {
+        let sql = self
+            .sqls
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| kind_err("TypeError", "unknown statement"))?;
+        let params = Params::from_js(anon, named)?;
+        let run = |c: &Connection| {
+            let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            params.bind(&mut stmt)?;
+            let n = stmt.column_count();
+            let mut values = Vec::new();
+            let mut raw = stmt.raw_query();
+            while let Some(row) = raw.next().map_err(from_rusqlite)? {
+                for i in 0..n {
+                    values.push(row.get::<_, Value>(i).map_err(from_rusqlite)?);
+                }
+                if first_only {
+                    break;
+                }
+            }
+            Ok((n, values))
+        };
+        let out = if reader {
+            self.on_conn_with(true, true, run)
+        } else {
+            self.on_conn_sql(&sql, false, run)
+        };
+        self.settle();
+        let (n, values) = out?;
+        let mut arr = env.create_array_with_length(values.len() + 1)?;
+        arr.set_element(0, env.create_uint32(n as u32)?)?;
+        for (i, v) in values.iter().enumerate() {
+            arr.set_element(i as u32 + 1, to_js(&env, ValueRef::from(v), safe_ints)?)?;
+        }
+        Ok(arr)
     }
 
     /// Rows as `[names, [row values...]...]`.
