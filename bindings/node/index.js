@@ -222,17 +222,18 @@ Database.prototype.metrics = function metrics() {
 	return JSON.parse(call(db, (d) => d.metrics()));
 };
 
-// Packs column `c` of `rows` for the native side: a Float64Array when
-// every value is a number, [all strings joined, their lengths] when every
-// value is a string, else the values themselves.
-function packColumn(rows, c, n) {
+// Packs column `c` of rows[from..to) for the native side: a Float64Array
+// when every value is a number, [all strings joined, their lengths] when
+// every value is a string, else the values themselves.
+function packColumn(rows, c, from, to) {
+	const n = to - from;
 	if (n === 0) return [];
-	const first = rows[0][c];
+	const first = rows[from][c];
 	if (typeof first === 'number') {
 		const out = new Float64Array(n);
 		for (let i = 0; i < n; i++) {
-			const v = rows[i][c];
-			if (typeof v !== 'number') return plainColumn(rows, c, n);
+			const v = rows[from + i][c];
+			if (typeof v !== 'number') return plainColumn(rows, c, from, to);
 			out[i] = v;
 		}
 		return out;
@@ -241,20 +242,37 @@ function packColumn(rows, c, n) {
 		const parts = new Array(n);
 		const lengths = new Uint32Array(n);
 		for (let i = 0; i < n; i++) {
-			const v = rows[i][c];
-			if (typeof v !== 'string') return plainColumn(rows, c, n);
+			const v = rows[from + i][c];
+			if (typeof v !== 'string') return plainColumn(rows, c, from, to);
 			parts[i] = v;
 			lengths[i] = v.length;
 		}
 		return [parts.join(''), lengths];
 	}
-	return plainColumn(rows, c, n);
+	return plainColumn(rows, c, from, to);
 }
 
-function plainColumn(rows, c, n) {
-	const out = new Array(n);
-	for (let i = 0; i < n; i++) out[i] = rows[i][c];
+function plainColumn(rows, c, from, to) {
+	const out = new Array(to - from);
+	for (let i = from; i < to; i++) out[i - from] = rows[i][c];
 	return out;
+}
+
+function packRows(rows, m, from, to) {
+	const packed = new Array(m);
+	for (let c = 0; c < m; c++) packed[c] = packColumn(rows, c, from, to);
+	return packed;
+}
+
+// Rows per chunk of a pipelined insertMany: the engine inserts one chunk
+// on a thread of its own while JavaScript packs the next.
+// LITELANE_INSERT_CHUNK sets it; 0 packs everything first and inserts on
+// this thread (scripts/node-bench compares both).
+function insertChunkRows() {
+	const v = process.env.LITELANE_INSERT_CHUNK;
+	if (v === undefined || v === '') return 32768;
+	const n = Number(v);
+	return Number.isInteger(n) && n > 0 ? n : Infinity;
 }
 
 Database.prototype.insertMany = function insertMany(table, columns, rows) {
@@ -270,10 +288,25 @@ Database.prototype.insertMany = function insertMany(table, columns, rows) {
 			throw new RangeError(`Row ${i} of insertMany is not an array of ${m} values`);
 		}
 	}
-	const packed = new Array(m);
-	for (let c = 0; c < m; c++) packed[c] = packColumn(rows, c, n);
-	const inserted = call(db, (d) => d.insertColumns(table, columns, n, packed));
-	return { inserted };
+	const chunkRows = insertChunkRows();
+	if (n <= chunkRows || !call(db, (d) => d.insertStart(table, columns))) {
+		const inserted = call(db, (d) => d.insertColumns(table, columns, n, packRows(rows, m, 0, n)));
+		return { inserted };
+	}
+	let finished = false;
+	try {
+		for (let from = 0; from < n; from += chunkRows) {
+			const to = Math.min(n, from + chunkRows);
+			const packed = packRows(rows, m, from, to);
+			call(db, (d) => d.insertChunk(to - from, packed));
+		}
+		finished = true;
+		return { inserted: call(db, (d) => d.insertFinish(false)) };
+	} finally {
+		if (!finished) {
+			try { db.insertFinish(true); } catch (_) { /* the first error is the one to report */ }
+		}
+	}
 };
 
 Database.prototype.function = function defineFunction(name, options, fn) {

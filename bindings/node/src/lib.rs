@@ -633,14 +633,11 @@ struct PackedRow<'a> {
     i: usize,
 }
 
-impl litelane::BulkRow for PackedRow<'_> {
-    fn len(&self) -> usize {
-        self.cols.len()
-    }
-
-    fn value(&self, c: usize) -> ValueRef<'_> {
+impl<'a> PackedRow<'a> {
+    fn cell(&self, c: usize) -> ValueRef<'a> {
         let i = self.i;
-        match &self.cols[c] {
+        let cols: &'a [Column] = self.cols;
+        match &cols[c] {
             Column::Real(v) => ValueRef::Real(v[i]),
             Column::Text(text, ends) => {
                 let start = if i == 0 { 0 } else { ends[i - 1] };
@@ -648,6 +645,99 @@ impl litelane::BulkRow for PackedRow<'_> {
             }
             Column::Values(v) => ValueRef::from(&v[i]),
         }
+    }
+}
+
+impl litelane::BulkRow for PackedRow<'_> {
+    fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn value(&self, c: usize) -> ValueRef<'_> {
+        self.cell(c)
+    }
+}
+
+/// What JavaScript sends the pipelined insert's thread.
+enum Chunk {
+    Rows(Arc<Vec<Column>>, usize),
+    /// A chunk that could not be read: the insert fails with this message.
+    Fail(String),
+    End,
+}
+
+/// A bulk insert in progress on its own thread.
+struct Pipeline {
+    tx: std::sync::mpsc::SyncSender<Chunk>,
+    thread: std::thread::JoinHandle<litelane::Result<u64>>,
+}
+
+/// Row `i` of a chunk, owned (the inserter keeps rows across statements).
+struct ChunkRow {
+    cols: Arc<Vec<Column>>,
+    i: usize,
+}
+
+impl litelane::BulkRow for ChunkRow {
+    fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn value(&self, c: usize) -> ValueRef<'_> {
+        PackedRow {
+            cols: &self.cols,
+            i: self.i,
+        }
+        .cell(c)
+    }
+}
+
+/// The rows of the chunks as they arrive; an unreadable chunk fails the
+/// insert (the transaction in progress rolls back).
+struct ChunkSource {
+    rx: std::sync::mpsc::Receiver<Chunk>,
+    chunk: Option<(Arc<Vec<Column>>, usize)>,
+    next: usize,
+    done: bool,
+}
+
+impl litelane::RowSource for ChunkSource {
+    type Row = ChunkRow;
+
+    fn next_row(&mut self, _tx: &litelane::Tx<'_>) -> litelane::Result<Option<ChunkRow>> {
+        loop {
+            if let Some((cols, n)) = &self.chunk {
+                if self.next < *n {
+                    self.next += 1;
+                    return Ok(Some(ChunkRow {
+                        cols: Arc::clone(cols),
+                        i: self.next - 1,
+                    }));
+                }
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.rx.recv() {
+                Ok(Chunk::Rows(cols, n)) => {
+                    self.chunk = Some((cols, n));
+                    self.next = 0;
+                }
+                Ok(Chunk::Fail(message)) => {
+                    self.done = true;
+                    return Err(js_kind("TypeError", message));
+                }
+                Ok(Chunk::End) | Err(_) => {
+                    self.done = true;
+                    self.chunk = None;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn is_done(&mut self) -> bool {
+        self.done && self.chunk.as_ref().is_none_or(|(_, n)| self.next >= *n)
     }
 }
 
@@ -707,6 +797,8 @@ pub struct NativeDatabase {
     /// id instead of the text on every call).
     sqls: Vec<Arc<str>>,
     sql_ids: HashMap<String, u32>,
+    /// A pipelined `insertMany` in progress.
+    pipeline: Option<Pipeline>,
 }
 
 /// A step-wise backup: SQLite's backup object from the writer's connection
@@ -1001,6 +1093,7 @@ impl NativeDatabase {
             next_backup: 0,
             sqls: Vec::new(),
             sql_ids: HashMap::new(),
+            pipeline: None,
         })
     }
 
@@ -1668,6 +1761,96 @@ impl NativeDatabase {
             .and_then(|ins| ins.insert(rows))
             .map_err(to_js_err)?;
         Ok(report.rows as f64)
+    }
+
+    /// litelane: starts a pipelined bulk insert: a thread of its own runs
+    /// the engine's inserter over the chunks `insert_chunk` sends it, while
+    /// JavaScript packs the next chunk. Refused inside a transaction and
+    /// when setups exist on the connections (a trigger could call a
+    /// JavaScript function, which must run on this thread): then
+    /// `insert_columns` does it all on this thread.
+    #[napi]
+    pub fn insert_start(&mut self, table: String, columns: Vec<String>) -> napi::Result<bool> {
+        self.not_blocked()?;
+        if self.held.is_some() {
+            return Err(kind_err(
+                "TypeError",
+                "insertMany runs in transactions of its own: not inside a transaction",
+            ));
+        }
+        let shared = Arc::clone(
+            self.db
+                .as_ref()
+                .ok_or_else(|| kind_err("TypeError", "The database connection is not open"))?,
+        );
+        if !shared.db.configured().is_empty() || self.pipeline.is_some() {
+            return Ok(false);
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(2);
+        let thread = std::thread::spawn(move || {
+            let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let source = ChunkSource {
+                rx,
+                chunk: None,
+                next: 0,
+                done: false,
+            };
+            shared
+                .db
+                .inserter(&table, &names)
+                .and_then(|ins| ins.insert_from(source))
+                .map(|r| r.rows)
+        });
+        self.pipeline = Some(Pipeline { tx, thread });
+        Ok(true)
+    }
+
+    /// litelane: one chunk of `n` packed rows for the insert `insert_start`
+    /// began (see `insert_columns` for the packing).
+    #[napi]
+    pub fn insert_chunk(&mut self, env: Env, n: u32, packed: Vec<JsUnknown>) -> napi::Result<()> {
+        let n = n as usize;
+        let cols = packed.into_iter().map(|c| Column::from_js(&env, c, n));
+        let chunk = match cols.collect::<napi::Result<Vec<_>>>() {
+            Ok(cols) => Chunk::Rows(Arc::new(cols), n),
+            Err(e) => Chunk::Fail(
+                e.reason
+                    .split_once('\u{1}')
+                    .map_or(e.reason.as_str(), |(_, m)| m)
+                    .to_string(),
+            ),
+        };
+        let failed = matches!(chunk, Chunk::Fail(_));
+        let Some(p) = self.pipeline.as_ref() else {
+            return Err(kind_err("TypeError", "no bulk insert in progress"));
+        };
+        if p.tx.send(chunk).is_err() || failed {
+            // The inserter stopped (an error it reports at the end) or the
+            // chunk could not be read: end the insert now.
+            return self.insert_finish(false).map(|_| ());
+        }
+        Ok(())
+    }
+
+    /// litelane: ends the insert `insert_start` began: the rows stored, or
+    /// its error (the transaction in progress rolled back). `abort`: roll
+    /// back the transaction in progress instead of committing it.
+    #[napi]
+    pub fn insert_finish(&mut self, abort: bool) -> napi::Result<f64> {
+        let Some(p) = self.pipeline.take() else {
+            return Err(kind_err("TypeError", "no bulk insert in progress"));
+        };
+        let _ = p.tx.send(if abort {
+            Chunk::Fail("insertMany was abandoned".into())
+        } else {
+            Chunk::End
+        });
+        drop(p.tx);
+        match p.thread.join() {
+            Ok(Ok(rows)) => Ok(rows as f64),
+            Ok(Err(e)) => Err(to_js_err(e)),
+            Err(_) => Err(kind_err("Error", "the bulk insert's thread panicked")),
+        }
     }
 
     /// litelane: the engine's metrics, as JSON text.

@@ -195,3 +195,23 @@ test('insertMany: packed columns keep every value (unicode, mixed types, nulls, 
 	assert.throws(() => db.insertMany('t', ['i', 's'], [[1, 'dup']]), (e) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
 	db.close();
 });
+
+test('insertMany of many rows (pipelined in chunks): all or nothing', () => {
+	const db = new Database(file('pipe.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL)');
+	const rows = Array.from({ length: 100000 }, (_, i) => [i, `n${i}`, i / 4]);
+	assert.deepStrictEqual(db.insertMany('t', ['id', 'name', 'v'], rows), { inserted: 100000 });
+	assert.deepStrictEqual(db.prepare('SELECT count(*), sum(id), max(v) FROM t').raw().get(), [100000, 4999950000, 99999 / 4]);
+	// A duplicate key in a late chunk: nothing of this insert stays.
+	const again = rows.map((r) => [r[0] + 100000, r[1], r[2]]);
+	again[90000][0] = 5;
+	assert.throws(() => db.insertMany('t', ['id', 'name', 'v'], again), (e) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	// A value SQLite cannot store in a late chunk: a TypeError, nothing stays.
+	const bad = rows.map((r) => [r[0] + 300000, r[1], r[2]]);
+	bad[70000][2] = {};
+	assert.throws(() => db.insertMany('t', ['id', 'name', 'v'], bad), (e) => e instanceof TypeError && /can only bind/.test(e.message));
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').pluck().get(), 100000);
+	// The writer is free again.
+	db.exec("INSERT INTO t VALUES (1000000, 'x', 1)");
+	db.close();
+});
