@@ -716,13 +716,14 @@ class Statement {
 		this._raw = false;
 		this._safe = st.safeIntegers;
 		this._bound = null;
+		this._paramNames = info.parameters;
 		Object.defineProperty(this, 'database', { value: database, enumerable: true });
 		Object.defineProperty(this, 'source', { value: sql, enumerable: true });
 		Object.defineProperty(this, 'reader', { value: this._returnsData, enumerable: true });
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
 
 		this._iterating = false;
-		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_columnsCache']) {
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_columnsCache', '_paramNames']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -741,7 +742,13 @@ class Statement {
 			}
 			if (a !== null && typeof a === 'object' && !Buffer.isBuffer(a) && isPlainObject(a)) {
 				if (named) throw new TypeError('You cannot specify named parameters in two different objects');
-				named = a;
+				// Each named parameter read by its name, as SQLite names it:
+				// getters run (and may throw) here; one that is missing is
+				// reported when binding.
+				named = {};
+				for (const name of this._paramNames) {
+					if (name && name in a) named[name] = a[name];
+				}
 				continue;
 			}
 			anon.push(a);

@@ -560,6 +560,8 @@ pub struct StatementInfo {
     pub reader: bool,
     pub column_count: u32,
     pub writer_only: bool,
+    /// The name of each parameter without its prefix (`''` for `?`).
+    pub parameters: Vec<String>,
 }
 
 /// One column of an `insertMany`, as index.js packed it.
@@ -1138,16 +1140,23 @@ impl NativeDatabase {
                 "The supplied SQL string contains more than one statement",
             ));
         }
-        let check = |c: &Connection| -> litelane::Result<(bool, u32)> {
+        let check = |c: &Connection| -> litelane::Result<(bool, u32, Vec<String>)> {
             let s = c.prepare_cached(&sql).map_err(from_rusqlite)?;
-            Ok((s.readonly(), s.column_count() as u32))
+            let names = (1..=s.parameter_count())
+                .map(|i| match s.parameter_name(i) {
+                    Some(n) if !n.starts_with('?') => n[1..].to_string(),
+                    _ => String::new(),
+                })
+                .collect();
+            Ok((s.readonly(), s.column_count() as u32, names))
         };
         if let Some(held) = self.held.as_mut() {
-            let (ro, n) = held.run(|tx| check(tx)).map_err(to_js_err)?;
+            let (ro, n, parameters) = held.run(|tx| check(tx)).map_err(to_js_err)?;
             return Ok(StatementInfo {
                 reader: ro,
                 column_count: n,
                 writer_only: true,
+                parameters,
             });
         }
         let db = self.db()?;
@@ -1158,27 +1167,30 @@ impl NativeDatabase {
             keywords(&sql).first().map(String::as_str),
             Some("ATTACH" | "DETACH")
         ) {
-            let (_, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+            let (_, n, parameters) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
             return Ok(StatementInfo {
                 reader: false,
                 column_count: n,
                 writer_only: true,
+                parameters,
             });
         }
         match db.read(|c| check(c)) {
-            Ok((ro, n)) => Ok(StatementInfo {
+            Ok((ro, n, parameters)) => Ok(StatementInfo {
                 reader: ro,
                 column_count: n,
                 writer_only: false,
+                parameters,
             }),
             Err(_) => {
                 // Temporary tables and what else only the writer's
                 // connection has.
-                let (ro, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+                let (ro, n, parameters) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
                 Ok(StatementInfo {
                     reader: ro,
                     column_count: n,
                     writer_only: true,
+                    parameters,
                 })
             }
         }

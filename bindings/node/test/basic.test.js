@@ -215,3 +215,20 @@ test('insertMany of many rows (pipelined in chunks): all or nothing', () => {
 	db.exec("INSERT INTO t VALUES (1000000, 'x', 1)");
 	db.close();
 });
+
+test('named parameters are read by name: non-enumerable ones bind, a throwing getter throws', () => {
+	const db = new Database(file('named.db'));
+	const stmt = db.prepare('SELECT @a AS a, :b AS b');
+	const obj = Object.create(null);
+	Object.defineProperty(obj, 'a', { value: 1, enumerable: false });
+	obj.b = 'two';
+	obj.unused = 3;
+	assert.deepStrictEqual(stmt.get(obj), { a: 1, b: 'two' });
+	const err = new Error('getter');
+	const bad = {};
+	Object.defineProperty(bad, 'b', { get() { throw err; } });
+	bad.a = 1;
+	assert.throws(() => stmt.get(bad), (e) => e === err);
+	assert.throws(() => stmt.get({ a: 1 }), RangeError);
+	db.close();
+});
