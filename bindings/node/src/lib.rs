@@ -300,6 +300,53 @@ impl Params {
     }
 }
 
+/// Bound values longer than this many bytes are shortened in the `verbose`
+/// text, as in better-sqlite3's SQLite build (`SQLITE_TRACE_SIZE_LIMIT`).
+const TRACE_SIZE_LIMIT: usize = 32;
+
+/// `params` with every text or blob longer than `TRACE_SIZE_LIMIT` bytes
+/// replaced by a marker, and what each marker's quoted form becomes in the
+/// expanded SQL: the first bytes and how many more there were, as SQLite
+/// writes it when built with a trace size limit.
+fn shorten_for_trace(params: Params) -> (Params, Vec<(String, String)>) {
+    let mut long = Vec::new();
+    let mut shorten = |v: Value| -> Value {
+        let shown = match &v {
+            Value::Text(t) if t.len() > TRACE_SIZE_LIMIT => {
+                let b = t.as_bytes();
+                let mut n = TRACE_SIZE_LIMIT;
+                while n < b.len() && (b[n] & 0xc0) == 0x80 {
+                    n += 1;
+                }
+                if n == b.len() {
+                    return v;
+                }
+                format!(
+                    "'{}'/*+{} bytes*/",
+                    String::from_utf8_lossy(&b[..n]).replace('\'', "''"),
+                    b.len() - n
+                )
+            }
+            Value::Blob(b) if b.len() > TRACE_SIZE_LIMIT => {
+                let hex: String = b[..TRACE_SIZE_LIMIT]
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect();
+                format!("x'{hex}'/*+{} bytes*/", b.len() - TRACE_SIZE_LIMIT)
+            }
+            _ => return v,
+        };
+        let marker = format!("\u{1}litelane-trace-{}\u{1}", long.len());
+        long.push((format!("'{marker}'"), shown));
+        Value::Text(marker)
+    };
+    let anon = params.anon.into_iter().map(&mut shorten).collect();
+    let named = params
+        .named
+        .map(|n| n.into_iter().map(|(k, v)| (k, shorten(v))).collect());
+    (Params { anon, named }, long)
+}
+
 /// What a `query` collected: owned values, turned into JavaScript afterwards.
 struct Rows {
     names: Vec<String>,
@@ -1361,13 +1408,17 @@ impl NativeDatabase {
         if !matches!(control_of(&sql), Control::None) {
             return Ok(sql);
         }
-        self.on_conn(reader || self.held.is_none(), |c| {
+        let (params, long) = shorten_for_trace(params);
+        let out = self.on_conn(reader || self.held.is_none(), |c| {
             let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
             params.bind(&mut stmt)?;
             let out = stmt.expanded_sql().unwrap_or_else(|| sql.clone());
             stmt.clear_bindings();
             Ok(out)
-        })
+        })?;
+        Ok(long
+            .iter()
+            .fold(out, |text, (marker, shown)| text.replacen(marker, shown, 1)))
     }
 
     /// Column descriptions as better-sqlite3's `Statement.columns()` gives them.

@@ -232,3 +232,11 @@ test('named parameters are read by name: non-enumerable ones bind, a throwing ge
 	assert.throws(() => stmt.get({ a: 1 }), RangeError);
 	db.close();
 });
+
+test('verbose shortens long bound values as better-sqlite3 does', () => {
+	const log = [];
+	const db = new Database(':memory:', { verbose: (s) => log.push(s) });
+	db.prepare('SELECT ?, ?, ?').get('short', 'x'.repeat(40), Buffer.alloc(34, 1));
+	assert.deepStrictEqual(log, [`SELECT 'short', '${'x'.repeat(32)}'/*+8 bytes*/, x'${'01'.repeat(32)}'/*+2 bytes*/`]);
+	db.close();
+});
