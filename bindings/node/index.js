@@ -383,6 +383,7 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 	// Accumulators by id; op: 0 start, 1 step, 2 inverse, 3 value, 4 final,
 	// 5 value of an empty window.
 	const accs = new Map();
+	const windowed = new Set();
 	const finish = (v) => {
 		if (result) v = result(v);
 		return v === undefined ? null : v;
@@ -396,13 +397,20 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 					if (r !== undefined) accs.set(id, r);
 					return null;
 				}
-				case 3: return finish(accs.get(id));
-				case 4: { const v = accs.get(id); accs.delete(id); return finish(v); }
-				case 6: accs.delete(id); return null;
+				case 3: windowed.add(id); return finish(accs.get(id));
+				case 4: {
+					// After a window's values (op 3), SQLite's final call only
+					// cleans up: its result is not used, so result() is not called.
+					const v = accs.get(id);
+					accs.delete(id);
+					if (windowed.delete(id)) return null;
+					return finish(v);
+				}
+				case 6: accs.delete(id); windowed.delete(id); return null;
 				default: return finish(typeof start === 'function' ? start() : start);
 			}
 		} catch (e) {
-			if (op === 4) accs.delete(id);
+			if (op === 4) { accs.delete(id); windowed.delete(id); }
 			pendingFunctionError = e;
 			hasPendingFunctionError = true;
 			return undefined;
