@@ -1678,7 +1678,7 @@ impl NativeDatabase {
     /// attached database of the writer's connection) to `path`, read
     /// through the writer's connection so that its own writes during the
     /// backup reach the copy (SQLite's backup API). Returns the backup's id
-    /// for `backup_step`/`backup_finish`.
+    /// for `backup_step`/`backup_abort`.
     #[napi]
     pub fn backup_start(&mut self, path: String, attached: String) -> napi::Result<u32> {
         let created = !std::path::Path::new(&path).exists();
