@@ -5,6 +5,17 @@ declare namespace Database {
 	type Profile = 'safe' | 'balanced' | 'fast';
 	type CheckpointMode = 'PASSIVE' | 'FULL' | 'RESTART' | 'TRUNCATE';
 
+	/** A virtual table for `Database#table`. */
+	interface VirtualTableOptions {
+		columns: string[];
+		/** A generator function; its arguments are the parameters' values. */
+		rows: (...params: any[]) => Generator<unknown[] | Record<string, unknown>, void, undefined>;
+		/** Parameter names (default `$1`...`$n`, n being `rows.length`); at most 32. */
+		parameters?: string[];
+		safeIntegers?: boolean;
+		directOnly?: boolean;
+	}
+
 	interface Options {
 		readonly?: boolean;
 		fileMustExist?: boolean;
@@ -116,23 +127,41 @@ declare class Database {
 	unsafeMode(unsafe?: boolean): this;
 	close(): this;
 
-	/** litelane: bulk insert through the engine's inserter (its own transaction). */
+	/**
+	 * litelane: bulk insert through the engine's inserter, in one transaction
+	 * of its own (all or nothing); rows are packed by column, and more than
+	 * 32,768 rows are inserted on a thread of the engine while the next
+	 * chunk is packed.
+	 */
 	insertMany(table: string, columns: string[], rows: unknown[][]): { inserted: number };
 	/** litelane: the engine's metrics (write queue, commits, group sizes). */
 	metrics(): Database.Metrics;
 	/** litelane: one checkpoint on the writer (default 'PASSIVE'). */
 	checkpoint(mode?: Database.CheckpointMode): Database.CheckpointResult;
 
-	/** The engine's online backup in one call; `progress` is not called, `attached` must be 'main'. */
+	/**
+	 * SQLite's backup API from the engine's writer, one step per turn of the
+	 * event loop; `progress` returns the next step's page count (default 100).
+	 */
 	backup(destination: string, options?: { attached?: string; progress?: (info: { totalPages: number; remainingPages: number }) => number | void }): Promise<{ totalPages: number; remainingPages: number }>;
 	aggregate(name: string, options: {
 		start?: unknown; step: (total: any, ...args: any[]) => unknown; inverse?: (total: any, ...args: any[]) => unknown;
 		result?: (total: any) => unknown; varargs?: boolean; deterministic?: boolean; safeIntegers?: boolean; directOnly?: boolean;
 	}): this;
 
-	/** Not supported by litelane yet: these throw. */
-	table(name: string, factory: unknown): never;
-	loadExtension(path: string, entryPoint?: string): never;
+	/**
+	 * A virtual table whose rows a generator yields (arrays or objects, one
+	 * value per column); its parameters are hidden columns constrained with
+	 * `=` or passed as `name(?, ?)`. With a factory, a module for
+	 * `CREATE VIRTUAL TABLE t USING name(args)`.
+	 */
+	table(name: string, definition: Database.VirtualTableOptions): this;
+	table(name: string, factory: (this: { module: string; database: string; table: string }, ...args: string[]) => Database.VirtualTableOptions): this;
+
+	/** Loads an SQLite extension on every connection of the engine (C API only). */
+	loadExtension(path: string, entryPoint?: string): this;
+
+	/** Not supported by litelane yet: throws (docs/node.md). */
 	serialize(options?: unknown): never;
 }
 

@@ -128,6 +128,8 @@ function Database(filenameGiven, options) {
 			busy: false,
 			iterating: 0,
 			unsafe: false,
+			// Kept here so that no call asks the native side (one crossing less per statement).
+			isOpen: true,
 		},
 	});
 }
@@ -137,14 +139,14 @@ function state(db) {
 }
 
 function open(st) {
-	if (!st.db.open) throw new TypeError('The database connection is not open');
+	if (!st.isOpen) throw new TypeError('The database connection is not open');
 	return st.db;
 }
 
 Object.defineProperties(Database.prototype, {
 	name: { get() { return state(this).name; }, enumerable: true },
-	open: { get() { return state(this).db.open; }, enumerable: true },
-	inTransaction: { get() { const st = state(this); return st.db.open && st.db.inTransaction; }, enumerable: true },
+	open: { get() { return state(this).isOpen; }, enumerable: true },
+	inTransaction: { get() { const st = state(this); return st.isOpen && st.db.inTransaction; }, enumerable: true },
 	readonly: { get() { return state(this).readonly; }, enumerable: true },
 	memory: { get() { return state(this).memory; }, enumerable: true },
 });
@@ -179,9 +181,10 @@ function splitForCheck(sql) {
 
 Database.prototype.close = function close() {
 	const st = state(this);
-	if (st.db.open) {
+	if (st.isOpen) {
 		ready(st, false);
 		call(st.db, (d) => d.close());
+		st.isOpen = false;
 	}
 	return this;
 };
@@ -219,13 +222,91 @@ Database.prototype.metrics = function metrics() {
 	return JSON.parse(call(db, (d) => d.metrics()));
 };
 
+// Packs column `c` of rows[from..to) for the native side: a Float64Array
+// when every value is a number, [all strings joined, their lengths] when
+// every value is a string, else the values themselves.
+function packColumn(rows, c, from, to) {
+	const n = to - from;
+	if (n === 0) return [];
+	const first = rows[from][c];
+	if (typeof first === 'number') {
+		const out = new Float64Array(n);
+		for (let i = 0; i < n; i++) {
+			const v = rows[from + i][c];
+			if (typeof v !== 'number') return plainColumn(rows, c, from, to);
+			out[i] = v;
+		}
+		return out;
+	}
+	if (typeof first === 'string') {
+		const parts = new Array(n);
+		const lengths = new Uint32Array(n);
+		for (let i = 0; i < n; i++) {
+			const v = rows[from + i][c];
+			if (typeof v !== 'string') return plainColumn(rows, c, from, to);
+			parts[i] = v;
+			lengths[i] = v.length;
+		}
+		return [parts.join(''), lengths];
+	}
+	return plainColumn(rows, c, from, to);
+}
+
+function plainColumn(rows, c, from, to) {
+	const out = new Array(to - from);
+	for (let i = from; i < to; i++) out[i - from] = rows[i][c];
+	return out;
+}
+
+function packRows(rows, m, from, to) {
+	const packed = new Array(m);
+	for (let c = 0; c < m; c++) packed[c] = packColumn(rows, c, from, to);
+	return packed;
+}
+
+// Rows per chunk of a pipelined insertMany: the engine inserts one chunk
+// on a thread of its own while JavaScript packs the next.
+// LITELANE_INSERT_CHUNK sets it; 0 packs everything first and inserts on
+// this thread (scripts/node-bench compares both).
+function insertChunkRows() {
+	const v = process.env.LITELANE_INSERT_CHUNK;
+	if (v === undefined || v === '') return 32768;
+	const n = Number(v);
+	return Number.isInteger(n) && n > 0 ? n : Infinity;
+}
+
 Database.prototype.insertMany = function insertMany(table, columns, rows) {
 	if (typeof table !== 'string') throw new TypeError('Expected first argument to be a string');
-	if (!Array.isArray(columns)) throw new TypeError('Expected second argument to be an array of column names');
+	if (!Array.isArray(columns) || !columns.every((c) => typeof c === 'string')) throw new TypeError('Expected second argument to be an array of column names');
 	if (!Array.isArray(rows)) throw new TypeError('Expected third argument to be an array of rows');
 	const db = open(state(this));
-	const inserted = call(db, (d) => d.insertMany(table, columns, rows));
-	return { inserted };
+	const n = rows.length;
+	const m = columns.length;
+	for (let i = 0; i < n; i++) {
+		const r = rows[i];
+		if (!Array.isArray(r) || r.length !== m) {
+			throw new RangeError(`Row ${i} of insertMany is not an array of ${m} values`);
+		}
+	}
+	const chunkRows = insertChunkRows();
+	if (n <= chunkRows || !call(db, (d) => d.insertStart(table, columns))) {
+		const inserted = call(db, (d) => d.insertColumns(table, columns, n, packRows(rows, m, 0, n)));
+		return { inserted };
+	}
+	let finished = false;
+	try {
+		for (let from = 0; from < n; from += chunkRows) {
+			const to = Math.min(n, from + chunkRows);
+			const packed = packRows(rows, m, from, to);
+			call(db, (d) => d.insertChunk(to - from, packed));
+		}
+		finished = true;
+		return { inserted: call(db, (d) => d.insertFinish(false)) };
+	} finally {
+		if (!finished) {
+			try { db.insertFinish(true); } catch (_) { /* the first error is the one to report */ }
+		}
+	}
 };
 
 Database.prototype.function = function defineFunction(name, options, fn) {
@@ -302,6 +383,7 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 	// Accumulators by id; op: 0 start, 1 step, 2 inverse, 3 value, 4 final,
 	// 5 value of an empty window.
 	const accs = new Map();
+	const windowed = new Set();
 	const finish = (v) => {
 		if (result) v = result(v);
 		return v === undefined ? null : v;
@@ -315,13 +397,20 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 					if (r !== undefined) accs.set(id, r);
 					return null;
 				}
-				case 3: return finish(accs.get(id));
-				case 4: { const v = accs.get(id); accs.delete(id); return finish(v); }
-				case 6: accs.delete(id); return null;
+				case 3: windowed.add(id); return finish(accs.get(id));
+				case 4: {
+					// After a window's values (op 3), SQLite's final call only
+					// cleans up: its result is not used, so result() is not called.
+					const v = accs.get(id);
+					accs.delete(id);
+					if (windowed.delete(id)) return null;
+					return finish(v);
+				}
+				case 6: accs.delete(id); windowed.delete(id); return null;
 				default: return finish(typeof start === 'function' ? start() : start);
 			}
 		} catch (e) {
-			if (op === 4) accs.delete(id);
+			if (op === 4) { accs.delete(id); windowed.delete(id); }
 			pendingFunctionError = e;
 			hasPendingFunctionError = true;
 			return undefined;
@@ -330,12 +419,173 @@ Database.prototype.aggregate = function defineAggregate(name, options) {
 	call(db, (d) => d.aggregate(name, dispatch, argCount, !!inverse, deterministic, directOnly, safeIntegers));
 	return this;
 };
-Database.prototype.table = notSupported('Database#table()');
-Database.prototype.loadExtension = notSupported('Database#loadExtension()');
+// ---- virtual tables (Database#table) -----------------------------------
+
+const GeneratorFunction = Object.getPrototypeOf(function* () {});
+
+function identifiers(list, what) {
+	if (!Array.isArray(list)) throw new TypeError(`Expected the "${what}" option to be an array of strings`);
+	const seen = new Set();
+	for (let i = 0; i < list.length; i++) {
+		const name = list[i];
+		if (typeof name !== 'string') throw new TypeError(`Expected the "${what}" option to be an array of strings`);
+		if (seen.has(name)) throw new TypeError(`Duplicate name "${name}" in the "${what}" option`);
+		seen.add(name);
+	}
+	return list.slice();
+}
+
+// Checks a table definition ({ columns, rows, parameters?, safeIntegers?,
+// directOnly? }) and returns what the native module needs.
+function tableDefinition(def, defaultSafeIntegers) {
+	if (typeof def !== 'object' || def === null) throw new TypeError('Virtual table definition must be an object');
+	const safeIntegers = 'safeIntegers' in def ? bool(def, 'safeIntegers') : defaultSafeIntegers;
+	const directOnly = bool(def, 'directOnly');
+	const rows = def.rows;
+	if (typeof rows !== 'function' || Object.getPrototypeOf(rows) !== GeneratorFunction) {
+		throw new TypeError('Expected the "rows" option to be a generator function');
+	}
+	if (!('columns' in def)) throw new TypeError('Missing required option "columns"');
+	const columns = identifiers(def.columns, 'columns');
+	if (!columns.length) throw new RangeError('Virtual tables must have at least one column');
+	let parameters;
+	if ('parameters' in def) {
+		parameters = identifiers(def.parameters, 'parameters');
+	} else {
+		const n = rows.length;
+		if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+			throw new TypeError('Expected the "rows" generator function\'s length to be a positive integer');
+		}
+		if (n > 32) throw new RangeError('Virtual tables cannot have more than 32 parameters');
+		parameters = Array.from({ length: n }, (_, i) => `$${i + 1}`);
+	}
+	if (parameters.length > 32) throw new RangeError('Virtual tables cannot have more than 32 parameters');
+	for (const p of parameters) {
+		if (columns.includes(p)) throw new TypeError(`"${p}" is both a column and a parameter`);
+	}
+	const quote = (s) => `"${s.replace(/"/g, '""')}"`;
+	const declaration = `CREATE TABLE x(${columns.map(quote).concat(parameters.map((p) => `${quote(p)} HIDDEN`)).join(', ')})`;
+	return { rows, columns, parameters: parameters.length, safeIntegers, directOnly, declaration };
+}
+
+function sqlValue(v) {
+	return v === null || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string' || Buffer.isBuffer(v);
+}
+
+// One yielded row as an array in column order.
+function tableRow(def, value) {
+	const n = def.columns.length;
+	let row;
+	if (Array.isArray(value)) {
+		if (value.length !== n) throw new TypeError(`Virtual table row has ${value.length} values, expected ${n}`);
+		row = value;
+	} else if (value !== null && typeof value === 'object') {
+		const keys = Object.keys(value);
+		if (keys.length !== n) throw new TypeError(`Virtual table row has ${keys.length} properties, expected ${n}`);
+		row = new Array(n);
+		for (let i = 0; i < n; i++) {
+			const c = def.columns[i];
+			if (!Object.prototype.hasOwnProperty.call(value, c)) throw new TypeError(`Virtual table row is missing column "${c}"`);
+			row[i] = value[c];
+		}
+	} else {
+		throw new TypeError('Virtual table generators must yield arrays or objects');
+	}
+	for (let i = 0; i < n; i++) {
+		if (row[i] === undefined) {
+			if (row === value) row = value.slice();
+			row[i] = null;
+		} else if (!sqlValue(row[i])) throw new TypeError('Virtual table rows can only hold numbers, strings, bigints, buffers, and null');
+	}
+	return row;
+}
+
+Database.prototype.table = function table(name, factory) {
+	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (!name) throw new TypeError('Virtual table module name cannot be an empty string');
+	const st = state(this);
+	let fixed = null;
+	if (typeof factory === 'object' && factory !== null) {
+		fixed = tableDefinition(factory, st.safeIntegers);
+	} else if (typeof factory !== 'function' || Object.getPrototypeOf(factory) === GeneratorFunction) {
+		throw new TypeError('Expected second argument to be a function or a table definition object');
+	}
+	const db = ready(st, false);
+	const defaultSafe = st.safeIntegers;
+	// Definitions by key (0: the fixed one), tables made by the factory by
+	// database and name (every connection of the engine opens them), and
+	// running generators by cursor id.
+	const defs = new Map();
+	const tables = new Map();
+	const running = new Map();
+	let nextKey = 1;
+	if (fixed) defs.set(0, fixed);
+	const step = (def, gen) => {
+		const r = gen.next();
+		return r.done ? null : tableRow(def, r.value);
+	};
+	const dispatch = function (op, a, b, ...rest) {
+		try {
+			switch (op) {
+				case 0: { // connect (a: create), b: module, rest: database, table, args
+					let key = 0;
+					if (!fixed) {
+						const [database, tableName, ...args] = rest;
+						const id = `${database}\u0000${tableName}`;
+						key = a ? undefined : tables.get(id);
+						if (key === undefined) {
+							const made = factory.apply({ module: b, database, table: tableName }, args);
+							const def = tableDefinition(made, defaultSafe);
+							key = nextKey++;
+							defs.set(key, def);
+							tables.set(id, key);
+						}
+					}
+					const def = defs.get(key);
+					return [key, def.declaration, def.columns.length, def.parameters, def.directOnly, def.safeIntegers];
+				}
+				case 1: { // filter (a: key, b: cursor, rest: parameters)
+					const def = defs.get(a);
+					running.delete(b);
+					const gen = def.rows.apply(undefined, rest);
+					running.set(b, gen);
+					return step(def, gen);
+				}
+				case 2: { // next
+					const gen = running.get(b);
+					if (!gen) return null;
+					return step(defs.get(a), gen);
+				}
+				case 3: running.delete(b); return null;
+				default: return null;
+			}
+		} catch (e) {
+			if (op === 1 || op === 2) running.delete(b);
+			pendingFunctionError = e;
+			hasPendingFunctionError = true;
+			return undefined;
+		}
+	};
+	call(db, (d) => d.table(name, dispatch, !!fixed));
+	return this;
+};
+// Loads an SQLite extension on every connection of the engine (its
+// functions, collations and modules are then usable on the readers and the
+// writer alike).
+Database.prototype.loadExtension = function loadExtension(filename, entryPoint) {
+	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
+	if (entryPoint !== undefined && typeof entryPoint !== 'string') throw new TypeError('Expected second argument to be a string');
+	const db = ready(state(this), false);
+	call(db, (d) => d.loadExtension(filename, entryPoint));
+	return this;
+};
 Database.prototype.serialize = notSupported('Database#serialize()');
-// The engine's online backup, in one call; the promise settles after it.
-// The `progress` callback is called once, at the end; `attached` other than
-// 'main' is not supported.
+// A step-wise online backup (SQLite's backup API) from the engine's writer
+// connection, one step per turn of the event loop: `progress` sees
+// { totalPages, remainingPages } after each step and returns how many pages
+// the next step copies (default 100). Writes of this process during the
+// backup reach the copy; an aborted backup leaves an existing destination
+// as it was and removes one it created.
 Database.prototype.backup = async function backup(filename, options) {
 	if (options == null) options = {};
 	if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
@@ -347,16 +597,35 @@ Database.prototype.backup = async function backup(filename, options) {
 	if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
 	if (typeof attachedName !== 'string') throw new TypeError('Expected the "attached" option to be a string');
 	if (!attachedName) throw new TypeError('The "attached" option cannot be an empty string');
-	if (attachedName !== 'main') throw new TypeError('litelane backs up the main database only (docs/node.md)');
 	if (handler != null && typeof handler !== 'function') throw new TypeError('Expected the "progress" option to be a function');
-	await fs.promises.access(path.dirname(filename)).catch(() => {
-		throw new TypeError('Cannot save backup because the directory does not exist');
-	});
-	await new Promise((resolve) => setImmediate(resolve));
-	const db = open(state(this));
-	const pages = call(db, (d) => d.backup(filename));
-	const progress = { totalPages: pages, remainingPages: 0 };
-	return progress;
+	if (!fs.existsSync(path.dirname(filename))) throw new TypeError('Cannot save backup because the directory does not exist');
+	const st = state(this);
+	await new Promise(setImmediate);
+	const db = open(st);
+	const id = call(db, (d) => d.backupStart(filename, attachedName));
+	let pages = 0;
+	try {
+		for (;;) {
+			open(st);
+			const [done, totalPages, remainingPages] = call(db, (d) => d.backupStep(id, pages));
+			if (done) return { totalPages, remainingPages };
+			if (handler) {
+				const next = handler({ totalPages, remainingPages });
+				if (next === undefined) pages = 100;
+				else if (typeof next !== 'number') throw new TypeError('Expected the progress callback to return a number');
+				else if (next === Infinity) pages = -1;
+				else pages = Number.isFinite(next) ? Math.max(0, Math.min(Math.floor(next), 0x7fffffff)) : 0;
+			} else {
+				pages = 100;
+			}
+			await new Promise(setImmediate);
+		}
+	} catch (err) {
+		if (st.isOpen) {
+			try { st.db.backupAbort(id); } catch (_) { /* the first error is the one to report */ }
+		}
+		throw err;
+	}
 };
 
 // ---- transactions --------------------------------------------------------
@@ -428,6 +697,15 @@ function isPlainObject(v) {
 	return proto === Object.prototype || proto === null;
 }
 
+// A function building a row object with the statement's column names as
+// fixed keys (one hidden class for every row of the statement); null when a
+// name would not be an own data property of an object literal.
+function rowMaker(names) {
+	if (names.includes('__proto__')) return null;
+	const fields = names.map((name, i) => `${JSON.stringify(name)}: v[o + ${i}]`).join(', ');
+	return new Function('v', 'o', `return { ${fields} };`);
+}
+
 class Statement {
 	constructor(database, sql, pragma) {
 		const st = state(database);
@@ -446,13 +724,14 @@ class Statement {
 		this._raw = false;
 		this._safe = st.safeIntegers;
 		this._bound = null;
+		this._paramNames = info.parameters;
 		Object.defineProperty(this, 'database', { value: database, enumerable: true });
 		Object.defineProperty(this, 'source', { value: sql, enumerable: true });
 		Object.defineProperty(this, 'reader', { value: this._returnsData, enumerable: true });
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
 
 		this._iterating = false;
-		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound']) {
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_columnsCache', '_paramNames']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -471,7 +750,13 @@ class Statement {
 			}
 			if (a !== null && typeof a === 'object' && !Buffer.isBuffer(a) && isPlainObject(a)) {
 				if (named) throw new TypeError('You cannot specify named parameters in two different objects');
-				named = a;
+				// Each named parameter read by its name, as SQLite names it:
+				// getters run (and may throw) here; one that is missing is
+				// reported when binding.
+				named = {};
+				for (const name of this._paramNames) {
+					if (name && name in a) named[name] = a[name];
+				}
 				continue;
 			}
 			anon.push(a);
@@ -526,28 +811,44 @@ class Statement {
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
-		const names = out[0];
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) {
+			const out = busyCall(this._st, (d) => d.query(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, this._safe, firstOnly));
+			const names = out[0];
+			const rows = [];
+			for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r], 0));
+			return rows;
+		}
+		// The native side runs it in this handle's transaction when one is open.
+		const flat = busyCall(this._st, (d) => d.rows(this._id, this._onReader, p.anon, p.named, this._safe, firstOnly));
+		const n = flat[0];
+		if (!this._names || this._names.length !== n) {
+			this._names = this.columns().map((c) => c.name);
+			this._make = rowMaker(this._names);
+		}
 		const rows = [];
-		for (let r = 1; r < out.length; r++) rows.push(this._shape(names, out[r]));
+		for (let o = 1; o < flat.length; o += n) rows.push(this._shape(this._names, flat, o));
 		return rows;
 	}
 
-	_shape(names, values) {
-		if (this._pluck) return values[0];
-		if (this._raw) return values;
+	// The row at `values[o..]` as the statement's mode wants it.
+	_shape(names, values, o) {
+		const n = names.length;
+		if (this._pluck) return values[o];
+		if (this._raw) return values.slice(o, o + n);
 		if (this._expand) {
 			const cols = this._columnsCache || (this._columnsCache = this.columns());
-			const o = {};
-			for (let i = 0; i < names.length; i++) {
+			const out = {};
+			for (let i = 0; i < n; i++) {
 				const t = cols[i].table || '$';
-				(o[t] || (o[t] = {}))[names[i]] = values[i];
+				(out[t] || (out[t] = {}))[names[i]] = values[o + i];
 			}
-			return o;
+			return out;
 		}
-		const o = {};
-		for (let i = 0; i < names.length; i++) o[names[i]] = values[i];
-		return o;
+		if (o > 0 && this._make && names === this._names) return this._make(values, o);
+		const out = {};
+		for (let i = 0; i < n; i++) out[names[i]] = values[o + i];
+		return out;
 	}
 
 	get(...args) {

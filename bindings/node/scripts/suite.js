@@ -57,6 +57,13 @@ const runs = {
 		fs.writeFileSync(path.join(dir, 'package.json'), '{ "name": "better-sqlite3", "main": "index.js" }\n');
 		fs.writeFileSync(path.join(dir, 'index.js'), `module.exports = require(${JSON.stringify(pkg)});\n`);
 		fs.symlinkSync(path.join(deps, 'node_modules'), path.join(dir, 'node_modules'));
+		// The load-extension tests' fixture: a plain SQLite extension that
+		// better-sqlite3's build compiles next to its addon (engine-agnostic).
+		const ext = path.join(realBsq, 'build', 'Release', 'test_extension.node');
+		if (fs.existsSync(ext)) {
+			fs.mkdirSync(path.join(dir, 'build', 'Release'), { recursive: true });
+			fs.copyFileSync(ext, path.join(dir, 'build', 'Release', 'test_extension.node'));
+		}
 	}),
 };
 

@@ -25,6 +25,8 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, JsFunction, JsObject, JsUnknown, NapiRaw, NapiValue, ValueType};
 use napi_derive::napi;
 
+mod vtab;
+
 fn kind_err(kind: &str, message: impl std::fmt::Display) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("{kind}\u{1}{message}"))
 }
@@ -107,6 +109,24 @@ fn is_blank(sql: &str) -> bool {
             return s.is_empty();
         }
     }
+}
+
+/// True for an `INSERT`/`UPDATE`/`DELETE`/`REPLACE` without `RETURNING`
+/// whose parameters are all anonymous `?`: what `Database::execute` runs
+/// exactly as the general path would (anything else takes that path).
+fn one_shot_write(sql: &str) -> bool {
+    let first = keywords(sql);
+    if !matches!(
+        first.first().map(String::as_str),
+        Some("INSERT" | "UPDATE" | "DELETE" | "REPLACE")
+    ) {
+        return false;
+    }
+    let b = sql.as_bytes();
+    let numbered = b.windows(2).any(|w| w[0] == b'?' && w[1].is_ascii_digit());
+    !numbered
+        && !b.iter().any(|c| matches!(c, b':' | b'@' | b'$'))
+        && !sql.to_ascii_uppercase().contains("RETURNING")
 }
 
 enum Control {
@@ -276,14 +296,55 @@ impl Params {
                 "Too many parameter values were provided",
             ));
         }
-        if self.named.is_some()
-            && count > 0
-            && (1..=count).all(|i| stmt.parameter_name(i).map_or(true, |n| n.starts_with('?')))
-        {
-            // better-sqlite3 accepts an object only for a statement with named parameters.
-        }
         Ok(())
     }
+}
+
+/// Bound values longer than this many bytes are shortened in the `verbose`
+/// text, as in better-sqlite3's SQLite build (`SQLITE_TRACE_SIZE_LIMIT`).
+const TRACE_SIZE_LIMIT: usize = 32;
+
+/// `params` with every text or blob longer than `TRACE_SIZE_LIMIT` bytes
+/// replaced by a marker, and what each marker's quoted form becomes in the
+/// expanded SQL: the first bytes and how many more there were, as SQLite
+/// writes it when built with a trace size limit.
+fn shorten_for_trace(params: Params) -> (Params, Vec<(String, String)>) {
+    let mut long = Vec::new();
+    let mut shorten = |v: Value| -> Value {
+        let shown = match &v {
+            Value::Text(t) if t.len() > TRACE_SIZE_LIMIT => {
+                let b = t.as_bytes();
+                let mut n = TRACE_SIZE_LIMIT;
+                while n < b.len() && (b[n] & 0xc0) == 0x80 {
+                    n += 1;
+                }
+                if n == b.len() {
+                    return v;
+                }
+                format!(
+                    "'{}'/*+{} bytes*/",
+                    String::from_utf8_lossy(&b[..n]).replace('\'', "''"),
+                    b.len() - n
+                )
+            }
+            Value::Blob(b) if b.len() > TRACE_SIZE_LIMIT => {
+                let hex: String = b[..TRACE_SIZE_LIMIT]
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect();
+                format!("x'{hex}'/*+{} bytes*/", b.len() - TRACE_SIZE_LIMIT)
+            }
+            _ => return v,
+        };
+        let marker = format!("\u{1}litelane-trace-{}\u{1}", long.len());
+        long.push((format!("'{marker}'"), shown));
+        Value::Text(marker)
+    };
+    let anon = params.anon.into_iter().map(&mut shorten).collect();
+    let named = params
+        .named
+        .map(|n| n.into_iter().map(|(k, v)| (k, shorten(v))).collect());
+    (Params { anon, named }, long)
 }
 
 /// What a `query` collected: owned values, turned into JavaScript afterwards.
@@ -362,6 +423,33 @@ impl JsFn {
         lead: &[f64],
         ctx: Option<&rusqlite::functions::Context<'_>>,
     ) -> rusqlite::Result<Value> {
+        self.call_js(
+            |env, args| {
+                for x in lead {
+                    args.push(unsafe { env.create_double(*x)?.raw() });
+                }
+                if let Some(ctx) = ctx {
+                    for i in 0..ctx.len() {
+                        let v = to_js(env, ctx.get_raw(i), self.safe_ints)?;
+                        args.push(unsafe { v.raw() });
+                    }
+                }
+                Ok(())
+            },
+            |_, out| to_value(&out),
+        )
+    }
+
+    /// Calls the JavaScript function with the arguments `push` makes and
+    /// turns its result with `convert`. `undefined` (what index.js's
+    /// wrappers return after catching an exception) and a failed
+    /// conversion are errors recorded in `FN_ERROR`, which the statement
+    /// then reports.
+    fn call_js<T>(
+        &self,
+        push: impl FnOnce(&Env, &mut Vec<sys::napi_value>) -> napi::Result<()>,
+        convert: impl FnOnce(&Env, JsUnknown) -> napi::Result<T>,
+    ) -> rusqlite::Result<T> {
         if std::thread::current().id() != self.thread {
             return Err(rusqlite::Error::UserFunctionError(
                 "a JavaScript function was called off the JavaScript thread".into(),
@@ -369,19 +457,11 @@ impl JsFn {
         }
         let env = unsafe { Env::from_raw(self.env) };
         let fail = |m: &str| rusqlite::Error::UserFunctionError(m.to_string().into());
-        let result = (|| -> napi::Result<Option<Value>> {
+        let result = (|| -> napi::Result<Option<T>> {
             let mut f: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_reference_value(self.env, self.func, &mut f))? };
             let mut args = Vec::new();
-            for x in lead {
-                args.push(unsafe { env.create_double(*x)?.raw() });
-            }
-            if let Some(ctx) = ctx {
-                for i in 0..ctx.len() {
-                    let v = to_js(&env, ctx.get_raw(i), self.safe_ints)?;
-                    args.push(unsafe { v.raw() });
-                }
-            }
+            push(&env, &mut args)?;
             let mut global: sys::napi_value = std::ptr::null_mut();
             unsafe { check(sys::napi_get_undefined(self.env, &mut global))? };
             let mut out: sys::napi_value = std::ptr::null_mut();
@@ -400,7 +480,7 @@ impl JsFn {
             if out.get_type()? == ValueType::Undefined {
                 return Ok(None);
             }
-            Ok(Some(to_value(&out)?))
+            Ok(Some(convert(&env, out)?))
         })();
         match result {
             Ok(Some(v)) => Ok(v),
@@ -527,6 +607,187 @@ pub struct StatementInfo {
     pub reader: bool,
     pub column_count: u32,
     pub writer_only: bool,
+    /// The name of each parameter without its prefix (`''` for `?`).
+    pub parameters: Vec<String>,
+}
+
+/// One column of an `insertMany`, as index.js packed it.
+enum Column {
+    Real(Vec<f64>),
+    /// All the strings in one UTF-8 text, and where each one ends.
+    Text(String, Vec<usize>),
+    Values(Vec<Value>),
+}
+
+impl Column {
+    fn from_js(env: &Env, v: JsUnknown, n: usize) -> napi::Result<Column> {
+        let bad = || {
+            kind_err(
+                "RangeError",
+                "a packed column does not hold one value per row",
+            )
+        };
+        if v.is_typedarray()? {
+            let arr = unsafe { Float64Array::from_napi_value(env.raw(), v.raw())? };
+            if arr.len() != n {
+                return Err(bad());
+            }
+            return Ok(Column::Real(arr.to_vec()));
+        }
+        let obj: JsObject = unsafe { v.cast() };
+        let len = obj.get_array_length()? as usize;
+        if len == 2 && n != 2 {
+            // [text, lengths]
+            let first: JsUnknown = obj.get_element(0)?;
+            if first.get_type()? == ValueType::String {
+                let text = unsafe { first.cast::<napi::JsString>() }
+                    .into_utf8()?
+                    .into_owned()?;
+                let lens_js: JsUnknown = obj.get_element(1)?;
+                let lens = unsafe { Uint32Array::from_napi_value(env.raw(), lens_js.raw())? };
+                if lens.len() != n {
+                    return Err(bad());
+                }
+                // UTF-16 lengths to UTF-8 byte offsets, in one pass.
+                let mut ends = Vec::with_capacity(n);
+                let mut chars = text.char_indices();
+                let mut at = 0usize;
+                for &units in lens.iter() {
+                    let mut left = units as usize;
+                    while left > 0 {
+                        let (i, c) = chars.next().ok_or_else(bad)?;
+                        at = i + c.len_utf8();
+                        left = left.saturating_sub(c.len_utf16());
+                    }
+                    ends.push(at);
+                }
+                return Ok(Column::Text(text, ends));
+            }
+        }
+        if len != n {
+            return Err(bad());
+        }
+        let mut values = Vec::with_capacity(n);
+        for i in 0..n as u32 {
+            let v: JsUnknown = obj.get_element(i)?;
+            values.push(to_value(&v)?);
+        }
+        Ok(Column::Values(values))
+    }
+}
+
+/// Row `i` of packed columns, read in place by the engine's inserter.
+struct PackedRow<'a> {
+    cols: &'a [Column],
+    i: usize,
+}
+
+impl<'a> PackedRow<'a> {
+    fn cell(&self, c: usize) -> ValueRef<'a> {
+        let i = self.i;
+        let cols: &'a [Column] = self.cols;
+        match &cols[c] {
+            Column::Real(v) => ValueRef::Real(v[i]),
+            Column::Text(text, ends) => {
+                let start = if i == 0 { 0 } else { ends[i - 1] };
+                ValueRef::Text(&text.as_bytes()[start..ends[i]])
+            }
+            Column::Values(v) => ValueRef::from(&v[i]),
+        }
+    }
+}
+
+impl litelane::BulkRow for PackedRow<'_> {
+    fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn value(&self, c: usize) -> ValueRef<'_> {
+        self.cell(c)
+    }
+}
+
+/// What JavaScript sends the pipelined insert's thread.
+enum Chunk {
+    Rows(Arc<Vec<Column>>, usize),
+    /// A chunk that could not be read: the insert fails with this message.
+    Fail(String),
+    End,
+}
+
+/// A bulk insert in progress on its own thread.
+struct Pipeline {
+    tx: std::sync::mpsc::SyncSender<Chunk>,
+    thread: std::thread::JoinHandle<litelane::Result<u64>>,
+}
+
+/// Row `i` of a chunk, owned (the inserter keeps rows across statements).
+struct ChunkRow {
+    cols: Arc<Vec<Column>>,
+    i: usize,
+}
+
+impl litelane::BulkRow for ChunkRow {
+    fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn value(&self, c: usize) -> ValueRef<'_> {
+        PackedRow {
+            cols: &self.cols,
+            i: self.i,
+        }
+        .cell(c)
+    }
+}
+
+/// The rows of the chunks as they arrive; an unreadable chunk fails the
+/// insert (the transaction in progress rolls back).
+struct ChunkSource {
+    rx: std::sync::mpsc::Receiver<Chunk>,
+    chunk: Option<(Arc<Vec<Column>>, usize)>,
+    next: usize,
+    done: bool,
+}
+
+impl litelane::RowSource for ChunkSource {
+    type Row = ChunkRow;
+
+    fn next_row(&mut self, _tx: &litelane::Tx<'_>) -> litelane::Result<Option<ChunkRow>> {
+        loop {
+            if let Some((cols, n)) = &self.chunk {
+                if self.next < *n {
+                    self.next += 1;
+                    return Ok(Some(ChunkRow {
+                        cols: Arc::clone(cols),
+                        i: self.next - 1,
+                    }));
+                }
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.rx.recv() {
+                Ok(Chunk::Rows(cols, n)) => {
+                    self.chunk = Some((cols, n));
+                    self.next = 0;
+                }
+                Ok(Chunk::Fail(message)) => {
+                    self.done = true;
+                    return Err(js_kind("TypeError", message));
+                }
+                Ok(Chunk::End) | Err(_) => {
+                    self.done = true;
+                    self.chunk = None;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn is_done(&mut self) -> bool {
+        self.done && self.chunk.as_ref().is_none_or(|(_, n)| self.next >= *n)
+    }
 }
 
 /// One engine per database file in the process, shared by every
@@ -578,6 +839,25 @@ pub struct NativeDatabase {
     /// its outermost savepoint is released).
     held_by_savepoint: Option<String>,
     functions: Vec<Arc<JsFn>>,
+    /// Backups in progress (`Database#backup`), by id.
+    backups: HashMap<u32, BackupJob>,
+    next_backup: u32,
+    /// Statement texts by the id `intern` gave them (JavaScript passes the
+    /// id instead of the text on every call).
+    sqls: Vec<Arc<str>>,
+    sql_ids: HashMap<String, u32>,
+    /// A pipelined `insertMany` in progress.
+    pipeline: Option<Pipeline>,
+}
+
+/// A step-wise backup: SQLite's backup object from the writer's connection
+/// (`source`) to `dest`, used on the JavaScript thread only.
+struct BackupJob {
+    dest: Connection,
+    handle: *mut rusqlite::ffi::sqlite3_backup,
+    source: *mut rusqlite::ffi::sqlite3,
+    path: PathBuf,
+    created: bool,
 }
 
 impl NativeDatabase {
@@ -586,6 +866,47 @@ impl NativeDatabase {
             .as_ref()
             .map(|s| &s.db)
             .ok_or_else(|| kind_err("TypeError", "The database connection is not open"))
+    }
+
+    /// Runs `f` on the writer's connection: in the held transaction, or in
+    /// a turn of the writer with no transaction open.
+    fn on_writer<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
+        if let Some(held) = self.held.as_mut() {
+            return held.run(|tx| f(tx)).map_err(to_js_err);
+        }
+        self.not_blocked()?;
+        self.db()?.read_on_writer(f).map_err(to_js_err)
+    }
+
+    /// Finishes backup `id` (`sqlite3_backup_finish`, in a turn of the
+    /// writer); `abort`: a destination file the backup created is removed.
+    fn end_backup(&mut self, id: u32, abort: bool) -> napi::Result<()> {
+        let Some(job) = self.backups.remove(&id) else {
+            return Ok(());
+        };
+        let handle = job.handle;
+        let finish = || unsafe { rusqlite::ffi::sqlite3_backup_finish(handle) };
+        let rc = match self.on_writer(|_| Ok(finish())) {
+            Ok(rc) => rc,
+            // The writer cannot be had (a handle of this thread holds it):
+            // finish anyway, the source is only read.
+            Err(_) => finish(),
+        };
+        drop(job.dest);
+        if abort && job.created {
+            let _ = std::fs::remove_file(&job.path);
+            let mut journal = job.path.clone().into_os_string();
+            journal.push("-journal");
+            let _ = std::fs::remove_file(journal);
+        }
+        if abort || rc == rusqlite::ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(kind_err(SqliteCode::name_of(rc), "the backup failed"))
+        }
     }
 
     /// Refuses a write that would wait for a transaction another handle of
@@ -644,9 +965,22 @@ impl NativeDatabase {
         reader: bool,
         f: impl FnOnce(&Connection) -> litelane::Result<T>,
     ) -> napi::Result<T> {
+        self.on_conn_with(reader, false, f)
+    }
+
+    /// `on_conn`; `single`: `f` runs one statement, which on a reader is its
+    /// own read transaction (`Database::read_single`).
+    fn on_conn_with<T>(
+        &mut self,
+        reader: bool,
+        single: bool,
+        f: impl FnOnce(&Connection) -> litelane::Result<T>,
+    ) -> napi::Result<T> {
         FN_ERROR.with(|e| *e.borrow_mut() = None);
         let out = if let Some(held) = self.held.as_mut() {
             held.run(|tx| f(tx))
+        } else if reader && single {
+            self.db()?.read_single(|c| f(c))
         } else if reader {
             self.db()?.read(|c| f(c))
         } else {
@@ -670,7 +1004,10 @@ impl NativeDatabase {
     ) -> napi::Result<T> {
         if !reader
             && self.held.is_none()
-            && keywords(sql).first().map(String::as_str) == Some("PRAGMA")
+            && matches!(
+                keywords(sql).first().map(String::as_str),
+                Some("PRAGMA" | "ATTACH" | "DETACH")
+            )
         {
             self.not_blocked()?;
             FN_ERROR.with(|e| *e.borrow_mut() = None);
@@ -758,11 +1095,14 @@ impl NativeDatabase {
 impl NativeDatabase {
     #[napi(constructor)]
     pub fn new(path: String, options: Option<OpenOptions>) -> napi::Result<Self> {
-        let mut opts = Options::default();
         // litelane's settings are better-sqlite3's build options: foreign
         // keys on, double-quoted strings are identifiers. Its page cache too.
-        opts.stock_settings = false;
-        opts.cache_size_kib = 16000;
+        let mut opts = Options {
+            stock_settings: false,
+            cache_size_kib: 16000,
+            mmap_size: 0,
+            ..Options::default()
+        };
         if let Some(o) = &options {
             if let Some(p) = &o.profile {
                 opts.profile = match p.as_str() {
@@ -798,6 +1138,11 @@ impl NativeDatabase {
             held: None,
             held_by_savepoint: None,
             functions: Vec::new(),
+            backups: HashMap::new(),
+            next_backup: 0,
+            sqls: Vec::new(),
+            sql_ids: HashMap::new(),
+            pipeline: None,
         })
     }
 
@@ -813,6 +1158,10 @@ impl NativeDatabase {
 
     #[napi]
     pub fn close(&mut self) -> napi::Result<()> {
+        let running: Vec<u32> = self.backups.keys().copied().collect();
+        for id in running {
+            let _ = self.end_backup(id, true);
+        }
         let _ = self.release_writer(false);
         self.functions.clear();
         self.db = None;
@@ -838,33 +1187,57 @@ impl NativeDatabase {
                 "The supplied SQL string contains more than one statement",
             ));
         }
-        let check = |c: &Connection| -> litelane::Result<(bool, u32)> {
+        let check = |c: &Connection| -> litelane::Result<(bool, u32, Vec<String>)> {
             let s = c.prepare_cached(&sql).map_err(from_rusqlite)?;
-            Ok((s.readonly(), s.column_count() as u32))
+            let names = (1..=s.parameter_count())
+                .map(|i| match s.parameter_name(i) {
+                    Some(n) if !n.starts_with('?') => n[1..].to_string(),
+                    _ => String::new(),
+                })
+                .collect();
+            Ok((s.readonly(), s.column_count() as u32, names))
         };
         if let Some(held) = self.held.as_mut() {
-            let (ro, n) = held.run(|tx| check(tx)).map_err(to_js_err)?;
+            let (ro, n, parameters) = held.run(|tx| check(tx)).map_err(to_js_err)?;
             return Ok(StatementInfo {
                 reader: ro,
                 column_count: n,
                 writer_only: true,
+                parameters,
             });
         }
         let db = self.db()?;
+        // ATTACH and DETACH change the writer's connection (the statement is
+        // "read-only" to SQLite): statements naming an attached database
+        // then run there.
+        if matches!(
+            keywords(&sql).first().map(String::as_str),
+            Some("ATTACH" | "DETACH")
+        ) {
+            let (_, n, parameters) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+            return Ok(StatementInfo {
+                reader: false,
+                column_count: n,
+                writer_only: true,
+                parameters,
+            });
+        }
         match db.read(|c| check(c)) {
-            Ok((ro, n)) => Ok(StatementInfo {
+            Ok((ro, n, parameters)) => Ok(StatementInfo {
                 reader: ro,
                 column_count: n,
                 writer_only: false,
+                parameters,
             }),
             Err(_) => {
                 // Temporary tables and what else only the writer's
                 // connection has.
-                let (ro, n) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
+                let (ro, n, parameters) = db.read_on_writer(|c| check(c)).map_err(to_js_err)?;
                 Ok(StatementInfo {
                     reader: ro,
                     column_count: n,
                     writer_only: true,
+                    parameters,
                 })
             }
         }
@@ -885,6 +1258,28 @@ impl NativeDatabase {
                 last_insert_rowid: 0,
             });
         }
+        if !reader && self.held.is_none() && params.named.is_none() && one_shot_write(&sql) {
+            // A write known in advance goes through `Database::execute`: it
+            // may be committed together with the writes of other processes
+            // (one fsync for all under `safe`). Not with setups on the
+            // connections (JavaScript functions must run on this thread).
+            let db = self.db()?;
+            if db.configured().is_empty() {
+                self.not_blocked()?;
+                match db.execute(&sql, &params.anon) {
+                    Ok(done) => {
+                        return Ok(RunResult {
+                            changes: done.changes as i64,
+                            last_insert_rowid: done.last_insert_rowid,
+                        })
+                    }
+                    // Refused before anything ran (wrong parameters...):
+                    // the general path below reports it as better-sqlite3 does.
+                    Err(Error::InvalidInput { .. }) => {}
+                    Err(e) => return Err(to_js_err(e)),
+                }
+            }
+        }
         let out = self.on_conn_sql(&sql, reader, |c| run_statement(c, &sql, &params));
         self.settle();
         let (changes, last_insert_rowid) = out?;
@@ -894,8 +1289,77 @@ impl NativeDatabase {
         })
     }
 
+    /// An id for `sql` to pass to `rows` (the same text, the same id); -1
+    /// for a transaction control statement, which takes the general path.
+    #[napi]
+    pub fn intern(&mut self, sql: String) -> i32 {
+        if !matches!(control_of(&sql), Control::None) {
+            return -1;
+        }
+        if let Some(&id) = self.sql_ids.get(&sql) {
+            return id as i32;
+        }
+        let id = self.sqls.len() as u32;
+        self.sqls.push(Arc::from(sql.as_str()));
+        self.sql_ids.insert(sql, id);
+        id as i32
+    }
+
+    /// The rows of statement `id` (from `intern`), flat:
+    /// `[columns, row 1 values..., row 2 values...]`. The column names are
+    /// the caller's to keep (`columns`), so none cross over per call.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rows(
+        &mut self,
+        env: Env,
+        id: u32,
+        reader: bool,
+        anon: Vec<JsUnknown>,
+        named: Option<JsObject>,
+        safe_ints: bool,
+        first_only: bool,
+    ) -> napi::Result<JsObject> {
+        let sql = self
+            .sqls
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| kind_err("TypeError", "unknown statement"))?;
+        let params = Params::from_js(anon, named)?;
+        let run = |c: &Connection| {
+            let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            params.bind(&mut stmt)?;
+            let n = stmt.column_count();
+            let mut values = Vec::new();
+            let mut raw = stmt.raw_query();
+            while let Some(row) = raw.next().map_err(from_rusqlite)? {
+                for i in 0..n {
+                    values.push(row.get::<_, Value>(i).map_err(from_rusqlite)?);
+                }
+                if first_only {
+                    break;
+                }
+            }
+            Ok((n, values))
+        };
+        let out = if reader {
+            self.on_conn_with(true, true, run)
+        } else {
+            self.on_conn_sql(&sql, false, run)
+        };
+        self.settle();
+        let (n, values) = out?;
+        let mut arr = env.create_array_with_length(values.len() + 1)?;
+        arr.set_element(0, env.create_uint32(n as u32)?)?;
+        for (i, v) in values.iter().enumerate() {
+            arr.set_element(i as u32 + 1, to_js(&env, ValueRef::from(v), safe_ints)?)?;
+        }
+        Ok(arr)
+    }
+
     /// Rows as `[names, [row values...]...]`.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn query(
         &mut self,
         env: Env,
@@ -944,13 +1408,17 @@ impl NativeDatabase {
         if !matches!(control_of(&sql), Control::None) {
             return Ok(sql);
         }
-        self.on_conn(reader || self.held.is_none(), |c| {
+        let (params, long) = shorten_for_trace(params);
+        let out = self.on_conn(reader || self.held.is_none(), |c| {
             let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
             params.bind(&mut stmt)?;
             let out = stmt.expanded_sql().unwrap_or_else(|| sql.clone());
             stmt.clear_bindings();
             Ok(out)
-        })
+        })?;
+        Ok(long
+            .iter()
+            .fold(out, |text, (marker, shown)| text.replacen(marker, shown, 1)))
     }
 
     /// Column descriptions as better-sqlite3's `Statement.columns()` gives them.
@@ -1027,6 +1495,7 @@ impl NativeDatabase {
     /// Installs `func` (index.js's wrapper) as an SQL function on every
     /// connection of the database.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn function(
         &mut self,
         env: Env,
@@ -1115,33 +1584,231 @@ impl NativeDatabase {
             .map_err(to_js_err)
     }
 
-    /// An online backup to `path` (the engine's, consistent, replacing the
-    /// file): the pages copied.
+    /// Installs a virtual table module written in JavaScript (index.js's
+    /// dispatcher; see `vtab.rs`) on every connection of the database.
     #[napi]
-    pub fn backup(&self, path: String) -> napi::Result<f64> {
-        let opts = litelane::BackupOptions {
-            overwrite: true,
-            ..Default::default()
+    pub fn table(
+        &mut self,
+        env: Env,
+        name: String,
+        dispatch: JsFunction,
+        eponymous: bool,
+    ) -> napi::Result<()> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe {
+            check(sys::napi_create_reference(
+                env.raw(),
+                dispatch.raw(),
+                1,
+                &mut r,
+            ))?
         };
-        let report = self
-            .db()?
-            .backup_with(&path, &opts, &mut |_| {})
-            .map_err(to_js_err)?;
-        Ok(report.pages as f64)
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints: false,
+        });
+        self.functions.push(Arc::clone(&f));
+        let module = name.clone();
+        let setup: litelane::Setup =
+            Arc::new(move |c: &mut Connection| vtab::register(c, &module, &f, eponymous));
+        self.db()?
+            .configure(&format!("table:{name}"), setup)
+            .map_err(to_js_err)
     }
 
-    /// litelane: bulk insert through the engine's inserter.
+    /// Loads the SQLite extension at `path` (entry point `entry`, or
+    /// SQLite's default) on every connection of the database. Loading is
+    /// enabled for this C call only: SQL's `load_extension()` stays
+    /// refused. A file that cannot be loaded is refused before any
+    /// connection of the database sees it.
     #[napi]
-    pub fn insert_many(
+    pub fn load_extension(&mut self, path: String, entry: Option<String>) -> napi::Result<()> {
+        let file = std::ffi::CString::new(path.clone())
+            .map_err(|_| kind_err("TypeError", "a NUL in the extension path"))?;
+        let entry = entry
+            .map(std::ffi::CString::new)
+            .transpose()
+            .map_err(|_| kind_err("TypeError", "a NUL in the entry point"))?;
+        let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
+            use rusqlite::ffi;
+            let db = unsafe { c.handle() };
+            let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+            let entry_ptr = entry.as_ref().map_or(std::ptr::null(), |e| e.as_ptr());
+            let rc = unsafe {
+                ffi::sqlite3_db_config(
+                    db,
+                    ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION,
+                    1 as std::ffi::c_int,
+                    std::ptr::null_mut::<std::ffi::c_int>(),
+                );
+                let rc = ffi::sqlite3_load_extension(db, file.as_ptr(), entry_ptr, &mut err);
+                ffi::sqlite3_db_config(
+                    db,
+                    ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION,
+                    0 as std::ffi::c_int,
+                    std::ptr::null_mut::<std::ffi::c_int>(),
+                );
+                rc
+            };
+            if rc == ffi::SQLITE_OK {
+                return Ok(());
+            }
+            let msg = if err.is_null() {
+                "the extension could not be loaded".to_string()
+            } else {
+                let m = unsafe { std::ffi::CStr::from_ptr(err) }
+                    .to_string_lossy()
+                    .into_owned();
+                unsafe { ffi::sqlite3_free(err.cast()) };
+                m
+            };
+            Err(rusqlite::Error::SqliteFailure(
+                ffi::Error::new(rc),
+                Some(msg),
+            ))
+        });
+        self.db()?
+            .configure(&format!("extension:{path}"), setup)
+            .map_err(to_js_err)
+    }
+
+    /// Starts a step-wise backup of the schema `attached` (`main` or an
+    /// attached database of the writer's connection) to `path`, read
+    /// through the writer's connection so that its own writes during the
+    /// backup reach the copy (SQLite's backup API). Returns the backup's id
+    /// for `backup_step`/`backup_abort`.
+    #[napi]
+    pub fn backup_start(&mut self, path: String, attached: String) -> napi::Result<u32> {
+        let created = !std::path::Path::new(&path).exists();
+        let dest = Connection::open(&path).map_err(|e| to_js_err(from_rusqlite(e)))?;
+        let dest_handle = unsafe { dest.handle() };
+        let schema = std::ffi::CString::new(attached)
+            .map_err(|_| kind_err("TypeError", "a NUL in the attached name"))?;
+        let started = self.on_writer(|c| {
+            let source = unsafe { c.handle() };
+            let b = unsafe {
+                rusqlite::ffi::sqlite3_backup_init(
+                    dest_handle,
+                    c"main".as_ptr(),
+                    source,
+                    schema.as_ptr(),
+                )
+            };
+            Ok((source, b))
+        });
+        let fail = |dest: Connection, e: napi::Error| {
+            drop(dest);
+            if created {
+                let _ = std::fs::remove_file(&path);
+            }
+            e
+        };
+        let (source, handle) = match started {
+            Ok(x) => x,
+            Err(e) => return Err(fail(dest, e)),
+        };
+        if handle.is_null() {
+            let (code, msg) = unsafe {
+                let code = rusqlite::ffi::sqlite3_extended_errcode(dest_handle);
+                let msg = std::ffi::CStr::from_ptr(rusqlite::ffi::sqlite3_errmsg(dest_handle));
+                (code, msg.to_string_lossy().into_owned())
+            };
+            return Err(fail(dest, kind_err(SqliteCode::name_of(code), msg)));
+        }
+        self.next_backup += 1;
+        let id = self.next_backup;
+        self.backups.insert(
+            id,
+            BackupJob {
+                dest,
+                handle,
+                source,
+                path: PathBuf::from(&path),
+                created,
+            },
+        );
+        Ok(id)
+    }
+
+    /// One step of `pages` pages (negative: all that remain):
+    /// `[done, totalPages, remainingPages]`. SQLite's `SQLITE_BUSY` and
+    /// `SQLITE_LOCKED` are not errors: the next step tries again.
+    #[napi]
+    pub fn backup_step(&mut self, id: u32, pages: i32) -> napi::Result<Vec<f64>> {
+        let Some(job) = self.backups.get(&id) else {
+            return Err(kind_err("TypeError", "This backup has ended"));
+        };
+        let (handle, source) = (job.handle, job.source);
+        let out = self.on_writer(|c| {
+            if unsafe { c.handle() } != source {
+                return Err(js_kind(
+                    "Error",
+                    "the engine's writer connection was reopened",
+                ));
+            }
+            let rc = unsafe { rusqlite::ffi::sqlite3_backup_step(handle, pages) };
+            let total = unsafe { rusqlite::ffi::sqlite3_backup_pagecount(handle) };
+            let remaining = unsafe { rusqlite::ffi::sqlite3_backup_remaining(handle) };
+            Ok((rc, total, remaining))
+        });
+        let (rc, total, remaining) = match out {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = self.end_backup(id, true);
+                return Err(e);
+            }
+        };
+        use rusqlite::ffi::{SQLITE_BUSY, SQLITE_DONE, SQLITE_LOCKED, SQLITE_OK};
+        match rc & 0xff {
+            SQLITE_OK | SQLITE_BUSY | SQLITE_LOCKED => {
+                Ok(vec![0.0, total as f64, remaining as f64])
+            }
+            SQLITE_DONE => {
+                self.end_backup(id, false)?;
+                Ok(vec![1.0, total as f64, 0.0])
+            }
+            _ => {
+                let msg = unsafe { std::ffi::CStr::from_ptr(rusqlite::ffi::sqlite3_errstr(rc)) }
+                    .to_string_lossy()
+                    .into_owned();
+                let _ = self.end_backup(id, true);
+                Err(kind_err(SqliteCode::name_of(rc), msg))
+            }
+        }
+    }
+
+    /// Ends a backup early: the destination's transaction is rolled back,
+    /// and a file the backup created is removed.
+    #[napi]
+    pub fn backup_abort(&mut self, id: u32) -> napi::Result<()> {
+        self.end_backup(id, true)
+    }
+
+    /// litelane: bulk insert through the engine's inserter, of `n` rows
+    /// given column by column (index.js packs them): a `Float64Array` for a
+    /// column of numbers, `[text, lengths]` for a column of strings (all of
+    /// them joined, and each one's length in UTF-16 units), or an array of
+    /// values for anything else. The rows are read in place, without a
+    /// JavaScript value per cell crossing over.
+    #[napi]
+    pub fn insert_columns(
         &mut self,
+        env: Env,
         table: String,
         columns: Vec<String>,
-        rows: Vec<Vec<JsUnknown>>,
+        n: u32,
+        packed: Vec<JsUnknown>,
     ) -> napi::Result<f64> {
-        let rows = rows
-            .iter()
-            .map(|r| r.iter().map(to_value).collect::<napi::Result<Vec<_>>>())
+        let n = n as usize;
+        let cols = packed
+            .into_iter()
+            .map(|c| Column::from_js(&env, c, n))
             .collect::<napi::Result<Vec<_>>>()?;
+        if cols.len() != columns.len() {
+            return Err(kind_err("RangeError", "one packed column per column name"));
+        }
         self.not_blocked()?;
         if self.held.is_some() {
             return Err(kind_err(
@@ -1149,13 +1816,104 @@ impl NativeDatabase {
                 "insertMany runs in transactions of its own: not inside a transaction",
             ));
         }
-        let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let rows = (0..n).map(|i| PackedRow { cols: &cols, i });
         let report = self
             .db()?
-            .inserter(&table, &cols)
-            .and_then(|i| i.insert(rows))
+            .inserter(&table, &names)
+            .and_then(|ins| ins.insert(rows))
             .map_err(to_js_err)?;
         Ok(report.rows as f64)
+    }
+
+    /// litelane: starts a pipelined bulk insert: a thread of its own runs
+    /// the engine's inserter over the chunks `insert_chunk` sends it, while
+    /// JavaScript packs the next chunk. Refused inside a transaction and
+    /// when setups exist on the connections (a trigger could call a
+    /// JavaScript function, which must run on this thread): then
+    /// `insert_columns` does it all on this thread.
+    #[napi]
+    pub fn insert_start(&mut self, table: String, columns: Vec<String>) -> napi::Result<bool> {
+        self.not_blocked()?;
+        if self.held.is_some() {
+            return Err(kind_err(
+                "TypeError",
+                "insertMany runs in transactions of its own: not inside a transaction",
+            ));
+        }
+        let shared = Arc::clone(
+            self.db
+                .as_ref()
+                .ok_or_else(|| kind_err("TypeError", "The database connection is not open"))?,
+        );
+        if !shared.db.configured().is_empty() || self.pipeline.is_some() {
+            return Ok(false);
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(2);
+        let thread = std::thread::spawn(move || {
+            let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let source = ChunkSource {
+                rx,
+                chunk: None,
+                next: 0,
+                done: false,
+            };
+            shared
+                .db
+                .inserter(&table, &names)
+                .and_then(|ins| ins.insert_from(source))
+                .map(|r| r.rows)
+        });
+        self.pipeline = Some(Pipeline { tx, thread });
+        Ok(true)
+    }
+
+    /// litelane: one chunk of `n` packed rows for the insert `insert_start`
+    /// began (see `insert_columns` for the packing).
+    #[napi]
+    pub fn insert_chunk(&mut self, env: Env, n: u32, packed: Vec<JsUnknown>) -> napi::Result<()> {
+        let n = n as usize;
+        let cols = packed.into_iter().map(|c| Column::from_js(&env, c, n));
+        let chunk = match cols.collect::<napi::Result<Vec<_>>>() {
+            Ok(cols) => Chunk::Rows(Arc::new(cols), n),
+            Err(e) => Chunk::Fail(
+                e.reason
+                    .split_once('\u{1}')
+                    .map_or(e.reason.as_str(), |(_, m)| m)
+                    .to_string(),
+            ),
+        };
+        let failed = matches!(chunk, Chunk::Fail(_));
+        let Some(p) = self.pipeline.as_ref() else {
+            return Err(kind_err("TypeError", "no bulk insert in progress"));
+        };
+        if p.tx.send(chunk).is_err() || failed {
+            // The inserter stopped (an error it reports at the end) or the
+            // chunk could not be read: end the insert now.
+            return self.insert_finish(false).map(|_| ());
+        }
+        Ok(())
+    }
+
+    /// litelane: ends the insert `insert_start` began: the rows stored, or
+    /// its error (the transaction in progress rolled back). `abort`: roll
+    /// back the transaction in progress instead of committing it.
+    #[napi]
+    pub fn insert_finish(&mut self, abort: bool) -> napi::Result<f64> {
+        let Some(p) = self.pipeline.take() else {
+            return Err(kind_err("TypeError", "no bulk insert in progress"));
+        };
+        let _ = p.tx.send(if abort {
+            Chunk::Fail("insertMany was abandoned".into())
+        } else {
+            Chunk::End
+        });
+        drop(p.tx);
+        match p.thread.join() {
+            Ok(Ok(rows)) => Ok(rows as f64),
+            Ok(Err(e)) => Err(to_js_err(e)),
+            Err(_) => Err(kind_err("Error", "the bulk insert's thread panicked")),
+        }
     }
 
     /// litelane: the engine's metrics, as JSON text.

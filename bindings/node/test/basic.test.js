@@ -103,3 +103,140 @@ test('writers of several processes queue, none sees SQLITE_BUSY', () => {
 		check.close();
 	});
 });
+
+test('table(): a generator as a virtual table, on the readers and the writer', () => {
+	const db = new Database(file('vtab.db'));
+	const seen = [];
+	db.table('series', {
+		columns: ['value'],
+		parameters: ['start', 'stop'],
+		*rows(start, stop) {
+			seen.push([start, stop]);
+			for (let v = start; v <= stop; v++) yield [v];
+		},
+	});
+	// A read (reader of the pool) and a write using it (the writer).
+	assert.deepStrictEqual(db.prepare('SELECT value FROM series(?, ?)').pluck().all(2, 4), [2, 3, 4]);
+	db.exec('CREATE TABLE t(v)');
+	db.prepare('INSERT INTO t SELECT value * 10 FROM series WHERE start = ? AND stop = ?').run(1, 3);
+	assert.deepStrictEqual(db.prepare('SELECT v FROM t ORDER BY v').pluck().all(), [10, 20, 30]);
+	// A NULL parameter or two values for one parameter: no rows, no call.
+	seen.length = 0;
+	assert.deepStrictEqual(db.prepare('SELECT * FROM series(?, ?)').all(1, null), []);
+	assert.deepStrictEqual(db.prepare('SELECT * FROM series WHERE start = ? AND start = ? AND stop = 9').all(1, 2), []);
+	assert.deepStrictEqual(seen, []);
+	// Only `=` on a parameter; a bad row is a TypeError; a throw comes out as is.
+	assert.throws(() => db.prepare('SELECT * FROM series WHERE start > 1'), Database.SqliteError);
+	db.table('bad', { columns: ['a', 'b'], *rows() { yield [1]; } });
+	assert.throws(() => db.prepare('SELECT * FROM bad').all(), TypeError);
+	const boom = new Error('boom');
+	db.table('boom', { columns: ['a'], *rows() { throw boom; } });
+	assert.throws(() => db.prepare('SELECT * FROM boom').all(), (e) => e === boom);
+	// A factory module through CREATE VIRTUAL TABLE, called once per table.
+	let made = 0;
+	db.table('words', function (...args) {
+		made += 1;
+		return { columns: ['w'], *rows() { yield* args.map((w) => [w]); } };
+	});
+	db.exec('CREATE VIRTUAL TABLE greeting USING words(hello, world)');
+	assert.deepStrictEqual(db.prepare('SELECT w FROM greeting').pluck().all(), ['hello', 'world']);
+	assert.deepStrictEqual(db.prepare('SELECT w FROM greeting').pluck().all(), ['hello', 'world']);
+	assert.strictEqual(made, 1);
+	db.close();
+});
+
+test('backup(): step by step with progress, writes during it reach the copy, abort removes a new file', async () => {
+	const db = new Database(file('bk.db'));
+	db.exec('CREATE TABLE t(x TEXT)');
+	const ins = db.prepare('INSERT INTO t VALUES (?)');
+	for (let i = 0; i < 50; i++) ins.run('x'.repeat(1000));
+	const seen = [];
+	const result = await db.backup(file('bk-copy.db'), {
+		progress(p) {
+			seen.push(p);
+			if (seen.length === 2) ins.run('written during the backup');
+			return 3;
+		},
+	});
+	assert.ok(seen.length > 3, `several steps, saw ${seen.length}`);
+	assert.strictEqual(seen[0].remainingPages, seen[0].totalPages);
+	assert.strictEqual(result.remainingPages, 0);
+	const copy = new Database(file('bk-copy.db'));
+	assert.strictEqual(copy.prepare('SELECT count(*) FROM t').pluck().get(), 51);
+	copy.close();
+	const err = new Error('stop');
+	await assert.rejects(db.backup(file('bk-aborted.db'), { progress() { throw err; } }), (e) => e === err);
+	assert.strictEqual(fs.existsSync(file('bk-aborted.db')), false);
+	db.close();
+});
+
+test('loadExtension(): a missing file is an SqliteError; SQL load_extension() stays refused', () => {
+	const db = new Database(file('ext.db'));
+	assert.throws(() => db.loadExtension(file('no-such-extension.so')), (e) => e instanceof Database.SqliteError && e.code === 'SQLITE_ERROR');
+	assert.throws(() => db.loadExtension(42), TypeError);
+	assert.throws(() => db.prepare('SELECT load_extension(?)').get(file('no-such-extension.so')), /not authorized/);
+	db.close();
+});
+
+test('insertMany: packed columns keep every value (unicode, mixed types, nulls, blobs)', () => {
+	const db = new Database(file('im.db'));
+	db.exec('CREATE TABLE t(i INTEGER PRIMARY KEY, s TEXT, x, b BLOB)');
+	const words = ['', 'a', 'é', '日本語', '😀x', 'z😀😀', 'plain'];
+	const rows = Array.from({ length: 2000 }, (_, i) => [
+		i,
+		words[i % words.length] + i,
+		i % 3 === 0 ? null : i % 3 === 1 ? `t${i}` : i / 4,
+		Buffer.from([i & 255, 7]),
+	]);
+	assert.deepStrictEqual(db.insertMany('t', ['i', 's', 'x', 'b'], rows), { inserted: 2000 });
+	const back = db.prepare('SELECT i, s, x, b FROM t ORDER BY i').raw().all();
+	assert.deepStrictEqual(back, rows);
+	assert.throws(() => db.insertMany('t', ['i', 's'], [[1, 'a'], [2]]), RangeError);
+	assert.throws(() => db.insertMany('t', ['i', 's'], [[1, 'dup']]), (e) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	db.close();
+});
+
+test('insertMany of many rows (pipelined in chunks): all or nothing', () => {
+	const db = new Database(file('pipe.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL)');
+	const rows = Array.from({ length: 100000 }, (_, i) => [i, `n${i}`, i / 4]);
+	assert.deepStrictEqual(db.insertMany('t', ['id', 'name', 'v'], rows), { inserted: 100000 });
+	assert.deepStrictEqual(db.prepare('SELECT count(*), sum(id), max(v) FROM t').raw().get(), [100000, 4999950000, 99999 / 4]);
+	// A duplicate key in a late chunk: nothing of this insert stays.
+	const again = rows.map((r) => [r[0] + 100000, r[1], r[2]]);
+	again[90000][0] = 5;
+	assert.throws(() => db.insertMany('t', ['id', 'name', 'v'], again), (e) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	// A value SQLite cannot store in a late chunk: a TypeError, nothing stays.
+	const bad = rows.map((r) => [r[0] + 300000, r[1], r[2]]);
+	bad[70000][2] = {};
+	assert.throws(() => db.insertMany('t', ['id', 'name', 'v'], bad), (e) => e instanceof TypeError && /can only bind/.test(e.message));
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').pluck().get(), 100000);
+	// The writer is free again.
+	db.exec("INSERT INTO t VALUES (1000000, 'x', 1)");
+	db.close();
+});
+
+test('named parameters are read by name: non-enumerable ones bind, a throwing getter throws', () => {
+	const db = new Database(file('named.db'));
+	const stmt = db.prepare('SELECT @a AS a, :b AS b');
+	const obj = Object.create(null);
+	Object.defineProperty(obj, 'a', { value: 1, enumerable: false });
+	obj.b = 'two';
+	obj.unused = 3;
+	assert.deepStrictEqual(stmt.get(obj), { a: 1, b: 'two' });
+	const err = new Error('getter');
+	const bad = {};
+	Object.defineProperty(bad, 'b', { get() { throw err; } });
+	bad.a = 1;
+	assert.throws(() => stmt.get(bad), (e) => e === err);
+	assert.throws(() => stmt.get({ a: 1 }), RangeError);
+	db.close();
+});
+
+test('verbose shortens long bound values as better-sqlite3 does', () => {
+	const log = [];
+	const db = new Database(':memory:', { verbose: (s) => log.push(s) });
+	db.prepare('SELECT ?, ?, ?').get('short', 'x'.repeat(40), Buffer.alloc(34, 1));
+	assert.deepStrictEqual(log, [`SELECT 'short', '${'x'.repeat(32)}'/*+8 bytes*/, x'${'01'.repeat(32)}'/*+2 bytes*/`]);
+	db.close();
+});

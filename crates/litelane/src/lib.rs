@@ -419,6 +419,16 @@ impl Database {
         self.inner.pool.read("", f)
     }
 
+    /// [`read`](Database::read) for a closure that runs exactly one
+    /// statement: it is then its own read transaction (one snapshot), and
+    /// the read skips the `BEGIN`/`COMMIT` that `read` wraps around `f` —
+    /// what makes a point query cheaper through bindings that run one
+    /// statement per call (the Node package's `get`). With more than one
+    /// statement in `f`, each sees its own snapshot.
+    pub fn read_single<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.inner.pool.read_single("", f)
+    }
+
     /// [`read`](Database::read) with a label, shown in
     /// [`Metrics::wal_pinned_by`] when this read's snapshot holds back a
     /// checkpoint.

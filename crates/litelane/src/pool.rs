@@ -2,7 +2,7 @@
 //! in progress (who pins the WAL, and how to interrupt a read that is too old).
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -75,6 +75,11 @@ struct Slot {
 pub(crate) struct Pool {
     idle: Mutex<Vec<Reader>>,
     available: Condvar,
+    /// Readers waiting on `available`, changed under the `idle` lock: a
+    /// reader going back wakes someone only when someone waits (a
+    /// `notify_one` is a system call even with nobody waiting, once per
+    /// read).
+    waiting: AtomicUsize,
     /// One entry per reader connection, by index.
     slots: Mutex<Vec<Slot>>,
     recorder: Arc<Recorder>,
@@ -94,8 +99,13 @@ impl Drop for Lease<'_> {
                 let _ = reader.conn.execute_batch("ROLLBACK");
             }
             self.pool.slots()[reader.index].active = None;
-            lock(&self.pool.idle).push(reader);
-            self.pool.available.notify_one();
+            let mut idle = lock(&self.pool.idle);
+            idle.push(reader);
+            let waiting = self.pool.waiting.load(Ordering::Relaxed);
+            drop(idle);
+            if waiting > 0 {
+                self.pool.available.notify_one();
+            }
         }
     }
 }
@@ -120,6 +130,7 @@ impl Pool {
         Pool {
             idle: Mutex::new(readers),
             available: Condvar::new(),
+            waiting: AtomicUsize::new(0),
             slots: Mutex::new(slots),
             recorder,
             config,
@@ -133,13 +144,36 @@ impl Pool {
     /// Runs `f` on a reader inside one read transaction: every statement of
     /// the call sees the same snapshot. Waits only if every reader is busy.
     pub fn read<T>(&self, label: &str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.read_in(label, true, f)
+    }
+
+    /// [`read`](Pool::read) without `BEGIN`/`COMMIT` around `f`, for an `f`
+    /// that runs one statement: in autocommit mode that statement is a read
+    /// transaction of its own, one snapshot, and the two extra statements
+    /// cost more than a point query itself.
+    pub fn read_single<T>(
+        &self,
+        label: &str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.read_in(label, false, f)
+    }
+
+    fn read_in<T>(
+        &self,
+        label: &str,
+        explicit: bool,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
         let mut reader = {
             let mut idle = lock(&self.idle);
             loop {
                 if let Some(r) = idle.pop() {
                     break r;
                 }
+                self.waiting.fetch_add(1, Ordering::Relaxed);
                 idle = wait(&self.available, idle);
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
             }
         };
         // Idle, outside any read: catch up with `Database::configure`.
@@ -159,9 +193,15 @@ impl Pool {
         };
         let reader = lease.reader.as_ref().expect("leased reader");
         let conn = &reader.conn;
-        control(conn, "BEGIN").context(|| "BEGIN (read)".to_string())?;
+        if explicit {
+            control(conn, "BEGIN").context(|| "BEGIN (read)".to_string())?;
+        }
         let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
-        let end = control(conn, "COMMIT");
+        let end = if explicit {
+            control(conn, "COMMIT")
+        } else {
+            Ok(())
+        };
         match out {
             Err(panic) => {
                 drop(lease);

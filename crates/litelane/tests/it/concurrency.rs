@@ -272,3 +272,39 @@ fn another_process_waits_through_busy_timeout_then_gets_a_clear_busy_error() {
         "{wait:?}"
     );
 }
+
+/// More reading threads than readers: the ones that find every reader busy
+/// wait and are woken when one goes back (a reader going back wakes someone
+/// only when someone waits); `read_single` and `read` both see every row
+/// committed before them.
+#[test]
+fn readers_fewer_than_reading_threads_all_finish() {
+    let mut opts = Options::with_profile(Profile::Balanced);
+    opts.readers = 2;
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(x INTEGER)");
+    exec(&db, "INSERT INTO t VALUES (1), (2), (3)");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let db = db.clone();
+            thread::spawn(move || {
+                let mut sum = 0;
+                for _ in 0..300 {
+                    let q = |c: &litelane::rusqlite::Connection| {
+                        Ok(c.query_row("SELECT sum(x) FROM t", [], |r| r.get::<_, i64>(0))?)
+                    };
+                    sum += if i % 2 == 0 {
+                        db.read_single(q)
+                    } else {
+                        db.read(q)
+                    }
+                    .unwrap();
+                }
+                sum
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 300 * 6);
+    }
+}
