@@ -77,8 +77,6 @@ pub struct Lane {
     budget: Duration,
     linger: Duration,
     state: Mutex<State>,
-    /// Wakes this process's writers waiting in line.
-    line_moved: Condvar,
     /// Wakes a parked keeper: a turn was kept.
     kept_one: Condvar,
 }
@@ -91,8 +89,8 @@ type Look = Option<(Instant, u32)>;
 struct State {
     /// A connection of this process holds the turn (or is taking it).
     busy: bool,
-    /// The numbers of this process's writers waiting, in arrival order.
-    line: VecDeque<u64>,
+    /// This process's writers waiting, in arrival order.
+    line: VecDeque<Waiter>,
     next: u64,
     /// The turn, kept between writes while this process is alone.
     kept: Option<Kept>,
@@ -116,6 +114,14 @@ struct State {
     last_gap: Duration,
     /// The last turn was kept for a [`LINGER`]: the keeper polls that often.
     lingering: bool,
+}
+
+/// A writer of this process waiting in line: woken alone, when it is the
+/// head and the turn is free.
+struct Waiter {
+    n: u64,
+    since: Instant,
+    wake: Arc<Condvar>,
 }
 
 /// A turn kept between writes, with the wanted bell's count read before
@@ -179,7 +185,6 @@ impl Lane {
             budget,
             linger,
             state: Mutex::new(State::default()),
-            line_moved: Condvar::new(),
             kept_one: Condvar::new(),
         })
     }
@@ -198,25 +203,40 @@ impl Lane {
         if let Some(idle) = st.idle_since.take() {
             st.last_gap = start.saturating_duration_since(idle);
         }
-        let me = st.next;
-        st.next += 1;
-        st.line.push_back(me);
-        while st.busy || st.line.front() != Some(&me) {
-            let now = Instant::now();
-            if now >= deadline {
-                st.line.retain(|&n| n != me);
-                drop(st);
-                // The head may have changed.
-                self.line_moved.notify_all();
-                return Acquired::TimedOut(busy_message(start.elapsed()));
+        // A writer that finds the turn free takes it, ahead of writers of
+        // this process asleep in line while the head has waited less than
+        // a budget: a thread that writes in a loop makes several writes
+        // without a switch to another thread, as on stock SQLite; the head
+        // still waits a budget at most for such writers.
+        let head_fresh = st
+            .line
+            .front()
+            .is_none_or(|w| start.duration_since(w.since) < self.budget);
+        if st.busy || !head_fresh {
+            let me = st.next;
+            st.next += 1;
+            let wake = Arc::new(Condvar::new());
+            st.line.push_back(Waiter {
+                n: me,
+                since: start,
+                wake: Arc::clone(&wake),
+            });
+            while st.busy || st.line.front().map(|w| w.n) != Some(me) {
+                let now = Instant::now();
+                if now >= deadline {
+                    st.line.retain(|w| w.n != me);
+                    // The head may have changed.
+                    Self::wake_head(&st);
+                    drop(st);
+                    return Acquired::TimedOut(busy_message(start.elapsed()));
+                }
+                st = wake
+                    .wait_timeout(st, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
             }
-            st = self
-                .line_moved
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            st.line.pop_front();
         }
-        st.line.pop_front();
         st.busy = true;
         let forks = crate::FORKS.load(Ordering::Relaxed);
         if let Some(k) = st.kept.take() {
@@ -256,14 +276,20 @@ impl Lane {
         lock(&self.state).line.len() as u64
     }
 
+    /// Wakes the head of the line, if any, when the turn is free (a
+    /// notification is a system call: only when someone waits).
+    fn wake_head(st: &State) {
+        if !st.busy {
+            if let Some(w) = st.line.front() {
+                w.wake.notify_one();
+            }
+        }
+    }
+
     fn end_busy(&self) {
         let mut st = lock(&self.state);
         st.busy = false;
-        let waiters = !st.line.is_empty();
-        drop(st);
-        if waiters {
-            self.line_moved.notify_all();
-        }
+        Self::wake_head(&st);
     }
 
     /// Ends a turn of this process. Kept until another process wants it
@@ -332,12 +358,8 @@ impl Lane {
             }
         };
         st.busy = false;
-        // Condvar notifications are system calls even with nobody waiting.
-        let waiters = !st.line.is_empty();
+        Self::wake_head(&st);
         drop(st);
-        if waiters {
-            self.line_moved.notify_all();
-        }
         drop(give_back);
     }
 
