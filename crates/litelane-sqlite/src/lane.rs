@@ -77,7 +77,8 @@ pub struct Lane {
     budget: Duration,
     linger: Duration,
     state: Mutex<State>,
-    /// Wakes a parked keeper: a turn was kept.
+    /// Wakes the keeper: a turn was kept (when it sleeps on a timer or is
+    /// parked).
     kept_one: Condvar,
 }
 
@@ -96,8 +97,8 @@ struct State {
     kept: Option<Kept>,
     /// Times a turn was kept: a keeper parks only after a poll with none.
     keeps: u64,
-    /// The keeper sleeps on `kept_one`.
-    parked: bool,
+    /// What the keeper sleeps on.
+    watch: Watch,
     /// A keeper thread runs for this lane.
     keeper: bool,
     /// The last look that found this process alone: when, and the wanted
@@ -112,8 +113,20 @@ struct State {
     idle_since: Option<Instant>,
     /// The last pause between a turn's end and the next acquire.
     last_gap: Duration,
-    /// The last turn was kept for a [`LINGER`]: the keeper polls that often.
-    lingering: bool,
+}
+
+/// What the keeper sleeps on.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// Nothing: it runs.
+    #[default]
+    Awake,
+    /// `kept_one`, with no deadline: nothing is kept.
+    Parked,
+    /// `kept_one`, until a linger ends.
+    Timer,
+    /// The wanted bell: a turn is kept while alone.
+    Bell,
 }
 
 /// A writer of this process waiting in line: woken alone, when it is the
@@ -335,7 +348,6 @@ impl Lane {
             .and_then(|fd| KEPT_FDS.put(fd));
         let give_back = match (keep, slot) {
             (Some((bell, seen, until)), Some(slot)) => {
-                st.lingering = until.is_some();
                 st.kept = Some(Kept {
                     turn,
                     bell,
@@ -347,7 +359,15 @@ impl Lane {
                 if !st.keeper {
                     st.keeper = true;
                     self.start_keeper();
-                } else if st.parked {
+                } else if st.watch == Watch::Parked
+                    || (st.watch == Watch::Timer
+                        && st.kept.as_ref().is_some_and(|k| k.until.is_none()))
+                {
+                    // A parked keeper, and one on a timer when this turn is
+                    // kept while alone (it must watch the bell). One on the
+                    // bell sees a turn kept for a linger at the next ring
+                    // or look, [`ALONE_POLL`] late at most. A notification
+                    // is a system call: never one per write.
                     self.kept_one.notify_one();
                 }
                 None
@@ -384,47 +404,54 @@ impl Lane {
     /// The keeper: gives a kept turn back when its time comes. A turn kept
     /// while alone: when the wanted bell rings or another process opened
     /// the file (looked at every [`ALONE_POLL`]); one kept while others
-    /// were there: when its [`LINGER`] ends. It sleeps on the wanted bell,
-    /// every [`LINGER`] at most while this process lingers (a turn kept
-    /// meanwhile is seen that late at worst), and parks after a sleep in
-    /// which no turn was kept.
+    /// were there: when its [`LINGER`] ends. It sleeps on the bell only for
+    /// a turn kept alone: under contention every process's writers ring it
+    /// all the time. It parks after a sleep in which no turn was kept.
     fn keep(&self) {
         let mut last_keeps = u64::MAX;
         let mut bell: Option<WantedBell> = None;
         loop {
             let mut st = lock(&self.state);
             if st.kept.is_none() && st.keeps == last_keeps {
-                st.parked = true;
+                st.watch = Watch::Parked;
                 while st.kept.is_none() {
                     st = self
                         .kept_one
                         .wait(st)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
-                st.parked = false;
             }
             last_keeps = st.keeps;
             if let Some(k) = &st.kept {
                 bell.get_or_insert_with(|| k.bell.clone());
             }
             let now = Instant::now();
-            // A turn kept while alone waits for a ring after its own keep
-            // decision (its count); otherwise rings do not matter and a
-            // sleep must not end on an old one (the count now).
-            let (seen, nap) = match &st.kept {
-                Some(k) => match k.until {
-                    None => (Some(k.seen), ALONE_POLL),
-                    Some(u) => (None, u.saturating_duration_since(now)),
-                },
-                None if st.lingering => (None, self.linger),
-                None => (None, ALONE_POLL),
-            };
-            drop(st);
-            match &bell {
-                Some(b) => b.wait(seen.unwrap_or_else(|| b.seen()), nap),
-                None => std::thread::sleep(nap),
+            match st.kept.as_ref().map(|k| (k.until, k.seen)) {
+                Some((None, seen)) if bell.is_some() => {
+                    st.watch = Watch::Bell;
+                    drop(st);
+                    if let Some(b) = &bell {
+                        b.wait(seen, ALONE_POLL);
+                    }
+                    st = lock(&self.state);
+                }
+                kept => {
+                    // Kept for a linger: until it ends. None kept, but one
+                    // was since the last look: look again in a linger.
+                    let nap = match kept {
+                        Some((Some(u), _)) => u.saturating_duration_since(now),
+                        Some((None, _)) => ALONE_POLL,
+                        None => self.linger,
+                    };
+                    st.watch = Watch::Timer;
+                    st = self
+                        .kept_one
+                        .wait_timeout(st, nap)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
             }
-            let mut st = lock(&self.state);
+            st.watch = Watch::Awake;
             let now = Instant::now();
             let give_back = st.kept.as_ref().is_some_and(|k| match k.until {
                 None => k.bell.seen() != k.seen || self.queue.others_present(),
