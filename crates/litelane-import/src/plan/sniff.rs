@@ -1249,22 +1249,6 @@ pub fn plan_for_import(
     sniff_input(input, path, &opts).map(Some)
 }
 
-/// What the sniffer decided, for the import's JSON summary: `delimiter`,
-/// `quote`, `header`, `skipped_rows` (records before the header that were
-/// not imported), `index_column`, `header_reason` (why the first record is
-/// a header or data), `header_trailing_delimiter`.
-pub fn summary_json(s: &Sniffed, header: bool) -> serde_json::Value {
-    serde_json::json!({
-        "delimiter": s.delimiter.to_string(),
-        "quote": s.quote.map(|q| q.to_string()),
-        "header": header,
-        "skipped_rows": s.skip_rows,
-        "index_column": s.index_column,
-        "header_reason": s.header_reason,
-        "header_trailing_delimiter": s.header_trailing_delimiter,
-    })
-}
-
 /// The sniffer's decisions that differ from a plain comma-separated file
 /// with a header, in words for the stderr summary; `None` when none do.
 pub fn summary_line(s: &Sniffed, header: bool) -> Option<String> {
