@@ -65,6 +65,7 @@
 //! in `docs/import.md`.
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod convert;
 pub mod error;
