@@ -281,29 +281,30 @@ class Database:
         "commits", "rows_per_statement", "elapsed"}``."""
         return self._engine.insert_many(table, rows, columns, batch, commit_every)
 
-    def import_file(self, path: str, table: str, **options: Any) -> Dict[str, Any]:
+    def import_file(
+        self,
+        path: str,
+        table: str,
+        *,
+        progress: Optional[Callable[[int, int, Optional[int]], Any]] = None,
+        on_reject: Optional[Callable[[int, int, str, bytes], Any]] = None,
+        **options: Any,
+    ) -> Dict[str, Any]:
         """Imports a CSV/TSV/NDJSON file into ``table`` with the import
         library behind ``litelane import``, in this process (no subprocess),
         through this database's engine, the GIL released while it runs.
-        ``options`` are the command's flags: ``delimiter=";"`` ->
-        ``--delimiter ;``, ``mode="append"`` -> ``--mode append``,
-        ``strict=True`` -> ``--strict`` (``False``/``None`` leave a flag
-        out). Returns the summary ``litelane import --json`` prints. A
+        ``options`` are the command's options by name (``delimiter=";"``,
+        ``mode="append"``, ``strict=True``, ``null="NA"`` or a list,
+        ``type="col=REAL"`` or a list; ``False``/``None`` leave one unset).
+        ``progress(rows, bytes_read, total_bytes)`` is called at most every
+        0.1 s and at the end of each file (``total_bytes`` None when
+        unknown); ``on_reject(line, record, reason, raw)`` for each rejected
+        record; an exception either raises stops the import and is raised.
+        Returns the summary ``litelane import --json`` prints, as a dict. A
         failure raises ``OperationalError`` (an SQLite one its own class,
         with ``sqlite_errorcode``/``sqlite_errorname``); a bad option is a
         ``ProgrammingError``."""
-        flags: List[str] = []
-        for key, value in options.items():
-            flag = "--" + key.replace("_", "-")
-            if value is True:
-                flags.append(flag)
-            elif value is False or value is None:
-                continue
-            else:
-                flags += [flag, str(value)]
-        import json
-
-        return json.loads(self._engine.import_file(os.fspath(path), table, flags))
+        return self._engine.import_file(os.fspath(path), table, options, progress, on_reject)
 
     # -- engine ----------------------------------------------------------------
 

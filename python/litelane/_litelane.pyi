@@ -1,6 +1,6 @@
 """Type stubs of the extension module (the Rust half of litelane)."""
 
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -37,7 +37,14 @@ class Engine:
         batch: int = 2048,
         commit_every: Optional[int] = None,
     ) -> Dict[str, Any]: ...
-    def import_file(self, path: str, table: str, flags: List[str] = ...) -> str: ...
+    def import_file(
+        self,
+        path: str,
+        table: str,
+        options: Optional[Dict[str, Any]] = ...,
+        progress: Optional[Callable[[int, int, Optional[int]], Any]] = ...,
+        on_reject: Optional[Callable[[int, int, str, bytes], Any]] = ...,
+    ) -> Any: ...
     def metrics(self) -> Dict[str, Any]: ...
     def checkpoint(self, mode: str = "passive") -> Dict[str, Any]: ...
     def close(self) -> None: ...

@@ -193,3 +193,53 @@ def test_an_sqlite_failure_carries_its_code(tmp_path):
         assert info.value.sqlite_errorname == "SQLITE_ERROR"
         assert "in.csv" in str(info.value)
         assert db.query("SELECT count(*) FROM u") == [(0,)]
+
+
+def test_progress_and_rejects_reach_the_callers_functions(tmp_path):
+    csv = tmp_path / "in.csv"
+    text = "a,b\n1,x\n2,y\n3\n"
+    csv.write_text(text)
+    calls, rejects = [], []
+    with litelane.open(str(tmp_path / "t.db")) as db:
+        got = db.import_file(
+            str(csv),
+            "t",
+            progress=lambda rows, done, total: calls.append((rows, done, total)),
+            on_reject=lambda *r: rejects.append(r),
+            null=["NA", "-"],
+        )
+    assert got["rows_inserted"] == 2 and got["rows_rejected"] == 1
+    assert calls[-1] == (2, len(text), len(text)), calls
+    assert len(rejects) == 1
+    line, record, reason, raw = rejects[0]
+    assert (line, raw) == (4, b"3"), rejects
+    assert "field" in reason, reason
+
+
+def test_an_exception_in_a_callback_stops_the_import_and_is_raised(tmp_path):
+    csv = tmp_path / "in.csv"
+    csv.write_text("a\n" + "".join(f"{i}\n" for i in range(100_000)))
+
+    def progress(rows, done, total):
+        raise ValueError("enough")
+
+    with litelane.open(str(tmp_path / "t.db")) as db:
+        with pytest.raises(ValueError, match="enough"):
+            db.import_file(str(csv), "t", progress=progress, commit_every=1000)
+        created = db.query("SELECT count(*) FROM sqlite_master WHERE name = 't'") == [(1,)]
+        count = db.query("SELECT count(*) FROM t")[0][0] if created else 0
+        assert count < 100_000 and count % 1000 == 0, count
+
+
+def test_option_values_are_checked_by_name(tmp_path):
+    csv = tmp_path / "in.csv"
+    csv.write_text("a\n1\n")
+    with litelane.open(str(tmp_path / "t.db")) as db:
+        with pytest.raises(litelane.ProgrammingError, match="mode"):
+            db.import_file(str(csv), "t", mode="sideways")
+        with pytest.raises(litelane.ProgrammingError, match="commit_every"):
+            db.import_file(str(csv), "t", commit_every="many")
+        with pytest.raises(litelane.ProgrammingError, match="delimiter"):
+            db.import_file(str(csv), "t", delimiter=";;")
+        with pytest.raises(litelane.OperationalError, match="no_header"):
+            db.import_file(str(csv), "t", header=True, no_header=True)

@@ -49,7 +49,7 @@ fn run(argv: Vec<OsString>) -> i32 {
             Ok(a) => bench::worker_main(a),
             Err(code) => return code,
         },
-        Some("import-child") => match parse::<litelane_import::ImportArgs>(&argv[1..]) {
+        Some("import-child") => match parse::<litelane_cli::import::ImportFlags>(&argv[1..]) {
             Ok(a) => import(a).map(|status| code = status),
             Err(code) => return code,
         },
@@ -70,8 +70,10 @@ fn run(argv: Vec<OsString>) -> i32 {
 /// `litelane import ... --json`, for the `import` scenario's child process:
 /// the same library the command runs, its summary on stdout; returns the
 /// exit status the command gives.
-fn import(args: litelane_import::ImportArgs) -> Result<i32, BenchError> {
-    let outcome = litelane_import::run(args)?;
-    println!("{}", outcome.summary);
+fn import(flags: litelane_cli::import::ImportFlags) -> Result<i32, BenchError> {
+    let outcome = litelane_import::run(flags.options(), &mut litelane_import::Silent)?;
+    if let Some(summary) = &outcome.summary {
+        println!("{}", litelane_cli::import::json(summary));
+    }
     Ok(outcome.status)
 }

@@ -9,12 +9,15 @@
 //! The binary (`src/main.rs`) only calls [`main`].
 //!
 //! The import itself is the `litelane-import` library; `import` and
-//! `sniff` here only parse flags, print and choose the exit status.
+//! `sniff` here only parse flags into its options, report what it tells
+//! them on stderr (the progress bar, rejects, the account of the run), print
+//! and choose the exit status. [`import::ImportFlags`] is public for
+//! `litelane-bench`'s import child.
 
 #![deny(unsafe_code)]
 
 mod error;
-mod import;
+pub mod import;
 mod inspect;
 mod sniff;
 
@@ -37,7 +40,7 @@ enum Command {
     /// error, 4 the last commit's outcome is unknown (its fsync failed: it
     /// may or may not be stored), 130 interrupted (Ctrl-C; what is
     /// committed stays).
-    Import(Box<litelane_import::ImportArgs>),
+    Import(Box<import::ImportFlags>),
     /// Print the plan an import of a CSV/TSV file would use: delimiter,
     /// quote, header, skipped lines, index column, column types and null
     /// tokens (`--json`: the form `import --plan` reads).

@@ -16,7 +16,7 @@ pub struct SniffArgs {
     pub json: bool,
     /// The input format (default: from the extension; CSV when unknown).
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<crate::import::FormatArg>,
     /// The field delimiter (default: sniffed among , ; | and tab).
     #[arg(long, value_name = "CHAR")]
     pub delimiter: Option<char>,
@@ -39,6 +39,7 @@ pub struct SniffArgs {
 pub fn run(args: SniffArgs) -> Result<(), Error> {
     let format = args
         .format
+        .map(Format::from)
         .or_else(|| Format::from_name(&args.source))
         .unwrap_or(Format::Csv);
     let mut input = source::open(&args.source)?;

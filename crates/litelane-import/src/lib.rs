@@ -4,26 +4,44 @@
 //! ```
 //! # fn main() -> Result<(), litelane_import::Error> {
 //! # let dir = tempfile::tempdir().unwrap();
+//! use litelane_import::{ImportOptions, Progress, Rejected, Summary};
+//!
 //! let csv = dir.path().join("people.csv");
-//! std::fs::write(&csv, "name,age\nAda,36\nAlan,41\nGrace,85\n").unwrap();
+//! std::fs::write(&csv, "name,age\nAda,36\nAlan,41\nGrace,85\nBob,old\n").unwrap();
 //!
-//! let mut args = litelane_import::ImportArgs::new(
-//!     csv.to_str().unwrap(),
-//!     dir.path().join("app.db"),
-//! );
-//! args.quiet = true; // no progress bar or summary lines on stderr
-//! let outcome = litelane_import::run(args)?;
+//! // What the caller wants to hear: here, the rejected records.
+//! #[derive(Default)]
+//! struct Rejects(Vec<String>);
+//! impl Progress for Rejects {
+//!     fn rejected(&mut self, r: &Rejected<'_>) {
+//!         self.0.push(format!("line {}: {}", r.line, r.reason));
+//!     }
+//! }
 //!
-//! assert_eq!(outcome.status, litelane_import::EXIT_OK);
-//! assert_eq!(outcome.summary["table"], "people");
-//! assert_eq!(outcome.summary["rows_inserted"], 3);
-//! let db = litelane::Database::open(dir.path().join("app.db"), Default::default()).unwrap();
-//! let n: i64 = db
-//!     .read(|c| Ok(c.query_row("SELECT count(*) FROM people", [], |r| r.get(0))?))
-//!     .unwrap();
-//! assert_eq!(n, 3);
+//! let mut options = ImportOptions::new(csv.to_str().unwrap(), dir.path().join("app.db"));
+//! options.types_for = vec!["age=INTEGER".into()]; // instead of inferred (TEXT here)
+//! options.strict = true; // a value that does not fit its column is rejected
+//! let mut rejects = Rejects::default();
+//! let outcome = litelane_import::run(options, &mut rejects)?;
+//!
+//! assert_eq!(outcome.status, litelane_import::EXIT_REJECTS);
+//! let Some(Summary::File(summary)) = &outcome.summary else { unreachable!() };
+//! assert_eq!(summary.table, "people");
+//! assert_eq!((summary.rows_inserted, summary.rows_rejected), (3, 1));
+//! assert_eq!(summary.columns[1].ty, "INTEGER");
+//! assert_eq!(rejects.0.len(), 1);
+//! assert!(rejects.0[0].starts_with("line 5: "));
+//! // The summary as `litelane import --json` prints it:
+//! let json = serde_json::to_value(&outcome.summary).unwrap();
+//! assert_eq!(json["rows_inserted"], 3);
 //! # Ok(()) }
 //! ```
+//!
+//! [`ImportOptions`] is plain data with the command's defaults; progress,
+//! rejects, lines of report and stopping go through the caller's
+//! [`Progress`] ([`Silent`] for none); the result is an [`Outcome`] whose
+//! [`Summary`] serializes to the command's `--json` object. The library
+//! prints nothing.
 //!
 //! # The pipeline
 //!
@@ -34,11 +52,12 @@
 //!    gzip/zstd, text encodings, CSV/TSV fields, NDJSON lines, JSON arrays.
 //! 2. [`plan`] — what to do: the sniffed dialect, header and column types,
 //!    the target table as it is and as it will be, the caller's
-//!    [`ImportArgs`], the progress record of a resumable import.
+//!    [`ImportOptions`], the progress record of a resumable import.
 //! 3. [`convert`] — records to typed rows, or rejects, on a parser thread.
 //! 4. [`load`] — the rows stored through the engine's bulk path, in one
 //!    transaction or one per `commit_every` rows (resumable), with
-//!    upserts, `ALTER TABLE` for new columns, rejects and the summary.
+//!    upserts, `ALTER TABLE` for new columns, rejects, the caller's
+//!    [`Progress`] and the [`Summary`].
 //!
 //! [`run`] and [`run_into`] are the entry points; the layers' modules are
 //! public for the command line (`litelane sniff`) and the fuzz target
@@ -46,6 +65,7 @@
 //! in `docs/import.md`.
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod convert;
 pub mod error;
@@ -61,8 +81,12 @@ pub mod read;
 pub mod values;
 
 pub use error::{Error, ErrorKind};
+pub use load::report::{Note, NoteKind, NoteLevel, Progress, Rejected, Silent};
+pub use load::summary::{
+    AlreadyFinished, ColumnSummary, Counts, FileSummary, FilesSummary, SniffedSummary, Summary,
+};
 pub use load::{run, run_into, Outcome, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTS};
 pub use plan::conflict::OnConflict;
-pub use plan::options::{ImportArgs, Mode, Types};
+pub use plan::options::{ImportOptions, Mode, Types};
 pub use plan::SAMPLE_RECORDS;
 pub use read::source::Format;

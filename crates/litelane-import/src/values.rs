@@ -383,72 +383,111 @@ pub fn looks_numeric_to_sqlite(b: &[u8]) -> bool {
     k == s.len()
 }
 
-/// What the sample showed about one column.
-#[derive(Debug, Clone, Copy)]
+/// What a sample showed about one column's values, and the type it
+/// decides: the one type inferer of the import. The sniffer notes CSV/TSV
+/// fields with [`observe_text`](Self::observe_text) (every type, spaces
+/// around numbers allowed); NDJSON values go through
+/// [`observe_json`](Self::observe_json) (numbers or text only).
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Inference {
     non_null: u64,
-    all_int: bool,
-    all_real: bool,
+    not_bool: bool,
+    not_int: bool,
+    not_real: bool,
+    not_date: bool,
+    not_ts: bool,
+    padded: u64,
 }
 
-impl Default for Inference {
-    fn default() -> Self {
-        Inference {
-            non_null: 0,
-            all_int: true,
-            all_real: true,
-        }
-    }
+/// `f` without its leading and trailing ASCII spaces.
+pub fn trim_spaces(f: &[u8]) -> &[u8] {
+    let s = f.iter().position(|&c| c != b' ').unwrap_or(f.len());
+    let e = f.iter().rposition(|&c| c != b' ').map_or(s, |e| e + 1);
+    &f[s..e]
 }
 
 impl Inference {
-    /// Notes one non-null text field. Only tests and the fuzzing checker
-    /// use it: the import types CSV/TSV columns with the sniffer's own
-    /// statistics (`sniff::ColumnStats`), and NDJSON ones with
-    /// [`observe_json`](Self::observe_json).
-    pub fn observe_bytes(&mut self, b: &[u8]) {
+    /// Notes one non-null CSV/TSV field: a boolean, date or timestamp as
+    /// written, a number also with spaces around it (counted as padded).
+    pub fn observe_text(&mut self, f: &[u8]) {
         self.non_null += 1;
-        if self.all_int && parse_int(b).is_none() {
-            self.all_int = false;
-        }
-        if self.all_real && parse_real(b).is_none() {
-            self.all_real = false;
+        let t = trim_spaces(f);
+        let padded = t.len() != f.len() && !t.is_empty();
+        self.not_bool |= parse_bool(f).is_none();
+        self.not_date |= !is_iso_date(f);
+        self.not_ts |= !(is_iso_date(f) || is_iso_timestamp(f));
+        let int = parse_int(t).is_some();
+        let real = parse_real(t).is_some();
+        self.not_int |= !int || (t.len() != f.len() && !padded);
+        self.not_real |= !real || (t.len() != f.len() && !padded);
+        if padded && real {
+            self.padded += 1;
         }
     }
 
+    /// Notes one non-null text field as a number or text only (INTEGER,
+    /// REAL or TEXT; no spaces allowed). Only tests and the fuzzing
+    /// checker use it.
+    pub fn observe_bytes(&mut self, b: &[u8]) {
+        self.non_null += 1;
+        self.not_bool = true;
+        self.not_date = true;
+        self.not_ts = true;
+        self.not_int |= parse_int(b).is_none();
+        self.not_real |= parse_real(b).is_none();
+    }
+
     /// Notes one JSON value (null is ignored); `text` is the value as
-    /// written, when the line was read for it.
+    /// written, when the line was read for it. A JSON column is INTEGER,
+    /// REAL or TEXT (a boolean counts as an integer).
     pub fn observe_json(&mut self, v: &Json, text: Option<&str>) {
+        if matches!(v, Json::Null) {
+            return;
+        }
+        self.non_null += 1;
+        self.not_bool = true;
+        self.not_date = true;
+        self.not_ts = true;
         match v {
-            Json::Null => {}
-            Json::Bool(_) => self.non_null += 1,
+            Json::Bool(_) => {}
             Json::Number(n) => {
-                self.non_null += 1;
                 if n.as_i64().is_none() {
-                    self.all_int = false;
+                    self.not_int = true;
                     // An integer beyond 64 bits keeps its digits only as text.
                     if text.is_some_and(|t| is_big_integer(t.as_bytes())) {
-                        self.all_real = false;
+                        self.not_real = true;
                     }
                 }
             }
             _ => {
-                self.non_null += 1;
-                self.all_int = false;
-                self.all_real = false;
+                self.not_int = true;
+                self.not_real = true;
             }
         }
     }
 
-    /// The type decided: INTEGER when every value was an integer, REAL when
-    /// every value was a number, TEXT otherwise (and for a column of nulls).
+    /// Numbers seen with spaces around them (by
+    /// [`observe_text`](Self::observe_text)).
+    pub fn padded(&self) -> u64 {
+        self.padded
+    }
+
+    /// The type decided: BOOLEAN, INTEGER, REAL, DATE, TIMESTAMP when
+    /// every value noted was one (in that order of preference), else TEXT
+    /// (also for a column with no value).
     pub fn decide(&self) -> ColType {
         if self.non_null == 0 {
             ColType::Text
-        } else if self.all_int {
+        } else if !self.not_bool {
+            ColType::Boolean
+        } else if !self.not_int {
             ColType::Integer
-        } else if self.all_real {
+        } else if !self.not_real {
             ColType::Real
+        } else if !self.not_date {
+            ColType::Date
+        } else if !self.not_ts {
+            ColType::Timestamp
         } else {
             ColType::Text
         }

@@ -993,18 +993,21 @@ impl Engine {
     }
 
     /// Imports the file `path` into `table` with the `litelane-import`
-    /// library, in this process, the GIL released; `flags` are `litelane
-    /// import` flags. Returns the `--json` summary as JSON text.
-    #[pyo3(signature = (path, table, flags = Vec::new()))]
-    fn import_file(
+    /// library, in this process, the GIL released; `options` are its
+    /// options by name (see `import::import_file`), `progress` and
+    /// `on_reject` optional callables. Returns the summary as a dict.
+    #[pyo3(signature = (path, table, options = None, progress = None, on_reject = None))]
+    fn import_file<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         path: String,
         table: String,
-        flags: Vec<String>,
-    ) -> PyResult<String> {
+        options: Option<Bound<'py, PyDict>>,
+        progress: Option<Py<PyAny>>,
+        on_reject: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let sh = self.get(py)?;
-        crate::import::import_file(py, sh, path, table, flags)
+        crate::import::import_file(py, sh, path, table, options, progress, on_reject)
     }
 
     /// A snapshot of the engine's metrics; durations in seconds.

@@ -1094,10 +1094,10 @@ fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
     }
     std::fs::write(&csv, text).unwrap();
     let args = || {
-        let mut a = litelane_import::ImportArgs::new(csv.to_str().unwrap(), dir.path().join("db"));
+        let mut a =
+            litelane_import::ImportOptions::new(csv.to_str().unwrap(), dir.path().join("db"));
         a.table = Some("imp".into());
         a.commit_every = Some(100);
-        a.quiet = true;
         a
     };
     vfs.arm(
@@ -1106,7 +1106,7 @@ fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
             .after(4),
     )
     .unwrap();
-    let err = litelane_import::run_into(&db, args()).unwrap_err();
+    let err = litelane_import::run_into(&db, args(), &mut litelane_import::Silent).unwrap_err();
     assert_eq!(vfs.faults_fired(), 1);
     let engine = err.engine().expect("an engine error");
     assert!(engine.is_outcome_unknown(), "{err}");
@@ -1123,7 +1123,8 @@ fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
     let db = Database::open(dir.path().join("db"), o).unwrap();
     let mut again = args();
     again.resume = true;
-    litelane_import::run_into(&db, again).expect("the resumed import finishes");
+    litelane_import::run_into(&db, again, &mut litelane_import::Silent)
+        .expect("the resumed import finishes");
     let (n, distinct, lo, hi): (i64, i64, i64, i64) = db
         .read(|c| {
             Ok(c.query_row(

@@ -7,7 +7,6 @@
 //! type) comes back from the inserter and is rejected with its line; an
 //! error or Ctrl-C rolls the transaction in progress back.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +17,8 @@ use litelane::{quote_ident, BulkRow, Database, InsertReport, RowSource, Tx, Valu
 
 use crate::convert::batch::{Batch, Kind, RowRef};
 use crate::error::Error;
-use crate::load::bar::Bar;
 use crate::load::rejects::Rejects;
+use crate::load::report::{Progress as Caller, Rejected};
 use crate::plan::resume::{self, Progress};
 use crate::values::ColType;
 
@@ -64,12 +63,10 @@ pub struct Sink<'a> {
     pub rejects: Rejects,
     /// Stop after more rejects than this (counting those of a resumed run).
     pub max_rejects: Option<u64>,
-    /// The progress bar.
-    pub bar: &'a Bar,
+    /// The caller, told of rows and rejects, asked whether to stop.
+    pub caller: &'a mut dyn Caller,
     /// The input's name, for messages.
     pub input: String,
-    /// Set by the Ctrl-C handler: stop, keeping what is committed.
-    pub interrupted: &'a AtomicBool,
     /// `--rejects-table`: rejects are also inserted there, in the same
     /// transaction as the rows.
     pub rejects_table: Option<String>,
@@ -88,7 +85,7 @@ pub struct Sink<'a> {
     pub types: Vec<ColType>,
 }
 
-/// How often a waiting writer looks at [`Sink::interrupted`].
+/// How often a waiting writer asks [`Caller::should_stop`].
 const POLL: Duration = Duration::from_millis(100);
 
 /// A row of a batch, with the `--source-column` value after its own.
@@ -177,20 +174,22 @@ impl Feed<'_> {
     /// end of the input.
     fn current(&mut self) -> Result<Option<Arc<Batch>>, Error> {
         loop {
-            if self.sink.interrupted.load(Ordering::Relaxed) {
+            if self.sink.caller.should_stop() {
                 return Err(Error::Input("interrupted (Ctrl-C)".into()));
             }
             match &self.batch {
                 Some(b) if self.pos < b.entries.len() => return Ok(Some(Arc::clone(b))),
                 Some(b) if b.last => {
                     self.open.blank = b.blank_lines;
+                    // Every row handed: the caller sees the final count.
+                    self.sink.caller.rows(self.handed, b.bytes_read);
                     return Ok(None);
                 }
                 _ => {}
             }
             match self.rx.recv_timeout(POLL) {
                 Ok(Ok(b)) => {
-                    self.sink.bar.update(self.handed, b.bytes_read);
+                    self.sink.caller.rows(self.handed, b.bytes_read);
                     if !b.null_counts.is_empty() {
                         if self.null_counts.is_empty() {
                             self.null_stride = b.null_stride;
@@ -259,7 +258,16 @@ impl Feed<'_> {
         raw: &[u8],
     ) -> Result<(), Error> {
         let sink = &mut self.sink;
-        sink.rejects.write(line, record, reason, raw)?;
+        let nth = sink.rejects.write(line, record, reason, raw)?;
+        sink.caller.rejected(&Rejected {
+            input: sink.rejects.input(),
+            line,
+            record,
+            reason,
+            raw,
+            nth,
+            in_file: sink.rejects.path().is_some(),
+        });
         if let Some(t) = &sink.rejects_table {
             let sql = format!(
                 "INSERT INTO {} (target_table, source, line, record, reason, raw) \

@@ -13,13 +13,15 @@ use std::path::Path;
 
 use litelane::quote_ident;
 
+use super::report::{self as say, NoteKind, Progress as Caller};
+use super::summary::{FilesSummary, Summary};
 use super::{Outcome, EXIT_INTERRUPTED, EXIT_OK};
 use crate::error::Error;
-use crate::plan::options::{ImportArgs, Mode, Summaries};
+use crate::plan::options::{FileArgs, Mode, Summaries};
 
-/// Keeps a JSON summary for the caller (one file) or for the summary of a
-/// run over several files.
-pub fn emit(args: &ImportArgs, summary: serde_json::Value) {
+/// Keeps a summary for the caller (one file) or for the summary of a run
+/// over several files.
+pub(crate) fn emit(args: &FileArgs, summary: Summary) {
     if let Some(s) = &args.summaries {
         s.push(summary);
     }
@@ -49,14 +51,15 @@ fn recorded_sources(db: &Path, table: &str) -> HashSet<String> {
     out
 }
 
-/// Imports `files` into one table, one after the other; prints one summary
-/// line per file (stderr, unless quiet) and returns one summary object with
-/// the totals and a `files` array of the per-file summaries. Stops at the first file
-/// that fails: the files before it stay imported, and the error says so.
-pub fn run_all(
-    args: ImportArgs,
+/// Imports `files` into one table, one after the other; tells `caller` the
+/// account of each file and the totals, and returns one summary with the
+/// totals and each file's. Stops at the first file that fails: the files
+/// before it stay imported, and the error says so.
+pub(crate) fn run_all(
+    args: FileArgs,
     files: Vec<String>,
     shared: Option<&litelane::Database>,
+    caller: &mut dyn Caller,
 ) -> Result<Outcome, Error> {
     let Some(table) = args.table.clone() else {
         return Err(Error::Input(format!(
@@ -87,7 +90,7 @@ pub fn run_all(
         None => Some(super::open_db(&args)?),
     };
     let db = shared.or(owned.as_ref()).expect("opened above");
-    let result = each_file(&args, &files, &table, db, &summaries);
+    let result = each_file(&args, &files, &table, db, &summaries, caller);
     drop(owned);
     if let Some(mode) = journal_before {
         if let Err(e) = super::restore_journal_mode(&args.db, &mode) {
@@ -104,12 +107,12 @@ pub fn run_all(
 /// file appends (adding columns it has), unless it is resumed (`--resume`
 /// with its progress in `recorded`).
 fn file_args(
-    args: &ImportArgs,
+    args: &FileArgs,
     files: &[String],
     i: usize,
     summaries: &Summaries,
     recorded: &HashSet<String>,
-) -> ImportArgs {
+) -> FileArgs {
     let f = &files[i];
     let mut a = args.clone();
     a.source = f.clone();
@@ -159,37 +162,45 @@ fn file_failed(files: &[String], i: usize, done: &[&str], e: Error) -> Error {
     }
 }
 
-/// The totals of `n` files into `table` (said on stderr unless `--quiet`)
-/// and the summary with each file's.
-fn totals(args: &ImportArgs, n: usize, table: &str, summaries: &Summaries) -> serde_json::Value {
+/// The totals of `n` files into `table` (told to `caller`) and the
+/// summary with each file's.
+fn totals(
+    args: &FileArgs,
+    n: usize,
+    table: &str,
+    summaries: &Summaries,
+    caller: &mut dyn Caller,
+) -> FilesSummary {
     let list = summaries.take();
-    let sum = |k: &str| list.iter().filter_map(|s| s[k].as_u64()).sum::<u64>();
-    if !args.quiet {
-        eprintln!(
-            "litelane: {n} files into {}: {} rows imported, {} skipped, {} rejected",
+    let inserted = list.iter().map(Summary::rows_inserted).sum();
+    let skipped = list.iter().map(Summary::rows_skipped).sum();
+    let rejected = list.iter().map(Summary::rows_rejected).sum();
+    say::info(
+        caller,
+        NoteKind::Totals,
+        &format!(
+            "{n} files into {}: {inserted} rows imported, {skipped} skipped, {rejected} rejected",
             quote_ident(table),
-            sum("rows_inserted"),
-            sum("rows_skipped"),
-            sum("rows_rejected")
-        );
+        ),
+    );
+    FilesSummary {
+        table: table.to_string(),
+        files: list,
+        rows_inserted: inserted,
+        rows_skipped: skipped,
+        rows_rejected: rejected,
+        profile: args.profile.name().to_string(),
     }
-    serde_json::json!({
-        "table": table,
-        "files": list,
-        "rows_inserted": sum("rows_inserted"),
-        "rows_skipped": sum("rows_skipped"),
-        "rows_rejected": sum("rows_rejected"),
-        "profile": args.profile.name(),
-    })
 }
 
 /// The files of [`run_all`], one after the other, into `db`.
 fn each_file(
-    args: &ImportArgs,
+    args: &FileArgs,
     files: &[String],
     table: &str,
     db: &litelane::Database,
     summaries: &Summaries,
+    caller: &mut dyn Caller,
 ) -> Result<Outcome, Error> {
     let recorded = if args.resume {
         recorded_sources(&args.db, table)
@@ -200,13 +211,13 @@ fn each_file(
     let mut done: Vec<&str> = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let a = file_args(args, files, i, summaries, &recorded);
-        match super::run_in(a, Some(db)) {
+        match super::run_in(a, Some(db), caller) {
             Ok(s) => {
                 status = status.max(s);
                 if s == EXIT_INTERRUPTED {
                     return Ok(Outcome {
                         status: s,
-                        summary: serde_json::Value::Null,
+                        summary: None,
                     });
                 }
             }
@@ -214,6 +225,9 @@ fn each_file(
         }
         done.push(f);
     }
-    let summary = totals(args, files.len(), table, summaries);
-    Ok(Outcome { status, summary })
+    let summary = totals(args, files.len(), table, summaries, caller);
+    Ok(Outcome {
+        status,
+        summary: Some(Summary::Files(summary)),
+    })
 }

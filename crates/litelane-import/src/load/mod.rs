@@ -1,8 +1,8 @@
 //! Layer 4, *load*: the import run from start to end — open the database,
 //! prepare (the *plan* layer), start the parser thread (the *convert*
 //! layer) and store its batches through the engine's bulk path ([`feed`]),
-//! with rejects ([`rejects`]), progress ([`bar`]) and runs over several
-//! files ([`files`]).
+//! with rejects ([`rejects`]), what the caller is told ([`report`]), what
+//! it did ([`summary`]) and runs over several files ([`files`]).
 //!
 //! One thread reads and parses the input into batches of typed rows
 //! ([`records`], [`crate::convert`]); the
@@ -16,13 +16,13 @@
 //! Output paths, the per-table lock and reserved names are checked first
 //! ([`guard`]). See `docs/import.md`.
 
-pub mod bar;
 pub mod feed;
 pub mod files;
 pub mod rejects;
+pub mod report;
+pub mod summary;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,12 +31,15 @@ use litelane::{quote_ident, Database, Options, Profile};
 use crate::convert::job::ParseJob;
 use crate::convert::Converter;
 use crate::error::Error;
-use crate::load::bar::{group, Bar};
 use crate::load::feed::Sink;
 use crate::load::rejects::Rejects;
+use crate::load::report::{self as say, NoteKind, Progress as Caller};
+use crate::load::summary::{
+    AlreadyFinished, ColumnSummary, Counts, FileSummary, SniffedSummary, Summary,
+};
 use crate::plan::columns::{self, Plan};
 use crate::plan::conflict::{self, OnConflict};
-use crate::plan::options::{ImportArgs, Mode, Summaries, Types};
+use crate::plan::options::{FileArgs, ImportOptions, Mode, Summaries, Types};
 use crate::plan::resume::{self, Progress, ResumePoint};
 use crate::plan::{self, sniff, table};
 use crate::read::records::{self, RawOwned, Records};
@@ -50,7 +53,8 @@ const CHANNEL_BATCHES: usize = 4;
 pub const EXIT_OK: i32 = 0;
 /// Exit status: the import finished, but some records were rejected.
 pub const EXIT_REJECTS: i32 = 3;
-/// Exit status: interrupted by Ctrl-C (SIGINT), as shells report it.
+/// Exit status: stopped by [`Progress::should_stop`](crate::Progress::should_stop)
+/// (the command's Ctrl-C, SIGINT), as shells report an interrupted command.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// Everything decided before the rows flow.
@@ -72,36 +76,45 @@ pub struct Outcome {
     /// The exit status `litelane import` gives it: [`EXIT_OK`] (every
     /// record stored), [`EXIT_REJECTS`] (finished, some records rejected)
     /// or [`EXIT_INTERRUPTED`] (stopped through
-    /// [`ImportArgs::interrupt`]; what was committed stays).
+    /// [`Progress::should_stop`](crate::Progress::should_stop); what was
+    /// committed stays).
     pub status: i32,
-    /// The summary `litelane import --json` prints: one object (`table`,
-    /// `rows_inserted`, `rows_rejected`, `columns`, ...; see
-    /// `docs/import.md`), or, for several files, the totals with a `files`
-    /// array of these. `Null` when the import was interrupted before it
-    /// finished.
-    pub summary: serde_json::Value,
+    /// What the import did; serialized, the object `litelane import
+    /// --json` prints (see `docs/import.md`). `None` when it was stopped
+    /// before it finished.
+    pub summary: Option<Summary>,
 }
 
-/// Runs an import described by `args`, opening (or creating) the database
-/// `args.db` with the import's own engine options (`args.profile`, one
-/// reader). Several files (`args.more`, or a glob pattern) are imported one
-/// after the other into one table. A bad input, flag or table is an
-/// [`Error`] of kind [`ErrorKind::Input`](crate::ErrorKind::Input) naming
-/// the file and line where known.
-pub fn run(args: ImportArgs) -> Result<Outcome, Error> {
-    run_with(args, None)
+/// Runs the import `options` describes, opening (or creating) the database
+/// `options.db` with the import's own engine options (`options.profile`,
+/// one reader), telling `progress` how it goes. Several files
+/// (`options.more`, or a glob pattern) are imported one after the other
+/// into one table. A bad input, option or table is an [`Error`] of kind
+/// [`ErrorKind::Input`](crate::ErrorKind::Input) naming the file and line
+/// where known.
+pub fn run(options: ImportOptions, progress: &mut dyn Caller) -> Result<Outcome, Error> {
+    run_with(options.into(), None, progress)
 }
 
 /// [`run`] into a database the caller already holds open: its engine and
-/// options apply (`args.profile` is replaced by the engine's profile, which
-/// the summary names). `args.db` must be its path: the lock file, the WAL
-/// truncation and the path checks use it.
-pub fn run_into(db: &Database, mut args: ImportArgs) -> Result<Outcome, Error> {
-    args.profile = db.options().profile;
-    run_with(args, Some(db))
+/// options apply (`options.profile` is replaced by the engine's profile,
+/// which the summary names). `options.db` must be its path: the lock file,
+/// the WAL truncation and the path checks use it.
+pub fn run_into(
+    db: &Database,
+    mut options: ImportOptions,
+    progress: &mut dyn Caller,
+) -> Result<Outcome, Error> {
+    options.profile = db.options().profile;
+    run_with(options.into(), Some(db), progress)
 }
 
-fn run_with(mut args: ImportArgs, shared: Option<&Database>) -> Result<Outcome, Error> {
+fn run_with(
+    mut args: FileArgs,
+    shared: Option<&Database>,
+    progress: &mut dyn Caller,
+) -> Result<Outcome, Error> {
+    args.check()?;
     args.nulls = sniff::null_tokens(&args.nulls, args.no_default_nulls);
     if let Some(t) = &args.table {
         args.table = Some(guard::parse_table_flag("--table", t)?);
@@ -110,17 +123,17 @@ fn run_with(mut args: ImportArgs, shared: Option<&Database>) -> Result<Outcome, 
         args.rejects_table = Some(guard::parse_table_flag("--rejects-table", t)?);
     }
     if let Some(list) = inputs::several(&args.source, &args.more)? {
-        return files::run_all(args, list, shared);
+        return files::run_all(args, list, shared, progress);
     }
     let sink = Summaries::default();
     args.summaries = Some(sink.clone());
-    let status = run_in(args, shared)?;
-    let summary = sink.take().pop().unwrap_or_default();
+    let status = run_in(args, shared, progress)?;
+    let summary = sink.take().pop();
     Ok(Outcome { status, summary })
 }
 
 /// The engine options of an import's database.
-fn open_db(args: &ImportArgs) -> Result<Database, Error> {
+fn open_db(args: &FileArgs) -> Result<Database, Error> {
     let opts = Options {
         profile: args.profile,
         readers: 1,
@@ -133,7 +146,11 @@ fn open_db(args: &ImportArgs) -> Result<Database, Error> {
 /// One file into the database `shared` holds open (several files in one
 /// command: opened, and with `fast` its journal mode restored, once by the
 /// caller), or into the database opened here.
-fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, Error> {
+fn run_in(
+    args: FileArgs,
+    shared: Option<&Database>,
+    progress: &mut dyn Caller,
+) -> Result<i32, Error> {
     let start = Instant::now();
     if args.commit_every == Some(0) {
         return Err(Error::Input("--commit-every must be at least 1".into()));
@@ -193,7 +210,7 @@ fn run_in(args: ImportArgs, shared: Option<&Database>) -> Result<i32, Error> {
         None => Some(open_db(&args)?),
     };
     let db = shared.or(owned.as_ref()).expect("opened above");
-    let result = import(&args, db, &table, input, start);
+    let result = import(&args, db, &table, input, start, progress);
     drop(owned);
     if let Some(mode) = journal_before {
         if let Err(e) = restore_journal_mode(&args.db, &mode) {
@@ -322,39 +339,37 @@ fn source_key(source: &str) -> String {
 /// The import proper, on an open database: prepare (fresh or resumed), run
 /// the parser thread and the sink, and report. Returns the exit status.
 fn import(
-    args: &ImportArgs,
+    args: &FileArgs,
     db: &Database,
     table: &str,
     input: source::Input,
     start: Instant,
+    caller: &mut dyn Caller,
 ) -> Result<i32, Error> {
-    let never = AtomicBool::new(false);
-    let interrupted: &AtomicBool = args.interrupt.as_deref().unwrap_or(&never);
     let bytes_read = Arc::clone(&input.bytes_read);
     let size = input.size;
     let display = input.display.clone();
-    let Some(prepared) = prepare(args, db, table, input)? else {
+    let Some(prepared) = prepare(args, db, table, input, caller)? else {
         return Ok(EXIT_OK);
     };
-    if interrupted.load(Ordering::SeqCst) {
-        eprintln!(
-            "litelane: interrupted (Ctrl-C) before any row was written; nothing was committed"
+    if caller.should_stop() {
+        say::stopped(
+            caller,
+            "interrupted (Ctrl-C) before any row was written; nothing was committed",
         );
         return Ok(EXIT_INTERRUPTED);
     }
     let (table, plan) = (prepared.table, prepared.plan);
 
     // What the sniffer decided (header, preamble, dialect) and why: said
-    // before the rows flow when a progress bar shows, so that a wrong guess
-    // can be stopped at once; said in the summary otherwise.
-    let sniffed_line = plan
+    // before the rows flow, so that a wrong guess can be stopped at once.
+    caller.start(size);
+    if let Some(line) = plan
         .sniffed
         .as_ref()
-        .and_then(|s| sniff::summary_line(s, plan.header));
-    let bar = Bar::new(!args.quiet, size);
-    let said_early = bar.visible() && sniffed_line.is_some();
-    if let (true, Some(line)) = (said_early, &sniffed_line) {
-        eprintln!("litelane: {line}");
+        .and_then(|s| sniff::summary_line(s, plan.header))
+    {
+        say::info(caller, NoteKind::Sniffed, &line);
     }
     let mut converter = Converter::new(plan.clone());
     converter.set_max_length(max_length(db)?);
@@ -370,35 +385,31 @@ fn import(
         display: display.clone(),
     })?;
     let parts = (prepared.setup, prepared.progress, prepared.rejects);
-    let sink = sink(args, db, &table, &plan, parts, &bar, &display, interrupted);
+    let sink = sink(args, db, &table, &plan, parts, caller, &display);
     let result = sink.run(rx);
     let joined = parser.join();
-    bar.finish();
+    caller.finish();
     let (counts, kept, null_counts) = match result {
         Ok(c) if joined.is_ok() => c,
         Ok(_) => return Err(Error::Input("the parser thread panicked".into())),
-        Err(e) if interrupted.load(Ordering::SeqCst) => {
-            eprintln!("litelane: {e}");
+        Err(e) if caller.should_stop() => {
+            say::stopped(caller, &e.to_string());
             return Ok(EXIT_INTERRUPTED);
         }
         Err(e) => return Err(e),
     };
     let wal = truncate_wal(&args.db);
     let done = Finished::new(counts, kept, null_counts, wal, start);
-    if !args.quiet {
-        if let (false, Some(line)) = (said_early, &sniffed_line) {
-            eprintln!("litelane: {line}");
-        }
-        say_finished(
-            args,
-            &plan,
-            &table,
-            &display,
-            &done,
-            rejects_path.as_deref(),
-        );
-    }
-    files::emit(args, summary(args, &plan, &table, &done));
+    say_finished(
+        args,
+        &plan,
+        &table,
+        &display,
+        &done,
+        rejects_path.as_deref(),
+        caller,
+    );
+    files::emit(args, Summary::File(summary(args, &plan, &table, &done)));
     Ok(if done.counts.rejected > 0 {
         EXIT_REJECTS
     } else {
@@ -425,15 +436,16 @@ fn start_parser(job: ParseJob) -> Result<(std::thread::JoinHandle<()>, Parsed), 
 /// old progress table run first); `None` when a resumed import finds
 /// nothing left to do.
 fn prepare(
-    args: &ImportArgs,
+    args: &FileArgs,
     db: &Database,
     table: &str,
     input: source::Input,
+    caller: &mut dyn Caller,
 ) -> Result<Option<Prepared>, Error> {
     let recorded = resume::load(db, table)?;
     let migrate = resume::migrate_sql(db)?;
     let mut prepared = if args.resume {
-        match prepare_resume(args, db, table, input, recorded)? {
+        match prepare_resume(args, db, table, input, recorded, caller)? {
             Some(p) => p,
             None => return Ok(None),
         }
@@ -451,17 +463,15 @@ fn prepare(
 
 /// Where the rows of `plan` go: the table's columns (and the source's
 /// column, `--source-column`), the conflict key and action, the commits,
-/// the rejects and the progress bar.
-#[allow(clippy::too_many_arguments)] // each a field of the `Sink`, moved or lent once
+/// the rejects and the caller to tell.
 fn sink<'a>(
-    args: &'a ImportArgs,
+    args: &'a FileArgs,
     db: &'a Database,
     table: &str,
     plan: &Plan,
     (setup, progress, rejects): (Vec<String>, Option<Progress>, Rejects),
-    bar: &'a Bar,
+    caller: &'a mut dyn Caller,
     display: &str,
-    interrupted: &'a AtomicBool,
 ) -> Sink<'a> {
     let mut columns: Vec<String> = plan.columns.iter().map(|c| c.name.clone()).collect();
     let key: Vec<usize> = plan
@@ -486,9 +496,8 @@ fn sink<'a>(
         progress,
         rejects,
         max_rejects: args.max_rejects,
-        bar,
+        caller,
         input: display.to_string(),
-        interrupted,
         rejects_table: plan.rejects_table.clone(),
         source: source_key(&args.source),
         types: plan.columns.iter().map(|c| c.ty).collect(),
@@ -528,15 +537,16 @@ impl Finished {
     }
 }
 
-/// Says on stderr what a finished run did: kept values, null tokens, the
+/// Tells the caller what a finished run did: kept values, null tokens, the
 /// WAL left untruncated, and the rows, rejects and skips.
 fn say_finished(
-    args: &ImportArgs,
+    args: &FileArgs,
     plan: &Plan,
     table: &str,
     display: &str,
     done: &Finished,
     rejects_path: Option<&str>,
+    caller: &mut dyn Caller,
 ) {
     let counts = &done.counts;
     let rejected = match (counts.rejected, rejects_path) {
@@ -552,68 +562,74 @@ fn say_finished(
         0 => blank,
         n => format!("{blank}; {} rows skipped: key already present", group(n)),
     };
-    if let Some(line) = kept_line(plan, &done.kept) {
-        eprintln!("litelane: {line}");
-    }
-    if let Some(line) = nulls_line(plan, &done.null_counts) {
-        eprintln!("litelane: {line}");
-    }
+    let mut lines = Vec::new();
+    lines.extend(kept_line(plan, &done.kept));
+    lines.extend(nulls_line(plan, &done.null_counts));
     if let WalAfter::Kept(why) = &done.wal {
-        eprintln!(
-            "litelane: the WAL file {}-wal was not truncated ({why}); it is reused, or run \
+        lines.push(format!(
+            "the WAL file {}-wal was not truncated ({why}); it is reused, or run \
              `litelane checkpoint {} --mode truncate` when the readers are done",
             args.db.display(),
             args.db.display()
-        );
+        ));
     }
-    eprintln!(
-        "litelane: imported {} rows into {} from {display} in {:.2} s ({} rows/s){rejected}{blank}",
+    lines.push(format!(
+        "imported {} rows into {} from {display} in {:.2} s ({} rows/s){rejected}{blank}",
         group(counts.inserted),
         quote_ident(table),
         done.seconds,
         group(done.rate as u64),
-    );
+    ));
+    for line in &lines {
+        say::info(caller, NoteKind::Finished, line);
+    }
 }
 
-/// The summary `--json` prints for a finished run (see `docs/import.md`).
-fn summary(args: &ImportArgs, plan: &Plan, table: &str, done: &Finished) -> serde_json::Value {
+/// The summary of a finished run (see `docs/import.md`).
+fn summary(args: &FileArgs, plan: &Plan, table: &str, done: &Finished) -> FileSummary {
     let counts = &done.counts;
-    let columns: Vec<serde_json::Value> = plan
-        .columns
-        .iter()
-        .map(|c| serde_json::json!({"name": c.name, "type": c.ty.sql()}))
-        .collect();
-    let mut summary = serde_json::json!({
-        "table": table,
-        "rows_inserted": counts.inserted,
-        "rows_rejected": counts.rejected,
-        "blank_lines": counts.blank,
-        "seconds": done.seconds,
-        "rows_per_sec": done.rate,
-        "columns": columns,
-        "profile": args.profile.name(),
-        "rows_skipped": counts.skipped,
-        "source": args.source,
-    });
-    if let Some(s) = &plan.sniffed {
-        summary["sniffed"] = sniff::summary_json(s, plan.header);
+    FileSummary {
+        table: table.to_string(),
+        rows_inserted: counts.inserted,
+        rows_rejected: counts.rejected,
+        blank_lines: counts.blank,
+        seconds: done.seconds,
+        rows_per_sec: done.rate,
+        columns: plan
+            .columns
+            .iter()
+            .map(|c| ColumnSummary {
+                name: c.name.clone(),
+                ty: c.ty.sql().to_string(),
+            })
+            .collect(),
+        profile: args.profile.name().to_string(),
+        rows_skipped: counts.skipped,
+        source: args.source.clone(),
+        sniffed: plan.sniffed.as_ref().map(|s| SniffedSummary {
+            delimiter: s.delimiter.to_string(),
+            quote: s.quote.map(|q| q.to_string()),
+            header: plan.header,
+            skipped_rows: s.skip_rows,
+            index_column: s.index_column,
+            header_reason: s.header_reason.clone(),
+            header_trailing_delimiter: s.header_trailing_delimiter,
+        }),
+        // Values that did not fit their column's type, stored as written.
+        kept_as_text: plan
+            .columns
+            .iter()
+            .zip(&done.kept)
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (c.name.clone(), n))
+            .collect(),
+        null_tokens: nulls_met(plan, &done.null_counts),
+        wal_truncated: match &done.wal {
+            WalAfter::Truncated => Some(true),
+            WalAfter::NotWal => None,
+            WalAfter::Kept(_) => Some(false),
+        },
     }
-    // Values that did not fit their column's type, stored as written.
-    let kept_json: serde_json::Map<String, serde_json::Value> = plan
-        .columns
-        .iter()
-        .zip(&done.kept)
-        .filter(|(_, &n)| n > 0)
-        .map(|(c, &n)| (c.name.clone(), n.into()))
-        .collect();
-    summary["kept_as_text"] = kept_json.into();
-    summary["null_tokens"] = nulls_json(plan, &done.null_counts);
-    summary["wal_truncated"] = match &done.wal {
-        WalAfter::Truncated => true.into(),
-        WalAfter::NotWal => serde_json::Value::Null,
-        WalAfter::Kept(_) => false.into(),
-    };
-    summary
 }
 
 /// The summary line for values that did not fit their column's type and
@@ -641,25 +657,25 @@ fn kept_line(plan: &Plan, kept: &[u64]) -> Option<String> {
 
 /// Per column, each null token met and how many fields it made NULL:
 /// `{"col": {"": 3, "NA": 1}}` (columns and tokens never met left out).
-fn nulls_json(plan: &Plan, counts: &feed::NullCounts) -> serde_json::Value {
-    let mut out = serde_json::Map::new();
+fn nulls_met(plan: &Plan, counts: &feed::NullCounts) -> Vec<(String, Counts)> {
+    let mut out = Vec::new();
     for (i, (col, tokens)) in plan
         .columns
         .iter()
         .zip(columns::column_nulls(plan))
         .enumerate()
     {
-        let met: serde_json::Map<String, serde_json::Value> = tokens
+        let met: Counts = tokens
             .iter()
             .enumerate()
             .filter(|(k, _)| counts.get(i, *k) > 0)
-            .map(|(k, t)| (t.clone(), counts.get(i, k).into()))
+            .map(|(k, t)| (t.clone(), counts.get(i, k)))
             .collect();
         if !met.is_empty() {
-            out.insert(col.name.clone(), met.into());
+            out.push((col.name.clone(), met));
         }
     }
-    out.into()
+    out
 }
 
 /// The summary line naming the null tokens stored as NULL, per column:
@@ -700,7 +716,7 @@ fn absolute(p: &std::path::Path) -> Result<PathBuf, Error> {
 // About 90 lines: three commented stages (read, decide, write), each a few
 // calls into `plan`, most of the length their argument lists.
 fn prepare_fresh(
-    args: &ImportArgs,
+    args: &FileArgs,
     db: &Database,
     table: &str,
     input: source::Input,
@@ -797,7 +813,7 @@ fn prepare_fresh(
 /// The format is the given one, else the extension's, else JSON when the
 /// content starts as JSON.
 fn read_fresh(
-    args: &ImportArgs,
+    args: &FileArgs,
     types: Types,
     mut input: source::Input,
 ) -> Result<
@@ -844,7 +860,7 @@ fn read_fresh(
 /// The rejects output of a fresh import: `--rejects` FILE (started anew,
 /// or appended to for the files after the first of a run over several), or
 /// stderr.
-fn fresh_rejects(args: &ImportArgs, display: &str) -> Result<Rejects, Error> {
+fn fresh_rejects(args: &FileArgs, display: &str) -> Result<Rejects, Error> {
     let Some(p) = &args.rejects else {
         return Ok(Rejects::stderr(display));
     };
@@ -859,11 +875,12 @@ fn fresh_rejects(args: &ImportArgs, display: &str) -> Result<Rejects, Error> {
 /// `--resume`: the recorded plan, the same file, and where to continue.
 /// `None` when the recorded import already finished.
 fn prepare_resume(
-    args: &ImportArgs,
+    args: &FileArgs,
     db: &Database,
     table: &str,
     input: source::Input,
     recorded: Vec<Progress>,
+    caller: &mut dyn Caller,
 ) -> Result<Option<Prepared>, Error> {
     use plan::resumed;
     let display = input.display.clone();
@@ -876,7 +893,7 @@ fn prepare_resume(
         table,
     )?;
     if rec.state == resume::DONE {
-        already_finished(args, &rec);
+        already_finished(args, &rec, caller);
         return Ok(None);
     }
     resumed::check_resume_flags(args, &rec.plan)?;
@@ -930,29 +947,53 @@ fn prepare_resume(
     }))
 }
 
-/// Says that the recorded import already finished (stderr, and the JSON
-/// summary when asked).
-fn already_finished(args: &ImportArgs, rec: &Progress) {
-    if !args.quiet {
-        eprintln!(
-            "litelane: the import of {} into {} already finished ({} rows); nothing to resume",
+/// Says that the recorded import already finished (a note, and its
+/// summary).
+fn already_finished(args: &FileArgs, rec: &Progress, caller: &mut dyn Caller) {
+    say::info(
+        caller,
+        NoteKind::AlreadyFinished,
+        &format!(
+            "the import of {} into {} already finished ({} rows); nothing to resume",
             rec.source,
             quote_ident(&rec.table),
             group(rec.rows_inserted)
-        );
+        ),
+    );
+    let summary = AlreadyFinished {
+        table: rec.table.clone(),
+        already_finished: true,
+        rows_inserted: 0,
+        rows_skipped: 0,
+        rows_rejected: 0,
+        total_rows_inserted: rec.rows_inserted,
+        total_rows_rejected: rec.rows_rejected,
+        source: rec.source.clone(),
+        profile: args.profile.name().to_string(),
+    };
+    files::emit(args, Summary::AlreadyFinished(summary));
+}
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
-    {
-        let summary = serde_json::json!({
-            "table": rec.table,
-            "already_finished": true,
-            "rows_inserted": 0,
-            "rows_skipped": 0,
-            "rows_rejected": 0,
-            "total_rows_inserted": rec.rows_inserted,
-            "total_rows_rejected": rec.rows_rejected,
-            "source": rec.source,
-            "profile": args.profile.name(),
-        });
-        files::emit(args, summary);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digits_are_grouped_by_thousands() {
+        assert_eq!(super::group(0), "0");
+        assert_eq!(super::group(999), "999");
+        assert_eq!(super::group(1000), "1,000");
+        assert_eq!(super::group(1234567), "1,234,567");
     }
 }

@@ -1,16 +1,14 @@
 //! Where rejected records go: `--rejects FILE` (one JSON object per line:
 //! `{"line", "record", "reason", "raw"}`, plus `"raw_base64"` when the record
-//! is not valid UTF-8), or, without it, a warning per record on stderr (the
-//! first [`STDERR_LIMIT`]) and the count in the summary.
+//! is not valid UTF-8), or, without it, nowhere but the caller's
+//! [`Progress::rejected`](crate::Progress::rejected) (the command prints the
+//! first 20 on stderr) and the count in the summary.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-
-/// Rejects shown on stderr when there is no rejects file.
-pub const STDERR_LIMIT: u64 = 20;
 
 /// The rejects sink.
 pub struct Rejects {
@@ -27,7 +25,7 @@ pub struct Rejects {
 }
 
 impl Rejects {
-    /// No file: rejects are reported on stderr.
+    /// No file: rejects are only counted (and told to the caller).
     pub fn stderr(input: &str) -> Rejects {
         Rejects {
             path: None,
@@ -109,8 +107,20 @@ impl Rejects {
         self.bytes
     }
 
-    /// Records one rejected record.
-    pub fn write(&mut self, line: u64, record: u64, reason: &str, raw: &[u8]) -> Result<(), Error> {
+    /// The input's name, as messages give it.
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// Records one rejected record; returns how many this run recorded,
+    /// this one included.
+    pub fn write(
+        &mut self,
+        line: u64,
+        record: u64,
+        reason: &str,
+        raw: &[u8],
+    ) -> Result<u64, Error> {
         self.count += 1;
         match (&mut self.writer, &self.path) {
             (Some(w), Some(path)) => {
@@ -138,20 +148,9 @@ impl Rejects {
                     path.display()
                 )))
             }
-            (_, None) => {
-                if self.count <= STDERR_LIMIT {
-                    eprintln!(
-                        "litelane: {}:{line}: record {record} rejected: {reason}",
-                        self.input
-                    );
-                } else if self.count == STDERR_LIMIT + 1 {
-                    eprintln!(
-                        "litelane: more records rejected; not shown (use --rejects FILE to keep them all)"
-                    );
-                }
-            }
+            (_, None) => {}
         }
-        Ok(())
+        Ok(self.count)
     }
 
     /// Pushes what was written to the operating system (done before every

@@ -9,7 +9,6 @@ use crate::values::ColType;
 
 /// What a row whose key is already in the table does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum OnConflict {
     /// The row is rejected, naming its key (the default).

@@ -25,7 +25,7 @@ use litelane::quote_ident;
 use crate::error::Error;
 use crate::plan::columns::{ColumnPlan, Plan};
 use crate::plan::conflict::{OnConflict, Recurring};
-use crate::plan::options::{ImportArgs, Mode, Types};
+use crate::plan::options::{FileArgs, Mode, Types};
 use crate::plan::resume::Progress;
 use crate::plan::sniff::SniffPlan;
 use crate::plan::table::Existing;
@@ -555,13 +555,13 @@ pub fn finish_columns(
 pub const MAX_COLUMNS: usize = 2000;
 
 /// The plan the converter (and a later `--resume`) follows.
-pub fn import_plan(
+pub(crate) fn import_plan(
     layout: Layout,
     fields: usize,
     table: &TablePlan,
     on_conflict: OnConflict,
     sniffed: Option<&SniffPlan>,
-    args: &ImportArgs,
+    args: &FileArgs,
 ) -> Plan {
     Plan {
         format: layout.format,
@@ -593,8 +593,8 @@ pub fn import_plan(
 /// and the removal of progress records that no longer apply (`recorded`:
 /// the table has some; `source`: this input's canonical path, the key of
 /// its progress record).
-pub fn bookkeeping_sql(
-    args: &ImportArgs,
+pub(crate) fn bookkeeping_sql(
+    args: &FileArgs,
     mode: Mode,
     table: &str,
     recorded: bool,
@@ -678,6 +678,6 @@ pub fn sql_string(s: &str) -> String {
 
 pub mod resumed;
 
-// The steps are tested with flags as the command parses them (clap).
-#[cfg(all(test, feature = "clap"))]
+// The steps are tested with the options the command's flags set.
+#[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use super::rejects_table_sql;
 use crate::error::Error;
 use crate::plan::columns::Plan;
 use crate::plan::conflict;
-use crate::plan::options::{ImportArgs, Mode, Types};
+use crate::plan::options::{FileArgs, Mode, Types};
 use crate::plan::resume::ResumePoint;
 use crate::plan::resume::{self, Progress};
 use crate::read::source::Format;
@@ -80,7 +80,7 @@ pub fn check_fingerprint(
 /// The recorded plan, with what `--resume` may change: `--commit-every`,
 /// and a `--rejects-table` (created if it is not the recorded one). Returns
 /// the plan and the statements to run first.
-pub fn resumed_plan(recorded: &Plan, args: &ImportArgs) -> (Plan, Vec<String>) {
+pub(crate) fn resumed_plan(recorded: &Plan, args: &FileArgs) -> (Plan, Vec<String>) {
     let mut plan = recorded.clone();
     if args.commit_every.is_some() {
         plan.commit_every = args.commit_every;
@@ -143,7 +143,7 @@ pub fn resume_point(rec: &Progress) -> Option<ResumePoint> {
 
 /// Refuses flags given with `--resume` that contradict the recorded plan
 /// (`--resume` always converts as the first run did).
-pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
+pub(crate) fn check_resume_flags(args: &FileArgs, plan: &Plan) -> Result<(), Error> {
     let mut bad = Vec::new();
     conversion_conflicts(args, plan, &mut bad);
     table_conflicts(args, plan, &mut bad);
@@ -161,7 +161,7 @@ pub fn check_resume_flags(args: &ImportArgs, plan: &Plan) -> Result<(), Error> {
 
 /// The flags that would convert the values otherwise: format, header,
 /// null tokens, types, strictness.
-fn conversion_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
+fn conversion_conflicts(args: &FileArgs, plan: &Plan, bad: &mut Vec<String>) {
     if let Some(f) = args.format {
         if f != plan.format {
             bad.push(format!(
@@ -194,7 +194,7 @@ fn conversion_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
 }
 
 /// The flags about the table: mode, key, conflicts, the source's column.
-fn table_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
+fn table_conflicts(args: &FileArgs, plan: &Plan, bad: &mut Vec<String>) {
     if let Some(m) = args.mode {
         bad.push(format!(
             "--mode {} (a resumed import appends to its table)",
@@ -234,7 +234,7 @@ fn table_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
 
 /// The flags that would read the input otherwise: a plan, column types,
 /// the delimiter, a header.
-fn reading_conflicts(args: &ImportArgs, plan: &Plan, bad: &mut Vec<String>) {
+fn reading_conflicts(args: &FileArgs, plan: &Plan, bad: &mut Vec<String>) {
     if args.plan.is_some() {
         bad.push("--plan (the import's plan is recorded)".to_string());
     }
@@ -267,6 +267,6 @@ fn format_name(f: Format) -> &'static str {
     }
 }
 
-// The steps are tested with flags as the command parses them (clap).
-#[cfg(all(test, feature = "clap"))]
+// The steps are tested with the options the command's flags set.
+#[cfg(test)]
 mod tests;

@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::read::dialect::{Sniffed, INDEX_COLUMN};
 use crate::read::source::{self, Format};
-use crate::values::{is_iso_date, is_iso_timestamp, parse_bool, parse_int, parse_real, ColType};
+use crate::values::{
+    is_iso_date, is_iso_timestamp, parse_bool, parse_int, parse_real, trim_spaces, ColType,
+    Inference,
+};
 
 /// Delimiters the sniffer chooses among, in order of preference on a tie.
 pub const DELIMITERS: [u8; 4] = [b',', b';', b'|', b'\t'];
@@ -275,24 +278,12 @@ pub fn choose_dialect(head: &[u8], complete: bool) -> (u8, Option<u8>) {
     best.1
 }
 
-/// What the sample showed about one column.
+/// What the sample showed about one column: its values' types (the
+/// import's one inferer, [`Inference`]) and the sniffer's null tokens met.
 #[derive(Debug, Clone, Default)]
 pub struct ColumnStats {
-    non_null: u64,
-    not_bool: bool,
-    not_int: bool,
-    not_real: bool,
-    not_date: bool,
-    not_ts: bool,
-    padded: u64,
+    inference: Inference,
     tokens: BTreeMap<String, u64>,
-}
-
-/// Space-padded: leading or trailing ASCII spaces around something.
-fn trim_spaces(f: &[u8]) -> &[u8] {
-    let s = f.iter().position(|&c| c != b' ').unwrap_or(f.len());
-    let e = f.iter().rposition(|&c| c != b' ').map_or(s, |e| e + 1);
-    &f[s..e]
 }
 
 impl ColumnStats {
@@ -316,39 +307,13 @@ impl ColumnStats {
                 }
             }
         }
-        self.non_null += 1;
-        let t = trim_spaces(f);
-        let padded = t.len() != f.len() && !t.is_empty();
-        self.not_bool |= parse_bool(f).is_none();
-        self.not_date |= !is_iso_date(f);
-        self.not_ts |= !(is_iso_date(f) || is_iso_timestamp(f));
-        let int = parse_int(t).is_some();
-        let real = parse_real(t).is_some();
-        self.not_int |= !int || (t.len() != f.len() && !padded);
-        self.not_real |= !real || (t.len() != f.len() && !padded);
-        if padded && real {
-            self.padded += 1;
-        }
+        self.inference.observe_text(f);
     }
 
     /// The column's type: BOOLEAN, INTEGER, REAL, DATE, TIMESTAMP when every
     /// non-null value is one, else TEXT (also for a column with no value).
     pub fn decide(&self) -> ColType {
-        if self.non_null == 0 {
-            ColType::Text
-        } else if !self.not_bool {
-            ColType::Boolean
-        } else if !self.not_int {
-            ColType::Integer
-        } else if !self.not_real {
-            ColType::Real
-        } else if !self.not_date {
-            ColType::Date
-        } else if !self.not_ts {
-            ColType::Timestamp
-        } else {
-            ColType::Text
-        }
+        self.inference.decide()
     }
 
     /// The value `f` could be data of a column of type `ty` (for telling a
@@ -938,12 +903,12 @@ fn sniff_column(
             ));
         }
     }
-    let trim = s.padded > 0 && matches!(ty, ColType::Integer | ColType::Real);
+    let trim = s.inference.padded() > 0 && matches!(ty, ColType::Integer | ColType::Real);
     if trim {
         notes.push(format!(
             "column {name:?}: {} space-padded number(s), stored as the number without the \
              spaces",
-            s.padded
+            s.inference.padded()
         ));
     }
     SniffColumn {
@@ -1247,22 +1212,6 @@ pub fn plan_for_import(
     }
     let opts = options(format, delimiter, header, no_header, nulls, types_text)?;
     sniff_input(input, path, &opts).map(Some)
-}
-
-/// What the sniffer decided, for the import's JSON summary: `delimiter`,
-/// `quote`, `header`, `skipped_rows` (records before the header that were
-/// not imported), `index_column`, `header_reason` (why the first record is
-/// a header or data), `header_trailing_delimiter`.
-pub fn summary_json(s: &Sniffed, header: bool) -> serde_json::Value {
-    serde_json::json!({
-        "delimiter": s.delimiter.to_string(),
-        "quote": s.quote.map(|q| q.to_string()),
-        "header": header,
-        "skipped_rows": s.skip_rows,
-        "index_column": s.index_column,
-        "header_reason": s.header_reason,
-        "header_trailing_delimiter": s.header_trailing_delimiter,
-    })
 }
 
 /// The sniffer's decisions that differ from a plain comma-separated file

@@ -6,26 +6,44 @@
 use std::io::Cursor;
 use std::path::PathBuf;
 
-use clap::Parser;
-
 use super::*;
 use crate::plan::table::ExistingColumn;
 use crate::read::records::Place;
 use crate::read::source;
 
-/// `litelane import` as clap parses it, for the steps that take the flags.
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: ImportArgs,
-}
-
-/// `litelane import in.csv --db d.db FLAGS` as clap parses it.
-pub(super) fn args(flags: &[&str]) -> ImportArgs {
-    let argv = ["litelane", "in.csv", "--db", "d.db"]
-        .into_iter()
-        .chain(flags.iter().copied());
-    Cli::try_parse_from(argv).unwrap().args
+/// `litelane import in.csv --db d.db FLAGS`: the options those flags set
+/// (each flag the field of the same name; the flags the tables use).
+pub(super) fn args(flags: &[&str]) -> FileArgs {
+    let mut o = crate::ImportOptions::new("in.csv", "d.db");
+    let mut it = flags.iter().copied();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().expect("a value").to_string();
+        match flag {
+            "--header" => o.header = true,
+            "--no-header" => o.no_header = true,
+            "--strict" => o.strict = true,
+            "--resume" => o.resume = true,
+            "--alter" => o.alter = true,
+            "--no-default-nulls" => o.no_default_nulls = true,
+            "--commit-every" => o.commit_every = Some(value().parse().unwrap()),
+            "--max-rejects" => o.max_rejects = Some(value().parse().unwrap()),
+            "--delimiter" => o.delimiter = value().chars().next(),
+            "--format" => o.format = Some(value().parse().unwrap()),
+            "--mode" => o.mode = Some(value().parse().unwrap()),
+            "--types" => o.types = Some(value().parse().unwrap()),
+            "--on-conflict" => o.on_conflict = Some(value().parse().unwrap()),
+            "--null" => o.nulls.push(value()),
+            "--type" => o.types_for.push(value()),
+            "--pk" => o.pk = Some(value()),
+            "--plan" => o.plan = Some(value().into()),
+            "--rejects" => o.rejects = Some(value().into()),
+            "--rejects-table" => o.rejects_table = Some(value()),
+            "--source-column" => o.source_column = Some(value()),
+            "--table" => o.table = Some(value()),
+            other => panic!("no such flag in the tests: {other}"),
+        }
+    }
+    o.into()
 }
 
 fn strings(v: &[&str]) -> Vec<String> {

@@ -13,7 +13,6 @@ use crate::error::Error;
 
 /// An input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Comma-separated values (RFC 4180 quoting).

@@ -8,8 +8,8 @@ use super::*;
 use crate::plan::columns::ColumnPlan;
 use crate::read::dialect::Sniffed;
 
-/// `litelane import in.csv --db d.db --resume FLAGS` as clap parses it.
-fn args(flags: &[&str]) -> ImportArgs {
+/// `litelane import in.csv --db d.db --resume FLAGS`.
+fn args(flags: &[&str]) -> FileArgs {
     crate::plan::tests::args(&[&["--resume"], flags].concat())
 }
 

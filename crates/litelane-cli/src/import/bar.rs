@@ -1,10 +1,11 @@
-//! The progress bar: rows, MB, rows/s and ETA on a terminal; nothing when
-//! stderr is not a terminal or with `--quiet`.
+//! The progress bar of `litelane import`: rows, MB, rows/s and ETA on a
+//! terminal; nothing when stderr is not a terminal or with `--quiet`.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use litelane_import::load::group;
 
 /// A progress bar that may be hidden.
 pub struct Bar {
@@ -62,29 +63,5 @@ impl Bar {
         if let Some(pb) = &self.pb {
             pb.finish_and_clear();
         }
-    }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn digits_are_grouped_by_thousands() {
-        assert_eq!(super::group(0), "0");
-        assert_eq!(super::group(999), "999");
-        assert_eq!(super::group(1000), "1,000");
-        assert_eq!(super::group(1234567), "1,234,567");
     }
 }
