@@ -1,0 +1,160 @@
+"""What the suites of real programs written for ``sqlite3`` needed
+(scripts/real-clients, issue 40), each case run on ``sqlite3`` and on
+``litelane.dbapi`` in the same run; both must give the same answers.
+
+- A database file deleted, renamed or replaced while a connection to it is
+  still open (peewee's tests delete their database between tests while a
+  connection of an earlier test is garbage not yet collected, or sits in a
+  thread that never closes it): a new connection opens the file now at the
+  path, as with ``sqlite3``. Before, it joined the engine still open on the
+  old file, and every commit failed ("the database file ... was moved,
+  deleted or replaced while open")."""
+
+import os
+import sqlite3 as std
+import threading
+
+import litelane.dbapi as dbapi
+
+MODULES = [std, dbapi]
+
+
+def fresh(tmp_path, module, name="app.db"):
+    d = tmp_path / module.__name__
+    d.mkdir(exist_ok=True)
+    return str(d / name)
+
+
+def outcome(con, sql, params=()):
+    """The rows of `sql`, or its error's class and message."""
+    try:
+        return con.execute(sql, params).fetchall()
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return (type(e).__name__, str(e))
+
+
+def both(scenario, tmp_path):
+    got = {m.__name__: scenario(m, tmp_path) for m in MODULES}
+    assert got["litelane.dbapi"] == got["sqlite3"]
+    return got["sqlite3"]
+
+
+def test_a_new_connection_opens_the_file_now_at_a_deleted_path(tmp_path):
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        old = m.connect(path)
+        old.execute("CREATE TABLE t(x)")
+        old.execute("INSERT INTO t VALUES (1)")
+        old.commit()
+        os.remove(path)
+        new = m.connect(path)
+        new.execute("CREATE TABLE u(y)")
+        new.execute("INSERT INTO u VALUES (2)")
+        new.commit()
+        out = (
+            outcome(new, "SELECT name FROM sqlite_master"),
+            outcome(new, "SELECT * FROM u"),
+            # The old connection still reads the file it has open.
+            outcome(old, "SELECT * FROM t"),
+        )
+        old.close()
+        new.close()
+        again = m.connect(path)
+        out += (
+            outcome(again, "SELECT name FROM sqlite_master"),
+            outcome(again, "PRAGMA integrity_check"),
+        )
+        again.close()
+        return out
+
+    assert both(run, tmp_path) == (
+        [("u",)], [(2,)], [(1,)], [("u",)], [("ok",)],
+    )
+
+
+def test_a_connection_left_open_in_a_thread_does_not_hold_the_path(tmp_path):
+    """peewee's SqliteQueueDatabase tests leave a writer thread with its
+    connection open, then delete the file; the next test's connections
+    must write to the new one."""
+
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        ready, stop = threading.Event(), threading.Event()
+
+        def writer():
+            con = m.connect(path)
+            con.execute("CREATE TABLE t(x)")
+            con.commit()
+            ready.set()
+            stop.wait()
+            con.close()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        ready.wait()
+        os.remove(path)
+        try:
+            new = m.connect(path, isolation_level=None)
+            out = (
+                outcome(new, "CREATE TABLE t(x)"),
+                outcome(new, "INSERT INTO t VALUES (7)"),
+                outcome(new, "SELECT * FROM t"),
+            )
+            new.close()
+        finally:
+            stop.set()
+            t.join()
+        return out
+
+    assert both(run, tmp_path) == ([], [], [(7,)])
+
+
+def test_a_file_replaced_while_open_is_not_given_the_old_files_wal(tmp_path):
+    """The old engine's WAL must not be applied to the file that replaced
+    its own, once it closes or when a new connection opens."""
+
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        other = fresh(tmp, m, "other.db")
+        old = m.connect(path)
+        old.execute("CREATE TABLE old(x)")
+        old.execute("INSERT INTO old VALUES (1)")
+        old.commit()
+        o = std.connect(other)
+        o.execute("CREATE TABLE other(y)")
+        o.execute("INSERT INTO other VALUES (2)")
+        o.commit()
+        o.close()
+        os.replace(other, path)
+        old.close()
+        new = m.connect(path)
+        out = (
+            outcome(new, "SELECT name FROM sqlite_master"),
+            outcome(new, "SELECT * FROM other"),
+            outcome(new, "PRAGMA integrity_check"),
+        )
+        new.close()
+        return out
+
+    assert both(run, tmp_path) == ([("other",)], [(2,)], [("ok",)])
+
+
+def test_a_file_renamed_while_open_keeps_its_commits(tmp_path):
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        moved = fresh(tmp, m, "moved.db")
+        old = m.connect(path)
+        old.execute("CREATE TABLE t(x)")
+        old.execute("INSERT INTO t VALUES (1)")
+        old.commit()
+        os.rename(path, moved)
+        new = m.connect(path)  # a new, empty file at the old name
+        out = (outcome(new, "SELECT name FROM sqlite_master"),)
+        new.close()
+        old.close()
+        again = m.connect(moved)
+        out += (outcome(again, "SELECT * FROM t"), outcome(again, "PRAGMA integrity_check"))
+        again.close()
+        return out
+
+    assert both(run, tmp_path) == ([], [(1,)], [("ok",)])
