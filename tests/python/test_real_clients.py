@@ -8,7 +8,9 @@
   thread that never closes it): a new connection opens the file now at the
   path, as with ``sqlite3``. Before, it joined the engine still open on the
   old file, and every commit failed ("the database file ... was moved,
-  deleted or replaced while open")."""
+  deleted or replaced while open").
+- ``PRAGMA busy_timeout`` is the connection's ``timeout`` (peewee reads it
+  back after ``connect(timeout=...)``)."""
 
 import os
 import sqlite3 as std
@@ -158,3 +160,31 @@ def test_a_file_renamed_while_open_keeps_its_commits(tmp_path):
         return out
 
     assert both(run, tmp_path) == ([], [(1,)], [("ok",)])
+
+
+def test_busy_timeout_is_the_connections_timeout(tmp_path):
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        a = m.connect(path, timeout=2.5)
+        b = m.connect(path)
+        out = [outcome(a, "PRAGMA busy_timeout"), outcome(b, "PRAGMA busy_timeout")]
+        for sql in (
+            "PRAGMA busy_timeout = 700",
+            "PRAGMA busy_timeout",
+            "PRAGMA main.busy_timeout(300)",
+            "PRAGMA busy_timeout = -5",
+            "PRAGMA busy_timeout = '1200';",
+            "PRAGMA busy_timeout = 1e3",
+        ):
+            out.append(outcome(a, sql))
+        # The other connection keeps its own.
+        out.append(outcome(b, "PRAGMA busy_timeout"))
+        out.append(a.execute("PRAGMA busy_timeout").description[0][0])
+        a.close()
+        b.close()
+        return out
+
+    assert both(run, tmp_path) == [
+        [(2500,)], [(5000,)], [(700,)], [(700,)], [(300,)], [(0,)], [(1200,)], [(1,)],
+        [(5000,)], "timeout",
+    ]
