@@ -10,7 +10,9 @@
   old file, and every commit failed ("the database file ... was moved,
   deleted or replaced while open").
 - ``PRAGMA busy_timeout`` is the connection's ``timeout`` (peewee reads it
-  back after ``connect(timeout=...)``)."""
+  back after ``connect(timeout=...)``).
+- Datasette: a shared in-memory database read beside an open write
+  transaction, and files attached to an in-memory connection."""
 
 import os
 import sqlite3 as std
@@ -188,3 +190,66 @@ def test_busy_timeout_is_the_connections_timeout(tmp_path):
         [(2500,)], [(5000,)], [(700,)], [(700,)], [(300,)], [(0,)], [(1200,)], [(1,)],
         [(5000,)], "timeout",
     ]
+
+
+def test_a_shared_memory_database_reads_beside_an_open_write(tmp_path):
+    """Datasette's internal database (``file:x?mode=memory&cache=shared``):
+    its write thread leaves a transaction open between writes while other
+    connections read. SQLite's shared cache locks only the tables written;
+    litelane kept the database in ``memdb``, one lock for all, so every
+    read waited 5 s and failed with "database is locked"."""
+
+    def run(m, tmp):
+        uri = f"file:{m.__name__}-internal?mode=memory&cache=shared"
+        w = m.connect(uri, uri=True, check_same_thread=False)
+        r = m.connect(uri, uri=True, check_same_thread=False)
+        r.execute("PRAGMA query_only = 1")
+        w.execute("CREATE TABLE a(x)")
+        w.execute("CREATE TABLE b(y)")
+        w.execute("INSERT INTO b VALUES (1)")
+        w.commit()
+        w.execute("INSERT INTO a VALUES (2)")  # left open
+        out = (outcome(r, "SELECT name FROM sqlite_master"), outcome(r, "SELECT * FROM b"))
+        w.commit()
+        out += (outcome(r, "SELECT * FROM a"),)
+        w.close()
+        r.close()
+        # Gone with its last connection.
+        again = m.connect(uri, uri=True)
+        out += (outcome(again, "SELECT name FROM sqlite_master"),)
+        again.close()
+        return out
+
+    assert both(run, tmp_path) == ([("a",), ("b",)], [(1,)], [(2,)], [])
+
+
+def test_an_in_memory_connection_attaches_files(tmp_path):
+    """Datasette's ``--crossdb``: ``ATTACH 'file:...?mode=ro'`` from a
+    ``:memory:`` connection. litelane's in-memory connections used SQLite's
+    ``memdb`` VFS, which SQLite also used for the attached name: an empty
+    in-memory database instead of the file."""
+
+    def run(m, tmp):
+        path = fresh(tmp, m)
+        w = m.connect(path)
+        w.executescript("CREATE TABLE s(x); INSERT INTO s VALUES (1);")
+        out = ()
+        for target, how in ((f"file:{path}?mode=ro", "uri"), (path, "path"), (path + "2", "param")):
+            mem = m.connect(":memory:", uri=True)
+            if how == "param":
+                mem.execute("ATTACH ? AS f", (target,))
+                mem.execute("CREATE TABLE f.t(y)")
+                mem.execute("INSERT INTO f.t VALUES (2)")
+                mem.commit()
+                out += (outcome(mem, "SELECT * FROM f.t"),)
+            else:
+                mem.execute(f"ATTACH DATABASE '{target}' AS f")
+                out += (outcome(mem, "SELECT * FROM f.s"),)
+            mem.close()
+        w.close()
+        check = std.connect(path + "2")
+        out += (outcome(check, "SELECT * FROM t"),)
+        check.close()
+        return out
+
+    assert both(run, tmp_path) == ([(1,)], [(1,)], [(2,)], [(2,)])
