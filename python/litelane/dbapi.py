@@ -958,6 +958,10 @@ class Connection(_litelane.ConnectionBase):
             engine = self._own_engine(sql)
             if engine is None:
                 return _NO_RESULT
+            if "immutable" in sql.lower() or "immutable" in repr(params).lower():
+                # An ``ATTACH 'file:...?immutable=1'`` reads the file alone,
+                # never its WAL: this process's commits go there first.
+                _litelane.checkpoint_for_immutable()
         elif kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn

@@ -10,9 +10,7 @@
   old file, and every commit failed ("the database file ... was moved,
   deleted or replaced while open").
 - ``PRAGMA busy_timeout`` is the connection's ``timeout`` (peewee reads it
-  back after ``connect(timeout=...)``).
-- Datasette: a shared in-memory database read beside an open write
-  transaction, and files attached to an in-memory connection."""
+  back after ``connect(timeout=...)``)."""
 
 import os
 import sqlite3 as std
@@ -253,3 +251,23 @@ def test_an_in_memory_connection_attaches_files(tmp_path):
         return out
 
     assert both(run, tmp_path) == ([(1,)], [(1,)], [(2,)], [(2,)])
+
+
+def test_an_immutable_reader_sees_what_was_committed(tmp_path):
+    """Datasette ``-i``: a file opened ``immutable=1`` is read alone, never
+    its WAL. With ``sqlite3`` every commit is in the file when it returns;
+    litelane's commits sit in the WAL until a checkpoint copies them."""
+
+    def run(m, tmp):
+        path = fresh(tmp, m, "x y.db")
+        w = m.connect(path)
+        w.executescript("CREATE TABLE s(x); INSERT INTO s VALUES (1);")
+        direct = m.connect(f"file:{path.replace(' ', '%20')}?immutable=1", uri=True)
+        mem = m.connect(":memory:")
+        mem.execute(f"ATTACH DATABASE 'file:{path}?immutable=1' AS f")
+        out = (outcome(direct, "SELECT * FROM s"), outcome(mem, "SELECT * FROM f.s"))
+        for c in (direct, mem, w):
+            c.close()
+        return out
+
+    assert both(run, tmp_path) == ([(1,)], [(1,)])

@@ -382,6 +382,74 @@ fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
     Ok(sh)
 }
 
+/// The file a `file:` URI names when it opens it `immutable=1`.
+fn immutable_file(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file:")?;
+    let (name, query) = rest.split_once('?')?;
+    let query = query.split('#').next().unwrap_or("");
+    if !query.split('&').any(|kv| kv == "immutable=1") {
+        return None;
+    }
+    // SQLite decodes %HH in the name; a `//host` authority is empty or localhost.
+    let name = name
+        .strip_prefix("//localhost")
+        .or_else(|| name.strip_prefix("//"))
+        .unwrap_or(name);
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::fs::canonicalize(String::from_utf8(out).ok()?).ok()
+}
+
+/// Copies what the WAL holds into the database file (a passive checkpoint)
+/// for every engine of this process on `file` (every file engine: `None`).
+/// A connection that opens a file `immutable=1` reads the file alone, never
+/// its WAL; with `sqlite3` a commit is in the file as soon as it returns
+/// (rollback journal), so an immutable reader opened after a write sees it
+/// there. An engine in a transaction is left as it is (its writer is held).
+pub fn checkpoint_for_immutable(file: Option<&Path>) {
+    let engines: Vec<Arc<Shared>> = lock(&REGISTRY)
+        .values()
+        .flat_map(|e| std::iter::once(&e.shared).chain(&e.others))
+        .filter_map(Weak::upgrade)
+        .filter(|sh| {
+            sh.files
+                .as_ref()
+                .is_some_and(|f| file.is_none_or(|file| f.path == file))
+        })
+        .collect();
+    for sh in engines {
+        if lock(&sh.open_txns).is_empty() {
+            let _ = sh.db.checkpoint(CheckpointMode::Passive);
+        }
+    }
+}
+
+/// `checkpoint_for_immutable` for Python: before `ATTACH`ing a file
+/// `immutable=1` (which file is in SQL `litelane.dbapi` does not parse).
+#[pyfunction]
+#[pyo3(name = "checkpoint_for_immutable")]
+pub fn py_checkpoint_for_immutable(py: Python<'_>) {
+    py.detach(|| checkpoint_for_immutable(None));
+}
+
 /// `join_any`: share an open engine whatever its options. `stock_given`:
 /// `opts.stock_settings` was asked for (else an open engine's is taken).
 fn open_shared(
@@ -390,6 +458,9 @@ fn open_shared(
     join_any: bool,
     stock_given: bool,
 ) -> litelane::Result<Arc<Shared>> {
+    if let Some(file) = immutable_file(path) {
+        checkpoint_for_immutable(Some(&file));
+    }
     let Some(key) = registry_key(path) else {
         let db = if path.is_empty() || path == ":memory:" {
             Database::open_in_memory(opts)?
