@@ -10,7 +10,10 @@
   old file, and every commit failed ("the database file ... was moved,
   deleted or replaced while open").
 - ``PRAGMA busy_timeout`` is the connection's ``timeout`` (peewee reads it
-  back after ``connect(timeout=...)``)."""
+  back after ``connect(timeout=...)``).
+- Datasette: a shared in-memory database read beside an open write
+  transaction, files attached to an in-memory connection, and a file
+  opened ``immutable=1`` after writes."""
 
 import os
 import sqlite3 as std
