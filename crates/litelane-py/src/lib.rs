@@ -70,6 +70,7 @@ fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(engine::after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::py_checkpoint_for_immutable, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;

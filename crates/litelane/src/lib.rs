@@ -51,6 +51,7 @@ mod multirow;
 mod options;
 mod pool;
 mod queue;
+mod shared_memory;
 mod tx;
 mod unpoisoned;
 mod wal_space;
@@ -173,6 +174,9 @@ struct Inner {
     writer: Arc<Writer>,
     pool: Arc<Pool>,
     config: Arc<Registry>,
+    /// A shared in-memory database's file: removed with the last engine on
+    /// it, after the connections above closed.
+    _shared_memory: Option<shared_memory::SharedMemoryFile>,
 }
 
 /// The cross-process queue of the file, when `opts` asks for it and the
@@ -247,7 +251,14 @@ impl Database {
     /// database (`SQLITE_NOTADB`), is read-only ([`Error::ReadOnly`]), or
     /// cannot be opened.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Database> {
-        let target = Target::new(path.as_ref());
+        let mut target = Target::new(path.as_ref());
+        let shared_memory = match &target.shared_memory {
+            Some((name, _)) => Some(shared_memory::SharedMemoryFile::acquire(name)?),
+            None => None,
+        };
+        if let Some(file) = &shared_memory {
+            target = target.in_file(file.path());
+        }
         let recorder = Arc::new(Recorder::default());
         let tracer = Arc::new(Tracer {
             recorder: Arc::clone(&recorder),
@@ -319,6 +330,7 @@ impl Database {
                 writer,
                 config,
                 opts,
+                _shared_memory: shared_memory,
             }),
         })
     }

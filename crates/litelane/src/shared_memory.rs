@@ -1,0 +1,169 @@
+//! Shared in-memory databases by URI (`file:name?mode=memory&cache=shared`,
+//! `file::memory:?cache=shared`), kept in a file of the process's own.
+//!
+//! SQLite shares such a database between the connections of a process
+//! through its shared cache, where a write transaction locks only the tables
+//! it writes: readers go on reading the others. litelane is built without the
+//! shared cache, and its engine reads on connections beside the writer's. An
+//! in-memory database of SQLite's `memdb` VFS has one lock for the whole
+//! database, so an open write transaction (Datasette's write thread leaves
+//! one open between its writes) made every read wait, then fail with
+//! "database is locked". Kept in a file in WAL mode instead, readers read the
+//! last committed state beside an open write transaction, as they do for a
+//! file database.
+//!
+//! The file is made in `/dev/shm` (a memory file system) where there is one,
+//! else in the temporary directory, under a name no other database uses,
+//! readable by this user alone (SQLite gives the `-wal` and `-shm` files the
+//! database file's permissions). Every engine of the process that opens the
+//! same name shares it; it is removed, with the files beside it, when the
+//! last of them closes, as SQLite frees the database when its last
+//! connection closes.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::unpoisoned::lock;
+
+/// The files of the shared in-memory databases open in this process: by the
+/// name in the URI, the file and how many engines have it open.
+static OPEN: LazyLock<Mutex<HashMap<String, (PathBuf, usize)>>> = LazyLock::new(Default::default);
+
+/// The files SQLite and litelane keep beside a database.
+const BESIDE: [&str; 5] = ["", "-wal", "-shm", "-journal", "-lane"];
+
+/// One engine's hold on the file of a shared in-memory database: the last
+/// one dropped removes it.
+pub(crate) struct SharedMemoryFile {
+    name: String,
+    path: PathBuf,
+}
+
+impl SharedMemoryFile {
+    /// The file of the shared in-memory database `name` (the URI's file
+    /// name), made empty for the first engine of the process that opens it.
+    pub fn acquire(name: &str) -> Result<SharedMemoryFile> {
+        let mut open = lock(&OPEN);
+        if let Some((path, engines)) = open.get_mut(name) {
+            *engines += 1;
+            return Ok(SharedMemoryFile {
+                name: name.to_string(),
+                path: path.clone(),
+            });
+        }
+        let path = new_file()?;
+        open.insert(name.to_string(), (path.clone(), 1));
+        Ok(SharedMemoryFile {
+            name: name.to_string(),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SharedMemoryFile {
+    fn drop(&mut self) {
+        let mut open = lock(&OPEN);
+        let last = match open.get_mut(&self.name) {
+            Some((_, engines)) => {
+                *engines -= 1;
+                *engines == 0
+            }
+            None => false,
+        };
+        if last {
+            open.remove(&self.name);
+            for suffix in BESIDE {
+                let mut name = self.path.clone().into_os_string();
+                name.push(suffix);
+                let _ = std::fs::remove_file(name);
+            }
+        }
+    }
+}
+
+/// A new empty file, readable and writable by this user alone, in
+/// `/dev/shm` or else the temporary directory.
+fn new_file() -> Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for _ in 0..100 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(
+            "litelane-memory-{}-{nanos:08x}-{n}.db",
+            std::process::id()
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(Error::os(
+                    format!(
+                        "creating the file of a shared in-memory database in {}",
+                        dir.display()
+                    ),
+                    e,
+                ))
+            }
+        }
+    }
+    Err(Error::os(
+        format!(
+            "creating the file of a shared in-memory database in {}",
+            dir.display()
+        ),
+        last.unwrap_or_else(|| std::io::Error::other("no free name")),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_file_per_name_removed_with_the_last_hold() {
+        let a = SharedMemoryFile::acquire("shared-memory-test-a").unwrap();
+        let b = SharedMemoryFile::acquire("shared-memory-test-a").unwrap();
+        let c = SharedMemoryFile::acquire("shared-memory-test-c").unwrap();
+        assert_eq!(a.path(), b.path());
+        assert_ne!(a.path(), c.path());
+        let path = a.path().to_path_buf();
+        std::fs::write(format!("{}-wal", path.display()), b"x").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        drop(a);
+        assert!(path.exists());
+        drop(b);
+        assert!(!path.exists());
+        assert!(!Path::new(&format!("{}-wal", path.display())).exists());
+        // A name opened again after its last close is a new, empty database.
+        let d = SharedMemoryFile::acquire("shared-memory-test-a").unwrap();
+        assert_ne!(d.path(), path);
+        assert_eq!(std::fs::metadata(d.path()).unwrap().len(), 0);
+        drop((c, d));
+    }
+}
