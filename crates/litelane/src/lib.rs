@@ -90,6 +90,17 @@ use metrics::Recorder;
 use pool::Pool;
 use writer::Writer;
 
+/// Removes the files that hold this process's shared in-memory databases
+/// (`file:name?mode=memory&cache=shared`, kept in `/dev/shm`) that are still
+/// open, for a program's exit: such a database ends with its process, as in
+/// SQLite, and an engine never dropped (a Python object not collected at
+/// exit) would otherwise leave its files behind. Connections still open on
+/// them fail afterwards; call it last. (The Python package calls it from
+/// `atexit`.)
+pub fn remove_shared_memory_files() {
+    shared_memory::remove_open_files();
+}
+
 /// The version of the SQLite library litelane runs on, e.g. `"3.50.2"`.
 pub fn sqlite_version() -> &'static str {
     rusqlite::version()

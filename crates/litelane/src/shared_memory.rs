@@ -18,7 +18,11 @@
 //! database file's permissions). Every engine of the process that opens the
 //! same name shares it; it is removed, with the files beside it, when the
 //! last of them closes, as SQLite frees the database when its last
-//! connection closes.
+//! connection closes. A process that exits with engines still open (Python
+//! rarely collects every object at exit) removes them at exit instead
+//! ([`remove_open_files`], which the Python package calls from `atexit`),
+//! and the files of a process that died without either (killed) are removed
+//! by the next process that makes one ([`remove_files_of_dead_processes`]).
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -82,13 +86,71 @@ impl Drop for SharedMemoryFile {
         };
         if last {
             open.remove(&self.name);
-            for suffix in BESIDE {
-                let mut name = self.path.clone().into_os_string();
-                name.push(suffix);
-                let _ = std::fs::remove_file(name);
-            }
+            remove_with_beside(&self.path);
         }
     }
+}
+
+/// The start of the names of the files made here.
+const PREFIX: &str = "litelane-memory-";
+
+/// Removes the files of every shared in-memory database this process made
+/// and still has open (they are dropped from the registry: the engines' own
+/// drops then leave the files alone). For a process's exit: the databases
+/// die with the process, as SQLite's do, and their files would otherwise
+/// stay in `/dev/shm`. A forked child, whose files are its parent's, removes
+/// nothing.
+pub(crate) fn remove_open_files() {
+    let mut open = lock(&OPEN);
+    let own = format!("{PREFIX}{}-", std::process::id());
+    for (path, _) in open.values() {
+        let ours = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&own));
+        if ours {
+            remove_with_beside(path);
+        }
+    }
+    open.clear();
+}
+
+/// Removes the database file at `path` and the files beside it.
+fn remove_with_beside(path: &Path) {
+    for suffix in BESIDE {
+        let mut name = path.to_path_buf().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+}
+
+/// Removes from `dir` the files of shared in-memory databases made by
+/// processes that no longer run (killed before they could remove them),
+/// where `/proc` says which processes run. Returns how many were removed.
+fn remove_files_of_dead_processes(dir: &Path) -> usize {
+    if !Path::new("/proc/self").exists() {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// A new empty file, readable and writable by this user alone, in
@@ -101,16 +163,14 @@ fn new_file() -> Result<PathBuf> {
     } else {
         std::env::temp_dir()
     };
+    remove_files_of_dead_processes(&dir);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let mut last = None;
     for _ in 0..100 {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!(
-            "litelane-memory-{}-{nanos:08x}-{n}.db",
-            std::process::id()
-        ));
+        let path = dir.join(format!("{PREFIX}{}-{nanos:08x}-{n}.db", std::process::id()));
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -165,5 +225,23 @@ mod tests {
         assert_ne!(d.path(), path);
         assert_eq!(std::fs::metadata(d.path()).unwrap().len(), 0);
         drop((c, d));
+    }
+
+    #[test]
+    fn files_of_dead_processes_are_removed_and_of_live_ones_kept() {
+        let dir = std::env::temp_dir().join(format!("litelane-shm-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A pid above the kernel's pid_max (4,194,304) never runs.
+        let dead = dir.join(format!("{PREFIX}4294967295-0-0.db-wal"));
+        let live = dir.join(format!("{PREFIX}{}-0-0.db", std::process::id()));
+        let parent = dir.join(format!("{PREFIX}1-0-0.db")); // init runs
+        let other = dir.join("unrelated-4294967295.db");
+        for f in [&dead, &live, &parent, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        assert_eq!(remove_files_of_dead_processes(&dir), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && parent.exists() && other.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
