@@ -303,3 +303,42 @@ def test_a_shared_memory_database_leaves_no_file_after_its_process_exits(tmp_pat
         return count, left
 
     assert both(run, tmp_path) == ("1", [])
+
+
+def test_the_sql_functions_and_modules_of_a_stock_build(tmp_path):
+    """SQLite's math functions and the FTS4 compile option, which the
+    standard library's SQLite has (built by its ``configure``) and the
+    amalgamation litelane compiles lacked: ``SELECT sqrt(4)`` failed with
+    "no such function", and peewee skipped its FTS4 tests
+    (``compile_option('enable_fts4')``)."""
+    import pytest
+
+    probe = std.connect(":memory:")
+    options = {r[0] for r in probe.execute("PRAGMA compile_options")}
+    probe.close()
+    if "ENABLE_MATH_FUNCTIONS" not in options or "ENABLE_FTS4" not in options:
+        pytest.skip("the standard library's SQLite is built without them")
+
+    def run(m, tmp):
+        c = m.connect(":memory:")
+        out = (
+            outcome(c, "SELECT sqrt(16), pow(2, 10), floor(-1.5), ceil(1.2), ln(1), "
+                       "round(log10(1000), 9), round(pi(), 6), mod(7, 3)"),
+            outcome(c, "SELECT sqrt(-1)"),
+            outcome(c, "SELECT sqlite_compileoption_used('ENABLE_FTS4'), "
+                       "sqlite_compileoption_used('ENABLE_MATH_FUNCTIONS')"),
+            outcome(c, "CREATE VIRTUAL TABLE f USING fts4(a, b)"),
+            outcome(c, "INSERT INTO f VALUES ('alpha beta', 'gamma')"),
+            outcome(c, "SELECT a FROM f WHERE f MATCH 'b:gamma'"),
+        )
+        c.close()
+        return out
+
+    assert both(run, tmp_path) == (
+        [(4.0, 1024.0, -2.0, 2.0, 0.0, 3.0, 3.141593, 1.0)],
+        [(None,)],
+        [(1, 1)],
+        [],
+        [],
+        [("alpha beta",)],
+    )
