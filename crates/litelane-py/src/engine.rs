@@ -164,6 +164,21 @@ impl Shared {
         }
     }
 
+    /// Copies what the WAL holds into the database file: a passive
+    /// checkpoint, then, with `wait` and frames left behind (a reader's
+    /// snapshot in the way), a full one, which waits for readers up to the
+    /// busy timeout. Returns whether every frame is in the file.
+    fn copy_wal_into_file(&self, wait: bool) -> bool {
+        let copied = |r: &litelane::Result<litelane::CheckpointReport>| {
+            r.as_ref()
+                .is_ok_and(|r| !r.busy && r.checkpointed_frames >= r.wal_frames)
+        };
+        if copied(&self.db.checkpoint(CheckpointMode::Passive)) {
+            return true;
+        }
+        wait && copied(&self.db.checkpoint(CheckpointMode::Full))
+    }
+
     /// True when this engine's database file is no longer the one at its
     /// path (deleted, renamed or replaced while open).
     fn moved(&self) -> bool {
@@ -181,13 +196,13 @@ impl Shared {
     /// apply the old file's WAL to the new file, and map one `-shm` for two
     /// files. (Its writes already fail: the writer refuses to commit into a
     /// file that moved.)
-    fn let_go_of_names(&self) {
+    fn let_go_of_names(&self, wait: bool) {
         let Some(files) = &self.files else { return };
         if files.let_go.swap(true, Ordering::AcqRel) {
             return;
         }
         if lock(&self.open_txns).is_empty() {
-            let _ = self.db.checkpoint(CheckpointMode::Passive);
+            self.copy_wal_into_file(wait);
         }
         for (suffix, id) in [("-wal", files.wal), ("-shm", files.shm)] {
             let mut name = files.path.clone().into_os_string();
@@ -242,7 +257,8 @@ impl Drop for Shared {
     /// the next engine opened there would apply it to another file.
     fn drop(&mut self) {
         if !self.stale() && self.moved() {
-            self.let_go_of_names();
+            // No waiting here: a drop may run anywhere, the GIL held.
+            self.let_go_of_names(false);
         }
     }
 }
@@ -437,7 +453,7 @@ pub fn checkpoint_for_immutable(file: Option<&Path>) {
         .collect();
     for sh in engines {
         if lock(&sh.open_txns).is_empty() {
-            let _ = sh.db.checkpoint(CheckpointMode::Passive);
+            sh.copy_wal_into_file(true);
         }
     }
 }
@@ -519,7 +535,7 @@ fn open_shared(
         // Outside the registry's lock: a checkpoint waits for the writer.
         drop(reg);
         for e in stale {
-            e.let_go_of_names();
+            e.let_go_of_names(true);
         }
     }
 }
