@@ -342,3 +342,41 @@ def test_the_sql_functions_and_modules_of_a_stock_build(tmp_path):
         [],
         [("alpha beta",)],
     )
+
+
+def test_the_files_of_a_killed_process_go_with_the_next_one(tmp_path):
+    """A process killed with SIGTERM (Datasette's tests stop their server
+    so) runs no exit handler: its shared in-memory database's files stay
+    until the next process that makes one, or exits having made one,
+    removes them."""
+    import signal
+    import subprocess
+    import sys
+
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+    def run(m, tmp):
+        opens = (
+            f"import os, sys, {m.__name__} as m\n"
+            "c = m.connect('file:killed?mode=memory&cache=shared', uri=True)\n"
+            "c.execute('CREATE TABLE t(x)')\n"
+            "print(os.getpid(), flush=True)\n"
+            "sys.stdin.read()\n"
+        )
+        child = subprocess.Popen([sys.executable, "-c", opens], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        pid = child.stdout.readline().split()[0]
+        child.send_signal(signal.SIGTERM)
+        child.wait()
+        child.stdin.close()
+        child.stdout.close()
+        where = shm or str(tmp)
+        left_after_kill = bool([f for f in os.listdir(where) if f"-{pid}-" in f])
+        nxt = subprocess.run([sys.executable, "-c", opens.replace("killed", "next")],
+                             input="", capture_output=True, text=True, check=True)
+        left = [f for f in os.listdir(where) if f"-{pid}-" in f or f"-{nxt.stdout.split()[0]}-" in f]
+        # The kill did leave them (else this test would show nothing).
+        assert left_after_kill == (m is dbapi and shm is not None)
+        return left
+
+    assert both(run, tmp_path) == []

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -101,6 +101,11 @@ const PREFIX: &str = "litelane-memory-";
 /// stay in `/dev/shm`. A forked child, whose files are its parent's, removes
 /// nothing.
 pub(crate) fn remove_open_files() {
+    if MADE.load(Ordering::Acquire) {
+        // Those of processes killed meanwhile too (a child that got
+        // SIGTERM runs no exit handler): the next run would find them.
+        remove_files_of_dead_processes(&files_dir());
+    }
     let mut open = lock(&OPEN);
     let own = format!("{PREFIX}{}-", std::process::id());
     for (path, _) in open.values() {
@@ -153,17 +158,27 @@ fn remove_files_of_dead_processes(dir: &Path) -> usize {
     removed
 }
 
-/// A new empty file, readable and writable by this user alone, in
-/// `/dev/shm` or else the temporary directory.
-fn new_file() -> Result<PathBuf> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+/// Whether this process made a file here (then its exit looks for the files
+/// of dead processes too).
+static MADE: AtomicBool = AtomicBool::new(false);
+
+/// Where the files go: `/dev/shm`, or else the temporary directory.
+fn files_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
+    if shm.is_dir() {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
-    };
+    }
+}
+
+/// A new empty file, readable and writable by this user alone, in
+/// [`files_dir`].
+fn new_file() -> Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = files_dir();
     remove_files_of_dead_processes(&dir);
+    MADE.store(true, Ordering::Release);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
