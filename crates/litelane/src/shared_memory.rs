@@ -149,7 +149,7 @@ fn remove_files_of_dead_processes(dir: &Path) -> usize {
             continue;
         };
         if pid != std::process::id()
-            && !Path::new(&format!("/proc/{pid}")).exists()
+            && !process_runs(pid)
             && std::fs::remove_file(entry.path()).is_ok()
         {
             removed += 1;
@@ -169,6 +169,19 @@ fn files_dir() -> PathBuf {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
+    }
+}
+
+/// Whether process `pid` runs, as `/proc` says: a zombie (exited, not yet
+/// reaped: a child stopped with `terminate()` and never waited for) does not.
+fn process_runs(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (command) state ...": the command may hold spaces and ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
     }
 }
 
@@ -254,8 +267,20 @@ mod tests {
         for f in [&dead, &live, &parent, &other] {
             std::fs::write(f, b"x").unwrap();
         }
-        assert_eq!(remove_files_of_dead_processes(&dir), 1);
-        assert!(!dead.exists());
+        // An exited child not yet waited for (a zombie) runs no more.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let zombie_pid = child.id();
+        let zombie = dir.join(format!("{PREFIX}{zombie_pid}-0-0.db"));
+        std::fs::write(&zombie, b"x").unwrap();
+        let waited = std::time::Instant::now();
+        while process_runs(zombie_pid) {
+            assert!(waited.elapsed().as_secs() < 10, "`true` never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(Path::new(&format!("/proc/{zombie_pid}")).exists());
+        assert_eq!(remove_files_of_dead_processes(&dir), 2);
+        child.wait().unwrap();
+        assert!(!dead.exists() && !zombie.exists());
         assert!(live.exists() && parent.exists() && other.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
