@@ -17,6 +17,7 @@ sqlite3``. See docs/python.md.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 from typing import (
@@ -59,6 +60,11 @@ if hasattr(os, "register_at_fork"):
     # A forked child gets engines of its own; handles from the parent refuse
     # to run there (they say to reconnect) instead of using the parent's.
     os.register_at_fork(after_in_child=_litelane.after_fork_in_child)
+
+# A shared in-memory database (``file:x?mode=memory&cache=shared``) lives in
+# a file in /dev/shm while open; at exit, the files of those still open go
+# (an engine Python never collected would leave them there).
+atexit.register(_litelane.remove_shared_memory_files)
 
 __all__ = [
     "open", "Database", "Transaction", "AsyncTransaction", "Executed", "sqlite_version",

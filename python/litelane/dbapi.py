@@ -347,6 +347,14 @@ def _classify(sql: str) -> Tuple[str, str]:
         kind = "outside"  # SQLite runs it only outside a transaction
     elif kw in ("ATTACH", "DETACH") or (kw == "CREATE" and words[:1] in (["TEMP"], ["TEMPORARY"])):
         kind = "local"
+    elif kw == "PRAGMA" and _BUSY_TIMEOUT.match(sql, m.end()):
+        kind = "busy_timeout"
+        bt = _BUSY_TIMEOUT.match(sql, m.end())
+        name = bt.group(1) or bt.group(2) or ""
+    elif kw == "PRAGMA" and _JOURNAL_MODE_SET.match(sql, m.end()):
+        kind = "journal_mode"
+        jm = _JOURNAL_MODE_SET.match(sql, m.end())
+        name = _unquote(jm.group(1) or jm.group(2))
     elif kw == "PRAGMA" and _sets_connection_state(sql[m.end():]):
         kind = "local"
     elif kw == "SAVEPOINT":
@@ -367,7 +375,7 @@ def _classify(sql: str) -> Tuple[str, str]:
 # The pragmas whose value belongs to one SQLite connection (not to the file):
 # setting one of them is connection-local state (SQLite's pragma.html).
 _CONNECTION_PRAGMAS = frozenset(
-    """analysis_limit automatic_index busy_timeout cache_size cache_spill case_sensitive_like
+    """analysis_limit automatic_index cache_size cache_spill case_sensitive_like
     cell_size_check checkpoint_fullfsync count_changes defer_foreign_keys empty_result_callbacks
     foreign_keys full_column_names fullfsync ignore_check_constraints journal_size_limit
     legacy_alter_table locking_mode max_page_count mmap_size query_only read_uncommitted
@@ -376,6 +384,20 @@ _CONNECTION_PRAGMAS = frozenset(
     writable_schema""".split()
 )
 _PRAGMA_SET = re.compile(r"\s*(?:[\w\"`\[\]]+\s*\.\s*)?[\"`\[]?(\w+)[\"`\]]?\s*(=|\()", re.S)
+# ``PRAGMA busy_timeout``, read or set (the value in group 1 or 2): the
+# connection's ``timeout`` (see ``Connection._busy_timeout``).
+_BUSY_TIMEOUT = re.compile(
+    r"\s*(?:[\w\"`\[\]]+\s*\.\s*)?[\"`\[]?busy_timeout[\"`\]]?\s*"
+    r"(?:=\s*([^;\s()]+)|\(\s*([^;\s()]+)\s*\))?\s*;?\s*\Z",
+    re.S | re.I,
+)
+_BUSY_TIMEOUT_DESCRIPTION = (("timeout", None, None, None, None, None, None),)
+# ``PRAGMA [main.]journal_mode = mode`` (the mode in group 1 or 2).
+_JOURNAL_MODE_SET = re.compile(
+    r"\s*(?:[\"`\[]?main[\"`\]]?\s*\.\s*)?[\"`\[]?journal_mode[\"`\]]?\s*"
+    r"(?:=\s*([^;\s()]+)|\(\s*([^;\s()]+)\s*\))\s*;?\s*\Z",
+    re.S | re.I,
+)
 
 
 def _sets_connection_state(rest: str) -> bool:
@@ -927,10 +949,19 @@ class Connection(_litelane.ConnectionBase):
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
             return engine.execute_outside_transaction(sql, params, True)
+        if kind == "busy_timeout":
+            return self._busy_timeout(name)
+        if kind == "journal_mode":
+            self._check_journal_mode(engine, name)
+            kind = "other"
         if kind == "local":
             engine = self._own_engine(sql)
             if engine is None:
                 return _NO_RESULT
+            if "immutable" in sql.lower() or "immutable" in repr(params).lower():
+                # An ``ATTACH 'file:...?immutable=1'`` reads the file alone,
+                # never its WAL: this process's commits go there first.
+                _litelane.checkpoint_for_immutable()
         elif kind not in ("other", "dml", "outside"):
             return self._control(kind, name, sql, params)
         txn = self._txn
@@ -947,6 +978,36 @@ class Connection(_litelane.ConnectionBase):
         if kind == "dml":
             return engine.execute_write(sql, params, True)
         return engine.execute(sql, params, True, True)
+
+    def _busy_timeout(self, value: str) -> Any:
+        """``PRAGMA busy_timeout`` (``value``: the text of the value set, or
+        ""): the connection's ``timeout`` in milliseconds, as ``sqlite3``
+        sets SQLite's busy timeout from it. Setting it sets the timeout
+        (what this connection's waits for the writer are bounded by), read
+        as SQLite reads the value (its leading integer, 0 below 0), and
+        returns it, as SQLite does; the connection keeps its engine."""
+        if value:
+            digits = re.match(r"[+-]?\d+", _unquote(value))
+            ms = max(int(digits.group()), 0) if digits else 0
+            self._timeout = ms / 1000
+            self._check()._set_timeout(self._timeout)
+        return (_BUSY_TIMEOUT_DESCRIPTION, [(int(self._timeout * 1000),)], -1, None, False)
+
+    def _check_journal_mode(self, engine: Any, mode: str) -> None:
+        """Refuses ``PRAGMA journal_mode`` out of WAL on a database in WAL
+        mode, saying why (SQLite's own error names a transaction the caller
+        did not open); anything else runs as it is."""
+        if mode.lower() == "wal":
+            return
+        rows = engine.execute("PRAGMA journal_mode", (), True, True)[1]
+        if not rows or str(rows[0][0]).lower() != "wal":
+            return
+        raise OperationalError(
+            f"PRAGMA journal_mode = {mode}: litelane keeps the database in WAL mode, which "
+            "its engine needs (readers run beside the writer, and the writers of every "
+            "process queue for the WAL's write lock); the journal mode stays WAL "
+            "(docs/python.md, difference 6)"
+        )
 
     def _run_many(self, sql: str, seq: Any) -> Any:
         engine = self._check()

@@ -450,6 +450,9 @@ def test_pragmas_reads_on_readers_writes_on_the_writer(db_path):
     assert con.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
     con.execute("CREATE TABLE t(a, b)")
     assert [r[1] for r in con.execute("PRAGMA table_info(t)")] == ["a", "b"]
-    with pytest.raises(dbapi.OperationalError):
+    # Refused, saying why (SQLite's own error named a transaction).
+    with pytest.raises(dbapi.OperationalError, match="litelane keeps the database in WAL mode"):
         con.execute("PRAGMA journal_mode=DELETE")
+    with pytest.raises(dbapi.OperationalError, match="journal_mode = memory"):
+        con.execute("PRAGMA main.journal_mode('memory')")
     assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)

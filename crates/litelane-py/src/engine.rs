@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
@@ -42,6 +42,56 @@ pub struct Shared {
     /// connection's own state (pragmas, attached databases, `TEMP` tables),
     /// as `sqlite3`'s one SQLite connection does.
     pub private: bool,
+    /// The files it opened, for an engine opened by path (see [`Files`]).
+    files: Option<Files>,
+}
+
+/// The identity (device, inode) of the file at `path`, if there is one.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The database file an engine opened by path and the `-wal` and `-shm`
+/// files SQLite keeps beside it, by identity: what lets a connection to a
+/// path whose file was deleted, renamed or replaced meanwhile open the file
+/// that is there now, as `sqlite3` does, instead of joining the engine still
+/// open on the old one (see [`open_shared`]).
+struct Files {
+    path: PathBuf,
+    db: (u64, u64),
+    wal: Option<(u64, u64)>,
+    shm: Option<(u64, u64)>,
+    /// The `-wal` and `-shm` names were given up ([`Shared::let_go_of_names`]).
+    let_go: AtomicBool,
+}
+
+impl Files {
+    /// For a database opened by `path` (None for in-memory databases and
+    /// URIs), looked at right after the engine opened it.
+    fn of(path: &str) -> Option<Files> {
+        if path.is_empty() || path == ":memory:" || path.starts_with("file:") {
+            return None;
+        }
+        let path = std::fs::canonicalize(path).ok()?;
+        let beside = |suffix: &str| {
+            let mut s = path.clone().into_os_string();
+            s.push(suffix);
+            file_id(Path::new(&s))
+        };
+        Some(Files {
+            db: file_id(&path)?,
+            wal: beside("-wal"),
+            shm: beside("-shm"),
+            path,
+            let_go: AtomicBool::new(false),
+        })
+    }
+
+    /// True when the file at the path is no longer the one opened.
+    fn moved(&self) -> bool {
+        file_id(&self.path) != Some(self.db)
+    }
 }
 
 /// Runs a write again while it fails with a retryable `RolledBack` (another
@@ -110,6 +160,56 @@ impl Shared {
             generation: FORK_GENERATION.load(Ordering::Acquire),
             sql_length_limit: AtomicI64::new(limit),
             private: false,
+            files: Files::of(display),
+        }
+    }
+
+    /// Copies what the WAL holds into the database file: a passive
+    /// checkpoint, then, with `wait` and frames left behind (a reader's
+    /// snapshot in the way), a full one, which waits for readers up to the
+    /// busy timeout. Returns whether every frame is in the file.
+    fn copy_wal_into_file(&self, wait: bool) -> bool {
+        let copied = |r: &litelane::Result<litelane::CheckpointReport>| {
+            r.as_ref()
+                .is_ok_and(|r| !r.busy && r.checkpointed_frames >= r.wal_frames)
+        };
+        if copied(&self.db.checkpoint(CheckpointMode::Passive)) {
+            return true;
+        }
+        wait && copied(&self.db.checkpoint(CheckpointMode::Full))
+    }
+
+    /// True when this engine's database file is no longer the one at its
+    /// path (deleted, renamed or replaced while open).
+    fn moved(&self) -> bool {
+        self.files.as_ref().is_some_and(Files::moved)
+    }
+
+    /// For an engine whose file was deleted, renamed or replaced while open
+    /// (once): copies what its WAL holds into its own file (a renamed file
+    /// keeps its commits; skipped while a transaction is open on it, which
+    /// holds the writer), then removes the `-wal` and `-shm` files from the
+    /// path if they are still its own. Its connections keep them open and go
+    /// on reading the old file, as a deleted file stays readable to whoever
+    /// has it open, while an engine opened on the file now at the path
+    /// creates its own instead of taking this one's: SQLite would otherwise
+    /// apply the old file's WAL to the new file, and map one `-shm` for two
+    /// files. (Its writes already fail: the writer refuses to commit into a
+    /// file that moved.)
+    fn let_go_of_names(&self, wait: bool) {
+        let Some(files) = &self.files else { return };
+        if files.let_go.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if lock(&self.open_txns).is_empty() {
+            self.copy_wal_into_file(wait);
+        }
+        for (suffix, id) in [("-wal", files.wal), ("-shm", files.shm)] {
+            let mut name = files.path.clone().into_os_string();
+            name.push(suffix);
+            if id.is_some() && file_id(Path::new(&name)) == id {
+                let _ = std::fs::remove_file(&name);
+            }
         }
     }
 
@@ -148,6 +248,18 @@ impl Shared {
     /// True in a child process for an engine opened before its `fork()`.
     pub fn stale(&self) -> bool {
         self.generation != FORK_GENERATION.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Shared {
+    /// An engine closing on a file that moved: SQLite leaves its WAL beside
+    /// the path (it neither checkpoints nor deletes a moved file's WAL), where
+    /// the next engine opened there would apply it to another file.
+    fn drop(&mut self) {
+        if !self.stale() && self.moved() {
+            // No waiting here: a drop may run anywhere, the GIL held.
+            self.let_go_of_names(false);
+        }
     }
 }
 
@@ -222,7 +334,25 @@ impl Shared {
     }
 }
 
-static REGISTRY: LazyLock<Mutex<HashMap<String, Weak<Shared>>>> = LazyLock::new(Default::default);
+/// The engines of one registry key: the one new connections join, and the
+/// others still open on it (connections' own engines, see [`open_private`],
+/// and engines left on a file that was deleted or replaced).
+#[derive(Default)]
+struct Engines {
+    shared: Weak<Shared>,
+    others: Vec<Weak<Shared>>,
+}
+
+static REGISTRY: LazyLock<Mutex<HashMap<String, Engines>>> = LazyLock::new(Default::default);
+
+/// The registry's entry for `key`, pruned of engines that closed.
+fn registry_entry<'r>(reg: &'r mut HashMap<String, Engines>, key: &str) -> &'r mut Engines {
+    reg.retain(|_, e| {
+        e.others.retain(|w| w.strong_count() > 0);
+        e.shared.strong_count() > 0 || !e.others.is_empty()
+    });
+    reg.entry(key.to_string()).or_default()
+}
 
 /// The registry key of a path: its canonical form, or `None` for private
 /// in-memory databases.
@@ -259,7 +389,81 @@ fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
     // reaches the same database again.
     let mut sh = Shared::new(Database::open(&of.display, opts)?, &of.display);
     sh.private = true;
-    Ok(Arc::new(sh))
+    let sh = Arc::new(sh);
+    if let Some(key) = registry_key(&of.display) {
+        registry_entry(&mut lock(&REGISTRY), &key)
+            .others
+            .push(Arc::downgrade(&sh));
+    }
+    Ok(sh)
+}
+
+/// The file a `file:` URI names when it opens it `immutable=1`.
+fn immutable_file(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file:")?;
+    let (name, query) = rest.split_once('?')?;
+    let query = query.split('#').next().unwrap_or("");
+    if !query.split('&').any(|kv| kv == "immutable=1") {
+        return None;
+    }
+    // SQLite decodes %HH in the name; a `//host` authority is empty or localhost.
+    let name = name
+        .strip_prefix("//localhost")
+        .or_else(|| name.strip_prefix("//"))
+        .unwrap_or(name);
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::fs::canonicalize(String::from_utf8(out).ok()?).ok()
+}
+
+/// Copies what the WAL holds into the database file (a passive checkpoint)
+/// for every engine of this process on `file` (every file engine: `None`).
+/// A connection that opens a file `immutable=1` reads the file alone, never
+/// its WAL; with `sqlite3` a commit is in the file as soon as it returns
+/// (rollback journal), so an immutable reader opened after a write sees it
+/// there. An engine in a transaction is left as it is (its writer is held).
+pub fn checkpoint_for_immutable(file: Option<&Path>) {
+    let engines: Vec<Arc<Shared>> = lock(&REGISTRY)
+        .values()
+        .flat_map(|e| std::iter::once(&e.shared).chain(&e.others))
+        .filter_map(Weak::upgrade)
+        .filter(|sh| {
+            sh.files
+                .as_ref()
+                .is_some_and(|f| file.is_none_or(|file| f.path == file))
+        })
+        .collect();
+    for sh in engines {
+        if lock(&sh.open_txns).is_empty() {
+            sh.copy_wal_into_file(true);
+        }
+    }
+}
+
+/// `checkpoint_for_immutable` for Python: before `ATTACH`ing a file
+/// `immutable=1` (which file is in SQL `litelane.dbapi` does not parse).
+#[pyfunction]
+#[pyo3(name = "checkpoint_for_immutable")]
+pub fn py_checkpoint_for_immutable(py: Python<'_>) {
+    py.detach(|| checkpoint_for_immutable(None));
 }
 
 /// `join_any`: share an open engine whatever its options. `stock_given`:
@@ -270,6 +474,9 @@ fn open_shared(
     join_any: bool,
     stock_given: bool,
 ) -> litelane::Result<Arc<Shared>> {
+    if let Some(file) = immutable_file(path) {
+        checkpoint_for_immutable(Some(&file));
+    }
     let Some(key) = registry_key(path) else {
         let db = if path.is_empty() || path == ":memory:" {
             Database::open_in_memory(opts)?
@@ -281,27 +488,56 @@ fn open_shared(
         sh.private = true;
         return Ok(Arc::new(sh));
     };
-    let mut reg = lock(&REGISTRY);
-    reg.retain(|_, w| w.strong_count() > 0);
-    if let Some(existing) = reg.get(&key).and_then(Weak::upgrade) {
-        if !stock_given {
-            opts.stock_settings = existing.db.options().stock_settings;
+    loop {
+        let mut reg = lock(&REGISTRY);
+        let entry = registry_entry(&mut reg, &key);
+        if let Some(existing) = entry.shared.upgrade() {
+            if !existing.moved() {
+                if !stock_given {
+                    opts.stock_settings = existing.db.options().stock_settings;
+                }
+                if !join_any && existing.db.options() != &opts {
+                    return Err(Error::InvalidInput {
+                        message: format!(
+                            "{path} is already open in this process with other options \
+                             (profile {}); every connection to a file shares one engine, so \
+                             open it with the same profile and options",
+                            existing.db.options().profile
+                        ),
+                    });
+                }
+                return Ok(existing);
+            }
+            // The file at the path is not the one it has open (deleted,
+            // renamed or replaced meanwhile): as with `sqlite3`, a new
+            // connection opens the file there now, and the connections of
+            // the old engine stay on the old file.
+            entry.others.push(Arc::downgrade(&existing));
+            entry.shared = Weak::new();
         }
-        if !join_any && existing.db.options() != &opts {
-            return Err(Error::InvalidInput {
-                message: format!(
-                    "{path} is already open in this process with other options (profile {}); \
-                     every connection to a file shares one engine, so open it with the same \
-                     profile and options",
-                    existing.db.options().profile
-                ),
-            });
+        let stale: Vec<Arc<Shared>> = entry
+            .others
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|e| {
+                e.moved()
+                    && !e
+                        .files
+                        .as_ref()
+                        .is_some_and(|f| f.let_go.load(Ordering::Acquire))
+            })
+            .collect();
+        if stale.is_empty() {
+            let shared = Arc::new(Shared::new(Database::open(path, opts)?, path));
+            entry.shared = Arc::downgrade(&shared);
+            return Ok(shared);
         }
-        return Ok(existing);
+        // Outside the registry's lock: a checkpoint waits for the writer.
+        drop(reg);
+        for e in stale {
+            e.let_go_of_names(true);
+        }
     }
-    let shared = Arc::new(Shared::new(Database::open(path, opts)?, path));
-    reg.insert(key, Arc::downgrade(&shared));
-    Ok(shared)
 }
 
 fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {

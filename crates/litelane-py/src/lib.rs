@@ -66,10 +66,19 @@ fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(|| litelane_cli::run(args))
 }
 
+/// Removes the files of the process's shared in-memory databases still open
+/// (`litelane::remove_shared_memory_files`): called from `atexit`.
+#[pyfunction]
+fn remove_shared_memory_files() {
+    litelane::remove_shared_memory_files();
+}
+
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
     m.add_function(wrap_pyfunction!(engine::after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::py_checkpoint_for_immutable, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_shared_memory_files, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;

@@ -35,6 +35,11 @@ pub(crate) struct Target {
     /// writer does not change the journal mode and there are no checkpoints;
     /// a write fails with SQLite's own "attempt to write a readonly database".
     pub read_only: bool,
+    /// A shared in-memory database by URI (`cache=shared`): the name in the
+    /// URI and the URI. [`Database::open`](crate::Database::open) keeps it
+    /// in a file (`shared_memory.rs`) and points `open_name` and `path` at
+    /// it with [`Target::in_file`].
+    pub shared_memory: Option<(String, String)>,
 }
 
 /// The process-wide counter behind the names of private in-memory databases.
@@ -42,6 +47,12 @@ fn next_memory_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     format!("{}-{n}", std::process::id())
+}
+
+/// The VFS of in-memory databases: `litelane-memdb` (`ffi::memory_vfs`:
+/// files they attach are files), or SQLite's `memdb` itself without it.
+fn memory_vfs() -> &'static str {
+    ffi::memory_vfs().unwrap_or("memdb")
 }
 
 /// The query parameters of a `file:` URI (`file:x.db?mode=ro&cache=shared`),
@@ -68,9 +79,14 @@ impl Target {
             // The memdb VFS shares a database between connections of one
             // process when its name starts with '/'; each open gets a new name.
             return Target {
-                open_name: format!("file:/litelane-mem-{}?vfs=memdb", next_memory_name()),
+                open_name: format!(
+                    "file:/litelane-mem-{}?vfs={}",
+                    next_memory_name(),
+                    memory_vfs()
+                ),
                 path: None,
                 read_only: false,
+                shared_memory: None,
             };
         }
         if s.starts_with("file:") {
@@ -78,32 +94,50 @@ impl Target {
             let has = |k: &str, v: &str| params.iter().any(|(pk, pv)| *pk == k && *pv == v);
             if name == ":memory:" || has("mode", "memory") {
                 // An in-memory database by URI. Every connection of the
-                // engine (writer, readers) must reach the same one: the
-                // memdb VFS does that without shared-cache table locks.
-                // `cache=shared` names it after the URI, so engines of one
-                // process that open the same URI share it, as in SQLite.
-                let id = if has("cache", "shared") {
-                    format!("{}-{}", std::process::id(), hex_name(name))
-                } else {
-                    next_memory_name()
-                };
+                // engine (writer, readers) must reach the same one. With
+                // `cache=shared` every engine of the process that opens the
+                // same name shares it, as in SQLite, in a file in WAL mode
+                // (`shared_memory.rs`), so that reads run beside an open
+                // write transaction; a private one is in the memdb VFS.
+                if has("cache", "shared") {
+                    return Target {
+                        open_name: String::new(),
+                        path: None,
+                        read_only: false,
+                        shared_memory: Some((hex_name(name), s.to_string())),
+                    };
+                }
                 return Target {
-                    open_name: format!("file:/litelane-uri-{id}?vfs=memdb"),
+                    open_name: format!(
+                        "file:/litelane-uri-{}?vfs={}",
+                        next_memory_name(),
+                        memory_vfs()
+                    ),
                     path: None,
                     read_only: has("mode", "ro"),
+                    shared_memory: None,
                 };
             }
             return Target {
                 open_name: s.to_string(),
                 path: Some(path.to_path_buf()),
                 read_only: has("mode", "ro") || has("immutable", "1"),
+                shared_memory: None,
             };
         }
         Target {
             open_name: s.into_owned(),
             path: Some(path.to_path_buf()),
             read_only: false,
+            shared_memory: None,
         }
+    }
+
+    /// A shared in-memory database's target once its file is known.
+    pub fn in_file(mut self, file: &Path) -> Target {
+        self.open_name = file.to_string_lossy().into_owned();
+        self.path = Some(file.to_path_buf());
+        self
     }
 
     pub fn is_memory(&self) -> bool {
@@ -111,6 +145,9 @@ impl Target {
     }
 
     pub fn display(&self) -> String {
+        if let Some((_, uri)) = &self.shared_memory {
+            return uri.clone();
+        }
         match &self.path {
             Some(p) => p.display().to_string(),
             None => ":memory:".to_string(),
@@ -381,15 +418,13 @@ mod tests {
 
     #[test]
     fn uri_targets() {
-        // (name given, in memory, read-only, shares by name)
+        // (name given, in memory, read-only)
         let cases = [
             ("app.db", false, false),
             ("file:app.db?mode=ro", false, true),
             ("file:app.db?immutable=1", false, true),
             ("file:app.db?mode=rwc", false, false),
             ("file::memory:", true, false),
-            ("file::memory:?cache=shared", true, false),
-            ("file:mem1?mode=memory&cache=shared", true, false),
             ("file:mem1?mode=memory", true, false),
             (":memory:", true, false),
         ];
@@ -397,9 +432,10 @@ mod tests {
             let t = Target::new(Path::new(name));
             assert_eq!(t.is_memory(), memory, "{name}");
             assert_eq!(t.read_only, read_only, "{name}");
+            assert!(t.shared_memory.is_none(), "{name}");
             if memory {
                 assert!(
-                    t.open_name.ends_with("?vfs=memdb"),
+                    t.open_name.ends_with("?vfs=litelane-memdb"),
                     "{name}: {}",
                     t.open_name
                 );
@@ -407,12 +443,16 @@ mod tests {
                 assert_eq!(t.open_name, name);
             }
         }
-        // cache=shared: one name per URI; otherwise a new database each time.
-        let a = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
-        let b = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
-        let c = Target::new(Path::new("file:mem2?mode=memory&cache=shared"));
-        assert_eq!(a.open_name, b.open_name);
-        assert_ne!(a.open_name, c.open_name);
+        // cache=shared: one name per URI's file name (a file, see
+        // shared_memory.rs); otherwise a new database each time.
+        let shared = |uri: &str| Target::new(Path::new(uri)).shared_memory.map(|(n, _)| n);
+        let a = shared("file:mem1?mode=memory&cache=shared");
+        assert!(a.is_some());
+        assert_eq!(a, shared("file:mem1?cache=shared&mode=memory"));
+        assert_ne!(a, shared("file:mem2?mode=memory&cache=shared"));
+        assert!(shared("file::memory:?cache=shared").is_some());
+        let t = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
+        assert_eq!(t.display(), "file:mem1?mode=memory&cache=shared");
         let d = Target::new(Path::new("file:mem1?mode=memory"));
         let e = Target::new(Path::new("file:mem1?mode=memory"));
         assert_ne!(d.open_name, e.open_name);

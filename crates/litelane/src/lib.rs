@@ -51,6 +51,7 @@ mod multirow;
 mod options;
 mod pool;
 mod queue;
+mod shared_memory;
 mod tx;
 mod unpoisoned;
 mod wal_space;
@@ -88,6 +89,17 @@ use connection::{Role, Target, Tracer};
 use metrics::Recorder;
 use pool::Pool;
 use writer::Writer;
+
+/// Removes the files that hold this process's shared in-memory databases
+/// (`file:name?mode=memory&cache=shared`, kept in `/dev/shm`) that are still
+/// open, for a program's exit: such a database ends with its process, as in
+/// SQLite, and an engine never dropped (a Python object not collected at
+/// exit) would otherwise leave its files behind. Connections still open on
+/// them fail afterwards; call it last. (The Python package calls it from
+/// `atexit`.)
+pub fn remove_shared_memory_files() {
+    shared_memory::remove_open_files();
+}
 
 /// The version of the SQLite library litelane runs on, e.g. `"3.50.2"`.
 pub fn sqlite_version() -> &'static str {
@@ -173,6 +185,9 @@ struct Inner {
     writer: Arc<Writer>,
     pool: Arc<Pool>,
     config: Arc<Registry>,
+    /// A shared in-memory database's file: removed with the last engine on
+    /// it, after the connections above closed.
+    _shared_memory: Option<shared_memory::SharedMemoryFile>,
 }
 
 /// The cross-process queue of the file, when `opts` asks for it and the
@@ -247,7 +262,14 @@ impl Database {
     /// database (`SQLITE_NOTADB`), is read-only ([`Error::ReadOnly`]), or
     /// cannot be opened.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Database> {
-        let target = Target::new(path.as_ref());
+        let mut target = Target::new(path.as_ref());
+        let shared_memory = match &target.shared_memory {
+            Some((name, _)) => Some(shared_memory::SharedMemoryFile::acquire(name)?),
+            None => None,
+        };
+        if let Some(file) = &shared_memory {
+            target = target.in_file(file.path());
+        }
         let recorder = Arc::new(Recorder::default());
         let tracer = Arc::new(Tracer {
             recorder: Arc::clone(&recorder),
@@ -319,6 +341,7 @@ impl Database {
                 writer,
                 config,
                 opts,
+                _shared_memory: shared_memory,
             }),
         })
     }

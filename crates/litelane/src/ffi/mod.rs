@@ -10,16 +10,18 @@
 //!   the rows' borrowed values (`SQLITE_STATIC`: no copy per value) and
 //!   stepped in the same call, so the values outlive every read SQLite makes
 //!   of them.
-
+//! - [`memory_vfs`]: the VFS of in-memory databases, SQLite's `memdb` for
+//!   their own names and the default VFS for every other file (`ATTACH`).
 //!
 //! One file per concern: `sqlite` (C calls rusqlite lacks), `log` (the
 //! error log), `shared_page` (a mapped page and its futexes), `job_ref`
 //! (group commit's borrowed closures), `bulk_statement` (the bulk insert's
-//! statement).
+//! statement), `memory_vfs` (the in-memory databases' VFS).
 
 mod bulk_statement;
 mod job_ref;
 mod log;
+mod memory_vfs;
 #[cfg(target_os = "linux")]
 mod shared_page;
 mod sqlite;
@@ -27,6 +29,7 @@ mod sqlite;
 pub(crate) use bulk_statement::BulkStatement;
 pub(crate) use job_ref::{enter_with_job, JobRef};
 pub(crate) use log::{capture_os_errors, take_logged_os_error};
+pub(crate) use memory_vfs::memory_vfs;
 #[cfg(target_os = "linux")]
 pub(crate) use shared_page::{
     futex_wait, futex_wake_all, futex_wake_one, futex_wake_one_move_rest, SharedPage,

@@ -143,8 +143,14 @@ fn xproc_child() {
                                 thread::sleep(hold);
                             }
                             write_u64(&state, 8, count + 1);
-                            writeln!(log, "{} {pid} {t} {arrival} {granted}", turn.ticket())
-                                .unwrap();
+                            // One write(2) per line: `writeln!` on a File may
+                            // split it, and a reader (or a kill) between the
+                            // pieces leaves half a line in the log.
+                            log.write_all(
+                                format!("{} {pid} {t} {arrival} {granted}\n", turn.ticket())
+                                    .as_bytes(),
+                            )
+                            .unwrap();
                             write_u64(&state, 0, 0);
                             drop(turn);
                         }
@@ -160,7 +166,10 @@ fn xproc_child() {
             let mut log = OpenOptions::new().append(true).open(log_path(&db)).unwrap();
             loop {
                 let turn = q.acquire("looper").unwrap();
-                writeln!(log, "{} {pid} {}", turn.ticket(), now_ns()).unwrap();
+                // One write(2) per line (see "worker" above): this process
+                // is killed at random moments, and a reader polls the log.
+                log.write_all(format!("{} {pid} {}\n", turn.ticket(), now_ns()).as_bytes())
+                    .unwrap();
                 thread::sleep(hold);
                 drop(turn);
             }
