@@ -65,6 +65,13 @@
 #define LITELANE_OUTCOME_UNKNOWN 4
 
 /*
+ `litelane_import`: stopped because the progress callback returned
+ nonzero; what was committed before (`commit_every`) stays, the
+ transaction under way was rolled back.
+ */
+#define LITELANE_INTERRUPTED 5
+
+/*
  `litelane_rows_next`: a row is ready.
  */
 #define LITELANE_ROW 100
@@ -119,6 +126,49 @@
  Like RESTART, then truncates the WAL file to zero bytes.
  */
 #define LITELANE_CHECKPOINT_TRUNCATE 3
+
+/*
+ `litelane_import_options.header`: sniffed from the file (the default).
+ */
+#define LITELANE_IMPORT_HEADER_SNIFF 0
+
+/*
+ `litelane_import_options.header`: the first record is a header.
+ */
+#define LITELANE_IMPORT_HEADER 1
+
+/*
+ `litelane_import_options.header`: the first record is data; the columns
+ are named c1, c2, ...
+ */
+#define LITELANE_IMPORT_NO_HEADER 2
+
+/*
+ `litelane_import_progress.kind`: rows are flowing (`rows`,
+ `bytes_read`, `total_bytes` are set).
+ */
+#define LITELANE_IMPORT_ROWS 0
+
+/*
+ `litelane_import_progress.kind`: a record was rejected (`line`,
+ `record` and `reason` are set too).
+ */
+#define LITELANE_IMPORT_REJECTED 1
+
+/*
+ `litelane_import_summary.outcome`: every record stored.
+ */
+#define LITELANE_IMPORT_DONE 0
+
+/*
+ `litelane_import_summary.outcome`: finished, some records rejected.
+ */
+#define LITELANE_IMPORT_REJECTS 1
+
+/*
+ `litelane_import_summary.outcome`: stopped by the progress callback.
+ */
+#define LITELANE_IMPORT_STOPPED 2
 
 /*
  An open database (opaque).
@@ -325,6 +375,152 @@ typedef struct {
  pages in all. It must return normally (no `longjmp`).
  */
 typedef void (*litelane_progress)(void *ctx, uint64_t done, uint64_t total);
+
+/*
+ What to import and how (docs/import.md describes each option as
+ `litelane import`'s flag of the same name). Zero every field you do not
+ set: zero or NULL is the default.
+ */
+typedef struct {
+  /*
+   `sizeof(litelane_import_options)`: fields past it are taken as
+   unset; it must cover `source`.
+   */
+  uintptr_t size;
+  /*
+   The file to import (`.csv`, `.tsv`, `.ndjson`/`.jsonl`, maybe
+   `.gz`/`.zst`; a glob pattern imports the files it names into one
+   table). UTF-8. Required.
+   */
+  const char *source;
+  /*
+   The table; NULL: the file name without its extensions.
+   */
+  const char *table;
+  /*
+   `"csv"`, `"tsv"` or `"ndjson"`; NULL: from the extension, else
+   sniffed.
+   */
+  const char *format;
+  /*
+   `"create"` (fail if the table exists), `"append"` (created if
+   missing) or `"replace"`; NULL: `"create"`.
+   */
+  const char *mode;
+  /*
+   `LITELANE_IMPORT_HEADER_SNIFF` (0, the default), `_HEADER` or
+   `_NO_HEADER`.
+   */
+  int header;
+  /*
+   The CSV field delimiter, a Unicode code point (e.g. `';'`); 0:
+   sniffed among `,` `;` `|` and tab.
+   */
+  uint32_t delimiter;
+  /*
+   Nonzero: create a STRICT table; a value that does not fit its
+   column's type is rejected instead of stored as written. 0: off.
+   */
+  int strict;
+  /*
+   `n_types_for` column types, each `"COL=TYPE"` (TEXT, INTEGER, REAL,
+   BOOLEAN, DATE, TIMESTAMP, NUMERIC) instead of inferred; NULL when
+   `n_types_for` is 0.
+   */
+  const char *const *types_for;
+  /*
+   How many `types_for`.
+   */
+  uintptr_t n_types_for;
+  /*
+   Commit every this many rows (what is committed stays if the import
+   is stopped or fails later); 0: one transaction for everything.
+   */
+  uint64_t commit_every;
+} litelane_import_options;
+
+/*
+ What `litelane_import` tells its progress callback. Valid only during
+ the call.
+ */
+typedef struct {
+  /*
+   `LITELANE_IMPORT_ROWS` or `LITELANE_IMPORT_REJECTED`.
+   */
+  int kind;
+  /*
+   Rows handed to SQLite so far in this file (committed or not).
+   */
+  uint64_t rows;
+  /*
+   Bytes of the file read so far (compressed bytes for `.gz`/`.zst`).
+   */
+  uint64_t bytes_read;
+  /*
+   The file's size in bytes, or -1 when unknown.
+   */
+  int64_t total_bytes;
+  /*
+   `LITELANE_IMPORT_REJECTED`: the line (1-based) the record starts
+   on; else 0.
+   */
+  uint64_t line;
+  /*
+   `LITELANE_IMPORT_REJECTED`: the record's number (1-based, the
+   header counted); else 0.
+   */
+  uint64_t record;
+  /*
+   `LITELANE_IMPORT_REJECTED`: why, UTF-8, NUL-terminated; else NULL.
+   */
+  const char *reason;
+} litelane_import_progress;
+
+/*
+ The progress callback of `litelane_import`, called on the calling
+ thread with `ctx`: once per batch of rows the parser delivers (a few
+ thousand rows; `rows` and `bytes_read` never decrease within a file),
+ once more with the final count, and once per rejected record. Return 0
+ to go on, nonzero to stop the import at the next record. It must
+ return normally (no `longjmp`) and must not call `litelane_import`.
+ */
+typedef int (*litelane_import_progress_fn)(void *ctx, const litelane_import_progress *progress);
+
+/*
+ What `litelane_import` did. Set `size` to
+ `sizeof(litelane_import_summary)` before the call; fields past it are
+ not written.
+ */
+typedef struct {
+  /*
+   `sizeof(litelane_import_summary)`, set by the caller.
+   */
+  uintptr_t size;
+  /*
+   `LITELANE_IMPORT_DONE`, `_REJECTS` or `_STOPPED`.
+   */
+  int outcome;
+  /*
+   Rows inserted by this import (0 when stopped: the rows committed
+   before the stop stay, but are not counted here).
+   */
+  uint64_t rows_inserted;
+  /*
+   Records rejected (each told to the progress callback; 0 when
+   stopped).
+   */
+  uint64_t rows_rejected;
+  /*
+   The table imported into, UTF-8, NUL-terminated (`""` when stopped
+   before it was known). Owned by the library: valid until the calling
+   thread's next `litelane_import`.
+   */
+  const char *table;
+  /*
+   How long the import took, in microseconds.
+   */
+  uint64_t elapsed_us;
+} litelane_import_summary;
 
 #ifdef __cplusplus
 extern "C" {
@@ -577,6 +773,36 @@ int litelane_insert(litelane_db *db,
                     const litelane_value *values,
                     uintptr_t n_rows,
                     uint64_t *inserted);
+
+/*
+ Imports a CSV, TSV or NDJSON file into a table of `db` through the
+ engine `db` holds (its queue and profile), as `litelane import` does
+ (docs/import.md): `opts` says what and how. `progress` (NULL allowed)
+ is called with `ctx` as `litelane_import_progress_fn` says, and stops
+ the import by returning nonzero. `out` (NULL allowed; set `out->size`)
+ gets what it did.
+
+ Returns `LITELANE_OK` when the import finished (`out->outcome` says
+ whether records were rejected), `LITELANE_INTERRUPTED` when the
+ callback stopped it (the rows of earlier `commit_every` commits stay;
+ `out` is written too), `LITELANE_ERROR` when it failed (nothing past
+ the last commit is kept; the message names the file, the line where
+ known, and the OS errno is set for a file that cannot be read),
+ `LITELANE_MISUSE` for a wrong call (an in-memory database too: an
+ import needs a file). Thread-safe (imports into one table are
+ serialized by a lock file).
+
+ # Safety
+ `opts` points to `opts->size` readable bytes, its texts NUL-terminated
+ and `types_for` holding `n_types_for` of them; `progress` is NULL or
+ safe to call with `ctx`; `out` is NULL or points to `out->size`
+ writable bytes.
+ */
+int litelane_import(litelane_db *db,
+                    const litelane_import_options *opts,
+                    litelane_import_progress_fn progress,
+                    void *ctx,
+                    litelane_import_summary *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -272,3 +272,211 @@ pub(crate) fn insert(
         .and_then(|ins| ins.label("C bulk insert").insert(rows))
         .map_err(|e| engine(&e, "litelane_insert"))
 }
+
+/// What `litelane_import` asks (the C options struct's fields, read).
+pub(crate) struct ImportArgs {
+    pub source: String,
+    pub table: Option<String>,
+    pub format: Option<String>,
+    pub mode: Option<String>,
+    /// `LITELANE_IMPORT_HEADER_SNIFF`, `_HEADER` or `_NO_HEADER`.
+    pub header: c_int,
+    /// A Unicode code point; 0: sniffed.
+    pub delimiter: u32,
+    pub strict: bool,
+    pub types_for: Vec<String>,
+    /// 0: one transaction.
+    pub commit_every: u64,
+}
+
+/// What an import tells the caller while it runs: the counts of the file
+/// under way, and a rejected record when that is the news.
+pub(crate) struct ImportEvent<'a> {
+    /// Rows handed to SQLite so far in this file.
+    pub rows: u64,
+    /// Bytes of the file read so far.
+    pub bytes_read: u64,
+    /// The file's size, when known.
+    pub total_bytes: Option<u64>,
+    /// `(line, record, reason)` of a rejected record.
+    pub rejected: Option<(u64, u64, &'a str)>,
+}
+
+/// The caller's side of an import: told each event, true to stop.
+pub(crate) type Tell<'f> = dyn FnMut(&ImportEvent<'_>) -> bool + 'f;
+
+/// How an import ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ImportEnd {
+    Done,
+    Rejects,
+    Interrupted,
+}
+
+/// What `litelane_import` reports.
+pub(crate) struct Imported {
+    pub end: ImportEnd,
+    pub rows_inserted: u64,
+    pub rows_rejected: u64,
+    /// The table imported into; empty when interrupted before it was known.
+    pub table: String,
+    pub elapsed: Duration,
+}
+
+/// The import's `Progress`, handing each event to the C side's function;
+/// the function returning true stops the import at the next record.
+struct Relay<'f> {
+    tell: &'f mut Tell<'f>,
+    total: Option<u64>,
+    latest: (u64, u64),
+    stop: bool,
+    stopped_note: Option<String>,
+}
+
+impl Relay<'_> {
+    /// Tells the caller the latest counts (and a reject); once it said
+    /// stop, it is told nothing more.
+    fn tell(&mut self, rejected: Option<(u64, u64, &str)>) {
+        if !self.stop {
+            let (rows, bytes_read) = self.latest;
+            self.stop = (self.tell)(&ImportEvent {
+                rows,
+                bytes_read,
+                total_bytes: self.total,
+                rejected,
+            });
+        }
+    }
+}
+
+impl litelane_import::Progress for Relay<'_> {
+    fn start(&mut self, total_bytes: Option<u64>) {
+        self.total = total_bytes;
+        self.latest = (0, 0);
+    }
+
+    fn rows(&mut self, rows: u64, bytes_read: u64) {
+        self.latest = (rows, bytes_read);
+        self.tell(None);
+    }
+
+    fn rejected(&mut self, r: &litelane_import::Rejected<'_>) {
+        self.tell(Some((r.line, r.record, r.reason)));
+    }
+
+    fn note(&mut self, note: &litelane_import::Note<'_>) {
+        if note.kind == litelane_import::NoteKind::Stopped {
+            self.stopped_note = Some(note.text.to_string());
+        }
+    }
+
+    fn should_stop(&self) -> bool {
+        self.stop
+    }
+}
+
+/// Parses `name` as one of `T`'s names (`FromStr`), or says it is misuse.
+fn named<T: std::str::FromStr<Err = String>>(
+    what: &str,
+    name: Option<&str>,
+) -> Result<Option<T>, Status> {
+    name.map(|n| n.parse::<T>())
+        .transpose()
+        .map_err(|e| misuse(format!("litelane_import: {what}: {e}")))
+}
+
+/// Imports a CSV/TSV/NDJSON file into a table of database `id` through
+/// `litelane_import::run_into` (the handle's engine). `tell` gets each
+/// event with the file's size (when known) and the latest (rows, bytes).
+pub(crate) fn import(id: u64, a: ImportArgs, tell: &mut Tell<'_>) -> Result<Imported, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_import: {m}")))?;
+    let Some(path) = db.path().map(std::path::Path::to_path_buf) else {
+        return Err(misuse(
+            "litelane_import: the database is in memory; an import needs a database file",
+        ));
+    };
+    let mut o = litelane_import::ImportOptions::new(a.source.clone(), path);
+    o.table = a.table.clone();
+    o.format = named("format", a.format.as_deref())?;
+    o.mode = named("mode", a.mode.as_deref())?;
+    match a.header {
+        0 => {}
+        1 => o.header = true,
+        2 => o.no_header = true,
+        h => {
+            return Err(misuse(format!(
+                "litelane_import: header {h} is not LITELANE_IMPORT_HEADER_SNIFF, _HEADER or _NO_HEADER"
+            )))
+        }
+    }
+    if a.delimiter != 0 {
+        match char::from_u32(a.delimiter) {
+            Some(c) => o.delimiter = Some(c),
+            None => {
+                return Err(misuse(format!(
+                    "litelane_import: delimiter {:#x} is not a character",
+                    a.delimiter
+                )))
+            }
+        }
+    }
+    o.strict = a.strict;
+    o.types_for = a.types_for;
+    o.commit_every = (a.commit_every > 0).then_some(a.commit_every);
+    let start = std::time::Instant::now();
+    let mut relay = Relay {
+        tell,
+        total: None,
+        latest: (0, 0),
+        stop: false,
+        stopped_note: None,
+    };
+    let outcome = litelane_import::run_into(&db, o, &mut relay)
+        .map_err(|e| crate::errors::import(&e, &a.source))?;
+    let elapsed = start.elapsed();
+    if outcome.status == litelane_import::EXIT_INTERRUPTED {
+        let why = relay
+            .stopped_note
+            .unwrap_or_else(|| "nothing past the last commit was kept".into());
+        fail(
+            crate::ffi::LITELANE_INTERRUPTED,
+            format!(
+                "litelane_import of {}: stopped by the progress callback: {why}",
+                a.source
+            ),
+        );
+        return Ok(Imported {
+            end: ImportEnd::Interrupted,
+            rows_inserted: 0,
+            rows_rejected: 0,
+            table: outcome
+                .summary
+                .as_ref()
+                .map(|s| s.table().to_string())
+                .or(a.table)
+                .unwrap_or_default(),
+            elapsed,
+        });
+    }
+    let Some(summary) = outcome.summary else {
+        return Err(fail(
+            LITELANE_ERROR,
+            format!(
+                "litelane_import of {}: finished without a summary",
+                a.source
+            ),
+        ));
+    };
+    let end = if outcome.status == litelane_import::EXIT_REJECTS {
+        ImportEnd::Rejects
+    } else {
+        ImportEnd::Done
+    };
+    Ok(Imported {
+        end,
+        rows_inserted: summary.rows_inserted(),
+        rows_rejected: summary.rows_rejected(),
+        table: summary.table().to_string(),
+        elapsed,
+    })
+}

@@ -91,3 +91,30 @@ fn os_errno(e: &litelane::Error) -> Option<c_int> {
 pub(crate) fn with_last<T>(f: impl FnOnce(&Failure) -> T) -> T {
     LAST.with(|l| f(&l.borrow()))
 }
+
+/// Records an import's error and returns its status (as [`engine`] for
+/// the engine's errors, else `LITELANE_ERROR`), with the OS errno when a
+/// file operation failed.
+pub(crate) fn import(e: &litelane_import::Error, source: &str) -> c_int {
+    if let Some(inner) = e.engine() {
+        if inner.is_outcome_unknown() || inner.is_busy() {
+            return engine(inner, &format!("litelane_import of {source}"));
+        }
+    }
+    let mut errno = e.engine().and_then(os_errno).unwrap_or(0);
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            errno = io.raw_os_error().unwrap_or(errno);
+            break;
+        }
+        cause = c.source();
+    }
+    record(
+        LITELANE_ERROR,
+        &format!("litelane_import of {source}: {e}"),
+        e.sqlite_code().unwrap_or(0),
+        e.sqlite_extended_code().unwrap_or(0),
+        errno,
+    )
+}

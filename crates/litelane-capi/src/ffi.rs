@@ -7,11 +7,14 @@
 // The C names are the ABI.
 #![allow(non_camel_case_types)]
 
-use crate::calls::{self, Done, OpenOptions, Statement, Status};
+use crate::calls::{
+    self, Done, ImportArgs, ImportEnd, ImportEvent, OpenOptions, Statement, Status,
+};
 use crate::errors::{fail, with_last};
 use crate::handles::{self, Cell};
 use litelane::Value;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::mem::{offset_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -36,6 +39,10 @@ pub const LITELANE_BUSY: c_int = 3;
 /// failed, or the process that ran it died): read back to know. Writes to
 /// the database are refused until it is reopened.
 pub const LITELANE_OUTCOME_UNKNOWN: c_int = 4;
+/// `litelane_import`: stopped because the progress callback returned
+/// nonzero; what was committed before (`commit_every`) stays, the
+/// transaction under way was rolled back.
+pub const LITELANE_INTERRUPTED: c_int = 5;
 /// `litelane_rows_next`: a row is ready.
 pub const LITELANE_ROW: c_int = 100;
 /// `litelane_rows_next`: no more rows.
@@ -961,5 +968,319 @@ pub unsafe extern "C" fn litelane_insert(
         // SAFETY: `inserted` is NULL or writable.
         unsafe { put(inserted, report.rows) };
         Ok(LITELANE_OK)
+    })
+}
+
+/// `litelane_import_options.header`: sniffed from the file (the default).
+pub const LITELANE_IMPORT_HEADER_SNIFF: c_int = 0;
+/// `litelane_import_options.header`: the first record is a header.
+pub const LITELANE_IMPORT_HEADER: c_int = 1;
+/// `litelane_import_options.header`: the first record is data; the columns
+/// are named c1, c2, ...
+pub const LITELANE_IMPORT_NO_HEADER: c_int = 2;
+
+/// `litelane_import_progress.kind`: rows are flowing (`rows`,
+/// `bytes_read`, `total_bytes` are set).
+pub const LITELANE_IMPORT_ROWS: c_int = 0;
+/// `litelane_import_progress.kind`: a record was rejected (`line`,
+/// `record` and `reason` are set too).
+pub const LITELANE_IMPORT_REJECTED: c_int = 1;
+
+/// `litelane_import_summary.outcome`: every record stored.
+pub const LITELANE_IMPORT_DONE: c_int = 0;
+/// `litelane_import_summary.outcome`: finished, some records rejected.
+pub const LITELANE_IMPORT_REJECTS: c_int = 1;
+/// `litelane_import_summary.outcome`: stopped by the progress callback.
+pub const LITELANE_IMPORT_STOPPED: c_int = 2;
+
+/// What to import and how (docs/import.md describes each option as
+/// `litelane import`'s flag of the same name). Zero every field you do not
+/// set: zero or NULL is the default.
+#[repr(C)]
+pub struct litelane_import_options {
+    /// `sizeof(litelane_import_options)`: fields past it are taken as
+    /// unset; it must cover `source`.
+    pub size: usize,
+    /// The file to import (`.csv`, `.tsv`, `.ndjson`/`.jsonl`, maybe
+    /// `.gz`/`.zst`; a glob pattern imports the files it names into one
+    /// table). UTF-8. Required.
+    pub source: *const c_char,
+    /// The table; NULL: the file name without its extensions.
+    pub table: *const c_char,
+    /// `"csv"`, `"tsv"` or `"ndjson"`; NULL: from the extension, else
+    /// sniffed.
+    pub format: *const c_char,
+    /// `"create"` (fail if the table exists), `"append"` (created if
+    /// missing) or `"replace"`; NULL: `"create"`.
+    pub mode: *const c_char,
+    /// `LITELANE_IMPORT_HEADER_SNIFF` (0, the default), `_HEADER` or
+    /// `_NO_HEADER`.
+    pub header: c_int,
+    /// The CSV field delimiter, a Unicode code point (e.g. `';'`); 0:
+    /// sniffed among `,` `;` `|` and tab.
+    pub delimiter: u32,
+    /// Nonzero: create a STRICT table; a value that does not fit its
+    /// column's type is rejected instead of stored as written. 0: off.
+    pub strict: c_int,
+    /// `n_types_for` column types, each `"COL=TYPE"` (TEXT, INTEGER, REAL,
+    /// BOOLEAN, DATE, TIMESTAMP, NUMERIC) instead of inferred; NULL when
+    /// `n_types_for` is 0.
+    pub types_for: *const *const c_char,
+    /// How many `types_for`.
+    pub n_types_for: usize,
+    /// Commit every this many rows (what is committed stays if the import
+    /// is stopped or fails later); 0: one transaction for everything.
+    pub commit_every: u64,
+}
+
+/// What `litelane_import` tells its progress callback. Valid only during
+/// the call.
+#[repr(C)]
+pub struct litelane_import_progress {
+    /// `LITELANE_IMPORT_ROWS` or `LITELANE_IMPORT_REJECTED`.
+    pub kind: c_int,
+    /// Rows handed to SQLite so far in this file (committed or not).
+    pub rows: u64,
+    /// Bytes of the file read so far (compressed bytes for `.gz`/`.zst`).
+    pub bytes_read: u64,
+    /// The file's size in bytes, or -1 when unknown.
+    pub total_bytes: i64,
+    /// `LITELANE_IMPORT_REJECTED`: the line (1-based) the record starts
+    /// on; else 0.
+    pub line: u64,
+    /// `LITELANE_IMPORT_REJECTED`: the record's number (1-based, the
+    /// header counted); else 0.
+    pub record: u64,
+    /// `LITELANE_IMPORT_REJECTED`: why, UTF-8, NUL-terminated; else NULL.
+    pub reason: *const c_char,
+}
+
+/// The progress callback of `litelane_import`, called on the calling
+/// thread with `ctx`: once per batch of rows the parser delivers (a few
+/// thousand rows; `rows` and `bytes_read` never decrease within a file),
+/// once more with the final count, and once per rejected record. Return 0
+/// to go on, nonzero to stop the import at the next record. It must
+/// return normally (no `longjmp`) and must not call `litelane_import`.
+pub type litelane_import_progress_fn = Option<
+    unsafe extern "C" fn(ctx: *mut c_void, progress: *const litelane_import_progress) -> c_int,
+>;
+
+/// What `litelane_import` did. Set `size` to
+/// `sizeof(litelane_import_summary)` before the call; fields past it are
+/// not written.
+#[repr(C)]
+pub struct litelane_import_summary {
+    /// `sizeof(litelane_import_summary)`, set by the caller.
+    pub size: usize,
+    /// `LITELANE_IMPORT_DONE`, `_REJECTS` or `_STOPPED`.
+    pub outcome: c_int,
+    /// Rows inserted by this import (0 when stopped: the rows committed
+    /// before the stop stay, but are not counted here).
+    pub rows_inserted: u64,
+    /// Records rejected (each told to the progress callback; 0 when
+    /// stopped).
+    pub rows_rejected: u64,
+    /// The table imported into, UTF-8, NUL-terminated (`""` when stopped
+    /// before it was known). Owned by the library: valid until the calling
+    /// thread's next `litelane_import`.
+    pub table: *const c_char,
+    /// How long the import took, in microseconds.
+    pub elapsed_us: u64,
+}
+
+thread_local! {
+    /// The table name the calling thread's last `litelane_import` reported.
+    static IMPORT_TABLE: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Field `$field` (of type `$fty`) of the caller's struct `*$p` (a `$ty`)
+/// when it lies within the struct's `$size` bytes, else `None`.
+macro_rules! field {
+    ($p:expr, $size:expr, $ty:ty, $field:ident: $fty:ty) => {{
+        if $size >= offset_of!($ty, $field) + size_of::<$fty>() {
+            // SAFETY: within the `size` readable bytes of the caller's struct.
+            let v: $fty = unsafe { std::ptr::addr_of!((*$p).$field).read() };
+            Some(v)
+        } else {
+            None
+        }
+    }};
+}
+
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+unsafe fn optional_text(p: *const c_char, what: &str) -> Result<Option<String>, Status> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    Ok(Some(unsafe { text(p, what) }?.to_string()))
+}
+
+/// # Safety
+/// `opts` points to `opts->size` readable bytes whose pointers are as
+/// `litelane_import_options` says.
+unsafe fn import_args(opts: *const litelane_import_options) -> Result<ImportArgs, Status> {
+    type O = litelane_import_options;
+    // SAFETY: `opts` holds at least its `size` field.
+    let size = unsafe { std::ptr::addr_of!((*opts).size).read() };
+    let Some(source) = field!(opts, size, O, source: *const c_char) else {
+        return Err(misuse(format!(
+            "litelane_import: opts->size is {size}, too small to hold source (set it to \
+             sizeof(litelane_import_options), {})",
+            size_of::<O>()
+        )));
+    };
+    // SAFETY: the caller's contract, for this and each text below.
+    let source = unsafe { text(source, "litelane_import: opts->source") }?.to_string();
+    let table = match field!(opts, size, O, table: *const c_char) {
+        Some(p) => unsafe { optional_text(p, "litelane_import: opts->table") }?,
+        None => None,
+    };
+    let format = match field!(opts, size, O, format: *const c_char) {
+        Some(p) => unsafe { optional_text(p, "litelane_import: opts->format") }?,
+        None => None,
+    };
+    let mode = match field!(opts, size, O, mode: *const c_char) {
+        Some(p) => unsafe { optional_text(p, "litelane_import: opts->mode") }?,
+        None => None,
+    };
+    let header = field!(opts, size, O, header: c_int).unwrap_or(LITELANE_IMPORT_HEADER_SNIFF);
+    let delimiter = field!(opts, size, O, delimiter: u32).unwrap_or(0);
+    let strict = field!(opts, size, O, strict: c_int).unwrap_or(0) != 0;
+    let mut types_for = Vec::new();
+    let list = field!(opts, size, O, types_for: *const *const c_char).unwrap_or(std::ptr::null());
+    let n = field!(opts, size, O, n_types_for: usize).unwrap_or(0);
+    if n > 0 && list.is_null() {
+        return Err(misuse(format!(
+            "litelane_import: opts->types_for is NULL with n_types_for = {n}"
+        )));
+    }
+    for i in 0..n {
+        // SAFETY: `types_for` holds `n_types_for` pointers.
+        let p = unsafe { *list.add(i) };
+        // SAFETY: each is NUL-terminated.
+        let t = unsafe { text(p, &format!("litelane_import: opts->types_for[{i}]")) }?;
+        types_for.push(t.to_string());
+    }
+    let commit_every = field!(opts, size, O, commit_every: u64).unwrap_or(0);
+    Ok(ImportArgs {
+        source,
+        table,
+        format,
+        mode,
+        header,
+        delimiter,
+        strict,
+        types_for,
+        commit_every,
+    })
+}
+
+/// Imports a CSV, TSV or NDJSON file into a table of `db` through the
+/// engine `db` holds (its queue and profile), as `litelane import` does
+/// (docs/import.md): `opts` says what and how. `progress` (NULL allowed)
+/// is called with `ctx` as `litelane_import_progress_fn` says, and stops
+/// the import by returning nonzero. `out` (NULL allowed; set `out->size`)
+/// gets what it did.
+///
+/// Returns `LITELANE_OK` when the import finished (`out->outcome` says
+/// whether records were rejected), `LITELANE_INTERRUPTED` when the
+/// callback stopped it (the rows of earlier `commit_every` commits stay;
+/// `out` is written too), `LITELANE_ERROR` when it failed (nothing past
+/// the last commit is kept; the message names the file, the line where
+/// known, and the OS errno is set for a file that cannot be read),
+/// `LITELANE_MISUSE` for a wrong call (an in-memory database too: an
+/// import needs a file). Thread-safe (imports into one table are
+/// serialized by a lock file).
+///
+/// # Safety
+/// `opts` points to `opts->size` readable bytes, its texts NUL-terminated
+/// and `types_for` holding `n_types_for` of them; `progress` is NULL or
+/// safe to call with `ctx`; `out` is NULL or points to `out->size`
+/// writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_import(
+    db: *mut litelane_db,
+    opts: *const litelane_import_options,
+    progress: litelane_import_progress_fn,
+    ctx: *mut c_void,
+    out: *mut litelane_import_summary,
+) -> c_int {
+    guard("litelane_import", || {
+        if opts.is_null() {
+            return Err(misuse("litelane_import: opts is NULL".into()));
+        }
+        let out_size = if out.is_null() {
+            0
+        } else {
+            // SAFETY: `out` holds at least its `size` field.
+            let size = unsafe { std::ptr::addr_of!((*out).size).read() };
+            if size < size_of::<usize>() {
+                return Err(misuse(format!("litelane_import: out->size is {size}")));
+            }
+            size.min(size_of::<litelane_import_summary>())
+        };
+        // SAFETY: the caller's contract.
+        let args = unsafe { import_args(opts) }?;
+        let mut reason = CString::default();
+        let mut tell = |e: &ImportEvent<'_>| {
+            let Some(f) = progress else { return false };
+            let mut p = litelane_import_progress {
+                kind: LITELANE_IMPORT_ROWS,
+                rows: e.rows,
+                bytes_read: e.bytes_read,
+                total_bytes: e
+                    .total_bytes
+                    .and_then(|t| i64::try_from(t).ok())
+                    .unwrap_or(-1),
+                line: 0,
+                record: 0,
+                reason: std::ptr::null(),
+            };
+            if let Some((line, record, why)) = e.rejected {
+                reason =
+                    CString::new(why.split('\0').next().unwrap_or_default()).unwrap_or_default();
+                (p.kind, p.line, p.record, p.reason) =
+                    (LITELANE_IMPORT_REJECTED, line, record, reason.as_ptr());
+            }
+            // SAFETY: the caller's contract; `p` and `reason` outlive the call.
+            unsafe { f(ctx, &p) != 0 }
+        };
+        let done = calls::import(id(db), args, &mut tell)?;
+        let table =
+            CString::new(done.table.split('\0').next().unwrap_or_default()).unwrap_or_default();
+        let table = IMPORT_TABLE.with(|t| {
+            *t.borrow_mut() = table;
+            t.borrow().as_ptr()
+        });
+        if out_size > 0 {
+            let all = litelane_import_summary {
+                size: out_size,
+                outcome: match done.end {
+                    ImportEnd::Done => LITELANE_IMPORT_DONE,
+                    ImportEnd::Rejects => LITELANE_IMPORT_REJECTS,
+                    ImportEnd::Interrupted => LITELANE_IMPORT_STOPPED,
+                },
+                rows_inserted: done.rows_inserted,
+                rows_rejected: done.rows_rejected,
+                table,
+                elapsed_us: micros(done.elapsed),
+            };
+            // SAFETY: `out` has `out_size` writable bytes; at most that
+            // many are copied (an older, shorter struct gets its own fields).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    std::ptr::from_ref(&all).cast::<u8>(),
+                    out.cast::<u8>(),
+                    out_size,
+                )
+            };
+        }
+        Ok(if done.end == ImportEnd::Interrupted {
+            LITELANE_INTERRUPTED
+        } else {
+            LITELANE_OK
+        })
     })
 }
