@@ -8,7 +8,9 @@
 */
 #include "litelane.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +421,322 @@ static void test_threads(litelane_db *db) {
         (long long)count_rows(db));
 }
 
+/* Writes `text` to DIR/name and the path to `path`. */
+static void write_file(const char *dir, const char *name, const char *text,
+                       char *path, size_t cap) {
+  FILE *f;
+  snprintf(path, cap, "%s/%s", dir, name);
+  f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (f == NULL) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Writes a CSV of `n` rows "id,label" to DIR/name. */
+static long write_rows(const char *dir, const char *name, int n, char *path,
+                       size_t cap) {
+  FILE *f;
+  long size;
+  int i;
+  snprintf(path, cap, "%s/%s", dir, name);
+  f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (f == NULL) return -1;
+  fputs("id,label\n", f);
+  for (i = 1; i <= n; i++) fprintf(f, "%d,row number %d\n", i, i);
+  size = ftell(f);
+  fclose(f);
+  return size;
+}
+
+static int64_t count_of(litelane_db *db, const char *table) {
+  char sql[256];
+  litelane_rows *rows = NULL;
+  litelane_value v;
+  int64_t n = -1;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
+  OK(litelane_query(db, sql, NULL, 0, &rows));
+  if (litelane_rows_next(rows) == LITELANE_ROW &&
+      litelane_rows_value(rows, 0, &v) == LITELANE_OK) {
+    n = v.integer;
+  }
+  OK(litelane_rows_free(&rows));
+  return n;
+}
+
+static litelane_import_options import_options(const char *source) {
+  litelane_import_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.source = source;
+  return o;
+}
+
+static litelane_import_summary import_summary(void) {
+  litelane_import_summary s;
+  memset(&s, 0, sizeof s);
+  s.size = sizeof s;
+  s.rows_inserted = 999;
+  s.outcome = -1;
+  return s;
+}
+
+/* What the progress callback saw. */
+typedef struct {
+  int calls;
+  int rejects;
+  int backwards;        /* a call whose rows or bytes went down */
+  uint64_t last_rows;
+  uint64_t last_bytes;
+  int64_t total;
+  uint64_t reject_line;
+  char reason[256];
+  uint64_t stop_at;     /* nonzero: stop once rows reach it */
+} import_seen;
+
+static int on_import(void *ctx, const litelane_import_progress *p) {
+  import_seen *seen = (import_seen *)ctx;
+  seen->calls++;
+  if (p->kind == LITELANE_IMPORT_REJECTED) {
+    seen->rejects++;
+    seen->reject_line = p->line;
+    snprintf(seen->reason, sizeof seen->reason, "%s",
+             p->reason ? p->reason : "(null)");
+    return 0;
+  }
+  if (p->rows < seen->last_rows || p->bytes_read < seen->last_bytes)
+    seen->backwards++;
+  seen->last_rows = p->rows;
+  seen->last_bytes = p->bytes_read;
+  seen->total = p->total_bytes;
+  return seen->stop_at != 0 && p->rows >= seen->stop_at;
+}
+
+static void test_import_read_back(litelane_db *db, const char *dir) {
+  static const char *want_name[] = {"Ada", "Alan", "Grace"};
+  static const int64_t want_age[] = {36, 41, 85};
+  static const char *want_note[] = {"first, \"programmer\"", "x",
+                                    "two\nlines"};
+  char path[4096];
+  const char *types[] = {"age=INTEGER"};
+  litelane_import_options o;
+  litelane_import_summary s = import_summary();
+  litelane_rows *rows = NULL;
+  litelane_value v;
+  int r = 0;
+  write_file(dir, "people.csv",
+             "name,age,note\n"
+             "Ada,36,\"first, \"\"programmer\"\"\"\n"
+             "Alan,41,x\n"
+             "Grace,85,\"two\nlines\"\n",
+             path, sizeof path);
+  o = import_options(path);
+  o.types_for = types;
+  o.n_types_for = 1;
+  OK(litelane_import(db, &o, NULL, NULL, &s));
+  CHECK(s.outcome == LITELANE_IMPORT_DONE, "outcome %d", s.outcome);
+  CHECK(s.rows_inserted == 3, "inserted %llu",
+        (unsigned long long)s.rows_inserted);
+  CHECK(s.rows_rejected == 0, "rejected %llu",
+        (unsigned long long)s.rows_rejected);
+  CHECK(s.table != NULL && strcmp(s.table, "people") == 0, "table %s",
+        s.table ? s.table : "(null)");
+  CHECK(s.elapsed_us > 0, "elapsed %llu", (unsigned long long)s.elapsed_us);
+  OK(litelane_query(db, "SELECT name, age, note FROM people ORDER BY rowid",
+                    NULL, 0, &rows));
+  while (litelane_rows_next(rows) == LITELANE_ROW && r < 4) {
+    if (r < 3) {
+      OK(litelane_rows_value(rows, 0, &v));
+      CHECK(v.kind == LITELANE_TEXT && strcmp(v.data, want_name[r]) == 0,
+            "row %d name", r);
+      OK(litelane_rows_value(rows, 1, &v));
+      CHECK(v.kind == LITELANE_INTEGER && v.integer == want_age[r],
+            "row %d age kind %d value %lld", r, v.kind, (long long)v.integer);
+      OK(litelane_rows_value(rows, 2, &v));
+      CHECK(v.kind == LITELANE_TEXT && v.len == strlen(want_note[r]) &&
+                memcmp(v.data, want_note[r], v.len) == 0,
+            "row %d note", r);
+    }
+    r++;
+  }
+  CHECK(r == 3, "%d rows read back", r);
+  OK(litelane_rows_free(&rows));
+  /* Mode create again: the table exists. */
+  s = import_summary();
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_ERROR, "people");
+  /* Mode append, into a named table, with a summary from an older header
+     (only size, outcome, rows_inserted). */
+  o.mode = "append";
+  o.types_for = NULL;
+  o.n_types_for = 0;
+  s = import_summary();
+  s.size = offsetof(litelane_import_summary, rows_rejected);
+  s.rows_rejected = 77;
+  OK(litelane_import(db, &o, NULL, NULL, &s));
+  CHECK(s.rows_inserted == 3 && s.rows_rejected == 77 && s.table == NULL,
+        "older summary: %llu %llu", (unsigned long long)s.rows_inserted,
+        (unsigned long long)s.rows_rejected);
+  CHECK(count_of(db, "people") == 6, "people %lld",
+        (long long)count_of(db, "people"));
+}
+
+static void test_import_rejects(litelane_db *db, const char *dir) {
+  char path[4096];
+  const char *types[] = {"age=INTEGER"};
+  litelane_import_options o;
+  litelane_import_summary s = import_summary();
+  import_seen seen;
+  memset(&seen, 0, sizeof seen);
+  write_file(dir, "ages.csv", "name,age\nA,1\nB,2\nC,old\nD,4\n", path,
+             sizeof path);
+  o = import_options(path);
+  o.types_for = types;
+  o.n_types_for = 1;
+  o.strict = 1;
+  OK(litelane_import(db, &o, on_import, &seen, &s));
+  CHECK(s.outcome == LITELANE_IMPORT_REJECTS, "outcome %d", s.outcome);
+  CHECK(s.rows_inserted == 3 && s.rows_rejected == 1, "%llu in, %llu out",
+        (unsigned long long)s.rows_inserted,
+        (unsigned long long)s.rows_rejected);
+  CHECK(seen.rejects == 1, "%d rejects told", seen.rejects);
+  CHECK(seen.reject_line == 4, "reject at line %llu",
+        (unsigned long long)seen.reject_line);
+  CHECK(strlen(seen.reason) > 0 && strcmp(seen.reason, "(null)") != 0,
+        "reason '%s'", seen.reason);
+  CHECK(count_of(db, "ages") == 3, "ages %lld",
+        (long long)count_of(db, "ages"));
+}
+
+#define IMPORT_ROWS 50000
+
+static void test_import_progress(litelane_db *db, const char *dir) {
+  char path[4096];
+  litelane_import_options o;
+  litelane_import_summary s = import_summary();
+  import_seen seen;
+  long size = write_rows(dir, "many.csv", IMPORT_ROWS, path, sizeof path);
+  memset(&seen, 0, sizeof seen);
+  o = import_options(path);
+  o.delimiter = ',';
+  o.header = LITELANE_IMPORT_HEADER;
+  OK(litelane_import(db, &o, on_import, &seen, &s));
+  CHECK(s.rows_inserted == IMPORT_ROWS, "inserted %llu",
+        (unsigned long long)s.rows_inserted);
+  CHECK(seen.calls >= 3, "progress called %d times", seen.calls);
+  CHECK(seen.backwards == 0, "%d calls went backwards", seen.backwards);
+  CHECK(seen.last_rows == IMPORT_ROWS, "last rows %llu",
+        (unsigned long long)seen.last_rows);
+  CHECK(seen.total == size, "total %lld, file %ld", (long long)seen.total,
+        size);
+  CHECK((long)seen.last_bytes == size,
+        "last bytes %llu", (unsigned long long)seen.last_bytes);
+  CHECK(count_of(db, "many") == IMPORT_ROWS, "many %lld",
+        (long long)count_of(db, "many"));
+}
+
+static void test_import_stop(litelane_db *db, const char *dir) {
+  char path[4096];
+  litelane_import_options o;
+  litelane_import_summary s = import_summary();
+  import_seen seen;
+  int64_t kept;
+  write_rows(dir, "stopped.csv", IMPORT_ROWS, path, sizeof path);
+  memset(&seen, 0, sizeof seen);
+  seen.stop_at = 10000;
+  o = import_options(path);
+  o.table = "stopped_rows";
+  o.commit_every = 1000;
+  EXPECT(litelane_import(db, &o, on_import, &seen, &s), LITELANE_INTERRUPTED,
+         "stopped by the progress callback");
+  CHECK(litelane_errcode() == LITELANE_INTERRUPTED, "errcode %d",
+        litelane_errcode());
+  CHECK(s.outcome == LITELANE_IMPORT_STOPPED, "outcome %d", s.outcome);
+  CHECK(s.table != NULL && strcmp(s.table, "stopped_rows") == 0, "table %s",
+        s.table ? s.table : "(null)");
+  kept = count_of(db, "stopped_rows");
+  CHECK(kept >= 9000 && kept < IMPORT_ROWS && kept % 1000 == 0,
+        "%lld rows kept", (long long)kept);
+}
+
+static void test_import_misuse(litelane_db *db, const char *dir) {
+  char path[4096], missing[4096];
+  const char *bad_utf8 = "\xff\xfe.csv";
+  litelane_import_options o;
+  litelane_import_summary s = import_summary();
+  litelane_db *mem = NULL;
+  litelane_db *closed = NULL;
+  write_file(dir, "misuse.csv", "a,b\n1,2\n", path, sizeof path);
+  o = import_options(path);
+  EXPECT(litelane_import(NULL, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "handle is NULL");
+  EXPECT(litelane_import(db, NULL, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts is NULL");
+  o.size = sizeof(size_t);
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts->size is");
+  o.size = 0;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts->size is 0");
+  o = import_options(path);
+  s.size = 2;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "out->size is 2");
+  s = import_summary();
+  o.source = NULL;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts->source is NULL");
+  o.source = bad_utf8;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts->source is not UTF-8");
+  o = import_options(path);
+  o.table = bad_utf8;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "opts->table is not UTF-8");
+  o = import_options(path);
+  o.mode = "upsert";
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE, "mode");
+  o = import_options(path);
+  o.format = "xlsx";
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE, "xlsx");
+  o = import_options(path);
+  o.header = 7;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "header 7");
+  o = import_options(path);
+  o.n_types_for = 2;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "types_for is NULL");
+  o = import_options(path);
+  o.delimiter = 0xD800;
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "not a character");
+  /* A file that is not there: the path and the OS errno. */
+  snprintf(missing, sizeof missing, "%s/no-such-file.csv", dir);
+  o = import_options(missing);
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_ERROR, missing);
+  CHECK(litelane_os_errno() == ENOENT, "errno %d", litelane_os_errno());
+  CHECK(s.rows_inserted == 999, "summary written on failure");
+  /* An options struct from an older header: the fields past its size are
+     not read (this format would be refused). */
+  o = import_options(path);
+  o.size = offsetof(litelane_import_options, format);
+  o.table = "older";
+  o.format = "xlsx";
+  OK(litelane_import(db, &o, NULL, NULL, NULL));
+  CHECK(count_of(db, "older") == 1, "older %lld",
+        (long long)count_of(db, "older"));
+  /* An in-memory database, and a closed handle. */
+  o = import_options(path);
+  OK(litelane_open(":memory:", NULL, &mem));
+  EXPECT(litelane_import(mem, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "in memory");
+  closed = mem;
+  OK(litelane_close(&mem));
+  EXPECT(litelane_import(closed, &o, NULL, NULL, &s), LITELANE_MISUSE,
+         "not open");
+}
+
 int main(int argc, char **argv) {
   litelane_db *db = NULL;
   char path[4096];
@@ -445,6 +763,11 @@ int main(int argc, char **argv) {
   test_threads(db);
   test_metrics(db);
   test_backup(db, argv[1]);
+  test_import_read_back(db, argv[1]);
+  test_import_rejects(db, argv[1]);
+  test_import_progress(db, argv[1]);
+  test_import_stop(db, argv[1]);
+  test_import_misuse(db, argv[1]);
   OK(litelane_close(&db));
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
