@@ -437,6 +437,12 @@ typedef struct {
    is stopped or fails later); 0: one transaction for everything.
    */
   uint64_t commit_every;
+  /*
+   Nonzero: continue an import with `commit_every` that was stopped or
+   failed, from its last commit (same file, same table; without it,
+   importing that file into that table again is refused). 0: off.
+   */
+  int resume;
 } litelane_import_options;
 
 /*

@@ -287,6 +287,7 @@ pub(crate) struct ImportArgs {
     pub types_for: Vec<String>,
     /// 0: one transaction.
     pub commit_every: u64,
+    pub resume: bool,
 }
 
 /// What an import tells the caller while it runs: the counts of the file
@@ -423,6 +424,7 @@ pub(crate) fn import(id: u64, a: ImportArgs, tell: &mut Tell<'_>) -> Result<Impo
     o.strict = a.strict;
     o.types_for = a.types_for;
     o.commit_every = (a.commit_every > 0).then_some(a.commit_every);
+    o.resume = a.resume;
     let start = std::time::Instant::now();
     let mut relay = Relay {
         tell,
@@ -435,8 +437,14 @@ pub(crate) fn import(id: u64, a: ImportArgs, tell: &mut Tell<'_>) -> Result<Impo
         .map_err(|e| crate::errors::import(&e, &a.source))?;
     let elapsed = start.elapsed();
     if outcome.status == litelane_import::EXIT_INTERRUPTED {
+        // The library words it for its command (Ctrl-C, `--resume`).
         let why = relay
             .stopped_note
+            .map(|n| {
+                n.replace("interrupted (Ctrl-C) ", "")
+                    .replace("interrupted (Ctrl-C); ", "")
+                    .replace("--resume", "opts->resume")
+            })
             .unwrap_or_else(|| "nothing past the last commit was kept".into());
         fail(
             crate::ffi::LITELANE_INTERRUPTED,

@@ -1031,6 +1031,10 @@ pub struct litelane_import_options {
     /// Commit every this many rows (what is committed stays if the import
     /// is stopped or fails later); 0: one transaction for everything.
     pub commit_every: u64,
+    /// Nonzero: continue an import with `commit_every` that was stopped or
+    /// failed, from its last commit (same file, same table; without it,
+    /// importing that file into that table again is refused). 0: off.
+    pub resume: c_int,
 }
 
 /// What `litelane_import` tells its progress callback. Valid only during
@@ -1164,6 +1168,7 @@ unsafe fn import_args(opts: *const litelane_import_options) -> Result<ImportArgs
         types_for.push(t.to_string());
     }
     let commit_every = field!(opts, size, O, commit_every: u64).unwrap_or(0);
+    let resume = field!(opts, size, O, resume: c_int).unwrap_or(0) != 0;
     Ok(ImportArgs {
         source,
         table,
@@ -1174,6 +1179,7 @@ unsafe fn import_args(opts: *const litelane_import_options) -> Result<ImportArgs
         strict,
         types_for,
         commit_every,
+        resume,
     })
 }
 

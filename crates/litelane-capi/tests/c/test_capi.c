@@ -657,6 +657,20 @@ static void test_import_stop(litelane_db *db, const char *dir) {
   kept = count_of(db, "stopped_rows");
   CHECK(kept >= 9000 && kept < IMPORT_ROWS && kept % 1000 == 0,
         "%lld rows kept", (long long)kept);
+  CHECK(!said("Ctrl-C") && said("opts->resume"), "words for the command");
+  /* The same import again is refused; resumed, it continues from the last
+     commit, and the table ends with every row once. */
+  s = import_summary();
+  EXPECT(litelane_import(db, &o, NULL, NULL, &s), LITELANE_ERROR,
+         "interrupted");
+  o.resume = 1;
+  s = import_summary();
+  OK(litelane_import(db, &o, NULL, NULL, &s));
+  CHECK(s.outcome == LITELANE_IMPORT_DONE, "outcome %d", s.outcome);
+  CHECK((int64_t)s.rows_inserted == IMPORT_ROWS - kept, "resumed %llu",
+        (unsigned long long)s.rows_inserted);
+  CHECK(count_of(db, "stopped_rows") == IMPORT_ROWS, "stopped_rows %lld",
+        (long long)count_of(db, "stopped_rows"));
 }
 
 static void test_import_misuse(litelane_db *db, const char *dir) {
