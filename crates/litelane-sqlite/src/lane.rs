@@ -61,11 +61,13 @@ pub const ALONE_POLL: Duration = Duration::from_millis(10);
 pub const BUDGET: Duration = Duration::from_millis(4);
 
 /// How long a process keeps a turn that others want after a write, for
-/// its own next write, while its writes come more often than that: 250 µs
-/// (the engine's default `process_turn_linger`). Handing the turn to
-/// another process costs it a wake-up; a single-threaded client writing
-/// in a loop writes again within microseconds.
-pub const LINGER: Duration = Duration::from_micros(250);
+/// its own next write, while its writes come more often than that: 1 ms.
+/// Handing the turn to another process costs it a wake-up, and on a busy
+/// machine a writer in a loop is often preempted between two writes: with
+/// 8 go-sqlite3 processes on 2 cores, 250 µs made 0.55× stock's rows/s
+/// (longest wait 41 ms), 500 µs 0.73× (53 ms), 1 ms 0.84× (82 ms; stock's
+/// longest 1.2 s) (docs/lane-sqlite-bench.md).
+pub const LINGER: Duration = Duration::from_micros(1000);
 
 /// One database's lane in this process.
 pub struct Lane {
