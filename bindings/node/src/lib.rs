@@ -192,8 +192,18 @@ fn to_value(v: &JsUnknown) -> napi::Result<Value> {
             Value::Text(s.as_str()?.to_owned())
         }
         ValueType::Object if v.is_buffer()? => {
-            let b = unsafe { v.cast::<napi::JsBuffer>() }.into_value()?;
-            Value::Blob(b.to_vec())
+            // An empty Buffer's data pointer is NULL, which napi-rs 2.16's
+            // `into_value` turns into a Vec (undefined behaviour; a debug
+            // build aborts): read its length first.
+            let len: u32 = unsafe { v.cast::<napi::JsObject>() }
+                .get_named_property::<napi::JsNumber>("length")?
+                .get_uint32()?;
+            if len == 0 {
+                Value::Blob(Vec::new())
+            } else {
+                let b = unsafe { v.cast::<napi::JsBuffer>() }.into_value()?;
+                Value::Blob(b.to_vec())
+            }
         }
         _ => {
             return Err(kind_err(
@@ -393,6 +403,20 @@ fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Res
         conn.changes() as i64
     };
     Ok((changes, conn.last_insert_rowid()))
+}
+
+/// SQLite's flags for a function registered from JavaScript: UTF-8, and
+/// better-sqlite3's `deterministic` and `directOnly` options.
+fn function_flags(deterministic: bool, direct_only: bool) -> rusqlite::functions::FunctionFlags {
+    use rusqlite::functions::FunctionFlags as F;
+    let mut flags = F::SQLITE_UTF8;
+    if deterministic {
+        flags |= F::SQLITE_DETERMINISTIC;
+    }
+    if direct_only {
+        flags |= F::SQLITE_DIRECTONLY;
+    }
+    flags
 }
 
 /// A JavaScript function installed as an SQL function. Only ever called on
@@ -1492,6 +1516,26 @@ impl NativeDatabase {
         Ok(())
     }
 
+    /// Keeps `func` alive (a napi reference) as a [`JsFn`] of this
+    /// database, callable from SQLite on the JavaScript thread only.
+    fn keep_js_fn(
+        &mut self,
+        env: Env,
+        func: &JsFunction,
+        safe_ints: bool,
+    ) -> napi::Result<Arc<JsFn>> {
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe { check(sys::napi_create_reference(env.raw(), func.raw(), 1, &mut r))? };
+        let f = Arc::new(JsFn {
+            env: env.raw(),
+            func: r,
+            thread: std::thread::current().id(),
+            safe_ints,
+        });
+        self.functions.push(Arc::clone(&f));
+        Ok(f)
+    }
+
     /// Installs `func` (index.js's wrapper) as an SQL function on every
     /// connection of the database.
     #[napi]
@@ -1506,22 +1550,8 @@ impl NativeDatabase {
         direct_only: bool,
         safe_ints: bool,
     ) -> napi::Result<()> {
-        let mut r: sys::napi_ref = std::ptr::null_mut();
-        unsafe { check(sys::napi_create_reference(env.raw(), func.raw(), 1, &mut r))? };
-        let f = Arc::new(JsFn {
-            env: env.raw(),
-            func: r,
-            thread: std::thread::current().id(),
-            safe_ints,
-        });
-        self.functions.push(Arc::clone(&f));
-        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
-        if deterministic {
-            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
-        }
-        if direct_only {
-            flags |= rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
-        }
+        let f = self.keep_js_fn(env, &func, safe_ints)?;
+        let flags = function_flags(deterministic, direct_only);
         let fname = name.clone();
         let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
             let f = Arc::clone(&f);
@@ -1547,29 +1577,8 @@ impl NativeDatabase {
         direct_only: bool,
         safe_ints: bool,
     ) -> napi::Result<()> {
-        let mut r: sys::napi_ref = std::ptr::null_mut();
-        unsafe {
-            check(sys::napi_create_reference(
-                env.raw(),
-                dispatch.raw(),
-                1,
-                &mut r,
-            ))?
-        };
-        let f = Arc::new(JsFn {
-            env: env.raw(),
-            func: r,
-            thread: std::thread::current().id(),
-            safe_ints,
-        });
-        self.functions.push(Arc::clone(&f));
-        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
-        if deterministic {
-            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
-        }
-        if direct_only {
-            flags |= rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
-        }
+        let f = self.keep_js_fn(env, &dispatch, safe_ints)?;
+        let flags = function_flags(deterministic, direct_only);
         let fname = name.clone();
         let setup: litelane::Setup = Arc::new(move |c: &mut Connection| {
             let agg = JsAggregate { f: Arc::clone(&f) };
@@ -1594,22 +1603,7 @@ impl NativeDatabase {
         dispatch: JsFunction,
         eponymous: bool,
     ) -> napi::Result<()> {
-        let mut r: sys::napi_ref = std::ptr::null_mut();
-        unsafe {
-            check(sys::napi_create_reference(
-                env.raw(),
-                dispatch.raw(),
-                1,
-                &mut r,
-            ))?
-        };
-        let f = Arc::new(JsFn {
-            env: env.raw(),
-            func: r,
-            thread: std::thread::current().id(),
-            safe_ints: false,
-        });
-        self.functions.push(Arc::clone(&f));
+        let f = self.keep_js_fn(env, &dispatch, false)?;
         let module = name.clone();
         let setup: litelane::Setup =
             Arc::new(move |c: &mut Connection| vtab::register(c, &module, &f, eponymous));

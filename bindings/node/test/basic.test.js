@@ -240,3 +240,14 @@ test('verbose shortens long bound values as better-sqlite3 does', () => {
 	assert.deepStrictEqual(log, [`SELECT 'short', '${'x'.repeat(32)}'/*+8 bytes*/, x'${'01'.repeat(32)}'/*+2 bytes*/`]);
 	db.close();
 });
+
+test('an empty Buffer binds as an empty blob (its data pointer is NULL)', () => {
+	const db = new Database(file('empty-blob.db'));
+	db.exec('CREATE TABLE b(x)');
+	db.prepare('INSERT INTO b VALUES (?)').run(Buffer.alloc(0));
+	db.prepare('INSERT INTO b VALUES (?)').run(Buffer.from([1, 2, 3]));
+	const rows = db.prepare('SELECT typeof(x) t, length(x) n, x FROM b ORDER BY rowid').all();
+	assert.deepStrictEqual(rows.map((r) => [r.t, r.n]), [['blob', 0], ['blob', 3]]);
+	assert.deepStrictEqual([...rows[1].x], [1, 2, 3]);
+	db.close();
+});

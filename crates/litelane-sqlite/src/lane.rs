@@ -38,7 +38,8 @@
 //! gives a lingering turn back when its linger ends.
 //!
 //! A child of `fork()` closes its inherited descriptors of kept turns
-//! ([`KeptFds::close_in_child`]): the turn's lock belongs to the open file
+//! ([`KeptFds::take_all`], called by the FFI module's fork handler): the
+//! turn's lock belongs to the open file
 //! description, which the child's copy would keep alive after the parent
 //! died.
 
@@ -72,7 +73,7 @@ pub const LINGER: Duration = Duration::from_micros(1000);
 /// One database's lane in this process.
 pub struct Lane {
     pub(crate) queue: ProcessQueue,
-    /// The process this lane was opened in, and [`crate::FORKS`] then.
+    /// The process this lane was opened in, and `FORKS` (`lib.rs`) then.
     pid: u32,
     forks: u64,
     /// [`BUDGET`] and [`LINGER`] (other values in tests).
@@ -157,7 +158,7 @@ struct Kept {
 pub struct Turn {
     lane: Arc<Lane>,
     turn: Option<ProcessTurn>,
-    /// [`crate::FORKS`] when it was taken.
+    /// `FORKS` (`lib.rs`) when it was taken.
     forks: u64,
 }
 
@@ -173,7 +174,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 
 impl Lane {
     /// The lane of `queue`, opened in process `pid` after `forks` forks
-    /// (as [`crate::FORKS`] counts them).
+    /// (as `FORKS` (`lib.rs`) counts them).
     pub fn new(queue: ProcessQueue, pid: u32, forks: u64) -> Arc<Lane> {
         Self::with_limits(queue, pid, forks, BUDGET, LINGER)
     }

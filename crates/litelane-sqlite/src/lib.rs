@@ -69,7 +69,7 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 /// Called in the child after a `fork()` (the VFS registers it with
 /// `pthread_atfork`): one atomic add, safe in a forked child. The child
 /// also closes its copies of the descriptors of turns its parent kept
-/// ([`lane::KeptFds`]), through the private FFI module.
+/// (`lane.rs`, `KEPT_FDS`), through the private FFI module.
 pub fn after_fork() {
     FORKS.fetch_add(1, Ordering::Relaxed);
 }
