@@ -39,9 +39,8 @@
 //!
 //! A child of `fork()` closes its inherited descriptors of kept turns
 //! ([`KeptFds::take_all`], called by the FFI module's fork handler): the
-//! turn's lock belongs to the open file
-//! description, which the child's copy would keep alive after the parent
-//! died.
+//! turn's lock belongs to the open file description, which the child's
+//! copy would keep alive after the parent died.
 
 use crate::Acquired;
 use litelane::xproc::{ProcessQueue, ProcessTurn, WantedBell};
@@ -58,7 +57,8 @@ pub const ALONE_POLL: Duration = Duration::from_millis(10);
 
 /// How long a process may keep the turn over several of its writes while
 /// other processes want it: 4 ms. With 8 processes writing, a writer then
-/// waits about 7 budgets at most for the others (28 ms; the goal is 50).
+/// waits about 7 budgets for the others, plus the hand-offs (measured on
+/// 2 cores: 52–66 ms longest, docs/lane-sqlite-bench.md).
 pub const BUDGET: Duration = Duration::from_millis(4);
 
 /// How long a process keeps a turn that others want after a write, for
@@ -96,7 +96,8 @@ struct State {
     /// This process's writers waiting, in arrival order.
     line: VecDeque<Waiter>,
     next: u64,
-    /// The turn, kept between writes while this process is alone.
+    /// The turn, kept between two writes of this process (alone on the
+    /// file, or for a linger).
     kept: Option<Kept>,
     /// Times a turn was kept: a keeper parks only after a poll with none.
     keeps: u64,
