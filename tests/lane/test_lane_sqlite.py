@@ -335,8 +335,10 @@ def test_a_process_alone_keeps_the_turn_and_gives_it_up_when_another_wants_it(la
     )
     try:
         assert a.read()["rc"] == 0
-        # Alone on the file, it kept the turn after its write...
-        assert f"turn held by process {a.pid}" in a.read()["rows"][0][0]
+        # Alone on the file, it kept the turn after its write, and says so...
+        kept = a.read()["rows"][0][0]
+        assert f"turn held by process {a.pid}" in kept, kept
+        assert ", kept between its writes)" in kept, kept
         assert a.read() == {"say": "wrote"}
         # ...but not SQLite's own lock: a stock process writes at once.
         stock = run(stock_lib, [["open", db, 0], ["exec", "INSERT INTO t VALUES('stock')"]])[0]

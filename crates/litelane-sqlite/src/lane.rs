@@ -288,6 +288,11 @@ impl Lane {
         }
     }
 
+    /// True while this process keeps the turn between two of its writes.
+    pub fn kept_idle(&self) -> bool {
+        lock(&self.state).kept.is_some()
+    }
+
     /// How many connections of this process wait in line for the turn.
     pub fn waiting_here(&self) -> u64 {
         lock(&self.state).line.len() as u64

@@ -190,7 +190,8 @@ fn busy_message(q: &ProcessQueue, db_path: &Path, waited: Duration) -> String {
 }
 
 /// One line on the queue of `db_path`, for `PRAGMA lane`: `on: <lock
-/// file>`, then who holds the turn and how many writers wait for it, in
+/// file>`, then who holds the turn (", kept between its writes" when this
+/// process keeps it idle) and how many writers wait for it, in
 /// this process and others (an upper bound: a waiter that died may still
 /// be counted), or `off:
 /// <why>`. Opens the queue if this process has not yet.
@@ -200,7 +201,13 @@ pub fn status(db_path: &Path) -> String {
             let q = &lane.queue;
             let mut line = format!("on: {}", q.lock_path().display());
             if let Some(h) = q.holder() {
-                line += &format!("; turn held by process {} ({})", h.pid, h.label);
+                // Only the keeping process knows that its turn is idle.
+                let idle = if lane.kept_idle() && h.pid == std::process::id() {
+                    ", kept between its writes"
+                } else {
+                    ""
+                };
+                line += &format!("; turn held by process {} ({}{idle})", h.pid, h.label);
             }
             match q.waiting() + lane.waiting_here() {
                 0 => {}
@@ -304,9 +311,15 @@ mod tests {
             panic!("no turn");
         };
         drop(turn);
-        // Kept: still held by this process, and taken again with no wait.
+        // Kept: still held by this process (and said to be idle), and taken
+        // again with no wait.
         let me = format!("turn held by process {}", std::process::id());
         assert!(status(&path).contains(&me), "{}", status(&path));
+        assert!(
+            status(&path).contains(", kept between its writes)"),
+            "{}",
+            status(&path)
+        );
         assert!(matches!(acquire(&path, Duration::ZERO), Acquired::Turn(_)));
         // Another queue on the file (as another process would open it)
         // wants the turn: the keeper gives it back long before 10 s.
