@@ -2,6 +2,9 @@ import os
 
 import pytest
 
+# The shared two-module helpers' asserts report both sides, as in a test.
+pytest.register_assert_rewrite("two_modules")
+
 
 @pytest.fixture
 def db_path(tmp_path):

@@ -10,13 +10,11 @@ connection, a second ``ATTACH`` of one alias failed, and a function
 registered on one connection replaced another's of the same name."""
 
 import os
-import sqlite3 as std
 import threading
 
 import litelane.dbapi as dbapi
 import pytest
-
-MODULES = [std, dbapi]
+from two_modules import both, outcome
 
 
 def fresh(tmp_path, module, name="app.db"):
@@ -25,20 +23,6 @@ def fresh(tmp_path, module, name="app.db"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     return path
-
-
-def outcome(con, sql, params=()):
-    """The rows of `sql`, or its error's class and message."""
-    try:
-        return con.execute(sql, params).fetchall()
-    except Exception as e:  # noqa: BLE001 - the outcome is compared
-        return (type(e).__name__, str(e))
-
-
-def both(scenario, tmp_path):
-    got = {m.__name__: scenario(m, tmp_path) for m in MODULES}
-    assert got["litelane.dbapi"] == got["sqlite3"]
-    return got["sqlite3"]
 
 
 def test_foreign_keys_stay_per_connection(tmp_path):

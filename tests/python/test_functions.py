@@ -12,6 +12,7 @@ import threading
 
 import litelane.dbapi as dbapi
 import pytest
+from two_modules import outcome
 
 C = dbapi  # the SQLITE_* constants
 
@@ -23,12 +24,6 @@ def both(tmp_path, **kw):
     return std, ll
 
 
-def outcome(con, sql, params=()):
-    """Rows, or (exception class name, message) as sqlite3 would show it."""
-    try:
-        return con.execute(sql, params).fetchall()
-    except Exception as e:  # noqa: BLE001 - compared by class name and text
-        return (type(e).__name__, str(e))
 
 
 # --- scalar functions -------------------------------------------------------

@@ -20,28 +20,13 @@ import sqlite3 as std
 import threading
 
 import litelane.dbapi as dbapi
-
-MODULES = [std, dbapi]
+from two_modules import both, outcome
 
 
 def fresh(tmp_path, module, name="app.db"):
     d = tmp_path / module.__name__
     d.mkdir(exist_ok=True)
     return str(d / name)
-
-
-def outcome(con, sql, params=()):
-    """The rows of `sql`, or its error's class and message."""
-    try:
-        return con.execute(sql, params).fetchall()
-    except Exception as e:  # noqa: BLE001 - the outcome is compared
-        return (type(e).__name__, str(e))
-
-
-def both(scenario, tmp_path):
-    got = {m.__name__: scenario(m, tmp_path) for m in MODULES}
-    assert got["litelane.dbapi"] == got["sqlite3"]
-    return got["sqlite3"]
 
 
 def test_a_new_connection_opens_the_file_now_at_a_deleted_path(tmp_path):
