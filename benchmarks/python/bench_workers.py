@@ -4,12 +4,19 @@ through a module written for the standard library's ``sqlite3``. Not a test:
 run it by hand and read the medians and ratios.
 
     python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 300] [--runs 3]
-        [--shape transaction|autocommit] [--work-us 0]
+        [--shape transaction|autocommit|immediate] [--work-us 0]
 
 ``--shape autocommit``: each worker connects with ``isolation_level=None``
 and each transaction is one ``INSERT`` on its own (no lookup, no
 ``commit()``): the one-statement writes that litelane can commit for other
 processes under ``safe`` (combined commits, docs/concurrency.md).
+
+``--shape immediate``: the explicit transactions that today's advice for web
+apps gives (Django 5.1's ``transaction_mode="IMMEDIATE"``, or
+``isolation_level=None`` with ``BEGIN IMMEDIATE … COMMIT``): each worker
+connects with ``isolation_level=None`` and each transaction is ``BEGIN
+IMMEDIATE``, a one-row ``INSERT``, a ``SELECT`` of that row by its key, and
+``COMMIT``.
 
 Each cell runs the standard library (WAL, ``synchronous`` NORMAL for
 ``balanced`` and FULL for ``safe``, ``timeout=30``) and ``litelane.dbapi``
@@ -79,7 +86,7 @@ def _worker(driver: str, path: str, profile: str, shape: str, work_us: int, me: 
             start, out) -> None:
     """Runs ``txns`` transactions, each after ``work_us`` µs of CPU;
     reports (acknowledged seqs, errors)."""
-    autocommit = shape == "autocommit"
+    autocommit = shape in ("autocommit", "immediate")
     con = _connect(driver, path, profile, autocommit)
     start.wait()
     acked: List[int] = []
@@ -88,8 +95,15 @@ def _worker(driver: str, path: str, profile: str, shape: str, work_us: int, me: 
         if work_us:
             _busy(work_us)
         try:
-            if autocommit:
+            if shape == "autocommit":
                 con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, seq))
+            elif shape == "immediate":
+                con.execute("BEGIN IMMEDIATE")
+                con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (me, seq, seq))
+                row = con.execute("SELECT v FROM log WHERE worker = ? AND seq = ?", (me, seq)).fetchone()
+                if row is None or row[0] != seq:
+                    raise AssertionError(f"own insert not seen: {row!r}")
+                con.execute("COMMIT")
             else:
                 row = con.execute("SELECT v FROM kv WHERE k = ?", (seq % 100,)).fetchone()
                 con.execute(
@@ -179,7 +193,7 @@ def main() -> None:
     ap.add_argument("--txns", type=int, default=300, help="transactions per process")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profiles", default="balanced,safe")
-    ap.add_argument("--shape", default="transaction", choices=["transaction", "autocommit"])
+    ap.add_argument("--shape", default="transaction", choices=["transaction", "autocommit", "immediate"])
     ap.add_argument("--work-us", type=int, default=0, help="µs of CPU before each transaction")
     a = ap.parse_args()
     import litelane
