@@ -506,3 +506,65 @@ def test_a_mistyped_statement_queued_behind_another_thread_leaves_no_transaction
     assert [r[0] for r in other.execute("SELECT a FROM t ORDER BY a")] == [1, 2]
     for c in (other, holder, con):
         c.close()
+
+
+@pytest.mark.parametrize("begin", ["BEGIN", "BEGIN IMMEDIATE", "begin deferred", "  BEGIN EXCLUSIVE TRANSACTION"])
+@pytest.mark.parametrize("end,kept", [("COMMIT", True), ("END", True), ("commit transaction", True),
+                                      ("ROLLBACK", False), ("rollback transaction", False)])
+def test_explicit_begin_commit_rollback_as_sqlite3(mod, db_path, begin, end, kept):
+    """BEGIN, COMMIT and ROLLBACK run through execute with
+    isolation_level=None (the natively run control statements): what the
+    cursor shows after each, in_transaction, lastrowid kept, and the data."""
+    con = connect(mod, db_path, isolation_level=None)
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v)")
+    con.execute("INSERT INTO t(v) VALUES ('before')")
+    cur = con.cursor()
+    seen = [state(cur.execute(begin)), con.in_transaction, cur.fetchall()]
+    seen.append(state(cur.execute("INSERT INTO t(v) VALUES ('in')")))
+    seen += [state(cur.execute(end)), con.in_transaction, cur.fetchone(), cur.description]
+    assert seen == [(None, -1, 1), True, [], (None, 1, 2), (None, -1, 2), False, None, None]
+    rows = [v for (v,) in con.execute("SELECT v FROM t ORDER BY id")]
+    assert rows == (["before", "in"] if kept else ["before"])
+    con.close()
+
+
+def test_explicit_control_statements_out_of_place_raise_as_sqlite3(mod, db_path):
+    con = connect(mod, db_path, isolation_level=None)
+    with pytest.raises(mod.OperationalError, match="no transaction is active"):
+        con.execute("COMMIT")
+    with pytest.raises(mod.OperationalError, match="no transaction is active"):
+        con.execute("ROLLBACK")
+    con.execute("BEGIN IMMEDIATE")
+    with pytest.raises(mod.OperationalError, match="within a transaction"):
+        con.execute("BEGIN")
+    assert con.in_transaction  # the failed BEGIN left it open
+    con.execute("ROLLBACK")
+    assert not con.in_transaction
+    con.close()
+
+
+def test_explicit_begin_waits_for_another_connections_transaction(mod, db_path):
+    """A second connection's BEGIN IMMEDIATE waits for the first's COMMIT
+    (its timeout), then goes on: the native BEGIN queues as the Python one
+    did."""
+    a = connect(mod, db_path, isolation_level=None, timeout=10)
+    a.execute("CREATE TABLE t(x)")
+    a.execute("BEGIN IMMEDIATE")
+    a.execute("INSERT INTO t VALUES (1)")
+    done = []
+
+    def other():
+        b = connect(mod, db_path, isolation_level=None, timeout=10)
+        b.execute("BEGIN IMMEDIATE")
+        done.append(b.execute("SELECT count(*) FROM t").fetchone()[0])
+        b.execute("COMMIT")
+        b.close()
+
+    t = threading.Thread(target=other)
+    t.start()
+    time.sleep(0.3)
+    assert done == []  # still waiting for a's turn
+    a.execute("COMMIT")
+    t.join(10)
+    assert done == [1]
+    a.close()

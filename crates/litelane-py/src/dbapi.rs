@@ -466,7 +466,16 @@ fn fast_execute(
     let kind = kind.get_item(0)?;
     let dml = kind.eq(intern!(py, "dml"))?;
     if !dml && !kind.eq(intern!(py, "other"))? {
-        return Ok(false);
+        let control = if kind.eq(intern!(py, "begin"))? {
+            Control::Begin
+        } else if kind.eq(intern!(py, "commit"))? {
+            Control::Commit
+        } else if kind.eq(intern!(py, "rollback"))? {
+            Control::Rollback
+        } else {
+            return Ok(false);
+        };
+        return fast_control(slf, &conn, v, control);
     }
     let Ok(sql) = text.to_cow() else {
         return Ok(false); // a lone surrogate: the Python path reports it
@@ -501,6 +510,68 @@ fn fast_execute(
     let result = run_route(&conn, v.engine.get(), route, v.timeout, sql, params);
     slf.borrow_mut().busy = false;
     store(slf, &conn, result?)?;
+    Ok(true)
+}
+
+/// A transaction-control statement the fast path runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Control {
+    Begin,
+    Commit,
+    Rollback,
+}
+
+/// `BEGIN`, `COMMIT` and `ROLLBACK` (in any of their spellings) as
+/// `Connection._control` runs them, without a trace callback (which must
+/// see them) and in the cases that raise nothing before they run: a
+/// `BEGIN` with no transaction open outside `autocommit=False`, a
+/// `COMMIT` or `ROLLBACK` of the open transaction. False (nothing changed)
+/// sends the statement to the Python path.
+fn fast_control(
+    slf: &Bound<'_, CursorBase>,
+    conn: &Bound<'_, ConnectionBase>,
+    v: ConnView<'_>,
+    control: Control,
+) -> PyResult<bool> {
+    let py = slf.py();
+    if !conn.borrow().trace.is_none(py) {
+        return Ok(false);
+    }
+    let open = match v.txn.cast::<Txn>() {
+        Ok(t) => Some(t.clone()),
+        Err(_) if v.txn.is_none() => None,
+        Err(_) => return Ok(false),
+    };
+    // The transaction to end, or None to begin one.
+    let ending = match (control, open) {
+        (Control::Begin, None) if !v.autocommit.is(PyBool::new(py, false)) => None,
+        (Control::Commit | Control::Rollback, Some(t)) => Some(t),
+        _ => return Ok(false),
+    };
+    {
+        let mut c = slf.borrow_mut();
+        c.rows = PyTuple::empty(py).into_any().unbind();
+        c.description = py.None();
+    }
+    match ending {
+        None => {
+            let t = Bound::new(py, v.engine.get().begin_guarded(py, v.timeout)?)?;
+            conn.borrow_mut().txn = t.into_any().unbind();
+        }
+        Some(t) => {
+            {
+                let mut c = conn.borrow_mut();
+                c.txn = py.None();
+                c.savepoint_opened = py.None();
+            }
+            t.get().finish(py, control == Control::Commit)?;
+        }
+    }
+    let no_result = Outcome {
+        rowcount: -1,
+        ..Outcome::default()
+    };
+    store(slf, conn, no_result)?;
     Ok(true)
 }
 
