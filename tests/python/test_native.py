@@ -335,13 +335,27 @@ def test_metrics_say_whether_the_queue_and_combined_commits_are_on(tmp_path):
         m = d.metrics()
         assert m["process_queue_off"] is None
         assert m["combined_commits_off"] is None
-    # Opened by URI: no cross-process queue, and the metrics say why.
-    uri = "file:" + str(tmp_path / "u.db")
+    # Opened by URI: in the queue as by path, its -lane file beside the
+    # file the URI names (percent-decoded).
+    uri = "file:" + str(tmp_path / "my%20u.db") + "?mode=rwc"
     con = dbapi.connect(uri, uri=True)
     con.execute("CREATE TABLE t(x)")
-    why = con.engine.metrics()["process_queue_off"]
-    assert why is not None and "URI" in why
+    con.commit()
+    assert con.engine.metrics()["process_queue_off"] is None
+    names = set(os.listdir(tmp_path))
+    assert {"my u.db", "my u.db-lane", "my u.db-wal"} <= names
+    assert not [n for n in names if "%" in n or n.startswith("file:")]
     con.close()
+    # Opened read-only: nothing to queue, no -lane file made, and the
+    # metrics say why.
+    ro = dbapi.connect("file:" + str(tmp_path / "q.db") + "?mode=ro", uri=True)
+    assert ro.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    why = ro.engine.metrics()["process_queue_off"]
+    assert why is not None and "read-only" in why
+    ro.close()
+    imm = dbapi.connect("file:" + str(tmp_path / "my%20u.db") + "?immutable=1", uri=True)
+    assert "read-only" in imm.engine.metrics()["process_queue_off"]
+    imm.close()
 
 
 def test_the_process_turn_linger_option(tmp_path):

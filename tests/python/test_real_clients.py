@@ -365,3 +365,30 @@ def test_the_files_of_a_killed_process_go_with_the_next_one(tmp_path):
         return left
 
     assert both(run, tmp_path) == []
+
+
+def test_a_new_connection_by_uri_opens_the_file_now_at_a_deleted_path(tmp_path):
+    """As by path, for a file opened by ``file:`` URI (Datasette opens its
+    files so): the URI names the file, decoded as SQLite decodes it."""
+
+    def run(m, tmp):
+        path = fresh(tmp, m, "my app.db")
+        uri = "file:" + path.replace(" ", "%20") + "?mode=rwc"
+        old = m.connect(uri, uri=True)
+        old.execute("CREATE TABLE t(x)")
+        old.execute("INSERT INTO t VALUES (1)")
+        old.commit()
+        os.remove(path)
+        new = m.connect(uri, uri=True)
+        new.execute("CREATE TABLE u(y)")
+        new.commit()
+        out = (
+            outcome(new, "SELECT name FROM sqlite_master"),
+            outcome(old, "SELECT * FROM t"),
+            os.path.exists(path),
+        )
+        old.close()
+        new.close()
+        return out
+
+    assert both(run, tmp_path) == ([("u",)], [(1,)], True)

@@ -67,13 +67,14 @@ struct Files {
 }
 
 impl Files {
-    /// For a database opened by `path` (None for in-memory databases and
-    /// URIs), looked at right after the engine opened it.
-    fn of(path: &str) -> Option<Files> {
-        if path.is_empty() || path == ":memory:" || path.starts_with("file:") {
+    /// For a database opened as `display` (a path or a `file:` URI) whose
+    /// file is `file` (the engine's [`Database::path`]), looked at right
+    /// after the engine opened it; None for in-memory databases.
+    fn of(display: &str, file: Option<&Path>) -> Option<Files> {
+        if display.is_empty() || display == ":memory:" || memory_uri(display) {
             return None;
         }
-        let path = std::fs::canonicalize(path).ok()?;
+        let path = std::fs::canonicalize(file?).ok()?;
         let beside = |suffix: &str| {
             let mut s = path.clone().into_os_string();
             s.push(suffix);
@@ -152,6 +153,7 @@ impl Shared {
         let limit = db
             .read(|c| Ok(c.limit(litelane::rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH)?))
             .map_or(i64::MAX, i64::from);
+        let files = Files::of(display, db.path());
         Shared {
             db,
             display: display.to_string(),
@@ -160,7 +162,7 @@ impl Shared {
             generation: FORK_GENERATION.load(Ordering::Acquire),
             sql_length_limit: AtomicI64::new(limit),
             private: false,
-            files: Files::of(display),
+            files,
         }
     }
 
@@ -356,16 +358,24 @@ fn registry_entry<'r>(reg: &'r mut HashMap<String, Engines>, key: &str) -> &'r m
 
 /// The registry key of a path: its canonical form, or `None` for private
 /// in-memory databases.
+/// True when the `file:` URI `uri`'s query has `kv` (`key=value`).
+fn uri_has(uri: &str, kv: &str) -> bool {
+    let query = uri.split_once('?').map_or("", |(_, q)| q);
+    query.split(['&', '#']).any(|p| p == kv)
+}
+
+/// True when `path` is a `file:` URI of an in-memory database.
+fn memory_uri(path: &str) -> bool {
+    path.starts_with("file::memory:") || (path.starts_with("file:") && uri_has(path, "mode=memory"))
+}
+
 fn registry_key(path: &str) -> Option<String> {
     if path.is_empty() || path == ":memory:" {
         return None;
     }
     if path.starts_with("file:") {
         // A private in-memory database by URI has no name to share.
-        let query = path.split_once('?').map_or("", |(_, q)| q);
-        let has = |kv: &str| query.split('&').any(|p| p == kv);
-        let memory = has("mode=memory") || path.starts_with("file::memory:");
-        return (!memory || has("cache=shared")).then(|| path.to_string());
+        return (!memory_uri(path) || uri_has(path, "cache=shared")).then(|| path.to_string());
     }
     let p = Path::new(path);
     let canonical = p.canonicalize().ok().or_else(|| {

@@ -72,6 +72,49 @@ fn uri_parts(uri: &str) -> (&str, Vec<(&str, &str)>) {
     (name, params)
 }
 
+/// The file a `file:` URI names, as SQLite reads it
+/// (<https://www.sqlite.org/uri.html>): after `file:`, an optional
+/// authority (`//` and then nothing or `localhost`), then the path up to
+/// `?` or `#`, with each `%HH` decoded and a `%00` ending it. `None` when
+/// the URI names no file here: an empty path (SQLite's private temporary
+/// database) or another host (which SQLite refuses itself).
+fn uri_file(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file:")?;
+    let rest = match rest.strip_prefix("//") {
+        Some(after) => {
+            let end = after.find('/').unwrap_or(after.len());
+            if !matches!(&after[..end], "" | "localhost") {
+                return None;
+            }
+            &after[end..]
+        }
+        None => rest,
+    };
+    let raw = rest.split(['?', '#']).next().unwrap_or("").as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut path = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let decoded = match (raw[i], raw.get(i + 1), raw.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) => hex(h).zip(hex(l)).map(|(h, l)| (h * 16 + l) as u8),
+            _ => None,
+        };
+        match decoded {
+            Some(0) => break,
+            Some(byte) => {
+                path.push(byte);
+                i += 3;
+            }
+            None => {
+                path.push(raw[i]);
+                i += 1;
+            }
+        }
+    }
+    (!path.is_empty()).then(|| PathBuf::from(std::ffi::OsString::from_vec(path)))
+}
+
 impl Target {
     pub fn new(path: &Path) -> Target {
         let s = path.to_string_lossy();
@@ -118,9 +161,17 @@ impl Target {
                     shared_memory: None,
                 };
             }
+            // A file by URI: SQLite opens the URI; the engine's own files
+            // beside it (`-wal`, `-lane`) are named after the file it names.
+            let file = uri_file(&s);
+            if file.is_none() {
+                // No file of its own (an empty path: SQLite's temporary
+                // database): private to the connection, as `:memory:`.
+                return Target::new(Path::new(":memory:"));
+            }
             return Target {
                 open_name: s.to_string(),
-                path: Some(path.to_path_buf()),
+                path: file,
                 read_only: has("mode", "ro") || has("immutable", "1"),
                 shared_memory: None,
             };
@@ -454,7 +505,44 @@ mod tests {
         let t = Target::new(Path::new("file:mem1?mode=memory&cache=shared"));
         assert_eq!(t.display(), "file:mem1?mode=memory&cache=shared");
         let d = Target::new(Path::new("file:mem1?mode=memory"));
+        assert_eq!(
+            Target::new(Path::new("file:app.db?mode=ro")).path,
+            Some(PathBuf::from("app.db"))
+        );
         let e = Target::new(Path::new("file:mem1?mode=memory"));
         assert_ne!(d.open_name, e.open_name);
+    }
+
+    #[test]
+    fn the_file_a_uri_names() {
+        // (URI, the file SQLite opens for it)
+        let cases: [(&str, Option<&str>); 14] = [
+            ("file:app.db", Some("app.db")),
+            ("file:app.db?mode=ro&cache=private", Some("app.db")),
+            ("file:data/app.db#section", Some("data/app.db")),
+            ("file:/srv/app.db", Some("/srv/app.db")),
+            ("file:///srv/app.db?immutable=1", Some("/srv/app.db")),
+            ("file://localhost/srv/app.db", Some("/srv/app.db")),
+            ("file://otherhost/srv/app.db", None),
+            ("file:my%20app.db", Some("my app.db")),
+            ("file:%41%62%63.db", Some("Abc.db")),
+            ("file:50%.db", Some("50%.db")),
+            ("file:bad%zzhex%4", Some("bad%zzhex%4")),
+            ("file:cut%00here.db", Some("cut")),
+            ("file:", None),
+            ("file:?mode=rwc", None),
+        ];
+        for (uri, want) in cases {
+            assert_eq!(uri_file(uri), want.map(PathBuf::from), "{uri}");
+        }
+        // Bytes that are not UTF-8 name the file they spell.
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = uri_file("file:caf%E9.db").unwrap();
+        assert_eq!(latin1.as_os_str().as_bytes(), b"caf\xe9.db");
+        // The engine's files go beside the file, not beside the URI's text.
+        let t = Target::new(Path::new("file:///srv/app.db?mode=rwc"));
+        assert_eq!(t.wal_path(), Some(PathBuf::from("/srv/app.db-wal")));
+        assert_eq!(t.open_name, "file:///srv/app.db?mode=rwc");
+        assert!(Target::new(Path::new("file:")).is_memory());
     }
 }

@@ -191,7 +191,7 @@ struct Inner {
 }
 
 /// The cross-process queue of the file, when `opts` asks for it and the
-/// database was opened by path; otherwise, or when the queue cannot be
+/// database is a file opened to be written (by path or by URI); otherwise, or when the queue cannot be
 /// used, `None`, and the metrics say why.
 fn open_process_queue(
     target: &Target,
@@ -199,9 +199,12 @@ fn open_process_queue(
     recorder: &Recorder,
 ) -> Option<xproc::ProcessQueue> {
     match (&target.path, opts.process_queue) {
-        (Some(path), true) if path.to_string_lossy().starts_with("file:") => {
+        (Some(_), true) if target.read_only => {
+            // No `-lane` file beside a file opened to be only read (an
+            // `immutable=1` file may be on a read-only medium).
             recorder.note_process_queue_off(
-                "the database was opened by URI; open it by path to queue writers across processes"
+                "the database was opened read-only (a URI with mode=ro or immutable=1): it has \
+                 no writes to queue"
                     .into(),
             );
             None
