@@ -96,6 +96,13 @@ class RustCrate(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("not there any more: remove its line", out)
 
+    def test_a_line_for_a_crate_not_read_is_not_judged(self):
+        allow = os.path.join(tempfile.mkdtemp(), "allow")
+        with open(allow, "w") as f:
+            f.write("other: a.rs b.rs  # issue 1, item 2\n")
+        code, out = run("--allow", allow, self.crate(B_FREE))
+        self.assertEqual(code, 0, out)
+
     def test_allow_line_needs_its_issue(self):
         allow = os.path.join(tempfile.mkdtemp(), "allow")
         with open(allow, "w") as f:
