@@ -228,7 +228,7 @@ mod tests {
 
     fn barging() -> (tempfile::TempDir, Barging) {
         let (dir, path, _file) = super::super::scratch_lock_file();
-        let file = super::super::imp::reopen(&path).unwrap();
+        let file = super::super::lock_file::reopen(&path).unwrap();
         (
             dir,
             Barging::on(Arc::new(SharedPage::map(&file).unwrap()), true),
