@@ -266,6 +266,95 @@ impl From<NoTurn> for Stop {
     }
 }
 
+/// How [`ProcessQueue::acquire`] waits for the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// In ticket order, for as long as the turns ahead last; there is no
+    /// timeout. The thread sleeps in the kernel while it waits (no
+    /// polling) and wakes when the turn before it ends, whether by drop or
+    /// by the death of its process.
+    Forever,
+    /// In ticket order, giving up after the duration (`Ok(None)`): a holder
+    /// that hangs (stopped, in a debugger, deadlocked) is not released by
+    /// the kernel; the engine then reports it like SQLite's busy timeout
+    /// would. When the turn is free it is taken on the calling thread;
+    /// otherwise the wait runs on a helper thread, which after a timeout
+    /// stays queued until the turns ahead end, then steps aside at once
+    /// without taking the turn: a holder hung for good costs one sleeping
+    /// thread and one file descriptor per timed-out call.
+    Timeout(Duration),
+    /// As [`Wait::Timeout`], first trying for up to [`BARGE_WINDOW`] (6 ms)
+    /// to take the turn out of order the moment it is free, while no ticket
+    /// whose turn has come is waiting for it: bounded barging, see
+    /// `xproc/barge.rs`. Such a turn has no ticket ([`OUT_OF_ORDER`]).
+    /// While tickets wait, at most [`MAX_BARGED_PER_TICKET`] turns go out
+    /// of order between two turns by ticket (plus one per writer that had
+    /// already looked), and a ticket whose turn has come is overtaken by at
+    /// most one turn of each other writer (the bound, and its model check,
+    /// in `xproc/barge.rs`).
+    ///
+    /// This is the engine's way to the turn: with more processes than
+    /// cores, the next ticket's process is often asleep, and the turn would
+    /// stay idle until it runs (docs/concurrency.md, "Bounded barging").
+    Barging(Duration),
+}
+
+/// How the engine waits for the turn ([`ProcessQueue::acquire_as`]): a
+/// [`Wait`] with the caller's [`Patience`] (its deadline, and whom to ask
+/// whether to go on), or the wait of a process that posted its statement.
+pub(crate) enum Policy<'a, 'p> {
+    /// [`Wait::Forever`]: nothing to ask, no deadline.
+    Forever,
+    /// [`Wait::Timeout`], while the patience lasts.
+    Tickets(&'a Patience<'p>),
+    /// [`Wait::Barging`], while the patience lasts.
+    Barging(&'a Patience<'p>),
+    /// In ticket order on the doorbells only, while the patience lasts, and
+    /// until another process ran the posted job (`xproc/jobs.rs`).
+    #[cfg(target_os = "linux")]
+    Watching(&'a Patience<'p>, &'a mut Posted),
+}
+
+/// How [`ProcessQueue::acquire_as`] ended.
+pub(crate) enum Acquired {
+    /// The turn is ours; a posted job is still ours to withdraw or wait for.
+    Turn(ProcessTurn),
+    /// Another process ran the posted job in its commit: its outcome. The
+    /// ticket taken for the turn is finished.
+    #[cfg(target_os = "linux")]
+    Ended(JobOutcome),
+    /// A live leader has the posted job: the ticket is finished (the turn
+    /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
+    #[cfg(target_os = "linux")]
+    InFlight,
+    /// Nothing came while the caller's patience lasted.
+    Stopped(NoTurn),
+}
+
+impl Acquired {
+    /// The turn, or why it did not come: all a wait that watches no posted
+    /// job can end with.
+    pub(crate) fn into_turn(self) -> Result<ProcessTurn, NoTurn> {
+        match self {
+            Acquired::Turn(turn) => Ok(turn),
+            Acquired::Stopped(why) => Err(why),
+            #[cfg(target_os = "linux")]
+            Acquired::Ended(_) | Acquired::InFlight => {
+                unreachable!("only a wait that watches a posted job ends with it")
+            }
+        }
+    }
+}
+
+impl From<Result<ProcessTurn, NoTurn>> for Acquired {
+    fn from(got: Result<ProcessTurn, NoTurn>) -> Acquired {
+        match got {
+            Ok(turn) => Acquired::Turn(turn),
+            Err(why) => Acquired::Stopped(why),
+        }
+    }
+}
+
 impl fmt::Debug for ProcessQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessQueue")
@@ -300,7 +389,7 @@ impl fmt::Debug for ProcessTurn {
 impl ProcessTurn {
     /// This turn's ticket. Turns taken by ticket are granted in strictly
     /// increasing ticket order, and tickets are taken in arrival order. A
-    /// turn taken out of order ([`ProcessQueue::acquire_barging`]) has no
+    /// turn taken out of order ([`Wait::Barging`]) has no
     /// ticket: [`OUT_OF_ORDER`] (0; tickets start at 1).
     pub fn ticket(&self) -> u64 {
         self.ticket
@@ -381,7 +470,7 @@ impl Drop for ProcessTurn {
     }
 }
 
-/// How long [`ProcessQueue::acquire_barging`] tries to take a free turn
+/// How long [`Wait::Barging`] tries to take a free turn
 /// out of order before it takes a ticket: 6 ms, about three rounds of 16
 /// single-threaded `safe` writers on 2 cores (a turn there is ~110 µs), so
 /// that a writer gets chances to take a free turn before it queues. 2 ms
@@ -395,7 +484,7 @@ pub const BARGE_WINDOW: Duration = Duration::from_millis(6);
 pub const MAX_BARGED_PER_TICKET: u32 = 4;
 
 /// The ticket of a turn taken out of order, without a ticket
-/// ([`ProcessQueue::acquire_barging`]); tickets start at 1.
+/// ([`Wait::Barging`]); tickets start at 1.
 pub const OUT_OF_ORDER: u64 = 0;
 
 /// Cuts `s` to at most `max` bytes at a character boundary.
@@ -553,34 +642,76 @@ impl ProcessQueue {
         Some(format!("{path}: combined commits need Linux"))
     }
 
-    /// Waits for the cross-process turn and returns it; the turn ends when
-    /// the [`ProcessTurn`] is dropped.
+    /// Waits for the cross-process turn as `wait` says, and returns it: the
+    /// turn ends when the [`ProcessTurn`] is dropped. `Ok(None)` when the
+    /// turn did not come in the time `wait` gives (never for
+    /// [`Wait::Forever`]).
     ///
     /// Turns are granted in ticket order, and tickets are taken in arrival
     /// order (arrivals within the few microseconds of one ticket's critical
-    /// section may swap). The thread sleeps in the kernel while it waits —
-    /// no polling — and wakes when the turn before it ends, whether by drop
-    /// or by the death of its process. `label` (at most
-    /// [`MAX_LABEL_BYTES`] bytes kept) is shown to other processes by
-    /// [`ProcessQueue::holder`].
+    /// section may swap); [`Wait::Barging`] may first take a free turn out
+    /// of order. `label` (at most [`MAX_LABEL_BYTES`] bytes kept) is shown
+    /// to other processes by [`ProcessQueue::holder`].
     ///
-    /// Blocks for as long as the turns ahead last; there is no timeout. Fails
-    /// with [`Degraded`] only on an I/O error of the lock file (the caller
-    /// then goes on without the queue for this turn); the failed ticket is
-    /// stepped over by the waiters behind it.
-    pub fn acquire(&self, label: &str) -> Result<ProcessTurn, Degraded> {
+    /// Fails with [`Degraded`] only on an I/O error of the lock file (the
+    /// caller then goes on without the queue for this turn); the failed
+    /// ticket is stepped over by the waiters behind it.
+    pub fn acquire(&self, label: &str, wait: Wait) -> Result<Option<ProcessTurn>, Degraded> {
+        let always = || true;
+        let until = match wait {
+            Wait::Forever => None,
+            Wait::Timeout(timeout) | Wait::Barging(timeout) => Some(Instant::now() + timeout),
+        };
+        let patience = Patience::new(until, &always);
+        let policy = match wait {
+            Wait::Forever => Policy::Forever,
+            Wait::Timeout(_) => Policy::Tickets(&patience),
+            Wait::Barging(_) => Policy::Barging(&patience),
+        };
+        Ok(self.acquire_as(label, policy)?.into_turn().ok())
+    }
+
+    /// [`acquire`](ProcessQueue::acquire) for the engine: waits as `policy`
+    /// says, for as long as its [`Patience`] lasts (a deadline, and a
+    /// caller to ask whether to go on), and, for a process that posted its
+    /// statement ([`Policy::Watching`]), until another process ran it.
+    pub(crate) fn acquire_as(
+        &self,
+        label: &str,
+        policy: Policy<'_, '_>,
+    ) -> Result<Acquired, Degraded> {
         let start = Instant::now();
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        match policy {
+            Policy::Forever => self.wait_untimed(label, start).map(Acquired::Turn),
+            Policy::Tickets(patience) => self
+                .wait_by_ticket(label, start, patience)
+                .map(Acquired::from),
+            Policy::Barging(patience) => match self.barge_first(&label, start, patience)? {
+                Some(got) => Ok(Acquired::from(got)),
+                None => self
+                    .wait_by_ticket(label, start, patience)
+                    .map(Acquired::from),
+            },
+            #[cfg(target_os = "linux")]
+            Policy::Watching(patience, posted) => {
+                self.wait_watching(label, start, patience, posted)
+            }
+        }
+    }
+
+    /// [`Wait::Forever`]: the kernel waits run on this thread (untimed,
+    /// they need no helper).
+    fn wait_untimed(&self, label: String, start: Instant) -> Result<ProcessTurn, Degraded> {
         let always = || true;
         let forever = Patience::new(None, &always);
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         let failed = |stop: Stop| match stop {
             Stop::Failed(e) => self.degraded(e),
             Stop::No(_) => self.degraded("an untimed wait for the turn ended".into()),
         };
         // On any error `file` is dropped (closed) on return: any lock it
-        // still held, our ticket byte included, goes with it. The kernel
-        // waits run on this thread: untimed, they need no helper.
+        // still held, our ticket byte included, goes with it.
         let (ticket, since) = match self.shared.start(&file, &label, &forever) {
             Ok(lock_file::Start::Granted(t, since)) => (t, since),
             Ok(lock_file::Start::Wait(pending)) => {
@@ -606,62 +737,17 @@ impl ProcessQueue {
         }
     }
 
-    /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
-    /// `Ok(None)` when the turn did not come in time (a holder that hangs —
-    /// stopped, in a debugger, deadlocked — is not released by the kernel;
-    /// the engine then reports it like SQLite's busy timeout would).
-    ///
-    /// When the turn is free it is taken on the calling thread. Otherwise
-    /// the wait runs on a helper thread (the kernel's lock wait has no
-    /// timeout). After a timeout that thread stays queued until the turns
-    /// ahead end, then steps aside at once without taking the turn; so a
-    /// holder hung for good costs one sleeping thread and one file
-    /// descriptor per timed-out call.
-    pub fn acquire_timeout(
+    /// [`Wait::Barging`]'s first step: tries for up to [`BARGE_WINDOW`]
+    /// (6 ms) to take the turn out of order the moment it is free, while no
+    /// ticket whose turn has come is waiting for it: bounded barging, see
+    /// `xproc/barge.rs`. Such a turn has no ticket ([`OUT_OF_ORDER`]).
+    /// `Ok(None)`: not taken, take a ticket.
+    fn barge_first(
         &self,
         label: &str,
-        timeout: Duration,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
-        let start = Instant::now();
-        let always = || true;
-        let patience = Patience::new(Some(start + timeout), &always);
-        self.acquire_timeout_from(label, start, &patience)
-            .map(Result::ok)
-    }
-
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), first trying
-    /// for up to [`BARGE_WINDOW`] (6 ms) to take the turn out of order the
-    /// moment it is free, while no ticket whose turn has come is waiting
-    /// for it: bounded barging, see `xproc/barge.rs`. Such a turn has no
-    /// ticket ([`OUT_OF_ORDER`]). While tickets wait, at most
-    /// [`MAX_BARGED_PER_TICKET`] turns go out of order between two turns by
-    /// ticket (plus one per writer that had already looked), and a ticket
-    /// whose turn has come is overtaken by at most one turn of each other
-    /// writer (the bound, and its model check, in `xproc/barge.rs`).
-    ///
-    /// This is the engine's way to the turn: with more processes than
-    /// cores, the next ticket's process is often asleep, and the turn would
-    /// stay idle until it runs (docs/concurrency.md, "Bounded barging").
-    pub fn acquire_barging(
-        &self,
-        label: &str,
-        timeout: Duration,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
-        let always = || true;
-        let patience = Patience::new(Some(Instant::now() + timeout), &always);
-        self.acquire_barging_patiently(label, &patience)
-            .map(Result::ok)
-    }
-
-    /// [`acquire_barging`](ProcessQueue::acquire_barging), for as long as
-    /// `patience` lasts: `Ok(Err(why))` when its deadline came or its
-    /// caller said to stop first.
-    pub(crate) fn acquire_barging_patiently(
-        &self,
-        label: &str,
+        start: Instant,
         patience: &Patience<'_>,
-    ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
-        let start = Instant::now();
+    ) -> Result<Option<Result<ProcessTurn, NoTurn>>, Degraded> {
         #[cfg(target_os = "linux")]
         if self.shared.barging.is_some() {
             let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
@@ -670,38 +756,46 @@ impl ProcessQueue {
                 .map_or(start + BARGE_WINDOW, |u| u.min(start + BARGE_WINDOW));
             match self.shared.barge(&file, window, patience) {
                 Ok(true) => {
-                    let label = clip(label, MAX_LABEL_BYTES).to_string();
                     let since = SystemTime::now();
                     let record = Record {
                         ticket: OUT_OF_ORDER,
                         state: layout::STATE_HOLDING,
                         pid: self.shared.pid,
                         since,
-                        label: label.clone(),
+                        label: label.to_string(),
                         sql: String::new(),
                     };
                     self.shared.write_record(&file, &record);
-                    return Ok(Ok(self.turn(file, OUT_OF_ORDER, start, label, since)));
+                    let turn = self.turn(file, OUT_OF_ORDER, start, label.to_string(), since);
+                    return Ok(Some(Ok(turn)));
                 }
                 Ok(false) => self.shared.put_idle(file),
                 Err(Stop::Failed(e)) => return Err(self.degraded(e)),
                 Err(Stop::No(why)) => {
                     self.shared.put_idle(file);
-                    return Ok(Err(why));
+                    return Ok(Some(Err(why)));
                 }
             }
             if let Err(why) = patience.check() {
-                return Ok(Err(why));
+                return Ok(Some(Err(why)));
             }
         }
-        self.acquire_timeout_from(label, start, patience)
+        let _ = (label, start, patience);
+        Ok(None)
     }
 
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), for as long as
-    /// `patience` lasts, the wait counted from `start`.
-    fn acquire_timeout_from(
+    /// [`Wait::Timeout`]: a ticket, then its turn, while `patience` lasts,
+    /// the wait counted from `start`. When the turn is free it is taken on
+    /// the calling thread; otherwise the wait runs first on the doorbell of
+    /// the ticket ahead, then on a helper thread (the kernel's lock wait
+    /// has no timeout). After a timeout that thread stays queued until the
+    /// turns ahead end, then steps aside at once without taking the turn;
+    /// so a holder hung for good (stopped, in a debugger, deadlocked: the
+    /// kernel does not release it) costs one sleeping thread and one file
+    /// descriptor per timed-out call.
+    fn wait_by_ticket(
         &self,
-        label: &str,
+        label: String,
         start: Instant,
         patience: &Patience<'_>,
     ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
@@ -709,7 +803,6 @@ impl ProcessQueue {
         const GRANTED: u8 = 1;
         const ABANDONED: u8 = 2;
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         // On any error `file` is dropped (closed) on return: any lock it
         // still held, our ticket byte included, goes with it.
         let pending = match self.shared.start(&file, &label, patience) {
@@ -1264,28 +1357,13 @@ pub use jobs::JobStates;
 #[cfg(target_os = "linux")]
 pub(crate) use jobs::{Outcome as JobOutcome, Posted, Taken};
 
-/// How [`ProcessQueue::acquire_or_ended`] ended.
-#[cfg(target_os = "linux")]
-pub(crate) enum Acquired {
-    /// The turn is ours; the posted job is still ours to withdraw or wait for.
-    Turn(ProcessTurn),
-    /// Another process ran the posted job in its commit: its outcome. The
-    /// ticket taken for the turn is finished.
-    Ended(JobOutcome),
-    /// A live leader has the posted job: the ticket is finished (the turn
-    /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
-    InFlight,
-    /// Neither came while the caller's patience lasted.
-    Stopped(NoTurn),
-}
-
 /// How [`ProcessQueue::wait_for_outcome`] ended.
 #[cfg(target_os = "linux")]
 pub(crate) enum Awaited {
     /// The job's outcome.
     Ended(JobOutcome),
     /// Its leader died before committing it: it is posted again; wait for
-    /// the turn ([`ProcessQueue::acquire_or_ended`]) again.
+    /// the turn ([`Policy::Watching`]) again.
     Posted,
     /// Nothing while the caller's patience lasted.
     Stopped(NoTurn),
@@ -1356,24 +1434,19 @@ impl ProcessQueue {
         }
     }
 
-    /// Waits, while `patience` lasts, for the turn or for another process
-    /// to run `posted`, whichever comes first (as
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout) otherwise, on the
-    /// doorbells only). A job a leader could not run is freed on the way:
-    /// the caller runs it in its turn.
-    pub(crate) fn acquire_or_ended(
+    /// [`Policy::Watching`]: waits, while `patience` lasts, for the turn
+    /// or for another process to run `posted`, whichever comes first (as
+    /// [`Wait::Timeout`] otherwise, on the doorbells only). A job a leader
+    /// could not run is freed on the way: the caller runs it in its turn.
+    fn wait_watching(
         &self,
-        label: &str,
+        label: String,
+        start: Instant,
         patience: &Patience<'_>,
         posted: &mut Posted,
     ) -> Result<Acquired, Degraded> {
-        let start = Instant::now();
-        let turn = |r: Result<ProcessTurn, NoTurn>| match r {
-            Ok(turn) => Acquired::Turn(turn),
-            Err(why) => Acquired::Stopped(why),
-        };
+        let turn = Acquired::from;
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         let pending = match self.shared.start(&file, &label, patience) {
             Ok(lock_file::Start::Granted(t, since)) => {
                 return self
@@ -1631,7 +1704,10 @@ mod tests {
         let wait = Duration::from_secs(5);
         let b = q.shared.barging.as_ref().expect("the page is mapped");
         b.announce(999); // a head that died waiting for the turn byte
-        let t = q.acquire_barging("no barging", wait).unwrap().unwrap();
+        let t = q
+            .acquire("no barging", Wait::Barging(wait))
+            .unwrap()
+            .unwrap();
         assert_ne!(
             t.ticket(),
             OUT_OF_ORDER,
@@ -1639,7 +1715,10 @@ mod tests {
         );
         drop(t);
         assert!(!b.head_waiting(), "the ticket's turn cleared it");
-        let t = q.acquire_barging("barging again", wait).unwrap().unwrap();
+        let t = q
+            .acquire("barging again", Wait::Barging(wait))
+            .unwrap()
+            .unwrap();
         assert_eq!(t.ticket(), OUT_OF_ORDER);
     }
 
@@ -1653,14 +1732,14 @@ mod tests {
         let path = dir.path().join("w.db");
         let q = ProcessQueue::open(&path).unwrap();
         let other = ProcessQueue::open(&path).unwrap();
-        let free = other.acquire("free").unwrap();
+        let free = other.acquire("free", Wait::Forever).unwrap().unwrap();
         let bell = free.wanted_bell().expect("the first page is mapped");
         let seen = bell.seen();
         drop(free);
-        let held = q.acquire("holder").unwrap();
+        let held = q.acquire("holder", Wait::Forever).unwrap().unwrap();
         assert_eq!(bell.seen(), seen, "a free turn rings nothing");
         let waited = other
-            .acquire_timeout("waiter", Duration::from_millis(30))
+            .acquire("waiter", Wait::Timeout(Duration::from_millis(30)))
             .unwrap();
         assert!(waited.is_none(), "the turn is held");
         assert_ne!(bell.seen(), seen, "the waiter rang");
