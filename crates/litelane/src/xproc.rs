@@ -48,7 +48,7 @@ use crate::unpoisoned::lock;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use layout::Record;
@@ -799,9 +799,6 @@ impl ProcessQueue {
         start: Instant,
         patience: &Patience<'_>,
     ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
-        const WAITING: u8 = 0;
-        const GRANTED: u8 = 1;
-        const ABANDONED: u8 = 2;
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
         // On any error `file` is dropped (closed) on return: any lock it
         // still held, our ticket byte included, goes with it.
@@ -816,14 +813,6 @@ impl ProcessQueue {
         // First on this thread, on the doorbell, for up to its window.
         let window = start + doorbell_window();
         let bell_until = patience.until().map_or(window, |u| u.min(window));
-        let gave_up = |p: lock_file::Pending, file: File, why: NoTurn| {
-            // Closing the file finishes the ticket; the ring tells a waiter
-            // behind it at once.
-            let ticket = p.ticket();
-            drop(file);
-            self.shared.ring(ticket);
-            Ok(Err(why))
-        };
         let pending = match self
             .shared
             .wait_on_bell(&file, pending, bell_until, patience)
@@ -833,7 +822,10 @@ impl ProcessQueue {
             }
             Ok(Waited::Pending(p)) => match patience.check() {
                 Ok(()) => p,
-                Err(why) => return gave_up(p, file, why),
+                Err(why) => {
+                    self.give_up(file, p.ticket());
+                    return Ok(Err(why));
+                }
             },
             Err(Stop::Failed(e)) => return Err(self.degraded(e)),
             // The walk kept the pending ticket's file: closing it finishes
@@ -843,62 +835,108 @@ impl ProcessQueue {
                 return Ok(Err(why));
             }
         };
-        let state = Arc::new(Mutex::new(WAITING));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let helper = {
-            let state = Arc::clone(&state);
-            self.shared.run_wait(Box::new(move || {
-                let gate = || {
-                    let mut s = lock(&state);
-                    if *s == ABANDONED {
-                        return false;
-                    }
-                    *s = GRANTED;
-                    true
-                };
-                // No deadline of its own: it stops once the caller gave up
-                // (a mutex held by someone else is polled, not slept on).
-                let abandoned = || *lock(&state) != ABANDONED;
-                let patience = Patience::new(None, &abandoned);
-                let r = lock_file::finish(&file, pending, &gate, &patience);
-                // If the caller is gone, `file` is closed with the
-                // message, and our ticket with it.
-                let _ = tx.send((r, file));
-            }))
-        };
-        if let Err(e) = helper {
-            // The closure (with `file`) is dropped: the ticket goes with it.
-            return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
+        // Then in the kernel, on a helper thread, while the caller waits.
+        match self.wait_on_helper(file, pending, patience)? {
+            Ok((file, ticket, since)) => self.granted(file, ticket, start, label, since, patience),
+            Err(why) => Ok(Err(why)),
         }
-        let got = loop {
+    }
+
+    /// Gives up a pending ticket: closing its file finishes the ticket, and
+    /// the ring tells a waiter behind it at once.
+    fn give_up(&self, file: File, ticket: u64) {
+        drop(file);
+        self.shared.ring(ticket);
+    }
+
+    /// The kernel's wait for a pending ticket's turn, which has no timeout,
+    /// on a helper thread, while `patience` lasts: the ticket's file, the
+    /// ticket and when its turn began, or why the caller stopped first (the
+    /// helper then steps aside when the turn comes, without taking it).
+    fn wait_on_helper(
+        &self,
+        file: File,
+        pending: lock_file::Pending,
+        patience: &Patience<'_>,
+    ) -> Result<Result<(File, u64, SystemTime), NoTurn>, Degraded> {
+        let state = Arc::new(Mutex::new(Helper::Waiting));
+        let answer = self.start_helper(file, pending, &state)?;
+        let (got, file) = match self.await_helper(&answer, &state, patience)? {
+            Ok(message) => message,
+            Err(why) => return Ok(Err(why)),
+        };
+        match got {
+            Ok(Some((ticket, since))) => Ok(Ok((file, ticket, since))),
+            Ok(None) => Err(self.degraded("the gate refused before the timeout".into())),
+            Err(Stop::Failed(e)) => Err(self.degraded(e)),
+            Err(Stop::No(why)) => Ok(Err(why)),
+        }
+    }
+
+    /// Starts the helper thread that finishes the wait of `pending`, and
+    /// returns where its answer will come: the outcome of the wait, with
+    /// the ticket's file. Its gate lets it take the turn only while the
+    /// caller has not given up (`state`).
+    fn start_helper(
+        &self,
+        file: File,
+        pending: lock_file::Pending,
+        state: &Arc<Mutex<Helper>>,
+    ) -> Result<mpsc::Receiver<HelperAnswer>, Degraded> {
+        let (tx, rx) = mpsc::channel();
+        let state = Arc::clone(state);
+        let helper = self.shared.run_wait(Box::new(move || {
+            let gate = || {
+                let mut s = lock(&state);
+                if *s == Helper::Abandoned {
+                    return false;
+                }
+                *s = Helper::Granted;
+                true
+            };
+            // No deadline of its own: it stops once the caller gave up
+            // (a mutex held by someone else is polled, not slept on).
+            let abandoned = || *lock(&state) != Helper::Abandoned;
+            let patience = Patience::new(None, &abandoned);
+            let r = lock_file::finish(&file, pending, &gate, &patience);
+            // If the caller is gone, `file` is closed with the
+            // message, and our ticket with it.
+            let _ = tx.send((r, file));
+        }));
+        match helper {
+            Ok(()) => Ok(rx),
+            // The closure (with `file`) is dropped: the ticket goes with it.
+            Err(e) => Err(self.degraded(format!("cannot start a waiting thread: {e}"))),
+        }
+    }
+
+    /// Waits for the helper's answer while `patience` lasts; when it ends
+    /// first, tells the helper to step aside, unless it was granted just
+    /// then (its answer is then on its way, and taken).
+    fn await_helper(
+        &self,
+        answer: &mpsc::Receiver<HelperAnswer>,
+        state: &Mutex<Helper>,
+        patience: &Patience<'_>,
+    ) -> Result<Result<HelperAnswer, NoTurn>, Degraded> {
+        let died = || self.degraded("the waiting thread died".into());
+        loop {
             let why = match patience.check() {
-                Ok(()) => match rx.recv_timeout(patience.nap(ASK_EVERY)) {
-                    Ok(m) => break m,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err(self.degraded("the waiting thread died".into()))
-                    }
+                Ok(()) => match answer.recv_timeout(patience.nap(ASK_EVERY)) {
+                    Ok(m) => return Ok(Ok(m)),
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(died()),
                 },
                 Err(why) => why,
             };
-            let mut s = lock(&state);
-            if *s != GRANTED {
-                *s = ABANDONED;
+            let mut s = lock(state);
+            if *s != Helper::Granted {
+                *s = Helper::Abandoned;
                 return Ok(Err(why));
             }
             drop(s);
             // Granted just as we gave up: the message is on its way.
-            break rx
-                .recv()
-                .map_err(|_| self.degraded("the waiting thread died".into()))?;
-        };
-        match got {
-            (Ok(Some((ticket, since))), file) => {
-                self.granted(file, ticket, start, label, since, patience)
-            }
-            (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
-            (Err(Stop::Failed(e)), _) => Err(self.degraded(e)),
-            (Err(Stop::No(why)), _) => Ok(Err(why)),
+            return answer.recv().map(Ok).map_err(|_| died());
         }
     }
 
@@ -1042,6 +1080,22 @@ impl ProcessQueue {
         }
     }
 }
+
+/// Where the helper thread of a timed wait stands
+/// ([`ProcessQueue::wait_on_helper`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Helper {
+    /// Still waiting for the turn.
+    Waiting,
+    /// Its gate let it take the turn: the caller takes its answer.
+    Granted,
+    /// The caller gave up: the helper steps aside when the turn comes.
+    Abandoned,
+}
+
+/// What the helper thread sends back: how the kernel's wait ended, and the
+/// ticket's file.
+type HelperAnswer = (Result<Option<(u64, SystemTime)>, Stop>, File);
 
 /// How a wait on the doorbell ended.
 enum Waited {
