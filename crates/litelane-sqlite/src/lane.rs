@@ -265,9 +265,10 @@ impl Lane {
             });
         }
         drop(st);
-        let got = self
-            .queue
-            .acquire_barging(label, deadline.saturating_duration_since(Instant::now()));
+        let got = self.queue.acquire(
+            label,
+            litelane::xproc::Wait::Barging(deadline.saturating_duration_since(Instant::now())),
+        );
         match got {
             Ok(Some(turn)) => {
                 lock(&self.state).since = Some(Instant::now());

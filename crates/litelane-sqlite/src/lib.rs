@@ -326,7 +326,10 @@ mod tests {
         let other = ProcessQueue::open_turns_only(&path).unwrap();
         let start = Instant::now();
         let got = other
-            .acquire_barging("other", Duration::from_secs(10))
+            .acquire(
+                "other",
+                litelane::xproc::Wait::Barging(Duration::from_secs(10)),
+            )
             .unwrap()
             .expect("the kept turn was not given back");
         assert!(
@@ -377,7 +380,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         let start = Instant::now();
         let got = other
-            .acquire_barging("other", Duration::from_secs(10))
+            .acquire(
+                "other",
+                litelane::xproc::Wait::Barging(Duration::from_secs(10)),
+            )
             .unwrap()
             .expect("no turn for the other queue");
         let waited = start.elapsed();

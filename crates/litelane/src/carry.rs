@@ -373,7 +373,10 @@ mod tests {
 
     fn turn(q: &ProcessQueue) -> HeldProcessTurn {
         HeldProcessTurn {
-            turn: q.acquire("test").expect("turn"),
+            turn: q
+                .acquire("test", crate::xproc::Wait::Forever)
+                .expect("turn")
+                .expect("turn"),
             since: Instant::now(),
         }
     }
@@ -519,7 +522,7 @@ mod tests {
         let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         let asked = Instant::now();
         let turn = other
-            .acquire_timeout("other", Duration::from_secs(5))
+            .acquire("other", crate::xproc::Wait::Timeout(Duration::from_secs(5)))
             .unwrap()
             .expect("the turn came");
         let waited = asked.elapsed();
@@ -599,7 +602,10 @@ mod tests {
             Keep::ForBudget,
         );
         carry.put(Some(HeldProcessTurn {
-            turn: q.acquire("old").unwrap(),
+            turn: q
+                .acquire("old", crate::xproc::Wait::Forever)
+                .unwrap()
+                .unwrap(),
             since: Instant::now() - Duration::from_millis(2),
         }));
         assert!(carry.take().is_none());

@@ -22,23 +22,9 @@
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::tx::{Job, Ran, Tx};
+use crate::tx::{Executed, Job, Ran, Tx};
 use crate::xproc::{clip, JobOutcome, Taken};
 use crate::Value;
-
-/// What a one-statement write did ([`Database::execute`](crate::Database::execute)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Executed {
-    /// Rows the statement changed (`sqlite3_changes`: rows inserted,
-    /// updated or deleted by the statement itself, not by its triggers).
-    pub changes: u64,
-    /// The rowid of the last row inserted on this handle's writer
-    /// connection, right after the statement (`sqlite3_last_insert_rowid`):
-    /// the row it inserted into a rowid table, or, when it inserted none,
-    /// the handle's previous insert. The same when another process ran the
-    /// statement: what this handle's connection would have reported.
-    pub last_insert_rowid: i64,
-}
 
 /// Runs one statement that writes and returns no rows. Refuses (as
 /// [`Error::InvalidInput`]) a statement that returns rows or writes

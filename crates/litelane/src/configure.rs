@@ -107,17 +107,19 @@ impl Registry {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rusqlite::functions::FunctionFlags;
 
-    fn constant(name: &'static str, v: i64) -> Setup {
+    /// A setup that defines `name()` returning `v`.
+    pub(crate) fn constant(name: &'static str, v: i64) -> Setup {
         Arc::new(move |c: &mut Connection| {
             c.create_scalar_function(name, 0, FunctionFlags::SQLITE_UTF8, move |_| Ok(v))
         })
     }
 
-    fn call(c: &Connection, sql: &str) -> rusqlite::Result<i64> {
+    /// The one integer `sql` returns.
+    pub(crate) fn call(c: &Connection, sql: &str) -> rusqlite::Result<i64> {
         c.query_row(sql, [], |r| r.get(0))
     }
 
@@ -160,54 +162,5 @@ mod tests {
         assert!(err.contains("configuring connections (bad)"), "{err}");
         assert!(reg.keys().is_empty());
         assert_eq!(reg.generation.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn a_connection_opened_later_gets_every_setup_before_its_first_statement() {
-        use crate::connection::{open, Role, Target, Tracer};
-        use crate::metrics::Recorder;
-        use crate::options::Options;
-        use crate::pool::ReaderTrace;
-
-        let dir = tempfile::tempdir().unwrap();
-        let target = Target::new(&dir.path().join("t.db"));
-        let opts = Options::default();
-        let tracer = Arc::new(Tracer {
-            recorder: Arc::new(Recorder::default()),
-            slow_nanos: u64::MAX,
-            writer_last_sql: Default::default(),
-            writer_capture: Default::default(),
-            writer_nanos_since_capture: Default::default(),
-        });
-        let reg = Registry::default();
-        reg.set("f", constant("f", 7)).unwrap();
-        reg.set("g", constant("g", 8)).unwrap();
-        let mut seen = 0;
-        let writer = open(
-            &target,
-            Role::Writer,
-            &opts,
-            &tracer,
-            None,
-            Some((&reg, &mut seen)),
-        )
-        .unwrap();
-        assert_eq!(seen, 2);
-        assert_eq!(call(&writer, "SELECT f() * 10 + g()").unwrap(), 78);
-        // A reader opened after more setups were recorded gets all of them.
-        reg.set("f", constant("f", 1)).unwrap();
-        let trace = Arc::new(ReaderTrace::default());
-        let mut reader_seen = 0;
-        let reader = open(
-            &target,
-            Role::Reader,
-            &opts,
-            &tracer,
-            Some(&trace),
-            Some((&reg, &mut reader_seen)),
-        )
-        .unwrap();
-        assert_eq!(reader_seen, 3);
-        assert_eq!(call(&reader, "SELECT f() * 10 + g()").unwrap(), 18);
     }
 }

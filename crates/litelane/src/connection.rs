@@ -545,4 +545,55 @@ mod tests {
         assert_eq!(t.open_name, "file:///srv/app.db?mode=rwc");
         assert!(Target::new(Path::new("file:")).is_memory());
     }
+
+    #[test]
+    fn a_connection_opened_later_gets_every_setup_before_its_first_statement() {
+        use crate::configure::tests::{call, constant};
+        use crate::configure::Registry;
+        use crate::metrics::Recorder;
+        use crate::options::Options;
+        use crate::pool::ReaderTrace;
+        use std::sync::Arc;
+
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::new(&dir.path().join("t.db"));
+        let opts = Options::default();
+        let tracer = Arc::new(Tracer {
+            recorder: Arc::new(Recorder::default()),
+            slow_nanos: u64::MAX,
+            writer_last_sql: Default::default(),
+            writer_capture: Default::default(),
+            writer_nanos_since_capture: Default::default(),
+        });
+        let reg = Registry::default();
+        reg.set("f", constant("f", 7)).unwrap();
+        reg.set("g", constant("g", 8)).unwrap();
+        let mut seen = 0;
+        let writer = open(
+            &target,
+            Role::Writer,
+            &opts,
+            &tracer,
+            None,
+            Some((&reg, &mut seen)),
+        )
+        .unwrap();
+        assert_eq!(seen, 2);
+        assert_eq!(call(&writer, "SELECT f() * 10 + g()").unwrap(), 78);
+        // A reader opened after more setups were recorded gets all of them.
+        reg.set("f", constant("f", 1)).unwrap();
+        let trace = Arc::new(ReaderTrace::default());
+        let mut reader_seen = 0;
+        let reader = open(
+            &target,
+            Role::Reader,
+            &opts,
+            &tracer,
+            Some(&trace),
+            Some((&reg, &mut reader_seen)),
+        )
+        .unwrap();
+        assert_eq!(reader_seen, 3);
+        assert_eq!(call(&reader, "SELECT f() * 10 + g()").unwrap(), 18);
+    }
 }

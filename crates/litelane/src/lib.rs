@@ -49,6 +49,7 @@ mod mapping;
 mod metrics;
 mod multirow;
 mod options;
+mod pinned_read;
 mod pool;
 mod queue;
 mod shared_memory;
@@ -71,16 +72,15 @@ pub use bulk::{
 };
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use codes::SqliteCode;
-pub use combine::Executed;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
 pub use multirow::MultiRowInsert;
 pub use options::{Checkpoints, GroupCommit, Options, Profile};
-pub use pool::PinnedRead;
+pub use pinned_read::PinnedRead;
 pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
-pub use tx::Tx;
+pub use tx::{Executed, Tx};
 pub use writer::HeldWrite;
 pub use writer::{with_process_wait, KeepWaiting};
 

@@ -11,6 +11,7 @@ use rusqlite::{Connection, InterruptHandle};
 use crate::configure::Registry;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
+use crate::pinned_read::PinnedRead;
 use crate::unpoisoned::{lock, wait};
 
 /// What a reader's trace callback keeps: the first statement of each read.
@@ -20,17 +21,6 @@ pub(crate) struct ReaderTrace {
     pub capture: AtomicBool,
     /// The first statement of the current (or last) read.
     pub first_sql: Mutex<String>,
-}
-
-/// A read that holds a snapshot, as [`Metrics::wal_pinned_by`](crate::Metrics::wal_pinned_by) shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PinnedRead {
-    /// The read's label (`""` for [`Database::read`](crate::Database::read)).
-    pub label: String,
-    /// How long its snapshot has been open.
-    pub age: Duration,
-    /// The first statement the read ran (`""` before it ran one).
-    pub sql: String,
 }
 
 /// A reader connection of the pool.

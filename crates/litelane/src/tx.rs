@@ -1,7 +1,8 @@
-//! The transaction a write's closure sees ([`Tx`]) and the writer's view of
-//! one caller's write ([`Job`]): what the writer runs, and what the unsafe
-//! job reference of `ffi/job_ref.rs` points at, so that neither depends on the
-//! writer's machinery.
+//! The transaction a write's closure sees ([`Tx`]), the writer's view of
+//! one caller's write ([`Job`]) and what a one-statement write did
+//! ([`Executed`]): what the writer runs, and what the unsafe job reference
+//! of `ffi/job_ref.rs` points at, so that neither depends on the writer's
+//! machinery (nor on `combine.rs`, which runs jobs of other processes).
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -11,6 +12,20 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::error::{Context, Error, Result};
+
+/// What a one-statement write did ([`Database::execute`](crate::Database::execute)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// Rows the statement changed (`sqlite3_changes`: rows inserted,
+    /// updated or deleted by the statement itself, not by its triggers).
+    pub changes: u64,
+    /// The rowid of the last row inserted on this handle's writer
+    /// connection, right after the statement (`sqlite3_last_insert_rowid`):
+    /// the row it inserted into a rowid table, or, when it inserted none,
+    /// the handle's previous insert. The same when another process ran the
+    /// statement: what this handle's connection would have reported.
+    pub last_insert_rowid: i64,
+}
 
 /// A write transaction, handed to the closure of [`Database::write`](crate::Database::write).
 ///
@@ -120,7 +135,7 @@ pub(crate) trait Job {
     }
     /// Another process ran [`statement`](Job::statement) in its
     /// transaction: its outcome, in place of `run` and `settle`.
-    fn ran_elsewhere(&mut self, outcome: Result<crate::Executed>) {
+    fn ran_elsewhere(&mut self, outcome: Result<Executed>) {
         self.settle(outcome.map(|_| ()));
     }
     /// The transaction this job ran in is about to `COMMIT`.

@@ -963,7 +963,7 @@ impl Writer {
             let held = match (self.carry.take(), &self.process_queue) {
                 (Some(held), _) => Some(held),
                 (None, None) => None,
-                (None, Some(q)) => match q.acquire_timeout(label, wait) {
+                (None, Some(q)) => match q.acquire(label, crate::xproc::Wait::Timeout(wait)) {
                     Ok(Some(turn)) => Some(HeldProcessTurn {
                         turn,
                         since: Instant::now(),
@@ -1145,7 +1145,7 @@ impl Writer {
         own: &mut dyn Job,
         mut posted: crate::xproc::Posted,
     ) -> Result<TurnFor> {
-        use crate::xproc::{Acquired, Awaited, NoTurn, Patience};
+        use crate::xproc::{Acquired, Awaited, NoTurn, Patience, Policy};
         let start = Instant::now();
         let (timeout, keep_waiting) = caller_wait(self.busy_timeout);
         let ask = || keep_waiting.as_ref().is_none_or(|k| k());
@@ -1165,7 +1165,7 @@ impl Writer {
             }
         }
         loop {
-            match q.acquire_or_ended(own.label(), &patience, &mut posted) {
+            match q.acquire_as(own.label(), Policy::Watching(&patience, &mut posted)) {
                 Ok(Acquired::Ended(outcome)) => return Ok(self.ran_elsewhere(conn, own, outcome)),
                 Ok(Acquired::Turn(t)) => {
                     if posted.withdraw() {
@@ -1346,7 +1346,11 @@ impl Writer {
         let (timeout, keep_waiting) = caller_wait(self.busy_timeout);
         let ask = || keep_waiting.as_ref().is_none_or(|k| k());
         let patience = crate::xproc::Patience::new(Some(Instant::now() + timeout), &ask);
-        match q.acquire_barging_patiently(label, &patience) {
+        let policy = crate::xproc::Policy::Barging(&patience);
+        match q
+            .acquire_as(label, policy)
+            .map(crate::xproc::Acquired::into_turn)
+        {
             Ok(Ok(t)) => {
                 self.recorder.process_turns.fetch_add(1, Ordering::Relaxed);
                 if t.ticket() == crate::xproc::OUT_OF_ORDER {

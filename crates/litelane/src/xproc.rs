@@ -48,8 +48,10 @@ use crate::unpoisoned::lock;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use layout::Record;
 
 /// The suffix of the lock file, appended to the database file's name:
 /// `app.db` → `app.db-lane`.
@@ -121,7 +123,7 @@ pub fn lock_path_for(db_path: &Path) -> PathBuf {
 pub fn recorded_sync_failure(db_path: &Path) -> Option<(PathBuf, u64)> {
     let resolved = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
     let lock_path = lock_path_for(&resolved);
-    let at = imp::read_failed_at(&lock_path)?;
+    let at = lock_file::read_failed_at(&lock_path)?;
     Some((lock_path, at))
 }
 
@@ -137,7 +139,7 @@ struct Shared {
     lock_path: PathBuf,
     /// The lock file [`ProcessQueue::open`] judged: every reopen must find
     /// this one at `lock_path` (see `xproc/trust.rs`).
-    id: imp::FileId,
+    id: lock_file::FileId,
     /// Open file descriptions not in use by a turn, kept for the next turns.
     idle: Mutex<Vec<File>>,
     pid: u32,
@@ -264,6 +266,95 @@ impl From<NoTurn> for Stop {
     }
 }
 
+/// How [`ProcessQueue::acquire`] waits for the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// In ticket order, for as long as the turns ahead last; there is no
+    /// timeout. The thread sleeps in the kernel while it waits (no
+    /// polling) and wakes when the turn before it ends, whether by drop or
+    /// by the death of its process.
+    Forever,
+    /// In ticket order, giving up after the duration (`Ok(None)`): a holder
+    /// that hangs (stopped, in a debugger, deadlocked) is not released by
+    /// the kernel; the engine then reports it like SQLite's busy timeout
+    /// would. When the turn is free it is taken on the calling thread;
+    /// otherwise the wait runs on a helper thread, which after a timeout
+    /// stays queued until the turns ahead end, then steps aside at once
+    /// without taking the turn: a holder hung for good costs one sleeping
+    /// thread and one file descriptor per timed-out call.
+    Timeout(Duration),
+    /// As [`Wait::Timeout`], first trying for up to [`BARGE_WINDOW`] (6 ms)
+    /// to take the turn out of order the moment it is free, while no ticket
+    /// whose turn has come is waiting for it: bounded barging, see
+    /// `xproc/barge.rs`. Such a turn has no ticket ([`OUT_OF_ORDER`]).
+    /// While tickets wait, at most [`MAX_BARGED_PER_TICKET`] turns go out
+    /// of order between two turns by ticket (plus one per writer that had
+    /// already looked), and a ticket whose turn has come is overtaken by at
+    /// most one turn of each other writer (the bound, and its model check,
+    /// in `xproc/barge.rs`).
+    ///
+    /// This is the engine's way to the turn: with more processes than
+    /// cores, the next ticket's process is often asleep, and the turn would
+    /// stay idle until it runs (docs/concurrency.md, "Bounded barging").
+    Barging(Duration),
+}
+
+/// How the engine waits for the turn ([`ProcessQueue::acquire_as`]): a
+/// [`Wait`] with the caller's [`Patience`] (its deadline, and whom to ask
+/// whether to go on), or the wait of a process that posted its statement.
+pub(crate) enum Policy<'a, 'p> {
+    /// [`Wait::Forever`]: nothing to ask, no deadline.
+    Forever,
+    /// [`Wait::Timeout`], while the patience lasts.
+    Tickets(&'a Patience<'p>),
+    /// [`Wait::Barging`], while the patience lasts.
+    Barging(&'a Patience<'p>),
+    /// In ticket order on the doorbells only, while the patience lasts, and
+    /// until another process ran the posted job (`xproc/jobs.rs`).
+    #[cfg(target_os = "linux")]
+    Watching(&'a Patience<'p>, &'a mut Posted),
+}
+
+/// How [`ProcessQueue::acquire_as`] ended.
+pub(crate) enum Acquired {
+    /// The turn is ours; a posted job is still ours to withdraw or wait for.
+    Turn(ProcessTurn),
+    /// Another process ran the posted job in its commit: its outcome. The
+    /// ticket taken for the turn is finished.
+    #[cfg(target_os = "linux")]
+    Ended(JobOutcome),
+    /// A live leader has the posted job: the ticket is finished (the turn
+    /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
+    #[cfg(target_os = "linux")]
+    InFlight,
+    /// Nothing came while the caller's patience lasted.
+    Stopped(NoTurn),
+}
+
+impl Acquired {
+    /// The turn, or why it did not come: all a wait that watches no posted
+    /// job can end with.
+    pub(crate) fn into_turn(self) -> Result<ProcessTurn, NoTurn> {
+        match self {
+            Acquired::Turn(turn) => Ok(turn),
+            Acquired::Stopped(why) => Err(why),
+            #[cfg(target_os = "linux")]
+            Acquired::Ended(_) | Acquired::InFlight => {
+                unreachable!("only a wait that watches a posted job ends with it")
+            }
+        }
+    }
+}
+
+impl From<Result<ProcessTurn, NoTurn>> for Acquired {
+    fn from(got: Result<ProcessTurn, NoTurn>) -> Acquired {
+        match got {
+            Ok(turn) => Acquired::Turn(turn),
+            Err(why) => Acquired::Stopped(why),
+        }
+    }
+}
+
 impl fmt::Debug for ProcessQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessQueue")
@@ -298,7 +389,7 @@ impl fmt::Debug for ProcessTurn {
 impl ProcessTurn {
     /// This turn's ticket. Turns taken by ticket are granted in strictly
     /// increasing ticket order, and tickets are taken in arrival order. A
-    /// turn taken out of order ([`ProcessQueue::acquire_barging`]) has no
+    /// turn taken out of order ([`Wait::Barging`]) has no
     /// ticket: [`OUT_OF_ORDER`] (0; tickets start at 1).
     pub fn ticket(&self) -> u64 {
         self.ticket
@@ -340,7 +431,7 @@ impl ProcessTurn {
         if let Some(file) = &self.file {
             let rec = Record {
                 ticket: self.ticket,
-                state: STATE_HOLDING,
+                state: layout::STATE_HOLDING,
                 pid: self.shared.pid,
                 since: self.since,
                 label: self.label.clone(),
@@ -363,8 +454,8 @@ impl Drop for ProcessTurn {
             // (the last reference to its open file description) drops the
             // locks anyway.
             let by_ticket = self.ticket != OUT_OF_ORDER;
-            if imp::unlock_turn_byte(&file).is_ok()
-                && (!by_ticket || imp::unlock_ticket(&file, self.ticket).is_ok())
+            if lock_file::unlock_turn_byte(&file).is_ok()
+                && (!by_ticket || lock_file::unlock_ticket(&file, self.ticket).is_ok())
             {
                 self.shared.put_idle(file);
             } else {
@@ -379,7 +470,7 @@ impl Drop for ProcessTurn {
     }
 }
 
-/// How long [`ProcessQueue::acquire_barging`] tries to take a free turn
+/// How long [`Wait::Barging`] tries to take a free turn
 /// out of order before it takes a ticket: 6 ms, about three rounds of 16
 /// single-threaded `safe` writers on 2 cores (a turn there is ~110 µs), so
 /// that a writer gets chances to take a free turn before it queues. 2 ms
@@ -393,31 +484,8 @@ pub const BARGE_WINDOW: Duration = Duration::from_millis(6);
 pub const MAX_BARGED_PER_TICKET: u32 = 4;
 
 /// The ticket of a turn taken out of order, without a ticket
-/// ([`ProcessQueue::acquire_barging`]); tickets start at 1.
+/// ([`Wait::Barging`]); tickets start at 1.
 pub const OUT_OF_ORDER: u64 = 0;
-
-const STATE_WAITING: u8 = 1;
-const STATE_HOLDING: u8 = 2;
-
-/// One ticket's record in the lock file (for attribution only: the queue's
-/// correctness rests on the locks and the header).
-#[derive(Debug, Clone, PartialEq)]
-struct Record {
-    ticket: u64,
-    state: u8,
-    pid: u32,
-    since: SystemTime,
-    label: String,
-    sql: String,
-}
-
-/// The header: the next ticket to hand out, and the ticket of the last turn
-/// taken (every ticket below it is finished).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Header {
-    next: u64,
-    floor: u64,
-}
 
 /// Cuts `s` to at most `max` bytes at a character boundary.
 /// `s` cut to at most `max` bytes, at a character boundary.
@@ -430,136 +498,6 @@ pub(crate) fn clip(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-/// The on-disk layout, and its encoding (no I/O).
-mod layout {
-    use super::{clip, Header, Record, MAX_LABEL_BYTES, MAX_SQL_BYTES};
-    use std::time::{Duration, UNIX_EPOCH};
-
-    pub const MAGIC: &[u8; 8] = b"LLANE\x00Q1";
-    pub const HEADER_LEN: usize = 32;
-    /// Byte 0: the short mutex guarding the header.
-    pub const MUTEX_BYTE: u64 = 0;
-    /// Byte 1: write-locked by whoever holds the turn, by ticket or out of
-    /// order (`xproc/barge.rs`).
-    pub const TURN_BYTE: u64 = 1;
-    /// Byte 3: read-locked by every open queue (byte 2 is the syncer's,
-    /// `durable.rs`).
-    pub const PRESENCE_BYTE: u64 = 3;
-    /// Records of the last `RING` tickets, from this offset.
-    pub const RECORDS_AT: u64 = 4096;
-    pub const RECORD_LEN: usize = 512;
-    pub const RING: u64 = 64;
-    /// Ticket `t` locks byte `TICKET_BASE + t` (bytes past the end of the
-    /// file can be locked; the file stays small).
-    pub const TICKET_BASE: u64 = 1 << 40;
-    /// Tickets stay below this so that `TICKET_BASE + t` fits an `off_t`.
-    pub const MAX_TICKET: u64 = 1 << 62;
-
-    fn crc(bytes: &[u8]) -> u32 {
-        crc32fast::hash(bytes)
-    }
-
-    pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
-        let mut b = [0u8; HEADER_LEN];
-        b[0..8].copy_from_slice(MAGIC);
-        b[8..16].copy_from_slice(&h.next.to_le_bytes());
-        b[16..24].copy_from_slice(&h.floor.to_le_bytes());
-        let c = crc(&b[0..24]);
-        b[24..28].copy_from_slice(&c.to_le_bytes());
-        b
-    }
-
-    /// What a header's bytes hold.
-    #[derive(Debug, PartialEq, Eq)]
-    pub enum HeaderBytes {
-        /// A valid header.
-        Valid(Header),
-        /// Our magic but a bad checksum or impossible counters (a torn
-        /// write): can be reset when no ticket is live.
-        Damaged,
-        /// Not our file at all: never overwritten.
-        Foreign,
-    }
-
-    pub fn decode_header(b: &[u8]) -> HeaderBytes {
-        if b.len() < HEADER_LEN || &b[0..8] != MAGIC {
-            return HeaderBytes::Foreign;
-        }
-        let c = u32::from_le_bytes(b[24..28].try_into().unwrap());
-        if c != crc(&b[0..24]) {
-            return HeaderBytes::Damaged;
-        }
-        let next = u64::from_le_bytes(b[8..16].try_into().unwrap());
-        let floor = u64::from_le_bytes(b[16..24].try_into().unwrap());
-        if floor == 0 || floor > next || next >= MAX_TICKET {
-            return HeaderBytes::Damaged;
-        }
-        HeaderBytes::Valid(Header { next, floor })
-    }
-
-    pub fn record_offset(ticket: u64) -> u64 {
-        RECORDS_AT + (ticket % RING) * RECORD_LEN as u64
-    }
-
-    // Record: ticket u64 | state u8 | pid u32 | since (ns since epoch) u64 |
-    // label len u16 | label | sql len u16 | sql | crc u32 (last 4 bytes).
-    const LABEL_AT: usize = 23;
-    const SQL_LEN_AT: usize = LABEL_AT + MAX_LABEL_BYTES;
-    const SQL_AT: usize = SQL_LEN_AT + 2;
-    const CRC_AT: usize = RECORD_LEN - 4;
-    const _: () = assert!(SQL_AT + MAX_SQL_BYTES <= CRC_AT);
-
-    pub fn encode_record(r: &Record) -> [u8; RECORD_LEN] {
-        let mut b = [0u8; RECORD_LEN];
-        b[0..8].copy_from_slice(&r.ticket.to_le_bytes());
-        b[8] = r.state;
-        b[9..13].copy_from_slice(&r.pid.to_le_bytes());
-        let ns = r
-            .since
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
-        b[13..21].copy_from_slice(&ns.to_le_bytes());
-        let label = clip(&r.label, MAX_LABEL_BYTES).as_bytes();
-        b[21..23].copy_from_slice(&(label.len() as u16).to_le_bytes());
-        b[LABEL_AT..LABEL_AT + label.len()].copy_from_slice(label);
-        let sql = clip(&r.sql, MAX_SQL_BYTES).as_bytes();
-        b[SQL_LEN_AT..SQL_AT].copy_from_slice(&(sql.len() as u16).to_le_bytes());
-        b[SQL_AT..SQL_AT + sql.len()].copy_from_slice(sql);
-        let c = crc(&b[..CRC_AT]);
-        b[CRC_AT..].copy_from_slice(&c.to_le_bytes());
-        b
-    }
-
-    /// Decodes a record; `None` for anything that is not a whole, valid one
-    /// (never written, torn by a concurrent write, or garbage).
-    pub fn decode_record(b: &[u8]) -> Option<Record> {
-        if b.len() != RECORD_LEN {
-            return None;
-        }
-        let c = u32::from_le_bytes(b[CRC_AT..].try_into().ok()?);
-        if c != crc(&b[..CRC_AT]) {
-            return None;
-        }
-        let ticket = u64::from_le_bytes(b[0..8].try_into().ok()?);
-        let state = b[8];
-        let pid = u32::from_le_bytes(b[9..13].try_into().ok()?);
-        let ns = u64::from_le_bytes(b[13..21].try_into().ok()?);
-        let label_len = u16::from_le_bytes(b[21..23].try_into().ok()?) as usize;
-        let sql_len = u16::from_le_bytes(b[SQL_LEN_AT..SQL_AT].try_into().ok()?) as usize;
-        if label_len > MAX_LABEL_BYTES || sql_len > MAX_SQL_BYTES {
-            return None;
-        }
-        Some(Record {
-            ticket,
-            state,
-            pid,
-            since: UNIX_EPOCH + Duration::from_nanos(ns),
-            label: String::from_utf8_lossy(&b[LABEL_AT..LABEL_AT + label_len]).into_owned(),
-            sql: String::from_utf8_lossy(&b[SQL_AT..SQL_AT + sql_len]).into_owned(),
-        })
-    }
 }
 
 impl ProcessQueue {
@@ -626,15 +564,15 @@ impl ProcessQueue {
             lock_path: lock_path.clone(),
             reason,
         };
-        let file = imp::open_lock_file(db_path, &lock_path).map_err(degraded)?;
-        let id = imp::file_id(&file).map_err(degraded)?;
-        imp::initialize(&file, wait).map_err(degraded)?;
+        let file = lock_file::open_lock_file(db_path, &lock_path).map_err(degraded)?;
+        let id = lock_file::file_id(&file).map_err(degraded)?;
+        lock_file::initialize(&file, wait).map_err(degraded)?;
         // Mapped through an open file description of its own, which no lock
         // is ever taken on: a mapping keeps its description alive after the
         // descriptor is closed, and with it every OFD lock of that
         // description (a turn's file is closed to drop its ticket).
         #[cfg(target_os = "linux")]
-        let page = imp::reopen_same(&lock_path, id)
+        let page = lock_file::reopen_same(&lock_path, id)
             .and_then(|f| crate::ffi::SharedPage::map(&f).map_err(|e| e.to_string()))
             .map(Arc::new)
             .ok();
@@ -646,7 +584,7 @@ impl ProcessQueue {
                 // Lock bytes through a description of their own; none when
                 // the file could not grow to hold the slots.
                 (take_jobs && p.len() >= crate::ffi::SharedPage::LEN)
-                    .then(|| imp::reopen_same(&lock_path, id).ok())
+                    .then(|| lock_file::reopen_same(&lock_path, id).ok())
                     .flatten()
                     .map(|f| Arc::new(jobs::Jobs::on(p, f))),
             ),
@@ -654,9 +592,9 @@ impl ProcessQueue {
         };
         // A description of its own: no other lock is taken through it, and
         // it lives as long as this queue.
-        let presence = imp::reopen_same(&lock_path, id)
+        let presence = lock_file::reopen_same(&lock_path, id)
             .ok()
-            .filter(|f| imp::announce_presence(f).is_ok());
+            .filter(|f| lock_file::announce_presence(f).is_ok());
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,
@@ -704,42 +642,84 @@ impl ProcessQueue {
         Some(format!("{path}: combined commits need Linux"))
     }
 
-    /// Waits for the cross-process turn and returns it; the turn ends when
-    /// the [`ProcessTurn`] is dropped.
+    /// Waits for the cross-process turn as `wait` says, and returns it: the
+    /// turn ends when the [`ProcessTurn`] is dropped. `Ok(None)` when the
+    /// turn did not come in the time `wait` gives (never for
+    /// [`Wait::Forever`]).
     ///
     /// Turns are granted in ticket order, and tickets are taken in arrival
     /// order (arrivals within the few microseconds of one ticket's critical
-    /// section may swap). The thread sleeps in the kernel while it waits —
-    /// no polling — and wakes when the turn before it ends, whether by drop
-    /// or by the death of its process. `label` (at most
-    /// [`MAX_LABEL_BYTES`] bytes kept) is shown to other processes by
-    /// [`ProcessQueue::holder`].
+    /// section may swap); [`Wait::Barging`] may first take a free turn out
+    /// of order. `label` (at most [`MAX_LABEL_BYTES`] bytes kept) is shown
+    /// to other processes by [`ProcessQueue::holder`].
     ///
-    /// Blocks for as long as the turns ahead last; there is no timeout. Fails
-    /// with [`Degraded`] only on an I/O error of the lock file (the caller
-    /// then goes on without the queue for this turn); the failed ticket is
-    /// stepped over by the waiters behind it.
-    pub fn acquire(&self, label: &str) -> Result<ProcessTurn, Degraded> {
+    /// Fails with [`Degraded`] only on an I/O error of the lock file (the
+    /// caller then goes on without the queue for this turn); the failed
+    /// ticket is stepped over by the waiters behind it.
+    pub fn acquire(&self, label: &str, wait: Wait) -> Result<Option<ProcessTurn>, Degraded> {
+        let always = || true;
+        let until = match wait {
+            Wait::Forever => None,
+            Wait::Timeout(timeout) | Wait::Barging(timeout) => Some(Instant::now() + timeout),
+        };
+        let patience = Patience::new(until, &always);
+        let policy = match wait {
+            Wait::Forever => Policy::Forever,
+            Wait::Timeout(_) => Policy::Tickets(&patience),
+            Wait::Barging(_) => Policy::Barging(&patience),
+        };
+        Ok(self.acquire_as(label, policy)?.into_turn().ok())
+    }
+
+    /// [`acquire`](ProcessQueue::acquire) for the engine: waits as `policy`
+    /// says, for as long as its [`Patience`] lasts (a deadline, and a
+    /// caller to ask whether to go on), and, for a process that posted its
+    /// statement ([`Policy::Watching`]), until another process ran it.
+    pub(crate) fn acquire_as(
+        &self,
+        label: &str,
+        policy: Policy<'_, '_>,
+    ) -> Result<Acquired, Degraded> {
         let start = Instant::now();
+        let label = clip(label, MAX_LABEL_BYTES).to_string();
+        match policy {
+            Policy::Forever => self.wait_untimed(label, start).map(Acquired::Turn),
+            Policy::Tickets(patience) => self
+                .wait_by_ticket(label, start, patience)
+                .map(Acquired::from),
+            Policy::Barging(patience) => match self.barge_first(&label, start, patience)? {
+                Some(got) => Ok(Acquired::from(got)),
+                None => self
+                    .wait_by_ticket(label, start, patience)
+                    .map(Acquired::from),
+            },
+            #[cfg(target_os = "linux")]
+            Policy::Watching(patience, posted) => {
+                self.wait_watching(label, start, patience, posted)
+            }
+        }
+    }
+
+    /// [`Wait::Forever`]: the kernel waits run on this thread (untimed,
+    /// they need no helper).
+    fn wait_untimed(&self, label: String, start: Instant) -> Result<ProcessTurn, Degraded> {
         let always = || true;
         let forever = Patience::new(None, &always);
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         let failed = |stop: Stop| match stop {
             Stop::Failed(e) => self.degraded(e),
             Stop::No(_) => self.degraded("an untimed wait for the turn ended".into()),
         };
         // On any error `file` is dropped (closed) on return: any lock it
-        // still held, our ticket byte included, goes with it. The kernel
-        // waits run on this thread: untimed, they need no helper.
+        // still held, our ticket byte included, goes with it.
         let (ticket, since) = match self.shared.start(&file, &label, &forever) {
-            Ok(imp::Start::Granted(t, since)) => (t, since),
-            Ok(imp::Start::Wait(pending)) => {
+            Ok(lock_file::Start::Granted(t, since)) => (t, since),
+            Ok(lock_file::Start::Wait(pending)) => {
                 let window = start + doorbell_window();
                 match self.shared.wait_on_bell(&file, pending, window, &forever) {
                     Ok(Waited::Granted(t, since)) => (t, since),
                     Ok(Waited::Pending(p)) => {
-                        match imp::finish(&file, p, &|| true, &forever).map_err(failed)? {
+                        match lock_file::finish(&file, p, &|| true, &forever).map_err(failed)? {
                             Some(got) => got,
                             None => {
                                 return Err(self.degraded("an open gate refused the turn".into()))
@@ -757,62 +737,17 @@ impl ProcessQueue {
         }
     }
 
-    /// [`acquire`](ProcessQueue::acquire), giving up after `timeout`:
-    /// `Ok(None)` when the turn did not come in time (a holder that hangs —
-    /// stopped, in a debugger, deadlocked — is not released by the kernel;
-    /// the engine then reports it like SQLite's busy timeout would).
-    ///
-    /// When the turn is free it is taken on the calling thread. Otherwise
-    /// the wait runs on a helper thread (the kernel's lock wait has no
-    /// timeout). After a timeout that thread stays queued until the turns
-    /// ahead end, then steps aside at once without taking the turn; so a
-    /// holder hung for good costs one sleeping thread and one file
-    /// descriptor per timed-out call.
-    pub fn acquire_timeout(
+    /// [`Wait::Barging`]'s first step: tries for up to [`BARGE_WINDOW`]
+    /// (6 ms) to take the turn out of order the moment it is free, while no
+    /// ticket whose turn has come is waiting for it: bounded barging, see
+    /// `xproc/barge.rs`. Such a turn has no ticket ([`OUT_OF_ORDER`]).
+    /// `Ok(None)`: not taken, take a ticket.
+    fn barge_first(
         &self,
         label: &str,
-        timeout: Duration,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
-        let start = Instant::now();
-        let always = || true;
-        let patience = Patience::new(Some(start + timeout), &always);
-        self.acquire_timeout_from(label, start, &patience)
-            .map(Result::ok)
-    }
-
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), first trying
-    /// for up to [`BARGE_WINDOW`] (6 ms) to take the turn out of order the
-    /// moment it is free, while no ticket whose turn has come is waiting
-    /// for it: bounded barging, see `xproc/barge.rs`. Such a turn has no
-    /// ticket ([`OUT_OF_ORDER`]). While tickets wait, at most
-    /// [`MAX_BARGED_PER_TICKET`] turns go out of order between two turns by
-    /// ticket (plus one per writer that had already looked), and a ticket
-    /// whose turn has come is overtaken by at most one turn of each other
-    /// writer (the bound, and its model check, in `xproc/barge.rs`).
-    ///
-    /// This is the engine's way to the turn: with more processes than
-    /// cores, the next ticket's process is often asleep, and the turn would
-    /// stay idle until it runs (docs/concurrency.md, "Bounded barging").
-    pub fn acquire_barging(
-        &self,
-        label: &str,
-        timeout: Duration,
-    ) -> Result<Option<ProcessTurn>, Degraded> {
-        let always = || true;
-        let patience = Patience::new(Some(Instant::now() + timeout), &always);
-        self.acquire_barging_patiently(label, &patience)
-            .map(Result::ok)
-    }
-
-    /// [`acquire_barging`](ProcessQueue::acquire_barging), for as long as
-    /// `patience` lasts: `Ok(Err(why))` when its deadline came or its
-    /// caller said to stop first.
-    pub(crate) fn acquire_barging_patiently(
-        &self,
-        label: &str,
+        start: Instant,
         patience: &Patience<'_>,
-    ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
-        let start = Instant::now();
+    ) -> Result<Option<Result<ProcessTurn, NoTurn>>, Degraded> {
         #[cfg(target_os = "linux")]
         if self.shared.barging.is_some() {
             let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
@@ -821,67 +756,63 @@ impl ProcessQueue {
                 .map_or(start + BARGE_WINDOW, |u| u.min(start + BARGE_WINDOW));
             match self.shared.barge(&file, window, patience) {
                 Ok(true) => {
-                    let label = clip(label, MAX_LABEL_BYTES).to_string();
                     let since = SystemTime::now();
                     let record = Record {
                         ticket: OUT_OF_ORDER,
-                        state: STATE_HOLDING,
+                        state: layout::STATE_HOLDING,
                         pid: self.shared.pid,
                         since,
-                        label: label.clone(),
+                        label: label.to_string(),
                         sql: String::new(),
                     };
                     self.shared.write_record(&file, &record);
-                    return Ok(Ok(self.turn(file, OUT_OF_ORDER, start, label, since)));
+                    let turn = self.turn(file, OUT_OF_ORDER, start, label.to_string(), since);
+                    return Ok(Some(Ok(turn)));
                 }
                 Ok(false) => self.shared.put_idle(file),
                 Err(Stop::Failed(e)) => return Err(self.degraded(e)),
                 Err(Stop::No(why)) => {
                     self.shared.put_idle(file);
-                    return Ok(Err(why));
+                    return Ok(Some(Err(why)));
                 }
             }
             if let Err(why) = patience.check() {
-                return Ok(Err(why));
+                return Ok(Some(Err(why)));
             }
         }
-        self.acquire_timeout_from(label, start, patience)
+        let _ = (label, start, patience);
+        Ok(None)
     }
 
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout), for as long as
-    /// `patience` lasts, the wait counted from `start`.
-    fn acquire_timeout_from(
+    /// [`Wait::Timeout`]: a ticket, then its turn, while `patience` lasts,
+    /// the wait counted from `start`. When the turn is free it is taken on
+    /// the calling thread; otherwise the wait runs first on the doorbell of
+    /// the ticket ahead, then on a helper thread (the kernel's lock wait
+    /// has no timeout). After a timeout that thread stays queued until the
+    /// turns ahead end, then steps aside at once without taking the turn;
+    /// so a holder hung for good (stopped, in a debugger, deadlocked: the
+    /// kernel does not release it) costs one sleeping thread and one file
+    /// descriptor per timed-out call.
+    fn wait_by_ticket(
         &self,
-        label: &str,
+        label: String,
         start: Instant,
         patience: &Patience<'_>,
     ) -> Result<Result<ProcessTurn, NoTurn>, Degraded> {
-        const WAITING: u8 = 0;
-        const GRANTED: u8 = 1;
-        const ABANDONED: u8 = 2;
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         // On any error `file` is dropped (closed) on return: any lock it
         // still held, our ticket byte included, goes with it.
         let pending = match self.shared.start(&file, &label, patience) {
-            Ok(imp::Start::Granted(t, since)) => {
+            Ok(lock_file::Start::Granted(t, since)) => {
                 return self.granted(file, t, start, label, since, patience)
             }
-            Ok(imp::Start::Wait(pending)) => pending,
+            Ok(lock_file::Start::Wait(pending)) => pending,
             Err(Stop::Failed(e)) => return Err(self.degraded(e)),
             Err(Stop::No(why)) => return Ok(Err(why)),
         };
         // First on this thread, on the doorbell, for up to its window.
         let window = start + doorbell_window();
         let bell_until = patience.until().map_or(window, |u| u.min(window));
-        let gave_up = |p: imp::Pending, file: File, why: NoTurn| {
-            // Closing the file finishes the ticket; the ring tells a waiter
-            // behind it at once.
-            let ticket = p.ticket();
-            drop(file);
-            self.shared.ring(ticket);
-            Ok(Err(why))
-        };
         let pending = match self
             .shared
             .wait_on_bell(&file, pending, bell_until, patience)
@@ -891,7 +822,10 @@ impl ProcessQueue {
             }
             Ok(Waited::Pending(p)) => match patience.check() {
                 Ok(()) => p,
-                Err(why) => return gave_up(p, file, why),
+                Err(why) => {
+                    self.give_up(file, p.ticket());
+                    return Ok(Err(why));
+                }
             },
             Err(Stop::Failed(e)) => return Err(self.degraded(e)),
             // The walk kept the pending ticket's file: closing it finishes
@@ -901,62 +835,108 @@ impl ProcessQueue {
                 return Ok(Err(why));
             }
         };
-        let state = Arc::new(Mutex::new(WAITING));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let helper = {
-            let state = Arc::clone(&state);
-            self.shared.run_wait(Box::new(move || {
-                let gate = || {
-                    let mut s = lock(&state);
-                    if *s == ABANDONED {
-                        return false;
-                    }
-                    *s = GRANTED;
-                    true
-                };
-                // No deadline of its own: it stops once the caller gave up
-                // (a mutex held by someone else is polled, not slept on).
-                let abandoned = || *lock(&state) != ABANDONED;
-                let patience = Patience::new(None, &abandoned);
-                let r = imp::finish(&file, pending, &gate, &patience);
-                // If the caller is gone, `file` is closed with the
-                // message, and our ticket with it.
-                let _ = tx.send((r, file));
-            }))
-        };
-        if let Err(e) = helper {
-            // The closure (with `file`) is dropped: the ticket goes with it.
-            return Err(self.degraded(format!("cannot start a waiting thread: {e}")));
+        // Then in the kernel, on a helper thread, while the caller waits.
+        match self.wait_on_helper(file, pending, patience)? {
+            Ok((file, ticket, since)) => self.granted(file, ticket, start, label, since, patience),
+            Err(why) => Ok(Err(why)),
         }
-        let got = loop {
+    }
+
+    /// Gives up a pending ticket: closing its file finishes the ticket, and
+    /// the ring tells a waiter behind it at once.
+    fn give_up(&self, file: File, ticket: u64) {
+        drop(file);
+        self.shared.ring(ticket);
+    }
+
+    /// The kernel's wait for a pending ticket's turn, which has no timeout,
+    /// on a helper thread, while `patience` lasts: the ticket's file, the
+    /// ticket and when its turn began, or why the caller stopped first (the
+    /// helper then steps aside when the turn comes, without taking it).
+    fn wait_on_helper(
+        &self,
+        file: File,
+        pending: lock_file::Pending,
+        patience: &Patience<'_>,
+    ) -> Result<Result<(File, u64, SystemTime), NoTurn>, Degraded> {
+        let state = Arc::new(Mutex::new(Helper::Waiting));
+        let answer = self.start_helper(file, pending, &state)?;
+        let (got, file) = match self.await_helper(&answer, &state, patience)? {
+            Ok(message) => message,
+            Err(why) => return Ok(Err(why)),
+        };
+        match got {
+            Ok(Some((ticket, since))) => Ok(Ok((file, ticket, since))),
+            Ok(None) => Err(self.degraded("the gate refused before the timeout".into())),
+            Err(Stop::Failed(e)) => Err(self.degraded(e)),
+            Err(Stop::No(why)) => Ok(Err(why)),
+        }
+    }
+
+    /// Starts the helper thread that finishes the wait of `pending`, and
+    /// returns where its answer will come: the outcome of the wait, with
+    /// the ticket's file. Its gate lets it take the turn only while the
+    /// caller has not given up (`state`).
+    fn start_helper(
+        &self,
+        file: File,
+        pending: lock_file::Pending,
+        state: &Arc<Mutex<Helper>>,
+    ) -> Result<mpsc::Receiver<HelperAnswer>, Degraded> {
+        let (tx, rx) = mpsc::channel();
+        let state = Arc::clone(state);
+        let helper = self.shared.run_wait(Box::new(move || {
+            let gate = || {
+                let mut s = lock(&state);
+                if *s == Helper::Abandoned {
+                    return false;
+                }
+                *s = Helper::Granted;
+                true
+            };
+            // No deadline of its own: it stops once the caller gave up
+            // (a mutex held by someone else is polled, not slept on).
+            let abandoned = || *lock(&state) != Helper::Abandoned;
+            let patience = Patience::new(None, &abandoned);
+            let r = lock_file::finish(&file, pending, &gate, &patience);
+            // If the caller is gone, `file` is closed with the
+            // message, and our ticket with it.
+            let _ = tx.send((r, file));
+        }));
+        match helper {
+            Ok(()) => Ok(rx),
+            // The closure (with `file`) is dropped: the ticket goes with it.
+            Err(e) => Err(self.degraded(format!("cannot start a waiting thread: {e}"))),
+        }
+    }
+
+    /// Waits for the helper's answer while `patience` lasts; when it ends
+    /// first, tells the helper to step aside, unless it was granted just
+    /// then (its answer is then on its way, and taken).
+    fn await_helper(
+        &self,
+        answer: &mpsc::Receiver<HelperAnswer>,
+        state: &Mutex<Helper>,
+        patience: &Patience<'_>,
+    ) -> Result<Result<HelperAnswer, NoTurn>, Degraded> {
+        let died = || self.degraded("the waiting thread died".into());
+        loop {
             let why = match patience.check() {
-                Ok(()) => match rx.recv_timeout(patience.nap(ASK_EVERY)) {
-                    Ok(m) => break m,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err(self.degraded("the waiting thread died".into()))
-                    }
+                Ok(()) => match answer.recv_timeout(patience.nap(ASK_EVERY)) {
+                    Ok(m) => return Ok(Ok(m)),
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(died()),
                 },
                 Err(why) => why,
             };
-            let mut s = lock(&state);
-            if *s != GRANTED {
-                *s = ABANDONED;
+            let mut s = lock(state);
+            if *s != Helper::Granted {
+                *s = Helper::Abandoned;
                 return Ok(Err(why));
             }
             drop(s);
             // Granted just as we gave up: the message is on its way.
-            break rx
-                .recv()
-                .map_err(|_| self.degraded("the waiting thread died".into()))?;
-        };
-        match got {
-            (Ok(Some((ticket, since))), file) => {
-                self.granted(file, ticket, start, label, since, patience)
-            }
-            (Ok(None), _) => Err(self.degraded("the gate refused before the timeout".into())),
-            (Err(Stop::Failed(e)), _) => Err(self.degraded(e)),
-            (Err(Stop::No(why)), _) => Ok(Err(why)),
+            return answer.recv().map(Ok).map_err(|_| died());
         }
     }
 
@@ -1024,7 +1004,7 @@ impl ProcessQueue {
     /// (64 or more tickets later) or unreadable.
     pub fn turn_before(&self, ticket: u64) -> Option<HolderInfo> {
         let file = self.shared.take_idle().ok()?;
-        let out = imp::record_of(&file, ticket.checked_sub(1)?);
+        let out = lock_file::record_of(&file, ticket.checked_sub(1)?);
         self.shared.put_idle(file);
         out
     }
@@ -1042,7 +1022,7 @@ impl ProcessQueue {
             (layout::TURN_BYTE, "turn byte"),
         ]
         .into_iter()
-        .filter(|&(byte, _)| imp::read_locked(&file, byte).unwrap_or(false))
+        .filter(|&(byte, _)| lock_file::read_locked(&file, byte).unwrap_or(false))
         .map(|(byte, what)| {
             format!(
                 "byte {byte} (the {what}) of {} is read-locked by a process that is not a \
@@ -1072,7 +1052,7 @@ impl ProcessQueue {
         let Ok(file) = self.shared.take_idle() else {
             return 0;
         };
-        let out = imp::queued(&file);
+        let out = lock_file::queued(&file);
         self.shared.put_idle(file);
         out
     }
@@ -1101,13 +1081,29 @@ impl ProcessQueue {
     }
 }
 
+/// Where the helper thread of a timed wait stands
+/// ([`ProcessQueue::wait_on_helper`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Helper {
+    /// Still waiting for the turn.
+    Waiting,
+    /// Its gate let it take the turn: the caller takes its answer.
+    Granted,
+    /// The caller gave up: the helper steps aside when the turn comes.
+    Abandoned,
+}
+
+/// What the helper thread sends back: how the kernel's wait ended, and the
+/// ticket's file.
+type HelperAnswer = (Result<Option<(u64, SystemTime)>, Stop>, File);
+
 /// How a wait on the doorbell ended.
 enum Waited {
     /// The turn is ours: the ticket and when the turn began.
     Granted(u64, SystemTime),
     /// Still waiting (the window ended, or there are no doorbells): go on
     /// with the kernel wait.
-    Pending(imp::Pending),
+    Pending(lock_file::Pending),
 }
 
 /// The doorbell window (0 where there are none).
@@ -1124,7 +1120,7 @@ impl Shared {
     fn wait_on_bell(
         &self,
         file: &File,
-        pending: imp::Pending,
+        pending: lock_file::Pending,
         until: Instant,
         patience: &Patience<'_>,
     ) -> Result<Waited, Stop> {
@@ -1137,25 +1133,30 @@ impl Shared {
     fn wait_on_bell_watching(
         &self,
         file: &File,
-        pending: imp::Pending,
+        pending: lock_file::Pending,
         until: Instant,
         watch: &mut dyn FnMut(u64) -> bool,
         patience: &Patience<'_>,
     ) -> Result<Waited, Stop> {
         #[cfg(target_os = "linux")]
         if let Some(bells) = &self.bells {
-            return imp::finish_on_bell(file, pending, bells, until, watch, patience);
+            return lock_file::finish_on_bell(file, pending, bells, until, watch, patience);
         }
         let _ = (file, until, watch, patience);
         Ok(Waited::Pending(pending))
     }
 
-    /// Takes a ticket ([`imp::start`]); one that has to wait rings the
+    /// Takes a ticket ([`lock_file::start`]); one that has to wait rings the
     /// wanted bell, which ends a turn kept by a process that was alone.
-    fn start(&self, file: &File, label: &str, patience: &Patience<'_>) -> Result<imp::Start, Stop> {
-        let started = imp::start(file, self.pid, label, patience);
+    fn start(
+        &self,
+        file: &File,
+        label: &str,
+        patience: &Patience<'_>,
+    ) -> Result<lock_file::Start, Stop> {
+        let started = lock_file::start(file, self.pid, label, patience);
         #[cfg(target_os = "linux")]
-        if let (Ok(imp::Start::Wait(_)), Some(bells)) = (&started, &self.bells) {
+        if let (Ok(lock_file::Start::Wait(_)), Some(bells)) = (&started, &self.bells) {
             bells.wanted().ring();
         }
         started
@@ -1164,7 +1165,7 @@ impl Shared {
     fn others_present(&self) -> bool {
         self.presence
             .as_ref()
-            .is_none_or(|f| imp::others_present(f).unwrap_or(true))
+            .is_none_or(|f| lock_file::others_present(f).unwrap_or(true))
     }
 
     /// Rings the doorbell of a ticket whose byte was just unlocked.
@@ -1204,21 +1205,21 @@ impl Shared {
             }
             return;
         }
-        let _ = imp::write_record(file, record);
+        let _ = lock_file::write_record(file, record);
     }
 
     /// Who holds the turn (see [`ProcessQueue::holder`]).
     fn holder(&self, file: &File) -> Option<HolderInfo> {
         #[cfg(target_os = "linux")]
         if let Some(b) = &self.barging {
-            if !imp::turn_byte_locked(file).ok()? {
+            if !lock_file::turn_byte_locked(file).ok()? {
                 return None;
             }
             if b.held_out_of_order() {
                 let mut bytes = [0u8; layout::RECORD_LEN];
                 b.read_record(&mut bytes);
                 let r = layout::decode_record(&bytes)?;
-                return (r.ticket == OUT_OF_ORDER && r.state == STATE_HOLDING).then_some(
+                return (r.ticket == OUT_OF_ORDER && r.state == layout::STATE_HOLDING).then_some(
                     HolderInfo {
                         pid: r.pid,
                         ticket: OUT_OF_ORDER,
@@ -1229,7 +1230,7 @@ impl Shared {
                 );
             }
         }
-        imp::holder(file)
+        lock_file::holder(file)
     }
 
     /// Tries to take the turn out of order through `file`, each time a turn
@@ -1247,8 +1248,8 @@ impl Shared {
             let waiting = self.tickets_waiting();
             if !b.head_waiting()
                 && (!waiting || b.barged() < MAX_BARGED_PER_TICKET)
-                && imp::lock_turn_byte_now(file)
-                    .map_err(|e| imp::ctx("cannot lock the turn byte", e))?
+                && lock_file::lock_turn_byte_now(file)
+                    .map_err(|e| lock_file::ctx("cannot lock the turn byte", e))?
             {
                 if waiting {
                     b.count_barged();
@@ -1284,8 +1285,10 @@ impl Shared {
         ticket: u64,
         patience: &Patience<'_>,
     ) -> Result<(), Stop> {
-        let try_now =
-            || imp::lock_turn_byte_now(file).map_err(|e| imp::ctx("cannot lock the turn byte", e));
+        let try_now = || {
+            lock_file::lock_turn_byte_now(file)
+                .map_err(|e| lock_file::ctx("cannot lock the turn byte", e))
+        };
         let barging = self.barging.as_ref();
         // Taken: no ticket below ours is live, so an announced head left in
         // the page is a dead one's; clearing it lets writers barge again.
@@ -1371,7 +1374,7 @@ impl Shared {
         let pooled = lock(&self.idle).pop();
         match pooled {
             Some(f) => Ok(f),
-            None => imp::reopen_same(&self.lock_path, self.id),
+            None => lock_file::reopen_same(&self.lock_path, self.id),
         }
     }
 
@@ -1384,833 +1387,6 @@ impl Shared {
 }
 
 #[cfg(target_os = "linux")]
-mod imp {
-    use std::fs::{File, OpenOptions};
-    use std::io;
-    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-    use std::path::Path;
-    use std::time::SystemTime;
-
-    use nix::errno::Errno;
-    use nix::fcntl::{fcntl, FcntlArg};
-    use nix::libc;
-    use nix::unistd::{Gid, Uid};
-
-    use super::layout::{self, HeaderBytes};
-    use super::trust;
-    use super::{Header, HolderInfo, Patience, Record, Stop, STATE_HOLDING, STATE_WAITING};
-
-    fn flock(kind: libc::c_short, start: u64, len: u64) -> libc::flock {
-        libc::flock {
-            l_type: kind,
-            l_whence: libc::SEEK_SET as libc::c_short,
-            l_start: start as libc::off_t,
-            l_len: len as libc::off_t,
-            // Must be 0 for open-file-description locks.
-            l_pid: 0,
-        }
-    }
-
-    /// Takes a lock of `kind` on one byte, sleeping in the kernel until it
-    /// is granted (signals are retried).
-    fn lock_wait(file: &File, kind: libc::c_short, byte: u64) -> io::Result<()> {
-        let fl = flock(kind, byte, 1);
-        loop {
-            match fcntl(file, FcntlArg::F_OFD_SETLKW(&fl)) {
-                Ok(_) => return Ok(()),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-
-    /// Takes a lock of `kind` on one byte if no conflicting lock is held:
-    /// `Ok(false)` when one is.
-    fn lock_now(file: &File, kind: libc::c_short, byte: u64) -> io::Result<bool> {
-        let fl = flock(kind, byte, 1);
-        match fcntl(file, FcntlArg::F_OFD_SETLK(&fl)) {
-            Ok(_) => Ok(true),
-            Err(Errno::EAGAIN) | Err(Errno::EACCES) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    pub fn unlock(file: &File, start: u64, len: u64) -> io::Result<()> {
-        let fl = flock(libc::F_UNLCK as libc::c_short, start, len);
-        fcntl(file, FcntlArg::F_OFD_SETLK(&fl))
-            .map(drop)
-            .map_err(io::Error::from)
-    }
-
-    /// True when another open file description write-locks a byte in
-    /// `start .. start + len` (`len` 0: to infinity).
-    fn write_locked(file: &File, start: u64, len: u64) -> io::Result<bool> {
-        let mut fl = flock(libc::F_RDLCK as libc::c_short, start, len);
-        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
-        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
-    }
-
-    /// The short mutex on byte 0, released on drop.
-    struct MutexGuard<'f>(&'f File);
-
-    /// The first pause of a mutex taker that found byte 0 locked; each
-    /// next one doubles, up to [`MUTEX_NAP_MAX`]. Writers hold the mutex
-    /// for microseconds.
-    const MUTEX_NAP_MIN: std::time::Duration = std::time::Duration::from_micros(20);
-    /// The longest pause between two tries of the mutex: 1 ms, as SQLite's
-    /// unix VFS polls its own locks.
-    const MUTEX_NAP_MAX: std::time::Duration = std::time::Duration::from_millis(1);
-
-    impl<'f> MutexGuard<'f> {
-        /// Takes the mutex: one `F_OFD_SETLK` when it is free (as the
-        /// blocking `F_OFD_SETLKW` it replaces), else tries again after a
-        /// pause (20 µs, doubling to 1 ms) until `patience` ends: a lock on
-        /// byte 0 that is not a writer's (any process that can read the
-        /// file can read-lock it) cannot hold a writer past its timeout.
-        fn lock(file: &'f File, patience: &Patience<'_>) -> Result<MutexGuard<'f>, Stop> {
-            let try_now = || {
-                lock_now(file, libc::F_WRLCK as libc::c_short, layout::MUTEX_BYTE)
-                    .map_err(|e| ctx("cannot lock the lock file", e))
-            };
-            let mut nap = MUTEX_NAP_MIN;
-            while !try_now()? {
-                patience.check()?;
-                std::thread::sleep(patience.nap(nap));
-                nap = (nap * 2).min(MUTEX_NAP_MAX);
-            }
-            Ok(MutexGuard(file))
-        }
-    }
-
-    impl Drop for MutexGuard<'_> {
-        fn drop(&mut self) {
-            // Cannot fail for a lock we hold; if it did, closing the file
-            // would drop it.
-            let _ = unlock(self.0, layout::MUTEX_BYTE, 1);
-        }
-    }
-
-    pub fn ctx(what: &str, e: io::Error) -> String {
-        format!("{what}: {e}")
-    }
-
-    /// The identity of an open file (`st_dev`, `st_ino`): a reopened lock
-    /// file must be the one [`open_lock_file`] judged.
-    pub type FileId = (u64, u64);
-
-    /// The identity of `file`.
-    pub fn file_id(file: &File) -> Result<FileId, String> {
-        let md = file
-            .metadata()
-            .map_err(|e| ctx("cannot stat the lock file", e))?;
-        Ok((md.dev(), md.ino()))
-    }
-
-    /// Opens the lock file at `lock_path` of the database at `db_path` for
-    /// reading and writing, creating it if there is none, and returns it
-    /// only if this process may trust it (`super::trust`).
-    ///
-    /// An existing file is opened without `O_CREAT` and judged; it is
-    /// never changed here. A missing one is created with `O_CREAT |
-    /// O_EXCL | O_NOFOLLOW` (so this process knows it made it, and no
-    /// symbolic link is followed), then given the database's owner and
-    /// group when this process is root, and [`trust::new_mode`] of the
-    /// database's mode.
-    pub fn open_lock_file(db_path: &Path, lock_path: &Path) -> Result<File, String> {
-        let (euid, egid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
-        let found = std::fs::metadata(db_path).ok().map(|m| trust::Owner {
-            uid: m.uid(),
-            gid: m.gid(),
-            mode: m.mode() & 0o7777,
-        });
-        let db = trust::Database::new(found, euid, egid);
-        // A file made by another process between our two opens is judged
-        // like any other; one removed between them is looked for again.
-        for _ in 0..3 {
-            match open_existing(lock_path) {
-                Ok(file) => {
-                    let md = check_regular(&file)?;
-                    let lane = trust::Owner {
-                        uid: md.uid(),
-                        gid: md.gid(),
-                        mode: md.mode() & 0o7777,
-                    };
-                    trust::judge(&db, &lane, md.nlink(), euid)?;
-                    return Ok(file);
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(cannot_open(lock_path, e)),
-            }
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(lock_path)
-            {
-                Ok(file) => {
-                    give_new_file(&file, &db.owner, euid);
-                    return Ok(file);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(cannot_open(lock_path, e)),
-            }
-        }
-        Err("the lock file kept appearing and disappearing while it was opened".into())
-    }
-
-    fn open_existing(lock_path: &Path) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(lock_path)
-    }
-
-    /// The error of an open, with the owner and mode of what is at the
-    /// path when there is something (say, `Permission denied` on a file
-    /// root made before lock files were given to the database's owner).
-    fn cannot_open(lock_path: &Path, e: io::Error) -> String {
-        let mut why = ctx("cannot create or open the lock file for writing", e);
-        if let Ok(md) = std::fs::symlink_metadata(lock_path) {
-            why.push_str(&format!(
-                " (it is owned by uid {} gid {}, mode {:04o})",
-                md.uid(),
-                md.gid(),
-                md.mode() & 0o7777
-            ));
-        }
-        why
-    }
-
-    /// Gives a lock file this process just created the database's owner
-    /// and group (root only, as SQLite does for `-wal` and `-shm`) and the
-    /// mode [`trust::new_mode`] of the database's. Best effort: a file
-    /// that keeps its creator's owner or a narrower mode is still safe (it
-    /// passes the rules for its creator; others are refused access by the
-    /// kernel and say so in their metrics).
-    fn give_new_file(file: &File, db: &trust::Owner, euid: u32) {
-        let mut mode = trust::new_mode(db.mode);
-        let Ok(md) = file.metadata() else {
-            return;
-        };
-        if euid == 0 {
-            if (md.uid(), md.gid()) != (db.uid, db.gid) {
-                let _ = std::os::unix::fs::fchown(file, Some(db.uid), Some(db.gid));
-            }
-        } else if mode & 0o070 != 0
-            && md.gid() != db.gid
-            && std::os::unix::fs::fchown(file, None, Some(db.gid)).is_err()
-        {
-            // Not a member of the database's group: a group-writable file
-            // of another group would be refused by everyone else.
-            mode &= !0o070;
-        }
-        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
-    }
-
-    /// Opens the lock file again (a new open file description) for reading
-    /// and writing, without creating it or following a symbolic link
-    /// (tests, which judge no file; the queue uses [`reopen_same`]).
-    #[cfg(test)]
-    pub fn reopen(lock_path: &Path) -> Result<File, String> {
-        let file = open_existing(lock_path).map_err(|e| ctx("cannot reopen the lock file", e))?;
-        check_regular(&file)?;
-        Ok(file)
-    }
-
-    /// [`reopen`], refused unless it is still the file `id` that
-    /// [`open_lock_file`] judged (not one put at the path since).
-    pub fn reopen_same(lock_path: &Path, id: FileId) -> Result<File, String> {
-        let file = open_existing(lock_path).map_err(|e| ctx("cannot reopen the lock file", e))?;
-        let md = check_regular(&file)?;
-        if (md.dev(), md.ino()) != id {
-            return Err("the lock file was replaced since it was opened (not used)".into());
-        }
-        Ok(file)
-    }
-
-    fn check_regular(file: &File) -> Result<std::fs::Metadata, String> {
-        let md = file
-            .metadata()
-            .map_err(|e| ctx("cannot stat the lock file", e))?;
-        if md.is_file() {
-            Ok(md)
-        } else {
-            Err("the lock file is not a regular file".into())
-        }
-    }
-
-    /// The failure mark of the lock file at `lock_path`, read without
-    /// creating, locking or changing anything (see
-    /// [`super::recorded_sync_failure`]).
-    pub fn read_failed_at(lock_path: &Path) -> Option<u64> {
-        let file = File::open(lock_path).ok()?;
-        if !matches!(read_header(&file).ok()?, HeaderBytes::Valid(_)) {
-            return None;
-        }
-        let mut b = [0u8; 8];
-        let n = read_at_most(&file, &mut b, super::durable::FAILED as u64).ok()?;
-        // The counter is an atomic word of a page mapped by every process:
-        // native byte order.
-        (n == 8)
-            .then(|| u64::from_ne_bytes(b))
-            .filter(|&at| at != 0)
-    }
-
-    fn read_header(file: &File) -> io::Result<HeaderBytes> {
-        let mut b = [0u8; layout::HEADER_LEN];
-        let n = read_at_most(file, &mut b, 0)?;
-        if n == 0 {
-            return Ok(HeaderBytes::Damaged); // empty: a new file
-        }
-        Ok(layout::decode_header(&b[..n]))
-    }
-
-    pub fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let mut done = 0;
-        while done < buf.len() {
-            match file.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(done)
-    }
-
-    fn write_header(file: &File, h: &Header) -> io::Result<()> {
-        file.write_all_at(&layout::encode_header(h), 0)
-    }
-
-    pub fn write_record(file: &File, r: &Record) -> io::Result<()> {
-        file.write_all_at(&layout::encode_record(r), layout::record_offset(r.ticket))
-    }
-
-    fn read_record(file: &File, ticket: u64) -> Option<Record> {
-        // A record is rewritten in one pwrite of 512 aligned bytes; a read
-        // racing it can see a mix, which the checksum rejects: try again.
-        for _ in 0..4 {
-            let mut b = [0u8; layout::RECORD_LEN];
-            let n = read_at_most(file, &mut b, layout::record_offset(ticket)).ok()?;
-            if n == b.len() {
-                if let Some(r) = layout::decode_record(&b) {
-                    return (r.ticket == ticket).then_some(r);
-                }
-            }
-        }
-        None
-    }
-
-    /// Under the mutex: the header, (re)initialized when the file is new or
-    /// its header was torn and no ticket is live.
-    ///
-    /// `may_reset` is false while the caller holds a ticket: its own lock is
-    /// invisible to the check below, and resetting under a live ticket would
-    /// break the order.
-    fn header_locked(file: &File, may_reset: bool) -> Result<Header, String> {
-        match read_header(file).map_err(|e| ctx("cannot read the lock file", e))? {
-            HeaderBytes::Valid(h) => Ok(h),
-            HeaderBytes::Damaged if !may_reset => {
-                Err("the lock file's header was damaged while this process waited".into())
-            }
-            HeaderBytes::Foreign => {
-                Err("the file exists and is not a litelane lock file (left untouched)".into())
-            }
-            HeaderBytes::Damaged => {
-                // New (empty) file, or a header torn by a system crash. Reset
-                // only if no ticket is live: a live ticket's process holds
-                // its ticket byte.
-                if write_locked(file, layout::TICKET_BASE, 0)
-                    .map_err(|e| ctx("cannot query the ticket locks", e))?
-                {
-                    return Err("the lock file's header is damaged while writers are \
-                                queued; it will be reset when they are gone"
-                        .into());
-                }
-                let h = Header { next: 1, floor: 1 };
-                write_header(file, &h).map_err(|e| ctx("cannot write the lock file", e))?;
-                Ok(h)
-            }
-        }
-    }
-
-    pub fn initialize(file: &File, wait: std::time::Duration) -> Result<(), String> {
-        let always = || true;
-        let patience = Patience::new(Some(std::time::Instant::now() + wait), &always);
-        let _m = MutexGuard::lock(file, &patience).map_err(|e| match e {
-            Stop::Failed(e) if e.contains(&format!("(os error {})", libc::EINVAL)) => {
-                "this kernel or file system has no open-file-description locks".to_string()
-            }
-            Stop::Failed(e) => e,
-            Stop::No(_) => format!(
-                "its header mutex (byte {}) stayed locked for {wait:?}: {}",
-                layout::MUTEX_BYTE,
-                super::FOREIGN
-            ),
-        })?;
-        header_locked(file, true)?;
-        // The file is mapped shared (`SharedPage::map`): what is mapped
-        // must be written, not a hole. The first page (sync counters,
-        // doorbells) is needed; the rest (job slots) only for combined
-        // commits, which are off when a full disk refuses it.
-        let extend = |to: usize| -> io::Result<()> {
-            let len = file.metadata()?.len();
-            if len < to as u64 {
-                file.write_all_at(&vec![0u8; to - len as usize], len)?;
-            }
-            Ok(())
-        };
-        if extend(crate::ffi::SharedPage::LEN).is_err() {
-            extend(crate::ffi::SharedPage::MIN_LEN)
-                .map_err(|e| ctx("cannot extend the lock file", e))?;
-        }
-        Ok(())
-    }
-
-    /// What taking a ticket led to.
-    pub enum Start {
-        /// The turn is ours at once: the ticket and when the turn began.
-        Granted(u64, SystemTime),
-        /// Tickets ahead are live: [`finish`] sleeps until they are done.
-        Wait(Pending),
-    }
-
-    /// A published ticket about to sleep on ticket `k`.
-    pub struct Pending {
-        ticket: u64,
-        k: u64,
-        record: Record,
-    }
-
-    impl Pending {
-        /// The waiting ticket.
-        pub fn ticket(&self) -> u64 {
-            self.ticket
-        }
-    }
-
-    /// Waits on the calling thread for a pending ticket's turn, until
-    /// `until`: sleeps on the doorbell of the live ticket ahead, looking
-    /// again at each ring and every [`doorbell::POLL`]. Walks down exactly as
-    /// [`finish`] does; the doorbell only replaces its kernel sleep. On
-    /// error, the caller closes `file` (the ticket is then finished).
-    pub fn finish_on_bell(
-        file: &File,
-        pending: Pending,
-        bells: &super::doorbell::Doorbells,
-        until: std::time::Instant,
-        watch: &mut dyn FnMut(u64) -> bool,
-        patience: &Patience<'_>,
-    ) -> Result<super::Waited, Stop> {
-        let mut k = pending.k;
-        let mut w = Walk::resume(file, pending);
-        loop {
-            // Read before the check: a ring after it changes the count.
-            let seen = bells.seen(k);
-            if !write_locked(file, layout::TICKET_BASE + k, 1)
-                .map_err(|e| ctx("cannot query a ticket lock", e))?
-            {
-                // Ticket k is finished: walk on below it.
-                match w.run(k - 1, &|| true, false, patience)? {
-                    Step::Granted(t, since) => return Ok(super::Waited::Granted(t, since)),
-                    Step::Sleep(j) => k = j,
-                    Step::Refused => {
-                        return Err("an open gate refused the turn".to_string().into())
-                    }
-                }
-                continue;
-            }
-            let now = std::time::Instant::now();
-            if now >= until || watch(k) {
-                return Ok(super::Waited::Pending(Pending {
-                    ticket: w.ticket,
-                    k,
-                    record: w.record,
-                }));
-            }
-            patience.check()?;
-            bells.wait(
-                k,
-                seen,
-                patience.nap((until - now).min(super::doorbell::POLL)),
-            );
-        }
-    }
-
-    /// Takes a ticket, and the turn if every ticket ahead is finished,
-    /// without sleeping. On error, the caller closes `file`, which drops the
-    /// ticket's lock: the ticket is then finished.
-    pub fn start(
-        file: &File,
-        pid: u32,
-        label: &str,
-        patience: &Patience<'_>,
-    ) -> Result<Start, Stop> {
-        let mutex = MutexGuard::lock(file, patience)?;
-        let mut h = header_locked(file, true)?;
-        let ticket = h.next;
-        if ticket + 1 >= layout::MAX_TICKET {
-            return Err(Stop::Failed(
-                "ticket counter exhausted; delete the lock file while no \
-                 process uses the database"
-                    .into(),
-            ));
-        }
-        // Live from here: our ticket byte is write-locked before anyone can
-        // see the ticket. Nobody else can hold it (walkers only lock bytes
-        // of tickets below theirs, all issued before this one).
-        if !lock_now(
-            file,
-            libc::F_WRLCK as libc::c_short,
-            layout::TICKET_BASE + ticket,
-        )
-        .map_err(|e| ctx("cannot lock a ticket byte", e))?
-        {
-            return Err(Stop::Failed(format!(
-                "ticket byte {ticket} unexpectedly locked ({})",
-                super::FOREIGN
-            )));
-        }
-        // The header and our record are written once we know whether the
-        // turn is ours at once (then together with the new floor) or we
-        // must sleep first: one write each on the uncontended path.
-        h.next = ticket + 1;
-        let mut w = Walk {
-            file,
-            ticket,
-            h,
-            record: Record {
-                ticket,
-                state: STATE_WAITING,
-                pid,
-                since: SystemTime::now(),
-                label: label.to_string(),
-                sql: String::new(),
-            },
-            mutex: Some(mutex),
-            published: false,
-        };
-        let out = w.run(ticket - 1, &|| true, false, patience);
-        if !w.published && !matches!(out, Ok(Step::Granted(..))) {
-            // Nobody saw the ticket (the header still hands it out next):
-            // give its byte back before the mutex goes, or the next taker of
-            // the same number would find it locked.
-            let _ = unlock(file, layout::TICKET_BASE + ticket, 1);
-        }
-        drop(w.mutex.take());
-        match out? {
-            Step::Granted(t, since) => Ok(Start::Granted(t, since)),
-            Step::Sleep(k) => Ok(Start::Wait(Pending {
-                ticket,
-                k,
-                record: w.record,
-            })),
-            Step::Refused => Err(Stop::Failed("an open gate refused the turn".into())),
-        }
-    }
-
-    /// Sleeps until the turn of a pending ticket comes. Returns the ticket
-    /// and when the turn began, or `None` when `gate` — asked under the
-    /// mutex just before the turn is taken — says the caller gave up. On
-    /// error or `None`, the caller closes `file`, which drops the ticket's
-    /// lock: the ticket is then finished.
-    pub fn finish(
-        file: &File,
-        pending: Pending,
-        gate: &dyn Fn() -> bool,
-        patience: &Patience<'_>,
-    ) -> Result<Option<(u64, SystemTime)>, Stop> {
-        let k = pending.k;
-        let mut w = Walk::resume(file, pending);
-        w.sleep_on(k)?;
-        match w.run(k - 1, gate, true, patience)? {
-            Step::Granted(t, since) => Ok(Some((t, since))),
-            Step::Refused => Ok(None),
-            Step::Sleep(_) => Err(Stop::Failed(
-                "a blocking walk returned without its turn".into(),
-            )),
-        }
-    }
-
-    enum Step {
-        Granted(u64, SystemTime),
-        /// The gate said the caller gave up.
-        Refused,
-        /// Must sleep on this ticket (only when not blocking).
-        Sleep(u64),
-    }
-
-    /// The wait of one ticket for its turn.
-    struct Walk<'f> {
-        file: &'f File,
-        ticket: u64,
-        /// The header as last read under the mutex.
-        h: Header,
-        record: Record,
-        /// Held while deciding; released only once the ticket is published.
-        mutex: Option<MutexGuard<'f>>,
-        /// The header counts the ticket and its record is written.
-        published: bool,
-    }
-
-    impl<'f> Walk<'f> {
-        /// The walk of a published ticket that waits (after [`start`]).
-        fn resume(file: &'f File, pending: Pending) -> Walk<'f> {
-            Walk {
-                file,
-                ticket: pending.ticket,
-                h: Header { next: 0, floor: 0 }, // read once the mutex is taken
-                record: pending.record,
-                mutex: None,
-                published: true,
-            }
-        }
-
-        fn publish(&mut self) -> Result<(), String> {
-            write_header(self.file, &self.h).map_err(|e| ctx("cannot write the lock file", e))?;
-            let _ = write_record(self.file, &self.record);
-            self.published = true;
-            Ok(())
-        }
-
-        /// Sleeps in the kernel until ticket `k` is unlocked or its process
-        /// dies. A read lock, so that several waiters may wait on the same
-        /// ticket (after a death) without excluding each other.
-        fn sleep_on(&self, k: u64) -> Result<(), String> {
-            let byte = layout::TICKET_BASE + k;
-            lock_wait(self.file, libc::F_RDLCK as libc::c_short, byte)
-                .map_err(|e| ctx("cannot wait on a ticket lock", e))?;
-            unlock(self.file, byte, 1).map_err(|e| ctx("cannot unlock a ticket byte", e))
-        }
-
-        /// Walks down from `k`, knowing every ticket in `(k, ticket)` is
-        /// finished. Sleeps on live tickets when `block`, else stops at the
-        /// first one.
-        fn run(
-            &mut self,
-            mut k: u64,
-            gate: &dyn Fn() -> bool,
-            block: bool,
-            patience: &Patience<'_>,
-        ) -> Result<Step, Stop> {
-            let file = self.file;
-            loop {
-                if self.mutex.is_none() {
-                    self.mutex = Some(MutexGuard::lock(file, patience)?);
-                    self.h = header_locked(file, false)?;
-                }
-                if k < self.h.floor {
-                    // Every ticket below ours is finished: the turn is ours.
-                    if !gate() {
-                        return Ok(Step::Refused);
-                    }
-                    self.h.floor = self.ticket;
-                    self.record.state = STATE_HOLDING;
-                    self.record.since = SystemTime::now();
-                    self.publish()?;
-                    self.mutex = None;
-                    return Ok(Step::Granted(self.ticket, self.record.since));
-                }
-                if write_locked(file, layout::TICKET_BASE + k, 1)
-                    .map_err(|e| ctx("cannot query a ticket lock", e))?
-                {
-                    // Ticket k is live.
-                    if !self.published {
-                        self.publish()?;
-                    }
-                    self.mutex = None;
-                    if !block {
-                        return Ok(Step::Sleep(k));
-                    }
-                    self.sleep_on(k)?;
-                }
-                // Ticket k is finished (released, or its process died).
-                k -= 1;
-            }
-        }
-    }
-
-    pub fn unlock_ticket(file: &File, ticket: u64) -> io::Result<()> {
-        unlock(file, layout::TICKET_BASE + ticket, 1)
-    }
-
-    /// Write-locks the turn byte unless another description holds it.
-    pub fn lock_turn_byte_now(file: &File) -> io::Result<bool> {
-        lock_now(file, libc::F_WRLCK as libc::c_short, layout::TURN_BYTE)
-    }
-
-    pub fn unlock_turn_byte(file: &File) -> io::Result<()> {
-        unlock(file, layout::TURN_BYTE, 1)
-    }
-
-    /// True when another description holds the turn byte.
-    pub fn turn_byte_locked(file: &File) -> io::Result<bool> {
-        write_locked(file, layout::TURN_BYTE, 1)
-    }
-
-    /// Write-locks `byte` unless another description holds it.
-    pub fn lock_byte_now(file: &File, byte: u64) -> io::Result<bool> {
-        lock_now(file, libc::F_WRLCK as libc::c_short, byte)
-    }
-
-    pub fn unlock_byte(file: &File, byte: u64) -> io::Result<()> {
-        unlock(file, byte, 1)
-    }
-
-    /// True when another description write-locks `byte`.
-    pub fn byte_locked(file: &File, byte: u64) -> io::Result<bool> {
-        write_locked(file, byte, 1)
-    }
-
-    /// True when another description holds a *read* lock on `byte`.
-    pub fn read_locked(file: &File, byte: u64) -> io::Result<bool> {
-        let mut fl = flock(libc::F_WRLCK as libc::c_short, byte, 1);
-        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
-        Ok(fl.l_type == libc::F_RDLCK as libc::c_short)
-    }
-
-    /// The header read without the mutex: a read racing a write fails the
-    /// checksum and is tried again.
-    fn header_unlocked(file: &File) -> Option<Header> {
-        (0..4).find_map(|_| match read_header(file) {
-            Ok(HeaderBytes::Valid(h)) => Some(h),
-            _ => None,
-        })
-    }
-
-    pub fn queued(file: &File) -> u64 {
-        header_unlocked(file).map_or(0, |h| h.next.saturating_sub(h.floor + 1))
-    }
-
-    /// Read-locks the presence byte through `file`, for as long as that
-    /// open file description lives.
-    pub fn announce_presence(file: &File) -> io::Result<()> {
-        match lock_now(file, libc::F_RDLCK as libc::c_short, layout::PRESENCE_BYTE)? {
-            true => Ok(()),
-            false => Err(io::Error::other("the presence byte is write-locked")),
-        }
-    }
-
-    /// True when a description other than `file`'s holds the presence
-    /// byte: another queue is open.
-    pub fn others_present(file: &File) -> io::Result<bool> {
-        let mut fl = flock(libc::F_WRLCK as libc::c_short, layout::PRESENCE_BYTE, 1);
-        fcntl(file, FcntlArg::F_OFD_GETLK(&mut fl)).map_err(io::Error::from)?;
-        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
-    }
-
-    pub fn record_of(file: &File, ticket: u64) -> Option<HolderInfo> {
-        let r = read_record(file, ticket)?;
-        Some(HolderInfo {
-            pid: r.pid,
-            ticket,
-            label: r.label,
-            sql: r.sql,
-            since: r.since,
-        })
-    }
-
-    pub fn holder(file: &File) -> Option<HolderInfo> {
-        let h = header_unlocked(file)?;
-        let ticket = h.floor;
-        if !write_locked(file, layout::TICKET_BASE + ticket, 1).ok()? {
-            return None;
-        }
-        let r = read_record(file, ticket)?;
-        (r.state == STATE_HOLDING).then_some(HolderInfo {
-            pid: r.pid,
-            ticket,
-            label: r.label,
-            sql: r.sql,
-            since: r.since,
-        })
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod imp {
-    //! Other systems: no open-file-description byte-range locks through a
-    //! safe API yet; the queue is off (see docs/concurrency.md).
-    use std::fs::File;
-    use std::path::Path;
-    use std::time::SystemTime;
-
-    use super::{HolderInfo, Patience, Record, Stop};
-
-    const OFF: &str = "the cross-process queue is only implemented on Linux";
-
-    pub fn open_lock_file(_: &Path, _: &Path) -> Result<File, String> {
-        Err(OFF.into())
-    }
-    pub fn read_failed_at(_: &Path) -> Option<u64> {
-        None
-    }
-    pub type FileId = (u64, u64);
-    pub fn file_id(_: &File) -> Result<FileId, String> {
-        Err(OFF.into())
-    }
-    pub fn reopen_same(_: &Path, _: FileId) -> Result<File, String> {
-        Err(OFF.into())
-    }
-    pub fn initialize(_: &File, _: std::time::Duration) -> Result<(), String> {
-        Err(OFF.into())
-    }
-    pub enum Start {
-        Granted(u64, SystemTime),
-        Wait(Pending),
-    }
-    pub struct Pending;
-
-    impl Pending {
-        // Never built: `start` fails here.
-        pub fn ticket(&self) -> u64 {
-            0
-        }
-    }
-    pub fn start(_: &File, _: u32, _: &str, _: &Patience<'_>) -> Result<Start, Stop> {
-        Err(Stop::Failed(OFF.into()))
-    }
-    pub fn finish(
-        _: &File,
-        _: Pending,
-        _: &dyn Fn() -> bool,
-        _: &Patience<'_>,
-    ) -> Result<Option<(u64, SystemTime)>, Stop> {
-        Err(Stop::Failed(OFF.into()))
-    }
-    pub fn unlock_turn_byte(_: &File) -> std::io::Result<()> {
-        Ok(())
-    }
-    pub fn unlock_ticket(_: &File, _: u64) -> std::io::Result<()> {
-        Ok(())
-    }
-    pub fn write_record(_: &File, _: &Record) -> std::io::Result<()> {
-        Ok(())
-    }
-    pub fn record_of(_: &File, _: u64) -> Option<HolderInfo> {
-        None
-    }
-    pub fn holder(_: &File) -> Option<HolderInfo> {
-        None
-    }
-    pub fn announce_presence(_: &File) -> std::io::Result<()> {
-        Err(std::io::Error::other(OFF))
-    }
-    pub fn others_present(_: &File) -> std::io::Result<bool> {
-        Ok(true)
-    }
-    pub fn queued(_: &File) -> u64 {
-        0
-    }
-    pub fn read_locked(_: &File, _: u64) -> std::io::Result<bool> {
-        Ok(false)
-    }
-}
-
-#[cfg(target_os = "linux")]
 mod barge;
 #[cfg(target_os = "linux")]
 mod doorbell;
@@ -2218,6 +1394,12 @@ mod doorbell;
 mod durable;
 #[cfg(target_os = "linux")]
 mod jobs;
+mod layout;
+#[cfg(target_os = "linux")]
+mod lock_file;
+#[cfg(not(target_os = "linux"))]
+#[path = "xproc/lock_file_elsewhere.rs"]
+mod lock_file;
 #[cfg(target_os = "linux")]
 mod spin;
 #[cfg(target_os = "linux")]
@@ -2229,28 +1411,13 @@ pub use jobs::JobStates;
 #[cfg(target_os = "linux")]
 pub(crate) use jobs::{Outcome as JobOutcome, Posted, Taken};
 
-/// How [`ProcessQueue::acquire_or_ended`] ended.
-#[cfg(target_os = "linux")]
-pub(crate) enum Acquired {
-    /// The turn is ours; the posted job is still ours to withdraw or wait for.
-    Turn(ProcessTurn),
-    /// Another process ran the posted job in its commit: its outcome. The
-    /// ticket taken for the turn is finished.
-    Ended(JobOutcome),
-    /// A live leader has the posted job: the ticket is finished (the turn
-    /// is not needed); wait with [`ProcessQueue::wait_for_outcome`].
-    InFlight,
-    /// Neither came while the caller's patience lasted.
-    Stopped(NoTurn),
-}
-
 /// How [`ProcessQueue::wait_for_outcome`] ended.
 #[cfg(target_os = "linux")]
 pub(crate) enum Awaited {
     /// The job's outcome.
     Ended(JobOutcome),
     /// Its leader died before committing it: it is posted again; wait for
-    /// the turn ([`ProcessQueue::acquire_or_ended`]) again.
+    /// the turn ([`Policy::Watching`]) again.
     Posted,
     /// Nothing while the caller's patience lasted.
     Stopped(NoTurn),
@@ -2321,31 +1488,26 @@ impl ProcessQueue {
         }
     }
 
-    /// Waits, while `patience` lasts, for the turn or for another process
-    /// to run `posted`, whichever comes first (as
-    /// [`acquire_timeout`](ProcessQueue::acquire_timeout) otherwise, on the
-    /// doorbells only). A job a leader could not run is freed on the way:
-    /// the caller runs it in its turn.
-    pub(crate) fn acquire_or_ended(
+    /// [`Policy::Watching`]: waits, while `patience` lasts, for the turn
+    /// or for another process to run `posted`, whichever comes first (as
+    /// [`Wait::Timeout`] otherwise, on the doorbells only). A job a leader
+    /// could not run is freed on the way: the caller runs it in its turn.
+    fn wait_watching(
         &self,
-        label: &str,
+        label: String,
+        start: Instant,
         patience: &Patience<'_>,
         posted: &mut Posted,
     ) -> Result<Acquired, Degraded> {
-        let start = Instant::now();
-        let turn = |r: Result<ProcessTurn, NoTurn>| match r {
-            Ok(turn) => Acquired::Turn(turn),
-            Err(why) => Acquired::Stopped(why),
-        };
+        let turn = Acquired::from;
         let file = self.shared.take_idle().map_err(|e| self.degraded(e))?;
-        let label = clip(label, MAX_LABEL_BYTES).to_string();
         let pending = match self.shared.start(&file, &label, patience) {
-            Ok(imp::Start::Granted(t, since)) => {
+            Ok(lock_file::Start::Granted(t, since)) => {
                 return self
                     .granted(file, t, start, label, since, patience)
                     .map(turn)
             }
-            Ok(imp::Start::Wait(pending)) => pending,
+            Ok(lock_file::Start::Wait(pending)) => pending,
             Err(Stop::Failed(e)) => return Err(self.degraded(e)),
             Err(Stop::No(why)) => return Ok(Acquired::Stopped(why)),
         };
@@ -2369,7 +1531,7 @@ impl ProcessQueue {
         let finished = |ticket: u64, file: File| {
             // Unlocking finishes the ticket; the ring tells the waiter
             // behind it at once.
-            if imp::unlock_ticket(&file, ticket).is_ok() {
+            if lock_file::unlock_ticket(&file, ticket).is_ok() {
                 self.shared.put_idle(file);
             } else {
                 drop(file); // closing it drops the lock
@@ -2577,16 +1739,13 @@ fn scratch_lock_file() -> (tempfile::TempDir, PathBuf, File) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db-lane");
     let f = scratch_file(&path);
-    imp::initialize(&f, OPEN_WAIT).unwrap();
+    lock_file::initialize(&f, OPEN_WAIT).unwrap();
     (dir, path, f)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::layout::*;
     use super::*;
-    use proptest::prelude::*;
-    use std::time::UNIX_EPOCH;
 
     /// A head that died announced (its word left in the page) stops
     /// barging only until the next turn taken by ticket, which clears it.
@@ -2599,7 +1758,10 @@ mod tests {
         let wait = Duration::from_secs(5);
         let b = q.shared.barging.as_ref().expect("the page is mapped");
         b.announce(999); // a head that died waiting for the turn byte
-        let t = q.acquire_barging("no barging", wait).unwrap().unwrap();
+        let t = q
+            .acquire("no barging", Wait::Barging(wait))
+            .unwrap()
+            .unwrap();
         assert_ne!(
             t.ticket(),
             OUT_OF_ORDER,
@@ -2607,7 +1769,10 @@ mod tests {
         );
         drop(t);
         assert!(!b.head_waiting(), "the ticket's turn cleared it");
-        let t = q.acquire_barging("barging again", wait).unwrap().unwrap();
+        let t = q
+            .acquire("barging again", Wait::Barging(wait))
+            .unwrap()
+            .unwrap();
         assert_eq!(t.ticket(), OUT_OF_ORDER);
     }
 
@@ -2621,72 +1786,18 @@ mod tests {
         let path = dir.path().join("w.db");
         let q = ProcessQueue::open(&path).unwrap();
         let other = ProcessQueue::open(&path).unwrap();
-        let free = other.acquire("free").unwrap();
+        let free = other.acquire("free", Wait::Forever).unwrap().unwrap();
         let bell = free.wanted_bell().expect("the first page is mapped");
         let seen = bell.seen();
         drop(free);
-        let held = q.acquire("holder").unwrap();
+        let held = q.acquire("holder", Wait::Forever).unwrap().unwrap();
         assert_eq!(bell.seen(), seen, "a free turn rings nothing");
         let waited = other
-            .acquire_timeout("waiter", Duration::from_millis(30))
+            .acquire("waiter", Wait::Timeout(Duration::from_millis(30)))
             .unwrap();
         assert!(waited.is_none(), "the turn is held");
         assert_ne!(bell.seen(), seen, "the waiter rang");
         drop(held);
-    }
-
-    #[test]
-    fn header_round_trip_and_damage() {
-        let h = Header {
-            next: 42,
-            floor: 40,
-        };
-        let b = encode_header(&h);
-        assert_eq!(decode_header(&b), HeaderBytes::Valid(h));
-        let mut torn = b;
-        torn[9] ^= 1;
-        assert_eq!(decode_header(&torn), HeaderBytes::Damaged);
-        // Counters that cannot happen are damage, not a valid header.
-        for bad in [
-            Header { next: 5, floor: 6 },
-            Header { next: 5, floor: 0 },
-            Header {
-                next: MAX_TICKET,
-                floor: 1,
-            },
-        ] {
-            assert_eq!(
-                decode_header(&encode_header(&bad)),
-                HeaderBytes::Damaged,
-                "{bad:?}"
-            );
-        }
-        assert_eq!(
-            decode_header(b"SQLite format 3\0 and more bytes.."),
-            HeaderBytes::Foreign
-        );
-        assert_eq!(decode_header(&b[..10]), HeaderBytes::Foreign);
-    }
-
-    #[test]
-    fn record_round_trip_clips_at_char_boundaries() {
-        let r = Record {
-            ticket: 7,
-            state: STATE_HOLDING,
-            pid: 1234,
-            since: UNIX_EPOCH + Duration::from_nanos(1_700_000_000_123_456_789),
-            label: "é".repeat(100), // 200 bytes: cut to 120
-            sql: "INSERT INTO t VALUES (1)".into(),
-        };
-        let back = decode_record(&encode_record(&r)).unwrap();
-        assert_eq!(back.label, "é".repeat(60));
-        assert_eq!(back.sql, r.sql);
-        assert_eq!(back.since, r.since);
-        assert_eq!(
-            (back.ticket, back.state, back.pid),
-            (7, STATE_HOLDING, 1234)
-        );
-        assert_eq!(decode_record(&[0u8; RECORD_LEN]), None, "never written");
     }
 
     /// A lock file is mapped whole when it holds the job slots, by its
@@ -2731,24 +1842,5 @@ mod tests {
             lock_path_for(Path::new("/data/app.db")),
             PathBuf::from("/data/app.db-lane")
         );
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
-            let _ = decode_header(&bytes);
-            let _ = decode_record(&bytes);
-        }
-
-        #[test]
-        fn records_round_trip(ticket in 0u64..MAX_TICKET, pid: u32, label in ".{0,200}", sql in ".{0,500}") {
-            let r = Record { ticket, state: STATE_WAITING, pid, since: UNIX_EPOCH, label: label.clone(), sql: sql.clone() };
-            let back = decode_record(&encode_record(&r)).unwrap();
-            prop_assert!(label.starts_with(&back.label));
-            prop_assert!(back.label.len() <= MAX_LABEL_BYTES);
-            prop_assert!(sql.starts_with(&back.sql));
-            prop_assert!(back.sql.len() <= MAX_SQL_BYTES);
-            prop_assert_eq!((back.ticket, back.pid), (ticket, pid));
-        }
     }
 }

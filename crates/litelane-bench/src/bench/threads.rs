@@ -585,7 +585,10 @@ fn connection_inserts(
     let mut w = Work::default();
     for a in accounts {
         let t0 = Instant::now();
-        let turn = match queue.map(|q| q.acquire("bench")).transpose() {
+        let turn = match queue
+            .map(|q| q.acquire("bench", litelane::xproc::Wait::Forever))
+            .transpose()
+        {
             Ok(t) => t,
             Err(e) => {
                 w.failed += 1;

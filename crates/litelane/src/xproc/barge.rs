@@ -16,7 +16,7 @@
 //! open-file-description lock, so the kernel drops it when its holder dies,
 //! and mutual exclusion rests on it alone. A writer first tries the turn
 //! byte without waiting
-//! ([`ProcessQueue::acquire_barging`](super::ProcessQueue::acquire_barging)),
+//! ([`Wait::Barging`](super::Wait::Barging)),
 //! and keeps trying, each time a turn ends (the *turn bell*, a shared futex
 //! rung at every release) and every [`super::doorbell::POLL`], for at most
 //! [`super::BARGE_WINDOW`]. After that it takes a ticket, and is served in
@@ -228,7 +228,7 @@ mod tests {
 
     fn barging() -> (tempfile::TempDir, Barging) {
         let (dir, path, _file) = super::super::scratch_lock_file();
-        let file = super::super::imp::reopen(&path).unwrap();
+        let file = super::super::lock_file::reopen(&path).unwrap();
         (
             dir,
             Barging::on(Arc::new(SharedPage::map(&file).unwrap()), true),

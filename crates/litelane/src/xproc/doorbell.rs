@@ -148,7 +148,7 @@ mod tests {
 
     fn bell() -> (tempfile::TempDir, WantedBell) {
         let (dir, path, _f) = super::super::scratch_lock_file();
-        let file = super::super::imp::reopen(&path).unwrap();
+        let file = super::super::lock_file::reopen(&path).unwrap();
         let page = Arc::new(SharedPage::map(&file).unwrap());
         (dir, Doorbells::on(page).wanted())
     }

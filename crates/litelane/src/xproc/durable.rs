@@ -65,7 +65,7 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 
-use super::{imp, NotDurable};
+use super::{lock_file, NotDurable};
 use crate::ffi::{futex_wait, futex_wake_all, futex_wake_one_move_rest, SharedPage};
 use crate::unpoisoned::lock;
 
@@ -95,7 +95,7 @@ pub struct Counters {
 
 impl Counters {
     /// The counters in `page`, the first page of a lock file whose first
-    /// page is written (see [`imp::initialize`]), mapped with
+    /// page is written (see [`lock_file::initialize`]), mapped with
     /// [`SharedPage::map`]. Take no lock through the mapped file's open
     /// file description afterwards: the mapping keeps it alive, and its
     /// locks with it, after the file is closed.
@@ -135,7 +135,7 @@ impl Counters {
                 if let Some(done) = self.settled(seq) {
                     return Ok(done.map(|()| false));
                 }
-                if imp::lock_byte_now(file, SYNCER_BYTE)? {
+                if lock_file::lock_byte_now(file, SYNCER_BYTE)? {
                     break;
                 }
                 if self.page.word(SYNCING).load(SeqCst) >= seq {
@@ -169,7 +169,7 @@ impl Counters {
             }
         };
         if !alone {
-            let _ = imp::unlock(file, SYNCER_BYTE, 1);
+            let _ = lock_file::unlock(file, SYNCER_BYTE, 1);
             self.ring();
         }
         Ok(out)
@@ -237,7 +237,7 @@ mod tests {
 
     /// The counters of the lock file at `path`, through a mapping of its own.
     fn mapped(path: &std::path::Path) -> Counters {
-        let file = imp::reopen(path).unwrap();
+        let file = lock_file::reopen(path).unwrap();
         Counters::on(Arc::new(SharedPage::map(&file).unwrap()))
     }
 
@@ -251,8 +251,8 @@ mod tests {
     /// and that description.
     fn another_process_syncing(dir: &tempfile::TempDir) -> (std::path::PathBuf, File) {
         let lane = dir.path().join("t.db-lane");
-        let syncer = imp::reopen(&lane).unwrap();
-        assert!(imp::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
+        let syncer = lock_file::reopen(&lane).unwrap();
+        assert!(lock_file::lock_byte_now(&syncer, SYNCER_BYTE).unwrap());
         (lane, syncer)
     }
 
@@ -320,13 +320,13 @@ mod tests {
                 })
             });
             started.recv().unwrap();
-            let probe = imp::reopen(&path).unwrap();
+            let probe = lock_file::reopen(&path).unwrap();
             assert!(
-                imp::lock_byte_now(&probe, SYNCER_BYTE).unwrap(),
+                lock_file::lock_byte_now(&probe, SYNCER_BYTE).unwrap(),
                 "alone, the sync runs without the lock byte"
             );
-            imp::unlock_byte(&probe, SYNCER_BYTE).unwrap();
-            let other = imp::reopen(&path).unwrap();
+            lock_file::unlock_byte(&probe, SYNCER_BYTE).unwrap();
+            let other = lock_file::reopen(&path).unwrap();
             let covered = s.spawn(move || c.wait_durable(&other, true, b, || panic!("covered")));
             assert!(still_waiting(&[&covered]), "waits for the running sync");
             go.send(()).unwrap();
@@ -359,8 +359,8 @@ mod tests {
             }
             let settled = waiter.is_finished();
             let still_held =
-                !imp::lock_byte_now(&imp::reopen(&lane).unwrap(), SYNCER_BYTE).unwrap();
-            imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap(); // lets a stuck waiter end
+                !lock_file::lock_byte_now(&lock_file::reopen(&lane).unwrap(), SYNCER_BYTE).unwrap();
+            lock_file::unlock_byte(&syncer, SYNCER_BYTE).unwrap(); // lets a stuck waiter end
             assert!(
                 settled,
                 "a covered waiter does not wait for the syncer byte"
@@ -385,7 +385,8 @@ mod tests {
             // Each waiter with a mapping and a description of its own, as
             // another process would have.
             let waiters = later.map(|seq| {
-                let (file, mine, syncs) = (imp::reopen(&lane).unwrap(), mapped(&lane), &syncs);
+                let (file, mine, syncs) =
+                    (lock_file::reopen(&lane).unwrap(), mapped(&lane), &syncs);
                 s.spawn(move || {
                     mine.wait_durable(&file, false, seq, || {
                         syncs.fetch_add(1, Ordering::SeqCst);
@@ -399,7 +400,7 @@ mod tests {
             );
             // The other process's sync ends.
             c.page.word(SYNCED).fetch_max(first, SeqCst);
-            imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
+            lock_file::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
             c.ring();
             let ran: Vec<bool> = waiters
                 .map(|w| w.join().unwrap().unwrap().unwrap())
@@ -425,7 +426,7 @@ mod tests {
             // The other process's fsync fails: it marks the failure, lets
             // go of the byte and rings.
             c.page.word(FAILED).fetch_max(seq, SeqCst);
-            imp::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
+            lock_file::unlock_byte(&syncer, SYNCER_BYTE).unwrap();
             c.ring();
             assert!(matches!(
                 waiter.join().unwrap().unwrap(),

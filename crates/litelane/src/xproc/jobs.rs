@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 
 use super::doorbell::Doorbells;
-use super::{clip, imp};
+use super::{clip, lock_file};
 use crate::ffi::SharedPage;
 use crate::Value;
 
@@ -257,7 +257,7 @@ impl Jobs {
     /// True when another process (or queue) holds `byte`; an error counts
     /// as held (nothing is taken from a holder that might be alive).
     fn held(&self, byte: u64) -> bool {
-        imp::byte_locked(&self.locks, byte).unwrap_or(true)
+        lock_file::byte_locked(&self.locks, byte).unwrap_or(true)
     }
 
     /// Posts `sql` with `params`: `None` when it does not fit a slot or no
@@ -303,7 +303,7 @@ impl Jobs {
                 // The poster byte first: a slot is never CLAIMED without it
                 // held, so one whose byte is free has no live poster.
                 if !matches!(
-                    imp::lock_byte_now(&self.locks, Self::poster_byte(i)),
+                    lock_file::lock_byte_now(&self.locks, Self::poster_byte(i)),
                     Ok(true)
                 ) {
                     continue; // its last poster is just letting go
@@ -312,7 +312,7 @@ impl Jobs {
                 if kind(w) == FREE && self.cas(i, w, CLAIMED) {
                     return Some(i);
                 }
-                let _ = imp::unlock_byte(&self.locks, Self::poster_byte(i));
+                let _ = lock_file::unlock_byte(&self.locks, Self::poster_byte(i));
             }
         }
         None
@@ -399,7 +399,7 @@ impl Jobs {
             // The leader byte first: a job is never TAKEN without it held,
             // so a poster that finds it free knows the leader is gone.
             if !matches!(
-                imp::lock_byte_now(&self.locks, Self::leader_byte(i)),
+                lock_file::lock_byte_now(&self.locks, Self::leader_byte(i)),
                 Ok(true)
             ) {
                 continue;
@@ -410,7 +410,7 @@ impl Jobs {
                 .compare_exchange(w, taken_word, SeqCst, SeqCst)
                 .is_err()
             {
-                let _ = imp::unlock_byte(&self.locks, Self::leader_byte(i));
+                let _ = lock_file::unlock_byte(&self.locks, Self::leader_byte(i));
                 continue;
             }
             let mut taken = Taken {
@@ -622,7 +622,7 @@ impl Posted {
 
     fn release_poster_byte(&mut self) {
         self.done = true;
-        let _ = imp::unlock_byte(&self.jobs.locks, Jobs::poster_byte(self.slot));
+        let _ = lock_file::unlock_byte(&self.jobs.locks, Jobs::poster_byte(self.slot));
     }
 }
 
@@ -694,7 +694,7 @@ impl Taken {
 
     fn end(&mut self) {
         self.state = DONE;
-        let _ = imp::unlock_byte(&self.jobs.locks, Jobs::leader_byte(self.slot));
+        let _ = lock_file::unlock_byte(&self.jobs.locks, Jobs::leader_byte(self.slot));
         self.jobs.ring_poster(self.slot);
     }
 }
@@ -1013,15 +1013,20 @@ mod tests {
     /// (as two processes have), one mapping.
     fn two_views() -> (tempfile::TempDir, Arc<Jobs>, Arc<Jobs>) {
         let (dir, path, _) = super::super::scratch_lock_file();
-        let page = Arc::new(SharedPage::map(&imp::reopen(&path).unwrap()).unwrap());
-        let view = || Arc::new(Jobs::on(Arc::clone(&page), imp::reopen(&path).unwrap()));
+        let page = Arc::new(SharedPage::map(&lock_file::reopen(&path).unwrap()).unwrap());
+        let view = || {
+            Arc::new(Jobs::on(
+                Arc::clone(&page),
+                lock_file::reopen(&path).unwrap(),
+            ))
+        };
         (dir, view(), view())
     }
 
     /// What a process's death does to the lock bytes of `jobs`: the kernel
     /// drops every lock of its open file descriptions.
     fn die(jobs: &Jobs) {
-        imp::unlock(&jobs.locks, JOB_LOCKS, 2 * SLOTS as u64).unwrap();
+        lock_file::unlock(&jobs.locks, JOB_LOCKS, 2 * SLOTS as u64).unwrap();
     }
 
     /// The outcome of a one-row insert.

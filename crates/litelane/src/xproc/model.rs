@@ -1,6 +1,6 @@
 //! An exhaustive model check of the queue's algorithm (not of its code): every
 //! interleaving of a few processes taking turns, any of which may die at any
-//! step or give up waiting (`acquire_timeout`), explored state by state.
+//! step or give up waiting (`acquire` with `Wait::Timeout`), explored state by state.
 //!
 //! With bounded barging (`xproc/barge.rs`): some processes first look at
 //! the head word and try the turn byte, a bounded number of times, before
@@ -69,7 +69,7 @@ struct Proc {
     pc: Pc,
     left: u8,
     ticket: u8,
-    /// Gave up waiting (acquire_timeout): steps aside when its turn comes.
+    /// Gave up waiting (`Wait::Timeout`): steps aside when its turn comes.
     abandoned: bool,
     /// Whether this process may still give up once (bounded for the search).
     may_abandon: bool,

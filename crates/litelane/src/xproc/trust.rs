@@ -18,7 +18,7 @@
 //! database's owner and group (as SQLite does for its `-wal` and `-shm`).
 //!
 //! Pure decisions on numbers (owners and modes), so that they are tested
-//! without changing users; the system calls are in `xproc.rs`, `mod imp`.
+//! without changing users; the system calls are in `xproc/lock_file.rs`.
 
 /// Permission bits of a database that does not exist yet, as SQLite
 /// creates it (before the umask).
@@ -224,14 +224,14 @@ mod tests {
     /// is of the file it judged.
     #[test]
     fn a_lock_file_replaced_after_it_was_judged_is_not_reopened() {
-        use super::super::imp;
+        use super::super::lock_file;
         let (dir, path, judged) = super::super::scratch_lock_file();
-        let id = imp::file_id(&judged).unwrap();
-        assert!(imp::reopen_same(&path, id).is_ok());
+        let id = lock_file::file_id(&judged).unwrap();
+        assert!(lock_file::reopen_same(&path, id).is_ok());
         let other = dir.path().join("other");
         std::fs::write(&other, b"someone else's").unwrap();
         std::fs::rename(&other, &path).unwrap();
-        let err = imp::reopen_same(&path, id).unwrap_err();
+        let err = lock_file::reopen_same(&path, id).unwrap_err();
         assert!(err.contains("replaced"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
     }

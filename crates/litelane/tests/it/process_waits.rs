@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use litelane::xproc::Wait;
 use litelane::{Database, Error, Options, Profile};
 
 const DB: &str = "LITELANE_WAITS_DB";
@@ -250,7 +251,7 @@ fn a_foreign_lock_ends_writers_at_their_timeout(byte: u64) {
     let one = Duration::from_secs(1);
     let before = Database::open(&path, options(Profile::Balanced, one)).unwrap();
     let q = litelane::xproc::ProcessQueue::open(&path).unwrap();
-    let held = (byte == 0).then(|| q.acquire("other writer").unwrap());
+    let held = (byte == 0).then(|| q.acquire("other writer", Wait::Forever).unwrap().unwrap());
     let Some(locker) = foreign_read_lock(q.lock_path(), byte) else {
         return;
     };

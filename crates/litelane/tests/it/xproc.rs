@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use litelane::xproc::{lock_path_for, ProcessQueue};
+use litelane::xproc::{lock_path_for, ProcessQueue, Wait};
 
 const ROLE: &str = "LITELANE_XPROC_ROLE";
 const DB: &str = "LITELANE_XPROC_DB";
@@ -26,17 +26,17 @@ const TURNS: &str = "LITELANE_XPROC_TURNS";
 const HOLD_US: &str = "LITELANE_XPROC_HOLD_US";
 /// `start_ns,every_ns`: workers arrive together at `start + i × every`.
 const BURST: &str = "LITELANE_XPROC_BURST";
-/// Set: `worker` and `holder` take their turns with `acquire_barging`.
+/// Set: `worker` and `holder` take their turns with `Wait::Barging`.
 const BARGE: &str = "LITELANE_XPROC_BARGE";
 
 /// A turn, by ticket only or with bounded barging (when `BARGE` is set).
 fn take(q: &ProcessQueue, label: &str) -> litelane::xproc::ProcessTurn {
     if std::env::var_os(BARGE).is_some() {
-        q.acquire_barging(label, Duration::from_secs(60))
+        q.acquire(label, Wait::Barging(Duration::from_secs(60)))
             .unwrap()
             .expect("a turn within 60 s")
     } else {
-        q.acquire(label).unwrap()
+        q.acquire(label, Wait::Forever).unwrap().unwrap()
     }
 }
 
@@ -165,7 +165,7 @@ fn xproc_child() {
             let hold = Duration::from_micros(env_u64(HOLD_US));
             let mut log = OpenOptions::new().append(true).open(log_path(&db)).unwrap();
             loop {
-                let turn = q.acquire("looper").unwrap();
+                let turn = q.acquire("looper", Wait::Forever).unwrap().unwrap();
                 // One write(2) per line (see "worker" above): this process
                 // is killed at random moments, and a reader polls the log.
                 log.write_all(format!("{} {pid} {}\n", turn.ticket(), now_ns()).as_bytes())
@@ -175,7 +175,7 @@ fn xproc_child() {
             }
         }
         "waiter" => {
-            let turn = q.acquire("waiter").unwrap();
+            let turn = q.acquire("waiter", Wait::Forever).unwrap().unwrap();
             println!("GRANTED {}", turn.ticket());
         }
         "holder" => {
@@ -197,12 +197,15 @@ fn xproc_child() {
             // Even this pragma is run in a turn: outside one it can meet the
             // WAL recovery that the next turn holder runs after a kill -9
             // (SQLITE_BUSY_RECOVERY, with no busy timeout).
-            let setup = q.acquire("sqlwriter setup").unwrap();
+            let setup = q
+                .acquire("sqlwriter setup", Wait::Forever)
+                .unwrap()
+                .unwrap();
             conn.execute_batch("PRAGMA synchronous = FULL").unwrap();
             drop(setup);
             let mut out = std::io::stdout();
             for i in 0u64.. {
-                let turn = q.acquire("sqlwriter").unwrap();
+                let turn = q.acquire("sqlwriter", Wait::Forever).unwrap().unwrap();
                 let r = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
                     conn.execute(
                         "INSERT INTO acked(pid, i, pad) VALUES (?1, ?2, randomblob(500))",
@@ -322,7 +325,7 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 /// update lost, every turn logged, turns granted in strictly increasing
 /// ticket order (turns taken out of order aside), every process served.
 /// Prints the arrival-order figures. The first `barging` processes take
-/// their turns with `acquire_barging`.
+/// their turns with `Wait::Barging`.
 fn run_workers(
     what: &str,
     procs: u64,
@@ -472,7 +475,7 @@ fn threads_of_one_process_exclude_each_other_in_ticket_order() {
             );
             thread::spawn(move || {
                 for _ in 0..50 {
-                    let turn = q.acquire("thread").unwrap();
+                    let turn = q.acquire("thread", Wait::Forever).unwrap().unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
                     granted.lock().unwrap().push(turn.ticket());
                     count.fetch_add(1, Ordering::Relaxed);
@@ -598,7 +601,7 @@ fn kill_holders(kills: usize, procs: usize, hold: Duration) {
 fn killed_waiters_do_not_wedge_the_queue() {
     let (_dir, db) = fresh_db();
     let q = ProcessQueue::open(&db).unwrap();
-    let turn = q.acquire("parent").unwrap();
+    let turn = q.acquire("parent", Wait::Forever).unwrap().unwrap();
     let mut waiters = Vec::new();
     for i in 1..=3u64 {
         waiters.push(spawn("waiter", &db, &[]));
@@ -634,7 +637,10 @@ fn killed_waiters_do_not_wedge_the_queue() {
         c.wait().unwrap();
     }
     let t = Instant::now();
-    let turn = q.acquire("after the massacre").unwrap();
+    let turn = q
+        .acquire("after the massacre", Wait::Forever)
+        .unwrap()
+        .unwrap();
     println!(
         "xproc: turn after 3 dead tickets taken in {:?} (ticket {})",
         t.elapsed(),
@@ -657,7 +663,7 @@ fn a_turn_taken_out_of_order_excludes_shows_and_dies_cleanly() {
     // Free: taken at once, without a ticket.
     let t0 = Instant::now();
     let turn = q
-        .acquire_barging("barger", Duration::from_secs(5))
+        .acquire("barger", Wait::Barging(Duration::from_secs(5)))
         .unwrap()
         .expect("a free turn");
     assert_eq!(turn.ticket(), OUT_OF_ORDER);
@@ -670,14 +676,20 @@ fn a_turn_taken_out_of_order_excludes_shows_and_dies_cleanly() {
     // Every other way to the turn waits for it: by ticket, by barging.
     let other = ProcessQueue::open(&db).unwrap();
     let short = Duration::from_millis(30);
-    assert!(other.acquire_timeout("by ticket", short).unwrap().is_none());
-    assert!(other.acquire_barging("barging", short).unwrap().is_none());
+    assert!(other
+        .acquire("by ticket", Wait::Timeout(short))
+        .unwrap()
+        .is_none());
+    assert!(other
+        .acquire("barging", Wait::Barging(short))
+        .unwrap()
+        .is_none());
     drop(turn);
     assert_eq!(q.holder(), None);
     // The ticket that timed out waiting for the turn byte was finished:
     // the next ticket's turn comes at once.
     let next = other
-        .acquire_timeout("next", Duration::from_secs(5))
+        .acquire("next", Wait::Timeout(Duration::from_secs(5)))
         .unwrap();
     assert!(next.is_some_and(|t| t.ticket() != OUT_OF_ORDER));
 
@@ -697,9 +709,9 @@ fn a_turn_taken_out_of_order_excludes_shows_and_dies_cleanly() {
             thread::spawn(move || {
                 let t = Instant::now();
                 let turn = if barging {
-                    q.acquire_barging("after", Duration::from_secs(20))
+                    q.acquire("after", Wait::Barging(Duration::from_secs(20)))
                 } else {
-                    q.acquire_timeout("after", Duration::from_secs(20))
+                    q.acquire("after", Wait::Timeout(Duration::from_secs(20)))
                 };
                 assert!(turn.unwrap().is_some(), "served after the kill");
                 t.elapsed()
@@ -732,7 +744,10 @@ fn holder_is_visible_from_other_processes() {
     let (_dir, db) = fresh_db();
     let q = ProcessQueue::open(&db).unwrap();
     assert_eq!(q.holder(), None);
-    let turn = q.acquire("nightly cleanup").unwrap();
+    let turn = q
+        .acquire("nightly cleanup", Wait::Forever)
+        .unwrap()
+        .unwrap();
     turn.set_sql("DELETE FROM events WHERE day < ?1");
     let mut probe = spawn("probe", &db, &[]);
     let seen = line_starting(&mut probe, "HOLDER");
@@ -860,25 +875,29 @@ fn unusable_lock_files_degrade_without_touching_anything() {
         via_link.lock_path(),
         lock_path_for(&real.canonicalize().unwrap())
     );
-    let held = ProcessQueue::open(&real).unwrap().acquire("real").unwrap();
+    let held = ProcessQueue::open(&real)
+        .unwrap()
+        .acquire("real", Wait::Forever)
+        .unwrap()
+        .unwrap();
     assert_eq!(via_link.holder().map(|h| h.ticket), Some(held.ticket()));
     drop(held);
 
     // Our magic with a torn header and nobody queued: reset, and it works.
     let db = d.join("torn.db");
     let q = ProcessQueue::open(&db).unwrap();
-    drop(q.acquire("x").unwrap());
+    drop(q.acquire("x", Wait::Forever).unwrap().unwrap());
     let lock = lock_path_for(&db);
     let mut bytes = std::fs::read(&lock).unwrap();
     bytes[10] ^= 0xff;
     std::fs::write(&lock, &bytes).unwrap();
     let q = ProcessQueue::open(&db).expect("a torn header with no live ticket is reset");
-    let t = q.acquire("after reset").unwrap();
+    let t = q.acquire("after reset", Wait::Forever).unwrap().unwrap();
     assert_eq!(t.ticket(), 1);
 }
 
 /// A holder that hangs (here: sleeps while holding) is not released by the
-/// kernel: `acquire_timeout` gives up after its timeout, and the abandoned
+/// kernel: `Wait::Timeout` gives up after its timeout, and the abandoned
 /// ticket steps aside at once when the holder finally goes, so the process
 /// queued behind it is served.
 #[test]
@@ -887,7 +906,7 @@ fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
     let q = ProcessQueue::open(&db).unwrap();
     // Free: granted at once.
     let t = q
-        .acquire_timeout("free", Duration::from_secs(5))
+        .acquire("free", Wait::Timeout(Duration::from_secs(5)))
         .unwrap()
         .expect("free queue");
     assert!(t.waited() < Duration::from_secs(1));
@@ -896,7 +915,7 @@ fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
     give_up_on_a_hung_holder(&q, &db, Duration::from_millis(200));
     // And a timed acquire that is served before its timeout.
     let t = q
-        .acquire_timeout("patient", Duration::from_secs(10))
+        .acquire("patient", Wait::Timeout(Duration::from_secs(10)))
         .unwrap()
         .expect("turn");
     assert_eq!(t.ticket(), 5, "holder 2, abandoned 3, waiter 4, us 5");
@@ -906,14 +925,14 @@ fn timed_acquire_gives_up_on_a_hung_holder_and_steps_aside() {
     give_up_on_a_hung_holder(&q, &db, Duration::from_millis(5));
 }
 
-/// A holder process that hangs in its turn: `acquire_timeout(timeout)`
+/// A holder process that hangs in its turn: `Wait::Timeout(timeout)`
 /// gives up after `timeout`, and the process queued behind the abandoned
 /// ticket is served when the holder is killed.
 fn give_up_on_a_hung_holder(q: &ProcessQueue, db: &Path, timeout: Duration) {
     let mut hung = spawn("holder", db, &[]);
     line_starting(&mut hung, "HOLDING");
     let start = Instant::now();
-    let got = q.acquire_timeout("impatient", timeout).unwrap();
+    let got = q.acquire("impatient", Wait::Timeout(timeout)).unwrap();
     let waited = start.elapsed();
     assert!(got.is_none(), "no turn while the holder hangs");
     assert!(
@@ -938,7 +957,7 @@ fn uncontended_turn_costs_microseconds() {
     let mut costs: Vec<u64> = (0..2000)
         .map(|_| {
             let t0 = Instant::now();
-            drop(q.acquire("solo").unwrap());
+            drop(q.acquire("solo", Wait::Forever).unwrap().unwrap());
             t0.elapsed().as_nanos() as u64
         })
         .collect();
@@ -954,7 +973,9 @@ fn uncontended_turn_costs_microseconds() {
     let mut timed: Vec<u64> = (0..2000)
         .map(|_| {
             let t0 = Instant::now();
-            let turn = q.acquire_timeout("solo", Duration::from_secs(5)).unwrap();
+            let turn = q
+                .acquire("solo", Wait::Timeout(Duration::from_secs(5)))
+                .unwrap();
             assert!(turn.is_some());
             drop(turn);
             t0.elapsed().as_nanos() as u64
@@ -962,7 +983,7 @@ fn uncontended_turn_costs_microseconds() {
         .collect();
     timed.sort_unstable();
     println!(
-        "xproc uncontended acquire_timeout+release: p50 {:.1} us, p99 {:.1} us",
+        "xproc uncontended acquire(Wait::Timeout)+release: p50 {:.1} us, p99 {:.1} us",
         percentile(&timed, 0.5) as f64 / 1e3,
         percentile(&timed, 0.99) as f64 / 1e3
     );
@@ -1111,5 +1132,8 @@ fn a_torn_header_is_not_reset_under_a_live_ticket() {
     holder.kill().unwrap();
     holder.wait().unwrap();
     let q = ProcessQueue::open(&db).expect("reset once nobody is queued");
-    assert_eq!(q.acquire("after").unwrap().ticket(), 1);
+    assert_eq!(
+        q.acquire("after", Wait::Forever).unwrap().unwrap().ticket(),
+        1
+    );
 }

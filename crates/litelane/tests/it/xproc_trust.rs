@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::SystemTime;
 
-use litelane::xproc::{lock_path_for, ProcessQueue};
+use litelane::xproc::{lock_path_for, ProcessQueue, Wait};
 use litelane::{Database, Options};
 
 const NOBODY: u32 = 65534;
@@ -44,7 +44,7 @@ fn valid_lane_bytes() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("model.db");
     let q = ProcessQueue::open(&db).unwrap();
-    drop(q.acquire("model").unwrap());
+    drop(q.acquire("model", Wait::Forever).unwrap().unwrap());
     std::fs::read(lock_path_for(&db)).unwrap()
 }
 
@@ -179,7 +179,7 @@ fn a_lock_file_writable_by_more_than_the_database_is_refused() {
                 );
                 assert!(before == snapshot(&lane), "{what}: the file was changed");
             }
-            (Ok(q), None) => drop(q.acquire(what).unwrap()),
+            (Ok(q), None) => drop(q.acquire(what, Wait::Forever).unwrap().unwrap()),
             (Ok(_), Some(_)) => panic!("{what}: used"),
             (Err(err), None) => panic!("{what}: refused: {err}"),
         }
@@ -199,7 +199,7 @@ fn root_gives_a_new_lock_file_to_the_databases_owner() {
     set_mode(&db, 0o664);
     chown(&db, Some(NOBODY), Some(NOBODY)).unwrap();
     let q = ProcessQueue::open(&db).unwrap();
-    drop(q.acquire("root").unwrap());
+    drop(q.acquire("root", Wait::Forever).unwrap().unwrap());
     let lane = lock_path_for(&db);
     let md = std::fs::metadata(&lane).unwrap();
     assert_eq!(
@@ -217,7 +217,8 @@ fn root_gives_a_new_lock_file_to_the_databases_owner() {
     drop(
         ProcessQueue::open(&db)
             .unwrap()
-            .acquire("root again")
+            .acquire("root again", Wait::Forever)
+            .unwrap()
             .unwrap(),
     );
 }
@@ -243,7 +244,7 @@ fn a_new_lock_files_mode_follows_the_databases_write_classes() {
             None => std::fs::remove_file(&db).unwrap(),
         }
         let q = ProcessQueue::open(&db).unwrap();
-        drop(q.acquire("mode").unwrap());
+        drop(q.acquire("mode", Wait::Forever).unwrap().unwrap());
         let lane = lock_path_for(&db);
         let md = std::fs::metadata(&lane).unwrap();
         let what = db_mode.map_or("a new database".into(), |m| format!("a {m:04o} database"));
