@@ -47,6 +47,7 @@
 use crate::unpoisoned::lock;
 use std::fmt;
 use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -442,6 +443,70 @@ impl ProcessTurn {
     }
 }
 
+/// How many times [`open_present`] opens a lock file that was removed
+/// before this process announced itself on it: 100.
+const PRESENCE_ATTEMPTS: u32 = 100;
+
+/// Opens the lock file of `db_path` at `lock_path` (creating it if there
+/// is none) and announces this queue on it through an open file
+/// description of its own, returned third, which lives as long as the
+/// queue: from then on no process removes the file (the last queue of a
+/// file removes it, see `Drop for Shared`). A file removed between the
+/// open and the announcement (or being removed: its presence byte is
+/// write-locked, 1 ms apart) is opened again. The third is `None` when no
+/// presence lock can be taken (no open-file-description locks): others
+/// then always seem present, and the file is never removed.
+fn open_present(
+    db_path: &Path,
+    lock_path: &Path,
+) -> Result<(File, lock_file::FileId, Option<File>), String> {
+    for _ in 0..PRESENCE_ATTEMPTS {
+        let file = lock_file::open_lock_file(db_path, lock_path)?;
+        let id = lock_file::file_id(&file)?;
+        let announced = lock_file::reopen_same(lock_path, id)
+            .map_err(io::Error::other)
+            .and_then(|p| lock_file::announce_presence(&p).map(|on| on.then_some(p)));
+        match announced {
+            Ok(Some(presence)) if lock_file::is_at(lock_path, id) => {
+                return Ok((file, id, Some(presence)))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            Ok(Some(_)) => {}
+            Err(_) if !lock_file::is_at(lock_path, id) => {}
+            Err(_) => return Ok((file, id, None)),
+        }
+    }
+    Err(format!(
+        "the lock file was removed by other processes {PRESENCE_ATTEMPTS} times while this \
+         one opened it"
+    ))
+}
+
+impl Drop for Shared {
+    /// The last queue of the file in any process removes the lock file,
+    /// as SQLite removes `-wal` and `-shm` when its last connection closes:
+    /// only in the process that opened this queue (a forked child shares
+    /// its parent's open file descriptions, and with them its presence),
+    /// and never while a failed fsync is marked in it (what other processes
+    /// must learn: `durable.rs`).
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if self
+            .counters
+            .as_ref()
+            .is_some_and(|c| c.failed_at().is_some())
+        {
+            return;
+        }
+        if let Some(presence) = &self.presence {
+            lock_file::remove_if_last(presence, &self.lock_path, self.id);
+        }
+    }
+}
+
 impl Drop for ProcessTurn {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
@@ -564,8 +629,7 @@ impl ProcessQueue {
             lock_path: lock_path.clone(),
             reason,
         };
-        let file = lock_file::open_lock_file(db_path, &lock_path).map_err(degraded)?;
-        let id = lock_file::file_id(&file).map_err(degraded)?;
+        let (file, id, presence) = open_present(db_path, &lock_path).map_err(degraded)?;
         lock_file::initialize(&file, wait).map_err(degraded)?;
         // Mapped through an open file description of its own, which no lock
         // is ever taken on: a mapping keeps its description alive after the
@@ -590,11 +654,6 @@ impl ProcessQueue {
             ),
             None => (None, None, None, None),
         };
-        // A description of its own: no other lock is taken through it, and
-        // it lives as long as this queue.
-        let presence = lock_file::reopen_same(&lock_path, id)
-            .ok()
-            .filter(|f| lock_file::announce_presence(f).is_ok());
         Ok(ProcessQueue {
             shared: Arc::new(Shared {
                 lock_path,

@@ -144,11 +144,16 @@ pub fn open_lock_file(db_path: &Path, lock_path: &Path) -> Result<File, String> 
     });
     let db = trust::Database::new(found, euid, egid);
     // A file made by another process between our two opens is judged
-    // like any other; one removed between them is looked for again.
-    for _ in 0..3 {
+    // like any other; one removed between them, or removed right after it
+    // was opened (the last queue of another process closing: no link
+    // left), is looked for again.
+    for _ in 0..100 {
         match open_existing(lock_path) {
             Ok(file) => {
                 let md = check_regular(&file)?;
+                if md.nlink() == 0 {
+                    continue;
+                }
                 let lane = trust::Owner {
                     uid: md.uid(),
                     gid: md.gid(),
@@ -698,12 +703,38 @@ pub fn queued(file: &File) -> u64 {
 }
 
 /// Read-locks the presence byte through `file`, for as long as that
-/// open file description lives.
-pub fn announce_presence(file: &File) -> io::Result<()> {
-    match lock_now(file, libc::F_RDLCK as libc::c_short, layout::PRESENCE_BYTE)? {
-        true => Ok(()),
-        false => Err(io::Error::other("the presence byte is write-locked")),
-    }
+/// open file description lives. `Ok(false)`: it is write-locked, by a
+/// process removing the file ([`remove_if_last`]).
+pub fn announce_presence(file: &File) -> io::Result<bool> {
+    lock_now(file, libc::F_RDLCK as libc::c_short, layout::PRESENCE_BYTE)
+}
+
+/// True when the file at `lock_path` is the file `id` (not removed or
+/// replaced since it was opened).
+pub fn is_at(lock_path: &Path, id: FileId) -> bool {
+    std::fs::symlink_metadata(lock_path).is_ok_and(|m| (m.dev(), m.ino()) == id)
+}
+
+/// Removes the lock file `id` at `lock_path` if no open file description
+/// but `presence` (this queue's, which read-locks the presence byte) has
+/// announced itself on it: every queue of every process announces itself
+/// before it uses the file, and looks again that the file is still at its
+/// path once it has ([`super::ProcessQueue::open`]), so one that opened the
+/// file just before it was removed opens a new one. The presence byte is
+/// write-locked through `presence` from here until `presence` is closed:
+/// a queue announcing itself meanwhile waits for that. True when removed.
+///
+/// When the write lock is refused, this queue takes its own presence
+/// back and asks once more: of queues closing at the same moment, each
+/// refused while the others were still present, the last to ask again
+/// finds the others gone (or one of them removing the file).
+pub fn remove_if_last(presence: &File, lock_path: &Path, id: FileId) -> bool {
+    let write = || {
+        let kind = libc::F_WRLCK as libc::c_short;
+        matches!(lock_now(presence, kind, layout::PRESENCE_BYTE), Ok(true))
+    };
+    let alone = write() || (unlock(presence, layout::PRESENCE_BYTE, 1).is_ok() && write());
+    alone && is_at(lock_path, id) && std::fs::remove_file(lock_path).is_ok()
 }
 
 /// True when a description other than `file`'s holds the presence

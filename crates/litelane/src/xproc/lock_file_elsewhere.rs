@@ -68,8 +68,14 @@ pub fn record_of(_: &File, _: u64) -> Option<HolderInfo> {
 pub fn holder(_: &File) -> Option<HolderInfo> {
     None
 }
-pub fn announce_presence(_: &File) -> std::io::Result<()> {
+pub fn announce_presence(_: &File) -> std::io::Result<bool> {
     Err(std::io::Error::other(OFF))
+}
+pub fn is_at(_: &Path, _: FileId) -> bool {
+    true
+}
+pub fn remove_if_last(_: &File, _: &Path, _: FileId) -> bool {
+    false
 }
 pub fn others_present(_: &File) -> std::io::Result<bool> {
     Ok(true)

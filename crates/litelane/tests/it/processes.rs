@@ -134,6 +134,10 @@ fn processes_child() {
     if let Some(why) = m.combined_commits_off {
         println!("COMBINED_OFF {why}");
     }
+    // While the database is open (the last close removes the lock file).
+    if let Ok(md) = std::fs::metadata(litelane::xproc::lock_path_for(Path::new(&path))) {
+        println!("LANE_BYTES {}", md.len());
+    }
 }
 
 fn spawn(db: &Path, role: &str, id: usize) -> Child {
@@ -190,6 +194,8 @@ struct Outcome {
     combined_off: Option<String>,
     /// Turns taken in the cross-process queue, and of those out of order.
     turns: (u64, u64),
+    /// The size of the lock file at the end, while the database was open.
+    lane_bytes: Option<u64>,
 }
 
 fn collect(child: Child) -> Outcome {
@@ -204,6 +210,7 @@ fn collect(child: Child) -> Outcome {
         unknown: Vec::new(),
         combined_off: None,
         turns: (0, 0),
+        lane_bytes: None,
     };
     let mut child = child;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -227,6 +234,8 @@ fn collect(child: Child) -> Outcome {
         } else if let Some(s) = line.strip_prefix("TURNS ") {
             let (all, out_of_order) = s.split_once(' ').unwrap();
             out.turns = (all.parse().unwrap(), out_of_order.parse().unwrap());
+        } else if let Some(n) = line.strip_prefix("LANE_BYTES ") {
+            out.lane_bytes = Some(n.parse().unwrap());
         } else if let Some(b) = line.strip_prefix("QUEUE_OFF ") {
             out.queue_off = b == "true";
         } else if let Some(id) = line.strip_prefix("ACK ") {
@@ -723,12 +732,16 @@ fn a_lock_file_that_cannot_grow_keeps_the_queue_and_turns_combining_off() {
         why.contains("could not grow") && why.contains("-lane"),
         "{why}"
     );
-    let lane = std::fs::metadata(litelane::xproc::lock_path_for(&path))
-        .unwrap()
-        .len();
+    let lane = o
+        .lane_bytes
+        .expect("the lock file, while the database was open");
     assert!(
         (4096..320 * 1024).contains(&lane),
         "the lock file stopped at the limit: {lane} bytes"
+    );
+    assert!(
+        !litelane::xproc::lock_path_for(&path).exists(),
+        "the last close removed it"
     );
     assert_eq!(stored(&path), o.acked.iter().copied().collect());
 }

@@ -225,6 +225,46 @@ fn xproc_child() {
                 out.flush().unwrap();
             }
         }
+        "reopener" => {
+            // Every turn opens a queue of its own and closes it after: the
+            // last one closed removes the lock file, and the next open
+            // makes a new one, while the other processes do the same.
+            drop(q);
+            let threads = env_u64(THREADS);
+            let turns = env_u64(TURNS);
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let db = db.clone();
+                    thread::spawn(move || {
+                        let state = OpenOptions::new()
+                            .read(true)
+                            .write(true)
+                            .open(state_path(&db))
+                            .unwrap();
+                        let me = u64::from(pid) << 16 | t;
+                        for _ in 0..turns {
+                            let q = ProcessQueue::open(&db).expect("queue");
+                            let turn = take(&q, "reopener");
+                            let inside = read_u64(&state, 0);
+                            if inside != 0 {
+                                println!("VIOLATION {me:x} found {inside:x} inside");
+                                std::process::exit(3);
+                            }
+                            write_u64(&state, 0, me);
+                            let count = read_u64(&state, 8);
+                            thread::yield_now();
+                            write_u64(&state, 8, count + 1);
+                            write_u64(&state, 0, 0);
+                            drop(turn);
+                            drop(q);
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        }
         "probe" => match q.holder() {
             Some(h) => println!("HOLDER {} {} | {}", h.pid, h.label, h.sql),
             None => println!("HOLDER none"),
@@ -418,6 +458,68 @@ fn run_workers(
         percentile(&waits, 0.5) as f64 / 1e6,
         percentile(&waits, 0.99) as f64 / 1e6,
         *waits.last().unwrap() as f64 / 1e6,
+    );
+}
+
+/// The lock file goes when the last queue on it closes, in any process,
+/// as SQLite's `-wal` and `-shm` do: not while another queue of this
+/// process or another process has it open.
+#[test]
+fn the_last_queue_to_close_removes_the_lock_file() {
+    let (_dir, db) = fresh_db();
+    let lock = lock_path_for(&db);
+    let a = ProcessQueue::open(&db).unwrap();
+    let b = ProcessQueue::open(&db).unwrap();
+    drop(take(&a, "a"));
+    drop(a);
+    assert!(
+        lock.exists(),
+        "removed while another queue of this process is open"
+    );
+    drop(take(&b, "b"));
+    drop(b);
+    assert!(
+        !lock.exists(),
+        "the last queue closed and the lock file stayed"
+    );
+
+    let mut holder = spawn("holder", &db, &[]);
+    line_starting(&mut holder, "HOLDING");
+    let c = ProcessQueue::open(&db).unwrap();
+    assert_eq!(seen_holding(&c, &holder).pid, holder.id());
+    drop(c);
+    assert!(lock.exists(), "removed while another process has it open");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let d = ProcessQueue::open(&db).unwrap();
+    drop(take(&d, "after the holder died"));
+    drop(d);
+    assert!(!lock.exists());
+}
+
+/// Processes whose threads each open a queue for every turn and close it
+/// after: lock files are removed and made again all the time, and the
+/// turns still exclude each other (a queue on a removed file would let two
+/// holders in at once), no update is lost, and the last close leaves no
+/// lock file.
+#[test]
+fn lock_files_removed_and_made_again_under_churn_keep_the_exclusion() {
+    let (_dir, db) = fresh_db();
+    let (procs, threads, turns) = if long() { (8, 4, 500) } else { (4, 2, 150) };
+    let env = [(THREADS, threads.to_string()), (TURNS, turns.to_string())];
+    let children: Vec<Child> = (0..procs).map(|_| spawn("reopener", &db, &env)).collect();
+    for mut c in children {
+        let status = c.wait().unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut out).unwrap();
+        assert!(status.success(), "reopener failed ({status}): {out}");
+        assert!(!out.contains("VIOLATION"), "{out}");
+    }
+    let state = File::open(state_path(&db)).unwrap();
+    assert_eq!(read_u64(&state, 8), procs * threads * turns, "lost updates");
+    assert!(
+        !lock_path_for(&db).exists(),
+        "the last close left the lock file"
     );
 }
 
