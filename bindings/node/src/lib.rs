@@ -1353,10 +1353,14 @@ impl NativeDatabase {
         let run = |c: &Connection| {
             let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
             params.bind(&mut stmt)?;
-            let n = stmt.column_count();
             let mut values = Vec::new();
             let mut raw = stmt.raw_query();
+            // The column count once the statement ran: a schema change
+            // prepares it again in its first step (`SELECT *` after `ALTER
+            // TABLE ... ADD COLUMN`).
+            let mut n = None;
             while let Some(row) = raw.next().map_err(from_rusqlite)? {
+                let n = *n.get_or_insert_with(|| row.as_ref().column_count());
                 for i in 0..n {
                     values.push(row.get::<_, Value>(i).map_err(from_rusqlite)?);
                 }
@@ -1364,7 +1368,8 @@ impl NativeDatabase {
                     break;
                 }
             }
-            Ok((n, values))
+            drop(raw);
+            Ok((n.unwrap_or_else(|| stmt.column_count()), values))
         };
         let out = if reader {
             self.on_conn_with(true, true, run)

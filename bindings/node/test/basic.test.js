@@ -251,3 +251,15 @@ test('an empty Buffer binds as an empty blob (its data pointer is NULL)', () => 
 	assert.deepStrictEqual([...rows[1].x], [1, 2, 3]);
 	db.close();
 });
+
+test('a statement whose columns change with the schema (SELECT * after ADD COLUMN)', () => {
+	const db = new Database(file('star.db'));
+	db.exec('CREATE TABLE s(x)');
+	db.prepare('INSERT INTO s VALUES (1)').run();
+	const star = db.prepare('SELECT * FROM s');
+	assert.deepStrictEqual(star.all(), [{ x: 1 }]);
+	db.exec('ALTER TABLE s ADD COLUMN y DEFAULT 7');
+	assert.deepStrictEqual(star.all(), [{ x: 1, y: 7 }]);
+	assert.deepStrictEqual(star.get(), { x: 1, y: 7 });
+	db.close();
+});
