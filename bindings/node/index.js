@@ -120,7 +120,7 @@ function Database(filenameGiven, options) {
 	const { NativeDatabase } = addon();
 	const db = call(null, () => new NativeDatabase(anonymous ? ':memory:' : filename, { profile, timeout }));
 	const scratch = newScratch();
-	const getFast = db.setScratch(scratch.buffer, db);
+	const fast = db.setScratch(scratch.buffer, db);
 	Object.defineProperty(this, cpp, {
 		value: {
 			db,
@@ -137,7 +137,7 @@ function Database(filenameGiven, options) {
 			// Where a point read's parameters and row cross (Statement#get),
 			// and the native function that reads it.
 			scratch,
-			getFast,
+			fast,
 		},
 	});
 }
@@ -153,6 +153,9 @@ const TAG_OTHER = 2;
 const FAST_READER = 1;
 const FAST_SAFE_INTS = 2;
 const FAST_EXTRAS_ARRAY = 4;
+const FAST_WRONG_COUNT = 8;
+const FAST_OP_GET = 0;
+const FAST_OP_RUN = 1;
 function newScratch() {
 	const buffer = new ArrayBuffer(1024);
 	return {
@@ -162,7 +165,38 @@ function newScratch() {
 		paramTags: new Uint8Array(buffer, 320, MAX_FAST_PARAMS),
 		colNums: new Float64Array(buffer, 384, MAX_FAST_COLUMNS),
 		colTags: new Uint8Array(buffer, 896, MAX_FAST_COLUMNS),
+		// A run's last insert rowid, exactly (safeIntegers).
+		rowid: new BigInt64Array(buffer, 384 + 16, 1),
 	};
+}
+
+// Writes a statement's parameters into the scratch memory: numbers and
+// nulls there, the others (strings, bigints, buffers) returned, the only
+// one itself or an array of them (undefined when none). NOT_FAST for a
+// parameter the general path must see (arrays, objects, anything else).
+function packParams(sc, args) {
+	const n = args.length;
+	let nx = 0;
+	let x;
+	let xs;
+	for (let i = 0; i < n; i++) {
+		const a = args[i];
+		if (typeof a === 'number') {
+			sc.paramNums[i] = a;
+			sc.paramTags[i] = TAG_NUMBER;
+		} else if (a === null || a === undefined) {
+			sc.paramTags[i] = TAG_NULL;
+		} else if (typeof a === 'string' || typeof a === 'bigint' || Buffer.isBuffer(a)) {
+			sc.paramTags[i] = TAG_OTHER;
+			if (nx === 0) x = a;
+			else if (nx === 1) xs = [x, a];
+			else xs.push(a);
+			nx++;
+		} else {
+			return NOT_FAST;
+		}
+	}
+	return nx > 1 ? xs : x;
 }
 
 function state(db) {
@@ -848,13 +882,45 @@ class Statement {
 	}
 
 	run(...args) {
+		const done = this._runFast(args);
+		if (done !== NOT_FAST) return done;
 		const db = this._ready(false);
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
+		// More or fewer values than the statement has parameters: not through
+		// the engine's execute, so that binding reports it as better-sqlite3 does.
+		const wrongCount = p.named === null && p.anon.length !== this._paramNames.length;
+		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, wrongCount));
 		const rowid = this._safe ? BigInt(r.lastInsertRowid) : r.lastInsertRowid;
 		return { changes: r.changes, lastInsertRowid: rowid };
+	}
+
+	// `run` through the scratch memory, for the parameters `_getFast`
+	// takes; NOT_FAST when it did not run.
+	_runFast(args) {
+		const st = this._st;
+		if (this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
+		const db = this._ready(false);
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) return NOT_FAST;
+		const sc = st.scratch;
+		const x = packParams(sc, args);
+		if (x === NOT_FAST) return NOT_FAST;
+		this._checkWrite();
+		sc.header[0] = this._id;
+		sc.header[1] = (this._onReader ? FAST_READER : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0) | (args.length !== this._paramNames.length ? FAST_WRONG_COUNT : 0);
+		sc.header[2] = args.length;
+		sc.header[4] = FAST_OP_RUN;
+		st.busy = true;
+		try {
+			st.fast(x);
+		} catch (err) {
+			throw translate(err);
+		} finally {
+			st.busy = false;
+		}
+		return { changes: sc.colNums[0], lastInsertRowid: this._safe ? sc.rowid[0] : sc.colNums[1] };
 	}
 
 	_rows(args, firstOnly) {
@@ -921,40 +987,22 @@ class Statement {
 	// run.
 	_getFast(args) {
 		const st = this._st;
-		const n = args.length;
-		if (!this._returnsData || this._bound !== null || st.verbose !== null || n > MAX_FAST_PARAMS) return NOT_FAST;
+		if (!this._returnsData || this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
 		const db = this._ready(true);
 		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
 		if (this._id < 0) return NOT_FAST;
 		const sc = st.scratch;
-		let nx = 0;
-		let x;
-		let xs;
-		for (let i = 0; i < n; i++) {
-			const a = args[i];
-			if (typeof a === 'number') {
-				sc.paramNums[i] = a;
-				sc.paramTags[i] = TAG_NUMBER;
-			} else if (a === null || a === undefined) {
-				sc.paramTags[i] = TAG_NULL;
-			} else if (typeof a === 'string' || typeof a === 'bigint' || Buffer.isBuffer(a)) {
-				sc.paramTags[i] = TAG_OTHER;
-				if (nx === 0) x = a;
-				else if (nx === 1) xs = [x, a];
-				else xs.push(a);
-				nx++;
-			} else {
-				return NOT_FAST;
-			}
-		}
+		const x = packParams(sc, args);
+		if (x === NOT_FAST) return NOT_FAST;
 		this._checkWrite();
 		sc.header[0] = this._id;
-		sc.header[1] = (this._onReader ? FAST_READER : 0) | (this._safe ? FAST_SAFE_INTS : 0) | (nx > 1 ? FAST_EXTRAS_ARRAY : 0);
-		sc.header[2] = n;
+		sc.header[1] = (this._onReader ? FAST_READER : 0) | (this._safe ? FAST_SAFE_INTS : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0);
+		sc.header[2] = args.length;
+		sc.header[4] = FAST_OP_GET;
 		let r;
 		st.busy = true;
 		try {
-			r = st.getFast(nx > 1 ? xs : x);
+			r = st.fast(x);
 		} catch (err) {
 			throw translate(err);
 		} finally {

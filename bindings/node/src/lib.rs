@@ -391,8 +391,17 @@ fn run_query(
 }
 
 fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Result<(i64, i64)> {
+    run_statement_with(conn, sql, |stmt| params.bind(stmt))
+}
+
+/// `run_statement` with the parameters `bind` binds.
+fn run_statement_with(
+    conn: &Connection,
+    sql: &str,
+    bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> litelane::Result<()>,
+) -> litelane::Result<(i64, i64)> {
     let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
-    params.bind(&mut stmt)?;
+    bind(&mut stmt)?;
     let before = conn.total_changes();
     let mut raw = stmt.raw_query();
     while raw.next().map_err(from_rusqlite)?.is_some() {}
@@ -872,6 +881,8 @@ pub struct NativeDatabase {
     /// id instead of the text on every call).
     sqls: Vec<Arc<str>>,
     sql_ids: HashMap<String, u32>,
+    /// Whether each of `sqls` is a [`one_shot_write`] (decided once).
+    sql_one_shot: Vec<bool>,
     /// A pipelined `insertMany` in progress.
     pipeline: Option<Pipeline>,
     /// The memory `get_fast` shares with index.js (`set_scratch`).
@@ -886,13 +897,15 @@ pub struct NativeDatabase {
 /// without a napi call per value (only texts, blobs and bigints do):
 ///
 /// - `u32` header at 0: `[0]` the statement's id (`intern`), `[1]` flags
-///   (`FAST_*`), `[2]` how many parameters; `[3]` the row's column count,
-///   written back.
+///   (`FAST_*`), `[2]` how many parameters, `[4]` the operation (a `get`,
+///   or `FAST_OP_RUN`); `[3]` the row's column count, written back.
 /// - parameters: `f64` values at `PARAM_NUMS`, one tag byte each at
 ///   `PARAM_TAGS` (`TAG_NULL`, `TAG_NUMBER`, `TAG_OTHER`: the value is in
 ///   the call's argument, in order).
 /// - the row: `f64` values at `COL_NUMS`, tags at `COL_TAGS` (`TAG_OTHER`:
-///   the value is in what the call returns, in order).
+///   the value is in what the call returns, in order). A `run` writes
+///   there its changes (`f64`), its last insert rowid as an `f64` and as
+///   an `i64` (for bigints) after it.
 ///
 /// Everything runs on the JavaScript thread, one call at a time (index.js
 /// marks the connection busy meanwhile), and index.js reads the row before
@@ -926,6 +939,12 @@ const FAST_SAFE_INTS: u32 = 2;
 /// The call's argument is an array of the `TAG_OTHER` parameters (else it
 /// is the only one).
 const FAST_EXTRAS_ARRAY: u32 = 4;
+/// A `run` with more or fewer parameters than the statement has: not
+/// through `Database::execute`, so that binding reports it as
+/// better-sqlite3 does.
+const FAST_WRONG_COUNT: u32 = 8;
+/// The header's `[4]` for a `run` (else a `get`).
+const FAST_OP_RUN: u32 = 1;
 
 /// A parameter of `get_fast`: texts are ranges of `fast_text`, blobs point
 /// into their `Buffer` (alive for the call: it is one of its arguments).
@@ -1011,6 +1030,90 @@ fn fast_param(
     }
 }
 
+/// The `n` parameters index.js put in the scratch memory at `ptr`, the
+/// ones that are not numbers or null read from `extra` (see [`Scratch`]).
+fn read_fast_params(
+    env: sys::napi_env,
+    ptr: *mut u8,
+    flags: u32,
+    n: usize,
+    extra: sys::napi_value,
+    text: &mut Vec<u8>,
+) -> napi::Result<[FastParam; MAX_FAST_PARAMS]> {
+    let mut params = [FastParam::Null; MAX_FAST_PARAMS];
+    let mut k = 0u32;
+    for (i, p) in params.iter_mut().enumerate().take(n) {
+        *p = match unsafe { *ptr.add(PARAM_TAGS + i) } {
+            TAG_NULL => FastParam::Null,
+            TAG_NUMBER => FastParam::Real(unsafe {
+                ptr.add(PARAM_NUMS).cast::<f64>().add(i).read_unaligned()
+            }),
+            _ => {
+                let v = if flags & FAST_EXTRAS_ARRAY != 0 {
+                    let mut v: sys::napi_value = std::ptr::null_mut();
+                    unsafe { check(sys::napi_get_element(env, extra, k, &mut v))? };
+                    v
+                } else {
+                    extra
+                };
+                k += 1;
+                fast_param(env, v, text)?
+            }
+        };
+    }
+    Ok(params)
+}
+
+impl FastParam {
+    fn value_ref<'a>(&self, text: &'a [u8]) -> ValueRef<'a> {
+        match *self {
+            FastParam::Null => ValueRef::Null,
+            FastParam::Real(f) => ValueRef::Real(f),
+            FastParam::Integer(x) => ValueRef::Integer(x),
+            FastParam::Text(a, b) => ValueRef::Text(&text[a..b]),
+            FastParam::Blob(_, 0) => ValueRef::Blob(&[]),
+            FastParam::Blob(p, len) => {
+                ValueRef::Blob(unsafe { std::slice::from_raw_parts(p, len) })
+            }
+        }
+    }
+}
+
+/// Binds `params` by position as [`Params::bind`] binds anonymous ones,
+/// with its errors (a named parameter: none were given).
+fn bind_fast(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: &[FastParam],
+    text: &[u8],
+) -> litelane::Result<()> {
+    let count = stmt.parameter_count();
+    let mut next = 0;
+    for i in 1..=count {
+        if stmt
+            .parameter_name(i)
+            .is_some_and(|name| !name.starts_with('?'))
+        {
+            return Err(js_kind("TypeError", "Missing named parameters"));
+        }
+        let Some(p) = params.get(next) else {
+            return Err(js_kind(
+                "RangeError",
+                "Too few parameter values were provided",
+            ));
+        };
+        next += 1;
+        stmt.raw_bind_parameter(i, rusqlite::types::ToSqlOutput::Borrowed(p.value_ref(text)))
+            .map_err(from_rusqlite)?;
+    }
+    if next < params.len() {
+        return Err(js_kind(
+            "RangeError",
+            "Too many parameter values were provided",
+        ));
+    }
+    Ok(())
+}
+
 /// One column of the current row as a JavaScript value (a text, blob or
 /// bigint: numbers and nulls go through the scratch memory).
 fn fast_extra(env: sys::napi_env, v: ValueRef<'_>) -> napi::Result<sys::napi_value> {
@@ -1062,7 +1165,8 @@ unsafe extern "C" fn drop_fast_fn(
     unsafe { sys::napi_delete_reference(env, fast.owner) };
 }
 
-/// `getFast(extra)`: [`NativeDatabase::get_fast`] on the function's database.
+/// `fast(extra)`: [`NativeDatabase::get_fast`] or, when the header's `[4]`
+/// is `FAST_OP_RUN`, [`NativeDatabase::run_fast`], on the function's database.
 unsafe extern "C" fn get_fast_callback(
     env: sys::napi_env,
     info: sys::napi_callback_info,
@@ -1088,7 +1192,15 @@ unsafe extern "C" fn get_fast_callback(
         // the JavaScript thread calls, one call at a time (index.js marks
         // the connection busy).
         let fast = unsafe { &*data.cast::<FastFn>() };
-        unsafe { &mut *fast.db }.get_fast(env, argv[0])
+        let db = unsafe { &mut *fast.db };
+        let op = db.scratch.as_ref().map_or(0, |s| unsafe {
+            s.ptr.cast::<u32>().add(4).read_unaligned()
+        });
+        if op == FAST_OP_RUN {
+            db.run_fast(env, argv[0])
+        } else {
+            db.get_fast(env, argv[0])
+        }
     });
     match out {
         Ok(v) => v,
@@ -1391,6 +1503,7 @@ impl NativeDatabase {
             next_backup: 0,
             sqls: Vec::new(),
             sql_ids: HashMap::new(),
+            sql_one_shot: Vec::new(),
             pipeline: None,
             scratch: None,
             fast_text: Vec::new(),
@@ -1501,6 +1614,7 @@ impl NativeDatabase {
         reader: bool,
         anon: Vec<JsUnknown>,
         named: Option<JsObject>,
+        wrong_count: Option<bool>,
     ) -> napi::Result<RunResult> {
         let params = Params::from_js(anon, named)?;
         if self.control(&sql)?.is_some() {
@@ -1509,7 +1623,12 @@ impl NativeDatabase {
                 last_insert_rowid: 0,
             });
         }
-        if !reader && self.held.is_none() && params.named.is_none() && one_shot_write(&sql) {
+        if !reader
+            && self.held.is_none()
+            && params.named.is_none()
+            && one_shot_write(&sql)
+            && wrong_count != Some(true)
+        {
             // A write known in advance goes through `Database::execute`: it
             // may be committed together with the writes of other processes
             // (one fsync for all under `safe`). Not with setups on the
@@ -1552,6 +1671,7 @@ impl NativeDatabase {
         }
         let id = self.sqls.len() as u32;
         self.sqls.push(Arc::from(sql.as_str()));
+        self.sql_one_shot.push(one_shot_write(&sql));
         self.sql_ids.insert(sql, id);
         id as i32
     }
@@ -1725,27 +1845,7 @@ impl NativeDatabase {
             .ok_or_else(|| kind_err("TypeError", "unknown statement"))?;
         let mut text = std::mem::take(&mut self.fast_text);
         text.clear();
-        let mut params = [FastParam::Null; MAX_FAST_PARAMS];
-        let mut k = 0u32;
-        for (i, p) in params.iter_mut().enumerate().take(n) {
-            *p = match unsafe { *ptr.add(PARAM_TAGS + i) } {
-                TAG_NULL => FastParam::Null,
-                TAG_NUMBER => FastParam::Real(unsafe {
-                    ptr.add(PARAM_NUMS).cast::<f64>().add(i).read_unaligned()
-                }),
-                _ => {
-                    let v = if flags & FAST_EXTRAS_ARRAY != 0 {
-                        let mut v: sys::napi_value = std::ptr::null_mut();
-                        unsafe { check(sys::napi_get_element(raw_env, extra, k, &mut v))? };
-                        v
-                    } else {
-                        extra
-                    };
-                    k += 1;
-                    fast_param(raw_env, v, &mut text)?
-                }
-            };
-        }
+        let params = read_fast_params(raw_env, ptr, flags, n, extra, &mut text)?;
         let params = &params[..n];
         let safe_ints = flags & FAST_SAFE_INTS != 0;
         let mut extras: [sys::napi_value; MAX_FAST_COLUMNS] =
@@ -1756,41 +1856,7 @@ impl NativeDatabase {
         let wide_ref = &mut wide;
         let run = |c: &Connection| -> litelane::Result<Option<(usize, usize)>> {
             let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
-            let count = stmt.parameter_count();
-            let mut next = 0;
-            for i in 1..=count {
-                if stmt
-                    .parameter_name(i)
-                    .is_some_and(|name| !name.starts_with('?'))
-                {
-                    return Err(js_kind("TypeError", "Missing named parameters"));
-                }
-                let Some(p) = params.get(next) else {
-                    return Err(js_kind(
-                        "RangeError",
-                        "Too few parameter values were provided",
-                    ));
-                };
-                next += 1;
-                let v = match *p {
-                    FastParam::Null => ValueRef::Null,
-                    FastParam::Real(f) => ValueRef::Real(f),
-                    FastParam::Integer(x) => ValueRef::Integer(x),
-                    FastParam::Text(a, b) => ValueRef::Text(&text_ref[a..b]),
-                    FastParam::Blob(_, 0) => ValueRef::Blob(&[]),
-                    FastParam::Blob(p, len) => {
-                        ValueRef::Blob(unsafe { std::slice::from_raw_parts(p, len) })
-                    }
-                };
-                stmt.raw_bind_parameter(i, rusqlite::types::ToSqlOutput::Borrowed(v))
-                    .map_err(from_rusqlite)?;
-            }
-            if next < params.len() {
-                return Err(js_kind(
-                    "RangeError",
-                    "Too many parameter values were provided",
-                ));
-            }
+            bind_fast(&mut stmt, params, text_ref)?;
             let mut raw = stmt.raw_query();
             let Some(row) = raw.next().map_err(from_rusqlite)? else {
                 return Ok(None);
@@ -1873,6 +1939,81 @@ impl NativeDatabase {
             }
         };
         Ok(value)
+    }
+
+    /// `run` for statement `id` (from `intern`, so not a transaction
+    /// control statement) with its parameters in the scratch memory, as
+    /// `get_fast` takes them: the same paths as `run`, its result written
+    /// back there (changes, then the last insert rowid as an `f64` and as
+    /// an `i64`), no object made for it. Returns `undefined`.
+    fn run_fast(
+        &mut self,
+        raw_env: sys::napi_env,
+        extra: sys::napi_value,
+    ) -> napi::Result<sys::napi_value> {
+        let ptr = match self.scratch.as_ref() {
+            Some(s) => s.ptr,
+            None => return Err(kind_err("TypeError", "no scratch buffer")),
+        };
+        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
+        let (id, flags, n) = (header(0) as usize, header(1), header(2) as usize);
+        if n > MAX_FAST_PARAMS {
+            return Err(kind_err("RangeError", "too many parameters for run_fast"));
+        }
+        let (Some(sql), Some(&one_shot)) = (self.sqls.get(id).cloned(), self.sql_one_shot.get(id))
+        else {
+            return Err(kind_err("TypeError", "unknown statement"));
+        };
+        let mut text = std::mem::take(&mut self.fast_text);
+        text.clear();
+        let params = read_fast_params(raw_env, ptr, flags, n, extra, &mut text)?;
+        let params = &params[..n];
+        let reader = flags & FAST_READER != 0;
+        let mut done = None;
+        if !reader && self.held.is_none() && one_shot && flags & FAST_WRONG_COUNT == 0 {
+            // As `run`: a write known in advance goes through
+            // `Database::execute` (committed with other processes' writes).
+            let db = self.db()?;
+            if db.configured().is_empty() {
+                self.not_blocked()?;
+                let values: Vec<Value> = params
+                    .iter()
+                    .map(|p| match p.value_ref(&text) {
+                        ValueRef::Null => Value::Null,
+                        ValueRef::Integer(x) => Value::Integer(x),
+                        ValueRef::Real(f) => Value::Real(f),
+                        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+                    })
+                    .collect();
+                match db.execute(&sql, &values) {
+                    Ok(d) => done = Some((d.changes as i64, d.last_insert_rowid)),
+                    Err(Error::InvalidInput { .. }) => {}
+                    Err(e) => return Err(to_js_err(e)),
+                }
+            }
+        }
+        let (changes, rowid) = match done {
+            Some(x) => x,
+            None => {
+                let text_ref = &text;
+                let out = self.on_conn_sql(&sql, reader, |c| {
+                    run_statement_with(c, &sql, |stmt| bind_fast(stmt, params, text_ref))
+                });
+                self.settle();
+                out?
+            }
+        };
+        self.fast_text = text;
+        unsafe {
+            let nums = ptr.add(COL_NUMS).cast::<f64>();
+            nums.write_unaligned(changes as f64);
+            nums.add(1).write_unaligned(rowid as f64);
+            ptr.add(COL_NUMS + 16).cast::<i64>().write_unaligned(rowid);
+        }
+        let mut v = std::ptr::null_mut();
+        unsafe { check(sys::napi_get_undefined(raw_env, &mut v))? };
+        Ok(v)
     }
 
     /// Rows as `[names, [row values...]...]`.

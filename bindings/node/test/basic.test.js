@@ -324,3 +324,25 @@ test('get(): every kind of parameter and value crosses the shared memory as _row
 	db.close();
 	assert.throws(() => get.get(1), TypeError);
 });
+
+test('run(): results and parameters through the shared memory', () => {
+	const db = new Database(file('fastrun.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b BLOB, c)');
+	const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?)');
+	assert.deepStrictEqual(ins.run(1, 'x', Buffer.from('y'), 5n), { changes: 1, lastInsertRowid: 1 });
+	assert.deepStrictEqual(ins.run(null, null, null, null), { changes: 1, lastInsertRowid: 2 });
+	assert.deepStrictEqual(ins.run(2 ** 62, 'big', Buffer.alloc(0), 'z'), { changes: 1, lastInsertRowid: 2 ** 62 });
+	// safeIntegers: the rowid exactly, as better-sqlite3 gives it.
+	assert.deepStrictEqual(ins.safeIntegers().run(9007199254740993n, 'b', null, 1), { changes: 1, lastInsertRowid: 9007199254740993n });
+	assert.deepStrictEqual(db.prepare('SELECT a, b, c FROM t WHERE id = 1').get(), { a: 'x', b: Buffer.from('y'), c: 5 });
+	assert.deepStrictEqual(db.prepare('UPDATE t SET c = ? WHERE id < ?').run(7, 3), { changes: 2, lastInsertRowid: 9007199254740993 });
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').run().changes, 0);
+	assert.throws(() => ins.run(1, 2), /Too few parameter values/);
+	assert.throws(() => ins.run(10, 1, 2, 3, 4), /Too many parameter values/);
+	assert.throws(() => ins.run([10, 1, 2, 3, 4]), /Too many parameter values/);
+	assert.throws(() => ins.run(1, 'dup', null, null), (e) => e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	// Inside a transaction (on the held writer), and rolled back.
+	assert.throws(() => db.transaction(() => { db.prepare('DELETE FROM t WHERE id = ?').run(1); throw new Error('undo'); })(), /undo/);
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t WHERE id = 1').pluck().get(), 1);
+	db.close();
+});
