@@ -1982,7 +1982,12 @@ impl NativeDatabase {
                         ValueRef::Null => Value::Null,
                         ValueRef::Integer(x) => Value::Integer(x),
                         ValueRef::Real(f) => Value::Real(f),
-                        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                        // From a JavaScript string: valid UTF-8 (the
+                        // check is a fast scan, `from_utf8_lossy` is not).
+                        ValueRef::Text(t) => Value::Text(match std::str::from_utf8(t) {
+                            Ok(t) => t.to_owned(),
+                            Err(_) => String::from_utf8_lossy(t).into_owned(),
+                        }),
                         ValueRef::Blob(b) => Value::Blob(b.to_vec()),
                     })
                     .collect();
