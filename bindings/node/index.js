@@ -60,6 +60,8 @@ function busyCall(st, fn) {
 }
 
 const BUSY = 'This database connection is busy executing a query';
+// What Statement#_getFast returns when the statement takes the general path.
+const NOT_FAST = Symbol('not fast');
 
 // Database methods better-sqlite3 refuses while a user function runs
 // (busy) or, unless `iterating` is allowed, while a statement iterates.
@@ -117,6 +119,8 @@ function Database(filenameGiven, options) {
 
 	const { NativeDatabase } = addon();
 	const db = call(null, () => new NativeDatabase(anonymous ? ':memory:' : filename, { profile, timeout }));
+	const scratch = newScratch();
+	const fast = db.setScratch(scratch.buffer, db);
 	Object.defineProperty(this, cpp, {
 		value: {
 			db,
@@ -130,8 +134,69 @@ function Database(filenameGiven, options) {
 			unsafe: false,
 			// Kept here so that no call asks the native side (one crossing less per statement).
 			isOpen: true,
+			// Where a point read's parameters and row cross (Statement#get),
+			// and the native function that reads it.
+			scratch,
+			fast,
 		},
 	});
+}
+
+// The memory Statement#get shares with the native side (src/lib.rs,
+// `Scratch`, has the layout): a statement's parameters and its row's
+// numbers and nulls pass through it without a native call per value.
+const MAX_FAST_PARAMS = 32;
+const MAX_FAST_COLUMNS = 64;
+const TAG_NULL = 0;
+const TAG_NUMBER = 1;
+const TAG_OTHER = 2;
+const FAST_READER = 1;
+const FAST_SAFE_INTS = 2;
+const FAST_EXTRAS_ARRAY = 4;
+const FAST_WRONG_COUNT = 8;
+const FAST_OP_GET = 0;
+const FAST_OP_RUN = 1;
+function newScratch() {
+	const buffer = new ArrayBuffer(1024);
+	return {
+		buffer,
+		header: new Uint32Array(buffer, 0, 16),
+		paramNums: new Float64Array(buffer, 64, MAX_FAST_PARAMS),
+		paramTags: new Uint8Array(buffer, 320, MAX_FAST_PARAMS),
+		colNums: new Float64Array(buffer, 384, MAX_FAST_COLUMNS),
+		colTags: new Uint8Array(buffer, 896, MAX_FAST_COLUMNS),
+		// A run's last insert rowid, exactly (safeIntegers).
+		rowid: new BigInt64Array(buffer, 384 + 16, 1),
+	};
+}
+
+// Writes a statement's parameters into the scratch memory: numbers and
+// nulls there, the others (strings, bigints, buffers) returned, the only
+// one itself or an array of them (undefined when none). NOT_FAST for a
+// parameter the general path must see (arrays, objects, anything else).
+function packParams(sc, args) {
+	const n = args.length;
+	let nx = 0;
+	let x;
+	let xs;
+	for (let i = 0; i < n; i++) {
+		const a = args[i];
+		if (typeof a === 'number') {
+			sc.paramNums[i] = a;
+			sc.paramTags[i] = TAG_NUMBER;
+		} else if (a === null || a === undefined) {
+			sc.paramTags[i] = TAG_NULL;
+		} else if (typeof a === 'string' || typeof a === 'bigint' || Buffer.isBuffer(a)) {
+			sc.paramTags[i] = TAG_OTHER;
+			if (nx === 0) x = a;
+			else if (nx === 1) xs = [x, a];
+			else xs.push(a);
+			nx++;
+		} else {
+			return NOT_FAST;
+		}
+	}
+	return nx > 1 ? xs : x;
 }
 
 function state(db) {
@@ -706,6 +771,27 @@ function rowMaker(names) {
 	return new Function('v', 'o', `return { ${fields} };`);
 }
 
+// The same for a row in the scratch memory: column i is a number
+// (colNums[i]), null, or the next of the values the native call returned
+// (`x`, an array of them when `many`).
+function fastRowMaker(names) {
+	if (names.includes('__proto__')) return null;
+	const fields = names.map((name, i) => `${JSON.stringify(name)}: t[${i}] === ${TAG_NUMBER} ? f[${i}] : t[${i}] === ${TAG_NULL} ? null : many ? x[k++] : x`).join(', ');
+	return new Function('t', 'f', 'x', 'many', `let k = 0; return { ${fields} };`);
+}
+
+// Column i of the row in the scratch memory (see fastRowMaker).
+function fastValues(sc, n, x) {
+	const many = Array.isArray(x);
+	const values = new Array(n);
+	let k = 0;
+	for (let i = 0; i < n; i++) {
+		const t = sc.colTags[i];
+		values[i] = t === TAG_NUMBER ? sc.colNums[i] : t === TAG_NULL ? null : many ? x[k++] : x;
+	}
+	return values;
+}
+
 class Statement {
 	constructor(database, sql, pragma) {
 		const st = state(database);
@@ -731,7 +817,11 @@ class Statement {
 		Object.defineProperty(this, 'readonly', { value: info.reader, enumerable: true });
 
 		this._iterating = false;
-		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_columnsCache', '_paramNames']) {
+		this._id = undefined;
+		this._names = undefined;
+		this._make = undefined;
+		this._fastMake = undefined;
+		for (const k of ['_pragma', '_iterating', '_st', '_sql', '_onReader', '_returnsData', '_readonly', '_pluck', '_expand', '_raw', '_safe', '_bound', '_id', '_names', '_make', '_fastMake', '_columnsCache', '_paramNames']) {
 			Object.defineProperty(this, k, { enumerable: false, writable: true });
 		}
 	}
@@ -792,13 +882,45 @@ class Statement {
 	}
 
 	run(...args) {
+		const done = this._runFast(args);
+		if (done !== NOT_FAST) return done;
 		const db = this._ready(false);
 		const p = this._params(args);
 		this._checkWrite();
 		this._trace(p);
-		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named));
+		// More or fewer values than the statement has parameters: not through
+		// the engine's execute, so that binding reports it as better-sqlite3 does.
+		const wrongCount = p.named === null && p.anon.length !== this._paramNames.length;
+		const r = busyCall(this._st, (d) => d.run(this._sql, this._onReader && !db.inTransaction, p.anon, p.named, wrongCount));
 		const rowid = this._safe ? BigInt(r.lastInsertRowid) : r.lastInsertRowid;
 		return { changes: r.changes, lastInsertRowid: rowid };
+	}
+
+	// `run` through the scratch memory, for the parameters `_getFast`
+	// takes; NOT_FAST when it did not run.
+	_runFast(args) {
+		const st = this._st;
+		if (this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
+		const db = this._ready(false);
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) return NOT_FAST;
+		const sc = st.scratch;
+		const x = packParams(sc, args);
+		if (x === NOT_FAST) return NOT_FAST;
+		this._checkWrite();
+		sc.header[0] = this._id;
+		sc.header[1] = (this._onReader ? FAST_READER : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0) | (args.length !== this._paramNames.length ? FAST_WRONG_COUNT : 0);
+		sc.header[2] = args.length;
+		sc.header[4] = FAST_OP_RUN;
+		st.busy = true;
+		try {
+			st.fast(x);
+		} catch (err) {
+			throw translate(err);
+		} finally {
+			st.busy = false;
+		}
+		return { changes: sc.colNums[0], lastInsertRowid: this._safe ? sc.rowid[0] : sc.colNums[1] };
 	}
 
 	_rows(args, firstOnly) {
@@ -825,6 +947,7 @@ class Statement {
 		if (!this._names || this._names.length !== n) {
 			this._names = this.columns().map((c) => c.name);
 			this._make = rowMaker(this._names);
+			this._fastMake = undefined;
 		}
 		const rows = [];
 		for (let o = 1; o < flat.length; o += n) rows.push(this._shape(this._names, flat, o));
@@ -852,8 +975,58 @@ class Statement {
 	}
 
 	get(...args) {
+		const row = this._getFast(args);
+		if (row !== NOT_FAST) return row;
 		const rows = this._rows(args, true);
 		return rows.length ? rows[0] : undefined;
+	}
+
+	// `get` through the scratch memory: for parameters that are all
+	// numbers, strings, bigints, buffers, null or undefined (anything else,
+	// a bound statement or `verbose` take `_rows`). NOT_FAST when it did not
+	// run.
+	_getFast(args) {
+		const st = this._st;
+		if (!this._returnsData || this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
+		const db = this._ready(true);
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) return NOT_FAST;
+		const sc = st.scratch;
+		const x = packParams(sc, args);
+		if (x === NOT_FAST) return NOT_FAST;
+		this._checkWrite();
+		sc.header[0] = this._id;
+		sc.header[1] = (this._onReader ? FAST_READER : 0) | (this._safe ? FAST_SAFE_INTS : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0);
+		sc.header[2] = args.length;
+		sc.header[4] = FAST_OP_GET;
+		let r;
+		st.busy = true;
+		try {
+			r = st.fast(x);
+		} catch (err) {
+			throw translate(err);
+		} finally {
+			st.busy = false;
+		}
+		if (r === undefined) return undefined;
+		const cols = sc.header[3];
+		if (this._fastMake === undefined || this._names.length !== cols) {
+			this._names = this.columns().map((c) => c.name);
+			this._make = rowMaker(this._names);
+			this._fastMake = fastRowMaker(this._names);
+		}
+		if (cols > MAX_FAST_COLUMNS) return this._shape(this._names, r, 0);
+		if (this._pluck) {
+			const t = sc.colTags[0];
+			return t === TAG_NUMBER ? sc.colNums[0] : t === TAG_NULL ? null : Array.isArray(r) ? r[0] : r;
+		}
+		if (this._raw) return fastValues(sc, cols, r);
+		if (this._expand) return this._shape(this._names, fastValues(sc, cols, r), 0);
+		if (this._fastMake !== null) return this._fastMake(sc.colTags, sc.colNums, r, Array.isArray(r));
+		const values = fastValues(sc, cols, r);
+		const out = {};
+		for (let i = 0; i < cols; i++) out[this._names[i]] = values[i];
+		return out;
 	}
 
 	all(...args) {

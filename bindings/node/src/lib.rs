@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex, Weak};
 use litelane::rusqlite::{self, types::ValueRef, Connection};
 use litelane::{CheckpointMode, Database, Error, HeldWrite, Options, Profile, SqliteCode, Value};
 use napi::bindgen_prelude::*;
-use napi::{sys, Env, JsFunction, JsObject, JsUnknown, NapiRaw, NapiValue, ValueType};
+use napi::{
+    sys, Env, JsArrayBuffer, JsFunction, JsObject, JsUnknown, NapiRaw, NapiValue, ValueType,
+};
 use napi_derive::napi;
 
 mod vtab;
@@ -389,8 +391,17 @@ fn run_query(
 }
 
 fn run_statement(conn: &Connection, sql: &str, params: &Params) -> litelane::Result<(i64, i64)> {
+    run_statement_with(conn, sql, |stmt| params.bind(stmt))
+}
+
+/// `run_statement` with the parameters `bind` binds.
+fn run_statement_with(
+    conn: &Connection,
+    sql: &str,
+    bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> litelane::Result<()>,
+) -> litelane::Result<(i64, i64)> {
     let mut stmt = conn.prepare_cached(sql).map_err(from_rusqlite)?;
-    params.bind(&mut stmt)?;
+    bind(&mut stmt)?;
     let before = conn.total_changes();
     let mut raw = stmt.raw_query();
     while raw.next().map_err(from_rusqlite)?.is_some() {}
@@ -870,8 +881,334 @@ pub struct NativeDatabase {
     /// id instead of the text on every call).
     sqls: Vec<Arc<str>>,
     sql_ids: HashMap<String, u32>,
+    /// Whether each of `sqls` is a [`one_shot_write`] (decided once).
+    sql_one_shot: Vec<bool>,
     /// A pipelined `insertMany` in progress.
     pipeline: Option<Pipeline>,
+    /// The memory `get_fast` shares with index.js (`set_scratch`).
+    scratch: Option<Scratch>,
+    /// The UTF-8 of `get_fast`'s string parameters, kept between calls.
+    fast_text: Vec<u8>,
+}
+
+/// The memory a point read (`get_fast`) shares with index.js, an
+/// `ArrayBuffer` of `SCRATCH_BYTES` that index.js allocated and this side
+/// keeps alive with a reference. Parameters and results cross through it
+/// without a napi call per value (only texts, blobs and bigints do):
+///
+/// - `u32` header at 0: `[0]` the statement's id (`intern`), `[1]` flags
+///   (`FAST_*`), `[2]` how many parameters, `[4]` the operation (a `get`,
+///   or `FAST_OP_RUN`); `[3]` the row's column count, written back.
+/// - parameters: `f64` values at `PARAM_NUMS`, one tag byte each at
+///   `PARAM_TAGS` (`TAG_NULL`, `TAG_NUMBER`, `TAG_OTHER`: the value is in
+///   the call's argument, in order).
+/// - the row: `f64` values at `COL_NUMS`, tags at `COL_TAGS` (`TAG_OTHER`:
+///   the value is in what the call returns, in order). A `run` writes
+///   there its changes (`f64`), its last insert rowid as an `f64` and as
+///   an `i64` (for bigints) after it.
+///
+/// Everything runs on the JavaScript thread, one call at a time (index.js
+/// marks the connection busy meanwhile), and index.js reads the row before
+/// its next call.
+struct Scratch {
+    env: sys::napi_env,
+    buf: sys::napi_ref,
+    ptr: *mut u8,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        unsafe { sys::napi_delete_reference(self.env, self.buf) };
+    }
+}
+
+const SCRATCH_BYTES: usize = 1024;
+const MAX_FAST_PARAMS: usize = 32;
+const MAX_FAST_COLUMNS: usize = 64;
+const PARAM_NUMS: usize = 64;
+const PARAM_TAGS: usize = PARAM_NUMS + 8 * MAX_FAST_PARAMS;
+const COL_NUMS: usize = 384;
+const COL_TAGS: usize = COL_NUMS + 8 * MAX_FAST_COLUMNS;
+const TAG_NULL: u8 = 0;
+const TAG_NUMBER: u8 = 1;
+const TAG_OTHER: u8 = 2;
+/// The statement runs on a reader outside a transaction.
+const FAST_READER: u32 = 1;
+/// Integers come back as bigints.
+const FAST_SAFE_INTS: u32 = 2;
+/// The call's argument is an array of the `TAG_OTHER` parameters (else it
+/// is the only one).
+const FAST_EXTRAS_ARRAY: u32 = 4;
+/// A `run` with more or fewer parameters than the statement has: not
+/// through `Database::execute`, so that binding reports it as
+/// better-sqlite3 does.
+const FAST_WRONG_COUNT: u32 = 8;
+/// The header's `[4]` for a `run` (else a `get`).
+const FAST_OP_RUN: u32 = 1;
+
+/// A parameter of `get_fast`: texts are ranges of `fast_text`, blobs point
+/// into their `Buffer` (alive for the call: it is one of its arguments).
+#[derive(Clone, Copy)]
+enum FastParam {
+    Null,
+    Real(f64),
+    Integer(i64),
+    Text(usize, usize),
+    Blob(*const u8, usize),
+}
+
+/// A JavaScript string, bigint or `Buffer` as a [`FastParam`].
+fn fast_param(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    text: &mut Vec<u8>,
+) -> napi::Result<FastParam> {
+    let mut ty = 0;
+    unsafe { check(sys::napi_typeof(env, v, &mut ty))? };
+    match ty {
+        sys::ValueType::napi_string => {
+            let mut len = 0usize;
+            unsafe {
+                check(sys::napi_get_value_string_utf8(
+                    env,
+                    v,
+                    std::ptr::null_mut(),
+                    0,
+                    &mut len,
+                ))?
+            };
+            let start = text.len();
+            text.resize(start + len + 1, 0);
+            let mut written = 0usize;
+            unsafe {
+                check(sys::napi_get_value_string_utf8(
+                    env,
+                    v,
+                    text.as_mut_ptr().add(start).cast(),
+                    len + 1,
+                    &mut written,
+                ))?
+            };
+            text.truncate(start + written);
+            Ok(FastParam::Text(start, start + written))
+        }
+        sys::ValueType::napi_bigint => {
+            let mut n = 0i64;
+            let mut lossless = false;
+            unsafe {
+                check(sys::napi_get_value_bigint_int64(
+                    env,
+                    v,
+                    &mut n,
+                    &mut lossless,
+                ))?
+            };
+            if !lossless {
+                return Err(kind_err(
+                    "RangeError",
+                    "The bound string, buffer, or bigint is too big",
+                ));
+            }
+            Ok(FastParam::Integer(n))
+        }
+        _ => {
+            let mut is_buffer = false;
+            if ty == sys::ValueType::napi_object {
+                unsafe { check(sys::napi_is_buffer(env, v, &mut is_buffer))? };
+            }
+            if !is_buffer {
+                return Err(kind_err(
+                    "TypeError",
+                    "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
+                ));
+            }
+            let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
+            let mut len = 0usize;
+            unsafe { check(sys::napi_get_buffer_info(env, v, &mut data, &mut len))? };
+            Ok(FastParam::Blob(data as *const u8, len))
+        }
+    }
+}
+
+/// The `n` parameters index.js put in the scratch memory at `ptr`, the
+/// ones that are not numbers or null read from `extra` (see [`Scratch`]).
+fn read_fast_params(
+    env: sys::napi_env,
+    ptr: *mut u8,
+    flags: u32,
+    n: usize,
+    extra: sys::napi_value,
+    text: &mut Vec<u8>,
+) -> napi::Result<[FastParam; MAX_FAST_PARAMS]> {
+    let mut params = [FastParam::Null; MAX_FAST_PARAMS];
+    let mut k = 0u32;
+    for (i, p) in params.iter_mut().enumerate().take(n) {
+        *p = match unsafe { *ptr.add(PARAM_TAGS + i) } {
+            TAG_NULL => FastParam::Null,
+            TAG_NUMBER => FastParam::Real(unsafe {
+                ptr.add(PARAM_NUMS).cast::<f64>().add(i).read_unaligned()
+            }),
+            _ => {
+                let v = if flags & FAST_EXTRAS_ARRAY != 0 {
+                    let mut v: sys::napi_value = std::ptr::null_mut();
+                    unsafe { check(sys::napi_get_element(env, extra, k, &mut v))? };
+                    v
+                } else {
+                    extra
+                };
+                k += 1;
+                fast_param(env, v, text)?
+            }
+        };
+    }
+    Ok(params)
+}
+
+impl FastParam {
+    fn value_ref<'a>(&self, text: &'a [u8]) -> ValueRef<'a> {
+        match *self {
+            FastParam::Null => ValueRef::Null,
+            FastParam::Real(f) => ValueRef::Real(f),
+            FastParam::Integer(x) => ValueRef::Integer(x),
+            FastParam::Text(a, b) => ValueRef::Text(&text[a..b]),
+            FastParam::Blob(_, 0) => ValueRef::Blob(&[]),
+            FastParam::Blob(p, len) => {
+                ValueRef::Blob(unsafe { std::slice::from_raw_parts(p, len) })
+            }
+        }
+    }
+}
+
+/// Binds `params` by position as [`Params::bind`] binds anonymous ones,
+/// with its errors (a named parameter: none were given).
+fn bind_fast(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: &[FastParam],
+    text: &[u8],
+) -> litelane::Result<()> {
+    let count = stmt.parameter_count();
+    let mut next = 0;
+    for i in 1..=count {
+        if stmt
+            .parameter_name(i)
+            .is_some_and(|name| !name.starts_with('?'))
+        {
+            return Err(js_kind("TypeError", "Missing named parameters"));
+        }
+        let Some(p) = params.get(next) else {
+            return Err(js_kind(
+                "RangeError",
+                "Too few parameter values were provided",
+            ));
+        };
+        next += 1;
+        stmt.raw_bind_parameter(i, rusqlite::types::ToSqlOutput::Borrowed(p.value_ref(text)))
+            .map_err(from_rusqlite)?;
+    }
+    if next < params.len() {
+        return Err(js_kind(
+            "RangeError",
+            "Too many parameter values were provided",
+        ));
+    }
+    Ok(())
+}
+
+/// One column of the current row as a JavaScript value (a text, blob or
+/// bigint: numbers and nulls go through the scratch memory).
+fn fast_extra(env: sys::napi_env, v: ValueRef<'_>) -> napi::Result<sys::napi_value> {
+    let mut out: sys::napi_value = std::ptr::null_mut();
+    unsafe {
+        match v {
+            ValueRef::Text(t) => check(sys::napi_create_string_utf8(
+                env,
+                t.as_ptr().cast(),
+                t.len(),
+                &mut out,
+            ))?,
+            ValueRef::Blob([]) => {
+                let mut data = std::ptr::null_mut();
+                check(sys::napi_create_buffer(env, 0, &mut data, &mut out))?
+            }
+            ValueRef::Blob(b) => {
+                let mut data = std::ptr::null_mut();
+                check(sys::napi_create_buffer_copy(
+                    env,
+                    b.len(),
+                    b.as_ptr().cast(),
+                    &mut data,
+                    &mut out,
+                ))?
+            }
+            ValueRef::Integer(i) => check(sys::napi_create_bigint_int64(env, i, &mut out))?,
+            ValueRef::Real(f) => check(sys::napi_create_double(env, f, &mut out))?,
+            ValueRef::Null => check(sys::napi_get_null(env, &mut out))?,
+        }
+    }
+    Ok(out)
+}
+
+/// What `getFast` (the function `set_scratch` makes) points to: its
+/// database, and a reference that keeps that database's JavaScript object
+/// (and so the database) alive while the function is.
+struct FastFn {
+    db: *mut NativeDatabase,
+    owner: sys::napi_ref,
+}
+
+unsafe extern "C" fn drop_fast_fn(
+    env: sys::napi_env,
+    data: *mut std::ffi::c_void,
+    _hint: *mut std::ffi::c_void,
+) {
+    let fast = unsafe { Box::from_raw(data.cast::<FastFn>()) };
+    unsafe { sys::napi_delete_reference(env, fast.owner) };
+}
+
+/// `fast(extra)`: [`NativeDatabase::get_fast`] or, when the header's `[4]`
+/// is `FAST_OP_RUN`, [`NativeDatabase::run_fast`], on the function's database.
+unsafe extern "C" fn get_fast_callback(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let mut argc = 1usize;
+    let mut argv: [sys::napi_value; 1] = [std::ptr::null_mut()];
+    let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
+    let got = unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            std::ptr::null_mut(),
+            &mut data,
+        )
+    };
+    let out = check(got).and_then(|()| {
+        if argc == 0 {
+            unsafe { check(sys::napi_get_undefined(env, &mut argv[0]))? };
+        }
+        // The database outlives the call: `owner` holds its object. Only
+        // the JavaScript thread calls, one call at a time (index.js marks
+        // the connection busy).
+        let fast = unsafe { &*data.cast::<FastFn>() };
+        let db = unsafe { &mut *fast.db };
+        let op = db.scratch.as_ref().map_or(0, |s| unsafe {
+            s.ptr.cast::<u32>().add(4).read_unaligned()
+        });
+        if op == FAST_OP_RUN {
+            db.run_fast(env, argv[0])
+        } else {
+            db.get_fast(env, argv[0])
+        }
+    });
+    match out {
+        Ok(v) => v,
+        Err(e) => {
+            unsafe { napi::JsError::from(e).throw_into(env) };
+            std::ptr::null_mut()
+        }
+    }
 }
 
 /// A step-wise backup: SQLite's backup object from the writer's connection
@@ -1166,7 +1503,10 @@ impl NativeDatabase {
             next_backup: 0,
             sqls: Vec::new(),
             sql_ids: HashMap::new(),
+            sql_one_shot: Vec::new(),
             pipeline: None,
+            scratch: None,
+            fast_text: Vec::new(),
         })
     }
 
@@ -1274,6 +1614,7 @@ impl NativeDatabase {
         reader: bool,
         anon: Vec<JsUnknown>,
         named: Option<JsObject>,
+        wrong_count: Option<bool>,
     ) -> napi::Result<RunResult> {
         let params = Params::from_js(anon, named)?;
         if self.control(&sql)?.is_some() {
@@ -1282,7 +1623,12 @@ impl NativeDatabase {
                 last_insert_rowid: 0,
             });
         }
-        if !reader && self.held.is_none() && params.named.is_none() && one_shot_write(&sql) {
+        if !reader
+            && self.held.is_none()
+            && params.named.is_none()
+            && one_shot_write(&sql)
+            && wrong_count != Some(true)
+        {
             // A write known in advance goes through `Database::execute`: it
             // may be committed together with the writes of other processes
             // (one fsync for all under `safe`). Not with setups on the
@@ -1325,6 +1671,7 @@ impl NativeDatabase {
         }
         let id = self.sqls.len() as u32;
         self.sqls.push(Arc::from(sql.as_str()));
+        self.sql_one_shot.push(one_shot_write(&sql));
         self.sql_ids.insert(sql, id);
         id as i32
     }
@@ -1353,10 +1700,14 @@ impl NativeDatabase {
         let run = |c: &Connection| {
             let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
             params.bind(&mut stmt)?;
-            let n = stmt.column_count();
             let mut values = Vec::new();
             let mut raw = stmt.raw_query();
+            // The column count once the statement ran: a schema change
+            // prepares it again in its first step (`SELECT *` after `ALTER
+            // TABLE ... ADD COLUMN`).
+            let mut n = None;
             while let Some(row) = raw.next().map_err(from_rusqlite)? {
+                let n = *n.get_or_insert_with(|| row.as_ref().column_count());
                 for i in 0..n {
                     values.push(row.get::<_, Value>(i).map_err(from_rusqlite)?);
                 }
@@ -1364,7 +1715,8 @@ impl NativeDatabase {
                     break;
                 }
             }
-            Ok((n, values))
+            drop(raw);
+            Ok((n.unwrap_or_else(|| stmt.column_count()), values))
         };
         let out = if reader {
             self.on_conn_with(true, true, run)
@@ -1379,6 +1731,294 @@ impl NativeDatabase {
             arr.set_element(i as u32 + 1, to_js(&env, ValueRef::from(v), safe_ints)?)?;
         }
         Ok(arr)
+    }
+
+    /// Gives the native side the memory `get_fast` shares with index.js
+    /// (see [`Scratch`]) and returns the function that calls `get_fast`:
+    /// `getFast(extra)`. It reaches this database through its own data
+    /// pointer, not `napi_unwrap` (a tenth of a point read's instructions),
+    /// and keeps `owner` (this object, which index.js passes) alive as long
+    /// as it lives itself.
+    #[napi]
+    pub fn set_scratch(
+        &mut self,
+        env: Env,
+        buf: JsArrayBuffer,
+        owner: JsObject,
+    ) -> napi::Result<JsFunction> {
+        let raw_env = env.raw();
+        let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut len = 0usize;
+        unsafe {
+            check(sys::napi_get_arraybuffer_info(
+                raw_env,
+                buf.raw(),
+                &mut data,
+                &mut len,
+            ))?
+        };
+        if len < SCRATCH_BYTES || data.is_null() {
+            return Err(kind_err("RangeError", "the scratch buffer is too small"));
+        }
+        // `owner` must be the object this method was called on.
+        let mut wrapped: *mut std::ffi::c_void = std::ptr::null_mut();
+        unsafe { check(sys::napi_unwrap(raw_env, owner.raw(), &mut wrapped))? };
+        if !std::ptr::eq(wrapped.cast::<NativeDatabase>(), self) {
+            return Err(kind_err("TypeError", "setScratch: owner is another object"));
+        }
+        let mut r: sys::napi_ref = std::ptr::null_mut();
+        unsafe { check(sys::napi_create_reference(raw_env, buf.raw(), 1, &mut r))? };
+        self.scratch = Some(Scratch {
+            env: raw_env,
+            buf: r,
+            ptr: data.cast(),
+        });
+        let mut owner_ref: sys::napi_ref = std::ptr::null_mut();
+        unsafe {
+            check(sys::napi_create_reference(
+                raw_env,
+                owner.raw(),
+                1,
+                &mut owner_ref,
+            ))?
+        };
+        let fast = Box::into_raw(Box::new(FastFn {
+            db: self as *mut NativeDatabase,
+            owner: owner_ref,
+        }));
+        let mut f: sys::napi_value = std::ptr::null_mut();
+        let made = unsafe {
+            check(sys::napi_create_function(
+                raw_env,
+                c"getFast".as_ptr(),
+                7,
+                Some(get_fast_callback),
+                fast.cast(),
+                &mut f,
+            ))
+            .and_then(|()| {
+                check(sys::napi_add_finalizer(
+                    raw_env,
+                    f,
+                    fast.cast(),
+                    Some(drop_fast_fn),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                ))
+            })
+        };
+        if let Err(e) = made {
+            unsafe { drop_fast_fn(raw_env, fast.cast(), std::ptr::null_mut()) };
+            return Err(e);
+        }
+        Ok(unsafe { JsFunction::from_raw_unchecked(raw_env, f) })
+    }
+
+    /// The first row of statement `id` (from `intern`), for `get`: what
+    /// `rows` does with `first_only`, its parameters and its row passing
+    /// through the scratch memory ([`Scratch`] says how), and the row's
+    /// values read from SQLite in place (no copy but the JavaScript
+    /// values). `extra`: the parameters that are not numbers or null.
+    /// Returns `undefined` without a row, else the row's texts, blobs and
+    /// bigints: `null` when there are none, the value itself when there is
+    /// one, an array of them otherwise. A row of more columns than the
+    /// scratch memory holds comes as an array of all its values (the
+    /// header's column count tells index.js).
+    fn get_fast(
+        &mut self,
+        raw_env: sys::napi_env,
+        extra: sys::napi_value,
+    ) -> napi::Result<sys::napi_value> {
+        let ptr = match self.scratch.as_ref() {
+            Some(s) => s.ptr,
+            None => return Err(kind_err("TypeError", "no scratch buffer")),
+        };
+        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
+        let (id, flags, n) = (header(0), header(1), header(2) as usize);
+        if n > MAX_FAST_PARAMS {
+            return Err(kind_err("RangeError", "too many parameters for get_fast"));
+        }
+        let sql = self
+            .sqls
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| kind_err("TypeError", "unknown statement"))?;
+        let mut text = std::mem::take(&mut self.fast_text);
+        text.clear();
+        let params = read_fast_params(raw_env, ptr, flags, n, extra, &mut text)?;
+        let params = &params[..n];
+        let safe_ints = flags & FAST_SAFE_INTS != 0;
+        let mut extras: [sys::napi_value; MAX_FAST_COLUMNS] =
+            [std::ptr::null_mut(); MAX_FAST_COLUMNS];
+        let text_ref = &text;
+        let extras_ref = &mut extras;
+        let mut wide: Vec<sys::napi_value> = Vec::new();
+        let wide_ref = &mut wide;
+        let run = |c: &Connection| -> litelane::Result<Option<(usize, usize)>> {
+            let mut stmt = c.prepare_cached(&sql).map_err(from_rusqlite)?;
+            bind_fast(&mut stmt, params, text_ref)?;
+            let mut raw = stmt.raw_query();
+            let Some(row) = raw.next().map_err(from_rusqlite)? else {
+                return Ok(None);
+            };
+            // The column count once the statement ran (a schema change
+            // prepares it again in its first step).
+            let ncols = row.as_ref().column_count();
+            if ncols > MAX_FAST_COLUMNS {
+                // More than the scratch memory holds: every value in an array.
+                for i in 0..ncols {
+                    let v = match row.get_ref_unwrap(i) {
+                        ValueRef::Integer(x) if !safe_ints => ValueRef::Real(x as f64),
+                        v => v,
+                    };
+                    wide_ref.push(fast_extra(raw_env, v).map_err(|e| js_kind("Error", e.reason))?);
+                }
+                return Ok(Some((ncols, usize::MAX)));
+            }
+            let mut nx = 0;
+            for i in 0..ncols {
+                let v = row.get_ref_unwrap(i);
+                let tag = match v {
+                    ValueRef::Null => TAG_NULL,
+                    ValueRef::Real(f) => {
+                        unsafe { ptr.add(COL_NUMS).cast::<f64>().add(i).write_unaligned(f) };
+                        TAG_NUMBER
+                    }
+                    ValueRef::Integer(x) if !safe_ints => {
+                        unsafe {
+                            ptr.add(COL_NUMS)
+                                .cast::<f64>()
+                                .add(i)
+                                .write_unaligned(x as f64)
+                        };
+                        TAG_NUMBER
+                    }
+                    _ => {
+                        extras_ref[nx] =
+                            fast_extra(raw_env, v).map_err(|e| js_kind("Error", e.reason))?;
+                        nx += 1;
+                        TAG_OTHER
+                    }
+                };
+                unsafe { *ptr.add(COL_TAGS + i) = tag };
+            }
+            Ok(Some((ncols, nx)))
+        };
+        let out = if flags & FAST_READER != 0 {
+            self.on_conn_with(true, true, run)
+        } else {
+            self.on_conn_sql(&sql, false, run)
+        };
+        self.settle();
+        self.fast_text = text;
+        let Some((ncols, nx)) = out? else {
+            let mut v = std::ptr::null_mut();
+            unsafe { check(sys::napi_get_undefined(raw_env, &mut v))? };
+            return Ok(v);
+        };
+        unsafe { ptr.cast::<u32>().add(3).write_unaligned(ncols as u32) };
+        let (nx, extras) = if nx == usize::MAX {
+            (wide.len(), &wide[..])
+        } else {
+            (nx, &extras[..nx])
+        };
+        let value = match nx {
+            0 => {
+                let mut v = std::ptr::null_mut();
+                unsafe { check(sys::napi_get_null(raw_env, &mut v))? };
+                v
+            }
+            1 => extras[0],
+            _ => {
+                let mut arr = std::ptr::null_mut();
+                unsafe { check(sys::napi_create_array_with_length(raw_env, nx, &mut arr))? };
+                for (i, v) in extras.iter().enumerate() {
+                    unsafe { check(sys::napi_set_element(raw_env, arr, i as u32, *v))? };
+                }
+                arr
+            }
+        };
+        Ok(value)
+    }
+
+    /// `run` for statement `id` (from `intern`, so not a transaction
+    /// control statement) with its parameters in the scratch memory, as
+    /// `get_fast` takes them: the same paths as `run`, its result written
+    /// back there (changes, then the last insert rowid as an `f64` and as
+    /// an `i64`), no object made for it. Returns `undefined`.
+    fn run_fast(
+        &mut self,
+        raw_env: sys::napi_env,
+        extra: sys::napi_value,
+    ) -> napi::Result<sys::napi_value> {
+        let ptr = match self.scratch.as_ref() {
+            Some(s) => s.ptr,
+            None => return Err(kind_err("TypeError", "no scratch buffer")),
+        };
+        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
+        let (id, flags, n) = (header(0) as usize, header(1), header(2) as usize);
+        if n > MAX_FAST_PARAMS {
+            return Err(kind_err("RangeError", "too many parameters for run_fast"));
+        }
+        let (Some(sql), Some(&one_shot)) = (self.sqls.get(id).cloned(), self.sql_one_shot.get(id))
+        else {
+            return Err(kind_err("TypeError", "unknown statement"));
+        };
+        let mut text = std::mem::take(&mut self.fast_text);
+        text.clear();
+        let params = read_fast_params(raw_env, ptr, flags, n, extra, &mut text)?;
+        let params = &params[..n];
+        let reader = flags & FAST_READER != 0;
+        let mut done = None;
+        if !reader && self.held.is_none() && one_shot && flags & FAST_WRONG_COUNT == 0 {
+            // As `run`: a write known in advance goes through
+            // `Database::execute` (committed with other processes' writes).
+            let db = self.db()?;
+            if db.configured().is_empty() {
+                self.not_blocked()?;
+                let values: Vec<Value> = params
+                    .iter()
+                    .map(|p| match p.value_ref(&text) {
+                        ValueRef::Null => Value::Null,
+                        ValueRef::Integer(x) => Value::Integer(x),
+                        ValueRef::Real(f) => Value::Real(f),
+                        // From a JavaScript string: valid UTF-8 (the
+                        // check is a fast scan, `from_utf8_lossy` is not).
+                        ValueRef::Text(t) => Value::Text(match std::str::from_utf8(t) {
+                            Ok(t) => t.to_owned(),
+                            Err(_) => String::from_utf8_lossy(t).into_owned(),
+                        }),
+                        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+                    })
+                    .collect();
+                match db.execute(&sql, &values) {
+                    Ok(d) => done = Some((d.changes as i64, d.last_insert_rowid)),
+                    Err(Error::InvalidInput { .. }) => {}
+                    Err(e) => return Err(to_js_err(e)),
+                }
+            }
+        }
+        let (changes, rowid) = match done {
+            Some(x) => x,
+            None => {
+                let text_ref = &text;
+                let out = self.on_conn_sql(&sql, reader, |c| {
+                    run_statement_with(c, &sql, |stmt| bind_fast(stmt, params, text_ref))
+                });
+                self.settle();
+                out?
+            }
+        };
+        self.fast_text = text;
+        unsafe {
+            let nums = ptr.add(COL_NUMS).cast::<f64>();
+            nums.write_unaligned(changes as f64);
+            nums.add(1).write_unaligned(rowid as f64);
+            ptr.add(COL_NUMS + 16).cast::<i64>().write_unaligned(rowid);
+        }
+        let mut v = std::ptr::null_mut();
+        unsafe { check(sys::napi_get_undefined(raw_env, &mut v))? };
+        Ok(v)
     }
 
     /// Rows as `[names, [row values...]...]`.

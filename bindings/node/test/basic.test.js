@@ -251,3 +251,98 @@ test('an empty Buffer binds as an empty blob (its data pointer is NULL)', () => 
 	assert.deepStrictEqual([...rows[1].x], [1, 2, 3]);
 	db.close();
 });
+
+test('a statement whose columns change with the schema (SELECT * after ADD COLUMN)', () => {
+	const db = new Database(file('star.db'));
+	db.exec('CREATE TABLE s(x)');
+	db.prepare('INSERT INTO s VALUES (1)').run();
+	const star = db.prepare('SELECT * FROM s');
+	assert.deepStrictEqual(star.all(), [{ x: 1 }]);
+	db.exec('ALTER TABLE s ADD COLUMN y DEFAULT 7');
+	assert.deepStrictEqual(star.all(), [{ x: 1, y: 7 }]);
+	assert.deepStrictEqual(star.get(), { x: 1, y: 7 });
+	db.close();
+});
+
+test('get(): every kind of parameter and value crosses the shared memory as _rows gives it', () => {
+	const db = new Database(file('fast.db'));
+	db.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b BLOB, c REAL, d, e TEXT)");
+	const blob = Buffer.from([0, 1, 2, 255]);
+	db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)').run(1, 'héllo ☃', blob, 2.5, null, 'two');
+	db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)').run(2, '', Buffer.alloc(0), -0.5, 9007199254740993n, null);
+	const get = db.prepare('SELECT * FROM t WHERE id = ?');
+	const all = (id) => db.prepare('SELECT * FROM t WHERE id = ?').all(id)[0];
+	for (const id of [1, 2]) assert.deepStrictEqual(get.get(id), all(id));
+	assert.deepStrictEqual(get.get(1), { id: 1, a: 'héllo ☃', b: blob, c: 2.5, d: null, e: 'two' });
+	assert.strictEqual(get.get(3), undefined);
+	assert.strictEqual(get.get(1n).id, 1);
+	assert.strictEqual(get.get('1').id, 1);
+	assert.strictEqual(get.get(null), undefined);
+	assert.strictEqual(get.get(undefined), undefined);
+	assert.deepStrictEqual(get.get([1]), all(1));
+	// Several strings, bigints and buffers as parameters, in order.
+	const many = db.prepare('SELECT ? AS x, ? AS y, ? AS z, ? AS w, ? AS v');
+	assert.deepStrictEqual(many.get('a', 5n, Buffer.from('b'), 'c', 1.5), { x: 'a', y: 5, z: Buffer.from('b'), w: 'c', v: 1.5 });
+	assert.deepStrictEqual(many.raw().get('a', null, 'b', 7, Buffer.alloc(0)), ['a', null, 'b', 7, Buffer.alloc(0)]);
+	assert.strictEqual(db.prepare('SELECT a FROM t WHERE id = ?').pluck().get(1), 'héllo ☃');
+	assert.strictEqual(db.prepare('SELECT c FROM t WHERE id = ?').pluck().get(1), 2.5);
+	assert.strictEqual(db.prepare('SELECT d FROM t WHERE id = ?').pluck().get(2), 9007199254740992);
+	assert.strictEqual(db.prepare('SELECT d FROM t WHERE id = ?').safeIntegers().pluck().get(2), 9007199254740993n);
+	assert.deepStrictEqual(db.prepare('SELECT id, c FROM t WHERE id = ?').safeIntegers().get(1), { id: 1n, c: 2.5 });
+	// Errors as better-sqlite3 gives them.
+	assert.throws(() => get.get(), /Too few parameter values/);
+	assert.throws(() => get.get(1, 2), /Too many parameter values/);
+	assert.throws(() => get.get(2n ** 64n), RangeError);
+	assert.throws(() => get.get(Symbol('x')), TypeError);
+	assert.throws(() => db.prepare('SELECT * FROM t WHERE id = :id').get(1), TypeError);
+	assert.deepStrictEqual(db.prepare('SELECT * FROM t WHERE id = :id').get({ id: 1 }), all(1));
+	// A column named __proto__, and more columns than the shared memory holds.
+	// (assigned, as better-sqlite3 does: it sets the prototype, here to nothing)
+	const proto = db.prepare('SELECT 1 AS "__proto__", 2 AS b');
+	assert.deepStrictEqual(proto.get(), proto.all()[0]);
+	const wide = Array.from({ length: 100 }, (_, i) => `${i} AS c${i}`).join(', ');
+	const row = db.prepare(`SELECT ${wide}`).get();
+	assert.strictEqual(Object.keys(row).length, 100);
+	assert.strictEqual(row.c99, 99);
+	// In a transaction, on the writer: it sees its own uncommitted row.
+	db.transaction(() => {
+		db.prepare('INSERT INTO t(id, a) VALUES (3, ?)').run('mine');
+		assert.strictEqual(get.get(3).a, 'mine');
+	})();
+	// A statement whose columns change with the schema.
+	db.exec('CREATE TABLE s(x)');
+	db.prepare('INSERT INTO s VALUES (1)').run();
+	const star = db.prepare('SELECT * FROM s');
+	assert.deepStrictEqual(star.get(), { x: 1 });
+	db.exec('ALTER TABLE s ADD COLUMN y DEFAULT 7');
+	assert.deepStrictEqual(star.get(), { x: 1, y: 7 });
+	db.exec('ALTER TABLE s ADD COLUMN z DEFAULT 8');
+	assert.deepStrictEqual(star.all(), [{ x: 1, y: 7, z: 8 }]);
+	const joined = db.prepare('SELECT t.id, s.x FROM t, s WHERE t.id = ?').expand();
+	assert.deepStrictEqual(joined.get(1), { t: { id: 1 }, s: { x: 1 } });
+	assert.deepStrictEqual(joined.get(1), joined.all(1)[0]);
+	db.close();
+	assert.throws(() => get.get(1), TypeError);
+});
+
+test('run(): results and parameters through the shared memory', () => {
+	const db = new Database(file('fastrun.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b BLOB, c)');
+	const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?)');
+	assert.deepStrictEqual(ins.run(1, 'x', Buffer.from('y'), 5n), { changes: 1, lastInsertRowid: 1 });
+	assert.deepStrictEqual(ins.run(null, null, null, null), { changes: 1, lastInsertRowid: 2 });
+	assert.deepStrictEqual(ins.run(2 ** 62, 'big', Buffer.alloc(0), 'z'), { changes: 1, lastInsertRowid: 2 ** 62 });
+	// safeIntegers: the rowid exactly, as better-sqlite3 gives it.
+	assert.deepStrictEqual(ins.safeIntegers().run(9007199254740993n, 'b', null, 1), { changes: 1, lastInsertRowid: 9007199254740993n });
+	assert.deepStrictEqual(db.prepare('SELECT a, b, c FROM t WHERE id = 1').get(), { a: 'x', b: Buffer.from('y'), c: 5 });
+	assert.deepStrictEqual(db.prepare('UPDATE t SET c = ? WHERE id < ?').run(7, 3), { changes: 2, lastInsertRowid: 9007199254740993 });
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t').run().changes, 0);
+	assert.throws(() => ins.run(1, 2), /Too few parameter values/);
+	assert.throws(() => ins.run(10, 1, 2, 3, 4), /Too many parameter values/);
+	assert.throws(() => ins.run([10, 1, 2, 3, 4]), /Too many parameter values/);
+	assert.throws(() => ins.run(1, 'dup', null, null), (e) => e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+	// Inside a transaction (on the held writer), and rolled back.
+	assert.throws(() => db.transaction(() => { db.prepare('DELETE FROM t WHERE id = ?').run(1); throw new Error('undo'); })(), /undo/);
+	assert.strictEqual(db.prepare('SELECT count(*) FROM t WHERE id = 1').pluck().get(), 1);
+	db.close();
+});
