@@ -10,7 +10,8 @@ a line of stdin), ``["fork_exec", sql, parent_sql]`` (forks; the child opens
 its own connection to the same file and runs ``sql``, printing its result;
 with ``parent_sql``, the parent runs it first and the child waits 0.3 s),
 ``["fork_sleep", seconds]`` (forks a child that touches nothing and sleeps,
-and prints ``{"forked": pid}``) — and
+and prints ``{"forked": pid}``), ``["close"]`` (``sqlite3_close_v2`` of the
+connection), ``["exists", path]`` (prints ``{"exists": bool}``) — and
 prints the log lines it captured at the end as ``{"log": [...]}``.
 """
 
@@ -143,6 +144,10 @@ def _run(lib_path: str, steps: list) -> None:
             if len(step) > 2:
                 print(json.dumps(conn.exec(step[2])), flush=True)
             os.waitpid(pid, 0)
+        elif kind == "close":
+            conn.close()
+        elif kind == "exists":
+            print(json.dumps({"exists": os.path.exists(step[1])}), flush=True)
         elif kind == "fork_sleep":
             pid = os.fork()
             if pid == 0:

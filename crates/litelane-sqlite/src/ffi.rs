@@ -86,7 +86,7 @@ pub unsafe extern "C" fn litelane_lane_acquire(
             // child's (the parent's stays referenced, never dropped here).
             let cached = (*lane).cast::<Arc<Lane>>();
             if cached.is_null() || !(*cached).of_this_process() {
-                match crate::lane(db) {
+                match crate::lane_for_file(db) {
                     Ok(found) => *lane = Box::into_raw(Box::new(found)).cast(),
                     Err(first) => {
                         *lane = std::ptr::null_mut();
@@ -131,9 +131,10 @@ pub unsafe extern "C" fn litelane_lane_forget(lane: *mut c_void) {
         return;
     }
     // SAFETY: `lane` came from `Box::into_raw` in `litelane_lane_acquire`
-    // and is given here once (the caller's contract). Dropping it only
-    // decrements a count: the registry holds every lane.
-    drop(unsafe { Box::from_raw(lane.cast::<Arc<Lane>>()) });
+    // and is given here once (the caller's contract).
+    let lane = *unsafe { Box::from_raw(lane.cast::<Arc<Lane>>()) };
+    // The last file of this process on the lane retires it (`lib.rs`).
+    let _ = catch_unwind(AssertUnwindSafe(|| crate::forget(lane)));
 }
 
 /// Ends a turn `litelane_lane_acquire` gave (NULL: nothing to do). Call

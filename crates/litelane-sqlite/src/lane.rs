@@ -117,6 +117,9 @@ struct State {
     idle_since: Option<Instant>,
     /// The last pause between a turn's end and the next acquire.
     last_gap: Duration,
+    /// The last database file using this lane closed ([`Lane::retire`]):
+    /// no turn is kept any more, and the keeper ends.
+    retired: bool,
 }
 
 /// What the keeper sleeps on.
@@ -352,6 +355,7 @@ impl Lane {
                 })
             }
         };
+        let keep = keep.filter(|_| !st.retired);
         let slot = keep
             .as_ref()
             .and_then(|_| turn.lock_fd())
@@ -393,6 +397,28 @@ impl Lane {
         drop(give_back);
     }
 
+    /// The last database file of this process that used this lane closed:
+    /// gives back a kept turn, ends the keeper (at its next look, within
+    /// [`ALONE_POLL`]), and removes the lock file if no other process has
+    /// it open, as SQLite removes `-wal` and `-shm` ([`ProcessQueue::retire`]).
+    /// The lane takes no turn afterwards (the registry no longer gives it
+    /// out: `lib.rs`).
+    pub fn retire(&self) {
+        let given_back = {
+            let mut st = lock(&self.state);
+            st.retired = true;
+            let kept = st.kept.take();
+            if let Some(k) = &kept {
+                KEPT_FDS.clear(k.slot);
+                st.since = None;
+            }
+            self.kept_one.notify_all();
+            kept
+        };
+        drop(given_back);
+        self.queue.retire();
+    }
+
     fn start_keeper(self: &Arc<Lane>) {
         let lane = Arc::clone(self);
         let spawned = std::thread::Builder::new()
@@ -422,9 +448,13 @@ impl Lane {
         let mut bell: Option<WantedBell> = None;
         loop {
             let mut st = lock(&self.state);
+            if st.retired {
+                st.keeper = false;
+                return;
+            }
             if st.kept.is_none() && st.keeps == last_keeps {
                 st.watch = Watch::Parked;
-                while st.kept.is_none() {
+                while st.kept.is_none() && !st.retired {
                     st = self
                         .kept_one
                         .wait(st)

@@ -49,7 +49,7 @@ pub enum Acquired {
 
 /// Lanes by database path, opened once per process; `Err`: the queue is
 /// off for that database, and whether that was reported yet.
-type Queues = HashMap<PathBuf, Result<Arc<Lane>, (Degraded, bool)>>;
+type Queues = HashMap<PathBuf, Result<(Arc<Lane>, usize), (Degraded, bool)>>;
 
 /// The queues of this process, with the process id they were opened in:
 /// a child of `fork()` inherits the parent's open file descriptions, on
@@ -89,6 +89,16 @@ fn registry() -> &'static Mutex<Registry> {
 /// there is none (`Some` the first time only). A lane found before a
 /// `fork()` is not the child's: see [`Lane::of_this_process`].
 pub fn lane(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
+    find(db_path, false)
+}
+
+/// [`lane`] for a database file the VFS opened, which gives it back with
+/// [`forget`] when it closes: the last one closed retires the lane.
+pub fn lane_for_file(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
+    find(db_path, true)
+}
+
+fn find(db_path: &Path, for_file: bool) -> Result<Arc<Lane>, Option<String>> {
     let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
     let forks = FORKS.load(Ordering::Relaxed);
     if reg.forks != forks {
@@ -106,18 +116,48 @@ pub fn lane(db_path: &Path) -> Result<Arc<Lane>, Option<String>> {
     }
     if !reg.queues.contains_key(db_path) {
         let opened = ProcessQueue::open_turns_only(db_path)
-            .map(|q| Lane::new(q, reg.pid, forks))
+            .map(|q| (Lane::new(q, reg.pid, forks), 0))
             .map_err(|d| (d, false));
         reg.queues.insert(db_path.to_path_buf(), opened);
     }
     let entry = reg.queues.get_mut(db_path).expect("inserted above");
     match entry {
-        Ok(lane) => Ok(Arc::clone(lane)),
+        Ok((lane, files)) => {
+            *files += usize::from(for_file);
+            Ok(Arc::clone(lane))
+        }
         Err((d, told)) => {
             let first = !*told;
             *told = true;
             Err(first.then(|| d.to_string()))
         }
+    }
+}
+
+/// A database file that had `lane` from [`lane_for_file`] closed. The last
+/// one of this process takes the lane out of the registry and retires it
+/// ([`Lane::retire`]: a kept turn given back, the lock file removed if no
+/// other process has it open). A lane of the parent, in a forked child, is
+/// not in the child's registry: nothing happens.
+pub fn forget(lane: Arc<Lane>) {
+    let retired = {
+        let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = None;
+        for (path, entry) in reg.queues.iter_mut() {
+            if let Ok((l, files)) = entry {
+                if Arc::ptr_eq(l, &lane) {
+                    *files = files.saturating_sub(1);
+                    if *files == 0 {
+                        last = Some(path.clone());
+                    }
+                    break;
+                }
+            }
+        }
+        last.and_then(|path| reg.queues.remove(&path))
+    };
+    if retired.is_some() {
+        lane.retire();
     }
 }
 
@@ -234,6 +274,39 @@ mod tests {
         let path = dir.path().join("t.db");
         std::fs::write(&path, b"").unwrap();
         (dir, path)
+    }
+
+    /// The lock file goes with the last database file of the last process
+    /// on it, a turn kept between writes given back first.
+    #[test]
+    fn the_last_file_closed_retires_the_lane_and_its_lock_file() {
+        let (_dir, path) = db();
+        let lock = litelane::xproc::lock_path_for(&path);
+        let (a, b) = (lane_for_file(&path).unwrap(), lane_for_file(&path).unwrap());
+        assert!(Arc::ptr_eq(&a, &b));
+        // A write: its turn is kept (alone on the file) when it ends.
+        let Acquired::Turn(turn) = acquire_on(&a, &path, Duration::from_secs(1)) else {
+            panic!("a free turn was not granted");
+        };
+        drop(turn);
+        assert!(a.kept_idle(), "alone: the turn is kept between writes");
+        forget(a);
+        assert!(lock.exists(), "another file of this process still uses it");
+        assert!(b.kept_idle());
+        forget(b);
+        assert!(
+            !lock.exists(),
+            "the last file closed and the lock file stayed"
+        );
+        // The next file opens a lane (and a lock file) again.
+        let c = lane_for_file(&path).unwrap();
+        assert!(matches!(
+            acquire_on(&c, &path, Duration::from_secs(1)),
+            Acquired::Turn(_)
+        ));
+        assert!(lock.exists());
+        forget(c);
+        assert!(!lock.exists());
     }
 
     #[test]

@@ -482,16 +482,17 @@ fn open_present(
     ))
 }
 
-impl Drop for Shared {
-    /// The last queue of the file in any process removes the lock file,
-    /// as SQLite removes `-wal` and `-shm` when its last connection closes:
-    /// only in the process that opened this queue (a forked child shares
-    /// its parent's open file descriptions, and with them its presence),
-    /// and never while a failed fsync is marked in it (what other processes
-    /// must learn: `durable.rs`).
-    fn drop(&mut self) {
+impl Shared {
+    /// Removes the lock file if no other queue (of any process) has it
+    /// open, as SQLite removes `-wal` and `-shm` when its last connection
+    /// closes: only in the process that opened this queue (a forked child
+    /// shares its parent's open file descriptions, and with them its
+    /// presence), and never while a failed fsync is marked in it (what
+    /// other processes must learn: `durable.rs`). Afterwards this queue no
+    /// longer counts as present: it must take no more turns.
+    fn remove_lock_file_if_last(&self) -> bool {
         if std::process::id() != self.pid {
-            return;
+            return false;
         }
         #[cfg(target_os = "linux")]
         if self
@@ -499,11 +500,19 @@ impl Drop for Shared {
             .as_ref()
             .is_some_and(|c| c.failed_at().is_some())
         {
-            return;
+            return false;
         }
-        if let Some(presence) = &self.presence {
-            lock_file::remove_if_last(presence, &self.lock_path, self.id);
-        }
+        self.presence
+            .as_ref()
+            .is_some_and(|p| lock_file::remove_if_last(p, &self.lock_path, self.id))
+    }
+}
+
+impl Drop for Shared {
+    /// The last queue of the file in any process removes the lock file
+    /// ([`Shared::remove_lock_file_if_last`]).
+    fn drop(&mut self) {
+        self.remove_lock_file_if_last();
     }
 }
 
@@ -676,6 +685,16 @@ impl ProcessQueue {
     /// The lock file this queue uses.
     pub fn lock_path(&self) -> &Path {
         &self.shared.lock_path
+    }
+
+    /// For a queue that will take no more turns (its holder closed the last
+    /// database file that used it) but may live on a little (a thread still
+    /// holds it): removes the lock file now if no other queue of any process
+    /// has it open, as closing the last handle on the queue does. Returns
+    /// whether it removed it. Afterwards this queue no longer counts as
+    /// present to others: take no turn on it.
+    pub fn retire(&self) -> bool {
+        self.shared.remove_lock_file_if_last()
     }
 
     /// Why combined commits are unavailable on this queue (`None`: they

@@ -727,14 +727,19 @@ pub fn is_at(lock_path: &Path, id: FileId) -> bool {
 /// When the write lock is refused, this queue takes its own presence
 /// back and asks once more: of queues closing at the same moment, each
 /// refused while the others were still present, the last to ask again
-/// finds the others gone (or one of them removing the file).
+/// finds the others gone (or one of them removing the file). Either way
+/// `presence` holds no lock on return: the queue no longer counts as
+/// present, and a file removed needs no lock (a queue that opened it meets
+/// no link left and opens a new one).
 pub fn remove_if_last(presence: &File, lock_path: &Path, id: FileId) -> bool {
     let write = || {
         let kind = libc::F_WRLCK as libc::c_short;
         matches!(lock_now(presence, kind, layout::PRESENCE_BYTE), Ok(true))
     };
     let alone = write() || (unlock(presence, layout::PRESENCE_BYTE, 1).is_ok() && write());
-    alone && is_at(lock_path, id) && std::fs::remove_file(lock_path).is_ok()
+    let removed = alone && is_at(lock_path, id) && std::fs::remove_file(lock_path).is_ok();
+    let _ = unlock(presence, layout::PRESENCE_BYTE, 1);
+    removed
 }
 
 /// True when a description other than `file`'s holds the presence
