@@ -558,8 +558,7 @@ const CONVERGE_PASSES: u32 = 4;
 /// longer lets the writers go on at this point, and the WAL then starts
 /// over at a later catch-up instead. With 20 ms, a 15-minute soak on the
 /// loaded 2-core machine saw holds up to 82 ms when the whole machine
-/// paused: the budget leaves room for such pauses under the soak's 50 ms
-/// bound.
+/// paused; with 10 ms, up to 76 ms in I/O storms (docs/durability.md).
 pub(crate) const CATCH_UP_BUDGET: Duration = Duration::from_millis(10);
 
 /// Lets the next write start the WAL over from its beginning. SQLite
