@@ -32,12 +32,20 @@
 //!   (default 0: never), starting at `--full-at S` (default: half-way),
 //!   leaving `--full-leave MIB` free (default 128). It refuses filesystems
 //!   larger than 8 GiB, so it cannot fill a shared disk: `scripts/soak`
-//!   mounts a 1 GiB tmpfs for it.
+//!   mounts a 1 GiB tmpfs for it;
+//! - `--max-checkpoint-hold-ms N`: the longest any write may wait on a
+//!   checkpoint, in milliseconds (default 50): the longest a checkpoint of
+//!   the soak process or of a writer process held their writers back
+//!   (`Metrics::checkpoint_hold_max`, which the writer process prints);
+//! - `--hold-writers`: bound the WAL by holding writers back
+//!   (`OverLimit::HoldWriters`, litelane's behaviour before issue 39)
+//!   instead of the default `OverLimit::Grow`, to compare.
 //!
 //! `SQLITE_FULL` while the filesystem is nearly full is counted apart (a
 //! full disk may refuse a write); any other error, an acknowledged row of the
-//! killed process missing, or writers stuck for 30 s after the end make it
-//! exit non-zero.
+//! killed process missing, writers stuck for 30 s after the end, or a
+//! checkpoint that held writers back longer than `--max-checkpoint-hold-ms`
+//! make it exit non-zero.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -50,7 +58,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use litelane::{CheckpointMode, Database, Options, Profile, Value};
+use litelane::{CheckpointMode, Database, Options, OverLimit, OverLimitReason, Profile, Value};
 
 mod common;
 use common::{ack_line, or_exit, print_or_exit, Flags};
@@ -59,6 +67,14 @@ use common::{ack_line, or_exit, print_or_exit, Flags};
 const SQLITE_FULL: i32 = 13;
 /// The largest filesystem `--full-for` agrees to fill.
 const MAX_FILL_FS_BYTES: u64 = 8 << 30;
+/// The soak's WAL limit, in pages (`Checkpoints::limit_pages`).
+const LIMIT_PAGES: u32 = 4000;
+/// Bytes per page (SQLite's default page size, which the soak keeps).
+const PAGE_BYTES: u64 = 4096;
+/// A write slower than this, in milliseconds, counts in the summary's
+/// "seconds with a write over 50 ms" (outside the kill and disk-full
+/// moments).
+const SLOW_WRITE_MS: f64 = 50.0;
 
 struct Args {
     seconds: u64,
@@ -71,6 +87,8 @@ struct Args {
     full_at: Option<u64>,
     full_for: u64,
     full_leave_mib: u64,
+    max_hold_ms: u64,
+    over_limit: OverLimit,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -85,6 +103,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         full_at: None,
         full_for: 0,
         full_leave_mib: 128,
+        max_hold_ms: 50,
+        // The library's default (`Grow`), unless `--hold-writers`.
+        over_limit: litelane::Checkpoints::default().over_limit,
     };
     let mut flags = Flags::new(args);
     while let Some(flag) = flags.next_flag() {
@@ -99,6 +120,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--csv" => a.csv = PathBuf::from(flags.value()?),
             "--svg" => a.svg = Some(PathBuf::from(flags.value()?)),
             "--no-explicit-checkpoints" => a.explicit_checkpoints = false,
+            "--max-checkpoint-hold-ms" => a.max_hold_ms = flags.number("milliseconds")?,
+            "--hold-writers" => a.over_limit = OverLimit::HoldWriters,
             _ => return Err(flags.unknown()),
         }
     }
@@ -125,6 +148,15 @@ struct Sample {
     lost: u64,
     checkpoints: u64,
     escalated: u64,
+    /// WAL pages in use after the last commit.
+    wal_pages: u64,
+    /// The WAL was over its limit at the end of this second.
+    over_limit: bool,
+    /// Longest time a checkpoint held writers back so far (this process's
+    /// and the writer process's), ms; cumulative.
+    hold_max_ms: f64,
+    /// Time checkpoints of this process held writers back in this second, ms.
+    hold_ms: f64,
     rss_kib: u64,
     disk_free_mib: f64,
     /// The filesystem was being held nearly full during this second.
@@ -176,6 +208,8 @@ struct Counters {
     child_acks: AtomicU64,
     kills: AtomicU64,
     lost: AtomicU64,
+    /// The longest checkpoint hold a writer process printed, in µs.
+    child_hold_max_us: AtomicU64,
 }
 
 /// Counts an error: `SQLITE_FULL` while the disk is held nearly full apart.
@@ -196,24 +230,35 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
 }
 
-fn db_options(profile: Profile) -> Options {
+fn db_options(profile: Profile, over_limit: OverLimit) -> Options {
     let mut opts = Options::with_profile(profile);
     opts.checkpoints.passive_after_pages = 1000;
-    opts.checkpoints.limit_pages = 4000;
+    opts.checkpoints.limit_pages = LIMIT_PAGES;
+    opts.checkpoints.over_limit = over_limit;
     opts
 }
 
 /// The writer process: one row per transaction into `child`, ids from
 /// `generation * 10^9` up, each printed once `write` returned `Ok`; an
-/// error is printed as `ERR <code> <message>`. Runs until killed.
-fn child_writer(path: &str, profile: &str, generation: i64) -> ! {
+/// error is printed as `ERR <code> <message>`; every 100 writes, the
+/// longest time a checkpoint held its writer back, as `HOLD <µs>`. Runs
+/// until killed.
+fn child_writer(path: &str, profile: &str, generation: i64, hold_writers: bool) -> ! {
     let profile: Profile = profile.parse().expect("a profile");
-    let db = Database::open(path, db_options(profile)).expect("open the soak database");
+    let over_limit = match hold_writers {
+        true => OverLimit::HoldWriters,
+        false => OverLimit::Grow,
+    };
+    let db = Database::open(path, db_options(profile, over_limit)).expect("open the soak database");
     let mut id = generation * 1_000_000_000;
     loop {
         let r =
             db.write(|tx| Ok(tx.execute("INSERT INTO child VALUES (?, randomblob(200))", [id])?));
         print_or_exit(&ack_line(id, &r));
+        if id % 100 == 0 {
+            let us = db.metrics().checkpoint_hold_max.as_micros();
+            print_or_exit(&format!("HOLD {us}\n"));
+        }
         id += 1;
         thread::sleep(Duration::from_millis(1));
     }
@@ -225,6 +270,7 @@ struct ChildPlan {
     profile: Profile,
     /// Seconds from its start to its SIGKILL.
     kill_every: u64,
+    over_limit: OverLimit,
 }
 
 /// Runs one generation of the writer process for `kill_every` seconds (or
@@ -243,6 +289,10 @@ fn child_generation(
         .arg(path)
         .arg(profile.name())
         .arg(generation.to_string())
+        .arg(match plan.over_limit {
+            OverLimit::HoldWriters => "hold-writers",
+            _ => "grow",
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -256,6 +306,9 @@ fn child_generation(
                 if let Some(rest) = line.strip_prefix("ERR ") {
                     let (code, msg) = rest.split_once(' ').unwrap_or((rest, ""));
                     note_err_code(&c, &shared, "writer process", code.parse().ok(), msg);
+                } else if let Some(us) = line.strip_prefix("HOLD ") {
+                    let us = us.parse().unwrap_or(u64::MAX);
+                    c.child_hold_max_us.fetch_max(us, Ordering::Relaxed);
                 } else if let Ok(id) = line.parse::<i64>() {
                     acked.push(id);
                     c.child_acks.fetch_add(1, Ordering::Relaxed);
@@ -313,7 +366,8 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
         p.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(p));
     }
-    let db = Database::open(&path, db_options(profile)).map_err(|e| e.to_string())?;
+    let db =
+        Database::open(&path, db_options(profile, args.over_limit)).map_err(|e| e.to_string())?;
     db.write(|tx| {
         Ok(tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS ev(id INTEGER PRIMARY KEY, at INTEGER, body BLOB);
@@ -412,8 +466,9 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     for long in [false, false, true] {
         let (db, c, stop, shared) = handles(&stop);
         workers.push(thread::spawn(move || {
+            let label = if long { "soak: 3-s read" } else { "" };
             while !stop.load(Ordering::Relaxed) {
-                let r = db.read(|conn| {
+                let r = db.read_labeled(label, |conn| {
                     let n: i64 = conn.query_row(
                         "SELECT count(*) FROM ev WHERE id > (SELECT max(id) FROM ev) - 1000",
                         [],
@@ -448,6 +503,7 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
             path: path.clone(),
             profile,
             kill_every: args.kill_every,
+            over_limit: args.over_limit,
         };
         workers.push(thread::spawn(move || {
             let mut generation = 1;
@@ -484,6 +540,7 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
     let mut whole = new_histogram();
     let start = Instant::now();
     let mut last = (0u64, 0u64, 0u64, 0u64);
+    let mut last_hold = Duration::ZERO;
     for second in 1..=args.seconds {
         let next = start + Duration::from_secs(second);
         thread::sleep(next.saturating_duration_since(Instant::now()));
@@ -503,10 +560,19 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
                 h.value_at_quantile(q) as f64 / 1000.0
             }
         };
+        let child_hold_ms = c.child_hold_max_us.load(Ordering::Relaxed) as f64 / 1000.0;
         let s = Sample {
             profile,
             second,
             wal_bytes: m.wal_file_bytes,
+            wal_pages: m.wal_pages,
+            over_limit: m.wal_over_limit.is_some(),
+            hold_max_ms: (m.checkpoint_hold_max.as_secs_f64() * 1000.0).max(child_hold_ms),
+            hold_ms: m
+                .checkpoint_hold_time
+                .saturating_sub(last_hold)
+                .as_secs_f64()
+                * 1000.0,
             p50_ms: ms(0.5),
             p99_ms: ms(0.99),
             max_stall_ms: match c.max_stall_us.swap(0, Ordering::Relaxed) {
@@ -528,10 +594,29 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
             disk_nearly_full: shared.disk_nearly_full.load(Ordering::Relaxed),
         };
         last = (writes, bulk, reads, child_acks);
+        last_hold = m.checkpoint_hold_time;
+        // Over its limit: for how long, and who pins it.
+        let over = match &m.wal_over_limit {
+            None => String::new(),
+            Some(o) => format!(
+                "  OVER LIMIT {:.1} s: {}",
+                o.duration.as_secs_f64(),
+                match &o.reason {
+                    OverLimitReason::PinnedByRead(r) =>
+                        format!("pinned by {:?} ({:.1} s old)", r.label, r.age.as_secs_f64()),
+                    OverLimitReason::PinnedElsewhere => "pinned by another process".into(),
+                    OverLimitReason::CatchingUp => "catching up".into(),
+                    OverLimitReason::CheckpointFailed(e) => format!("checkpoint failed: {e}"),
+                    other => format!("{other:?}"),
+                }
+            ),
+        };
         eprintln!(
-            "{profile:>8} {second:>5}s wal {:>9} B  p50 {:>6.2} p99 {:>7.2} max {:>8.2} ms  writes {:>5}/s  \
-             process {:>4}/s  kills {} lost {}  errors {} (+{} full)  rss {} KiB  free {:.0} MiB",
+            "{profile:>8} {second:>5}s wal {:>9} B {:>6} pages  p50 {:>6.2} p99 {:>7.2} max {:>8.2} ms  \
+             writes {:>5}/s  process {:>4}/s  kills {} lost {}  errors {} (+{} full)  \
+             held {:.1} ms (longest {:.1})  rss {} KiB  free {:.0} MiB{over}",
             s.wal_bytes,
+            s.wal_pages,
             s.p50_ms,
             s.p99_ms,
             s.max_stall_ms,
@@ -541,6 +626,8 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
             s.lost,
             s.errors,
             s.full_errors,
+            s.hold_ms,
+            s.hold_max_ms,
             s.rss_kib,
             s.disk_free_mib
         );
@@ -576,6 +663,9 @@ fn soak(profile: Profile, args: &Args, dir: &Path, shared: &Arc<Shared>) -> Resu
         s.lost = c.lost.load(Ordering::Relaxed);
         s.errors = c.errors.load(Ordering::Relaxed);
         s.full_errors = c.full_errors.load(Ordering::Relaxed);
+        let child_hold_ms = c.child_hold_max_us.load(Ordering::Relaxed) as f64 / 1000.0;
+        let hold_ms = db.metrics().checkpoint_hold_max.as_secs_f64() * 1000.0;
+        s.hold_max_ms = hold_ms.max(child_hold_ms);
     }
     let problem = child_failed.lock().unwrap().take();
     let integrity: Result<String, _> =
@@ -661,12 +751,13 @@ fn fill_disk(
 fn write_csv(path: &Path, samples: &[Sample]) -> std::io::Result<()> {
     let mut out = String::from(
         "profile,second,wal_bytes,p50_ms,p99_ms,max_stall_ms,writes,bulk_rows,reads,process_writes,\
-         errors,full_errors,kills,lost,checkpoints,escalated,rss_kib,disk_free_mib,disk_nearly_full\n",
+         errors,full_errors,kills,lost,checkpoints,escalated,rss_kib,disk_free_mib,disk_nearly_full,\
+         wal_pages,over_limit,hold_max_ms,hold_ms\n",
     );
     for s in samples {
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.1},{}",
+            "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{:.3},{:.3}",
             s.profile,
             s.second,
             s.wal_bytes,
@@ -685,7 +776,11 @@ fn write_csv(path: &Path, samples: &[Sample]) -> std::io::Result<()> {
             s.escalated,
             s.rss_kib,
             s.disk_free_mib,
-            u8::from(s.disk_nearly_full)
+            u8::from(s.disk_nearly_full),
+            s.wal_pages,
+            u8::from(s.over_limit),
+            s.hold_max_ms,
+            s.hold_ms
         );
     }
     std::fs::write(path, out)
@@ -758,6 +853,11 @@ fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
     .iter()
     .map(|n| col(n))
     .collect::<Result<_, _>>()?;
+    // Columns added with issue 39 (older files lack them).
+    let optional: Vec<Option<usize>> = ["wal_pages", "over_limit", "hold_max_ms", "hold_ms"]
+        .iter()
+        .map(|n| col(n).ok())
+        .collect();
     let mut samples = Vec::new();
     let mut profiles = Vec::new();
     for (n, line) in lines.enumerate() {
@@ -770,6 +870,15 @@ fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
         if !profiles.contains(&profile) {
             profiles.push(profile);
         }
+        let opt = |i: usize| -> Result<f64, String> {
+            match optional[i] {
+                None => Ok(f64::NAN),
+                Some(j) => f
+                    .get(j)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .ok_or_else(|| bad(header[j])),
+            }
+        };
         let writes = int(6)?;
         let latency = |v: f64| if writes == 0 { f64::NAN } else { v };
         samples.push(Sample {
@@ -792,6 +901,10 @@ fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
             rss_kib: int(16)?,
             disk_free_mib: real(17)?,
             disk_nearly_full: get(18)? == "1",
+            wal_pages: opt(0).map(|v| if v.is_nan() { 0 } else { v as u64 })?,
+            over_limit: opt(1)? == 1.0,
+            hold_max_ms: opt(2)?,
+            hold_ms: opt(3)?,
         });
     }
     Ok((samples, profiles))
@@ -801,39 +914,69 @@ fn read_csv(path: &Path) -> Result<(Vec<Sample>, Vec<Profile>), String> {
 /// the kills of the writer process, an orange band the disk-full phase.
 fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::Result<()> {
     type Series = fn(&Sample) -> f64;
-    // (title, series, logarithmic y axis)
+    // The WAL's bounds, in MiB: the file is kept allocated up to
+    // `journal_size_limit` (64 MiB by default); the pages in use are over
+    // the limit past `limit_pages`.
+    const FILE_BOUND_MIB: f64 = 64.0;
+    let limit_mib = f64::from(LIMIT_PAGES) * PAGE_BYTES as f64 / 1048576.0;
     // (title, series, logarithmic y axis, how a long run's seconds are
-    // summarised per point)
-    let panels: [(&str, Series, bool, Agg); 6] = [
+    // summarised per point, a bound drawn as a dashed line)
+    let panels: [(&str, Series, bool, Agg, Option<f64>); 8] = [
         (
-            "WAL file size (MiB)",
+            "WAL file size (MiB); dashed: journal_size_limit",
             |s| s.wal_bytes as f64 / 1048576.0,
             false,
             Agg::Max,
+            Some(FILE_BOUND_MIB),
+        ),
+        (
+            "WAL in use (MiB, pages x 4 KiB); dashed: limit_pages",
+            // Older CSVs have no WAL pages (and no hold): no line.
+            |s| {
+                if s.hold_max_ms.is_nan() {
+                    f64::NAN
+                } else {
+                    s.wal_pages as f64 * PAGE_BYTES as f64 / 1048576.0
+                }
+            },
+            false,
+            Agg::Max,
+            Some(limit_mib),
         ),
         (
             "commit latency p50 per second (ms, log scale)",
             |s| s.p50_ms,
             true,
             Agg::Median,
+            None,
         ),
         (
             "commit latency p99 per second (ms, log scale)",
             |s| s.p99_ms,
             true,
             Agg::Median,
+            None,
         ),
         (
-            "longest write in each second (ms, log scale)",
+            "longest write in each second (ms, log scale); dashed: 50 ms",
             |s| s.max_stall_ms,
             true,
             Agg::Max,
+            Some(SLOW_WRITE_MS),
+        ),
+        (
+            "writers held by checkpoints in each second (ms, total)",
+            |s| s.hold_ms,
+            false,
+            Agg::Max,
+            None,
         ),
         (
             "resident memory of the soak process (MiB)",
             |s| s.rss_kib as f64 / 1024.0,
             false,
             Agg::Max,
+            None,
         ),
         (
             "free space on the database's filesystem (MiB)",
@@ -846,6 +989,7 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
             },
             false,
             Agg::Min,
+            None,
         ),
     ];
     // The log panels start at 10 µs.
@@ -876,7 +1020,7 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
         .collect();
     // Long runs: one point per `bucket` seconds (about 300 per line).
     let bucket = ((max_t / 300.0).ceil() as u64).max(1);
-    for (i, (title, f, log, agg)) in panels.iter().enumerate() {
+    for (i, (title, f, log, agg, bound)) in panels.iter().enumerate() {
         let top = i as f64 * h + 10.0;
         let title = if bucket > 1 {
             format!("{title}; {} of each {bucket} s", agg.name())
@@ -887,7 +1031,7 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
             .iter()
             .map(f)
             .filter(|v| v.is_finite())
-            .fold(0.0f64, f64::max)
+            .fold(bound.unwrap_or(0.0), f64::max)
             .max(1e-9)
             * 1.1;
         let log = *log && max_v > LOG_FLOOR_MS * 10.0;
@@ -922,6 +1066,14 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
                 y(max_v),
                 (x(*b) - x(a - 1.0)).max(1.0),
                 y(0.0) - y(max_v)
+            );
+        }
+        if let Some(b) = bound {
+            let _ = writeln!(
+                svg,
+                "<line x1=\"{pad}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#2ca02c\" stroke-dasharray=\"6,3\"/>",
+                y(*b),
+                w - pad
             );
         }
         for k in &kills {
@@ -994,14 +1146,15 @@ fn write_svg(path: &Path, samples: &[Sample], profiles: &[Profile]) -> std::io::
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--child-writer") {
-        let [_, path, profile, generation] = argv.as_slice() else {
-            eprintln!("soak: --child-writer PATH PROFILE GENERATION");
+        let [_, path, profile, generation, over_limit] = argv.as_slice() else {
+            eprintln!("soak: --child-writer PATH PROFILE GENERATION grow|hold-writers");
             std::process::exit(2);
         };
         child_writer(
             path,
             profile,
             generation.parse().expect("a generation number"),
+            over_limit == "hold-writers",
         );
     }
     if argv.first().map(String::as_str) == Some("--replot") {
@@ -1094,11 +1247,13 @@ fn main() {
         }
     }
     let mut failed = false;
+    let mut held_too_long = Vec::new();
     println!(
         "| profile | seconds | WAL max (MiB) | commit p50 / p99 / max (ms) | writes | bulk rows | reads \
          | process kills | process rows acknowledged | lost | errors | SQLITE_FULL while nearly full | RSS at 10% → max → last (MiB) |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut checkpoint_rows = Vec::new();
     for (p, run) in &runs {
         let s = &run.samples;
         let Some(lastv) = s.last() else {
@@ -1128,6 +1283,23 @@ fn main() {
             mib(lastv.rss_kib)
         );
         failed |= lastv.errors > 0 || lastv.lost > 0;
+        let hold = lastv.hold_max_ms;
+        if hold > args.max_hold_ms as f64 {
+            held_too_long.push(format!(
+                "{p}: a checkpoint held writers back {hold:.1} ms, over the bound of {} ms \
+                 (--max-checkpoint-hold-ms)",
+                args.max_hold_ms
+            ));
+        }
+        checkpoint_rows.push(checkpoint_summary(*p, s, hold));
+    }
+    println!(
+        "\n| profile | longest checkpoint hold (ms) | seconds with a write over {SLOW_WRITE_MS} ms (outside kills, disk full) | longest write there (ms) \
+         | seconds over the WAL limit | stretches over it | longest stretch (s) | over it at the end | WAL in use max (MiB) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|");
+    for row in &checkpoint_rows {
+        println!("{row}");
     }
     if let Some(note) = &disk_note {
         println!("\n{note}");
@@ -1139,7 +1311,60 @@ fn main() {
             stuck = true;
         }
     }
-    if failed || stuck {
+    for why in &held_too_long {
+        println!("\n**{why}**");
+        eprintln!("soak: {why}");
+    }
+    if failed || stuck || !held_too_long.is_empty() {
         std::process::exit(1);
     }
+}
+
+/// One profile's row of the summary's second table: checkpoints' holds,
+/// slow seconds outside the kill and disk-full moments, and the WAL's
+/// stretches over its limit.
+fn checkpoint_summary(p: Profile, s: &[Sample], hold_ms: f64) -> String {
+    // A second within 2 s of a kill of the writer process, or in the
+    // disk-full phase (which includes 2 s after it).
+    let kills: Vec<u64> = s
+        .windows(2)
+        .filter(|w| w[1].kills > w[0].kills)
+        .map(|w| w[1].second)
+        .collect();
+    let quiet = |x: &Sample| {
+        !x.disk_nearly_full
+            && !kills
+                .iter()
+                .any(|&k| x.second + 2 >= k && x.second <= k + 2)
+    };
+    let slow: Vec<f64> = s
+        .iter()
+        .filter(|x| quiet(x) && x.max_stall_ms > SLOW_WRITE_MS)
+        .map(|x| x.max_stall_ms)
+        .collect();
+    let longest_slow = slow.iter().copied().fold(0.0, f64::max);
+    let over = s.iter().filter(|x| x.over_limit).count();
+    let mut stretches = Vec::new();
+    let mut run = 0u64;
+    for x in s {
+        if x.over_limit {
+            run += 1;
+        } else if run > 0 {
+            stretches.push(run);
+            run = 0;
+        }
+    }
+    let at_end = run > 0;
+    if at_end {
+        stretches.push(run);
+    }
+    let in_use = s.iter().map(|x| x.wal_pages).max().unwrap_or(0) * PAGE_BYTES;
+    format!(
+        "| {p} | {hold_ms:.1} | {} | {longest_slow:.0} | {over} | {} | {} | {} | {:.1} |",
+        slow.len(),
+        stretches.len(),
+        stretches.iter().max().unwrap_or(&0),
+        if at_end { "yes" } else { "no" },
+        in_use as f64 / 1048576.0
+    )
 }

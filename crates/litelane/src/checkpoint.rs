@@ -9,19 +9,30 @@
 //! `idle_after`, it checkpoints what is left.
 //!
 //! A PASSIVE checkpoint cannot copy frames that a reader on an old snapshot
-//! still needs, and the WAL cannot restart while such a reader lives, so with
-//! overlapping readers the WAL could grow without bound. When it passes
-//! `limit_pages`, the checkpointer *escalates*: it takes the writer's next turn
-//! (ahead of queued writers, which then wait) and runs a RESTART checkpoint
-//! that waits up to `escalation_wait` for old readers to finish. The WAL file
-//! itself stays allocated after a restart (`journal_size_limit`), so it is not
-//! shrunk and re-grown.
+//! still needs, and the WAL cannot restart while such a reader lives, so
+//! past `limit_pages` the WAL is *over its limit*, and `over_limit` decides:
+//!
+//! - [`OverLimit::Grow`] (the default): writers never wait. The WAL grows
+//!   while the read pins it; the checkpointer retries a PASSIVE checkpoint
+//!   every [`OVER_LIMIT_RETRY`] (10 ms), so it copies the WAL back, and the
+//!   next write starts it over, at the first moment no read pins it. Reads of
+//!   this process older than `max_read_age` (if set) are interrupted: the
+//!   hard bound.
+//! - [`OverLimit::HoldWriters`]: the checkpointer *escalates*: the WAL hook
+//!   closes the writer queue's gate, the checkpointer takes the writer's next
+//!   turn (ahead of queued writers, which then wait) and runs a RESTART
+//!   checkpoint that waits up to `escalation_wait` for old readers to finish.
+//!
+//! Every stretch in which a checkpoint holds the writers back (a turn of the
+//! writer, a closed gate) is recorded (`Metrics::checkpoint_hold_max`). The
+//! WAL file itself stays allocated after a restart (`journal_size_limit`), so
+//! it is not shrunk and re-grown.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -30,7 +41,7 @@ use rusqlite::Connection;
 
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
-use crate::options::Checkpoints;
+use crate::options::{Checkpoints, OverLimit, OVER_LIMIT_RETRY};
 use crate::pool::Pool;
 use crate::unpoisoned::{lock, wait_timeout};
 use crate::writer::{Writer, WriterQueue, PROCESS_TURN_BUDGET};
@@ -138,6 +149,8 @@ struct State {
     /// The hook asked for a checkpoint.
     requested: bool,
     stop: bool,
+    /// When the hook closed the writer queue's gate, while it is closed.
+    gate_closed_at: Option<Instant>,
 }
 
 /// Shared between the writer's WAL hook, the writer and the checkpointer.
@@ -155,6 +168,23 @@ pub(crate) struct Signal {
 impl Signal {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// Opens the writer queue's gate. The writers were held back from the
+    /// moment it closed, or from `held_since` (a turn the checkpointer took
+    /// while it was open) if that was earlier: recorded as one hold.
+    fn open_gate(&self, recorder: &Recorder, held_since: Option<Instant>) {
+        let mut st = self.lock();
+        let closed = st.gate_closed_at.take();
+        self.queue.open_gate();
+        drop(st);
+        let from = match (closed, held_since) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(from) = from {
+            recorder.record_checkpoint_hold(from.elapsed());
+        }
     }
 }
 
@@ -195,18 +225,24 @@ pub(crate) fn install_wal_hook(
     let s = Arc::clone(&signal);
     let r = Arc::clone(recorder);
     let threshold = u64::from(cfg.passive_after_pages);
+    let limit = u64::from(cfg.limit_pages);
+    let hold_writers = cfg.over_limit == OverLimit::HoldWriters;
     conn.wal_hook(Some(
         move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
             let pages = pages.max(0) as u64;
             r.wal_pages.store(pages, Relaxed);
+            r.note_wal_size(pages, limit);
             let mut st = s.lock();
             st.pages = pages;
             st.commits += 1;
             if pages < st.backfilled {
                 st.backfilled = 0; // the WAL was restarted from its beginning
             }
+            // Under `Grow` the gate never closes: `gate_at` stays at the
+            // limit and only asks for a checkpoint.
             let over_limit = pages >= s.gate_at.load(Relaxed);
-            if over_limit {
+            if over_limit && hold_writers {
+                st.gate_closed_at.get_or_insert_with(Instant::now);
                 s.queue.close_gate();
             }
             // Only frames no checkpoint has copied yet count towards the next
@@ -266,12 +302,13 @@ impl Drop for Checkpointer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.signal.lock().gate_closed_at = None;
         self.signal.queue.open_gate();
     }
 }
 
 fn checkpoint_loop(
-    conn: Connection,
+    mut conn: Connection,
     writer: Arc<Writer>,
     pool: Arc<Pool>,
     signal: Arc<Signal>,
@@ -280,17 +317,17 @@ fn checkpoint_loop(
     last_active: Arc<Mutex<Instant>>,
 ) {
     // However this thread ends, writers must not stay behind a closed gate.
-    struct OpenGateOnExit<'w>(&'w Writer, &'w Signal);
+    struct OpenGateOnExit<'w>(&'w Recorder, &'w Signal);
     impl Drop for OpenGateOnExit<'_> {
         fn drop(&mut self) {
             self.1.gate_at.store(u64::MAX, Relaxed);
-            self.0.open_gate();
+            self.1.open_gate(self.0, None);
         }
     }
-    let _guard = OpenGateOnExit(&writer, &signal);
+    let _guard = OpenGateOnExit(&recorder, &signal);
     let mut l = Loop {
         limit: u64::from(cfg.limit_pages),
-        conn: &conn,
+        conn: &mut conn,
         writer: &writer,
         pool: &pool,
         signal: &signal,
@@ -299,20 +336,31 @@ fn checkpoint_loop(
         settled_at: u64::MAX,
         failed_at: None,
         failures: 0,
+        retry_at: None,
     };
+    let hold_writers = cfg.over_limit == OverLimit::HoldWriters;
     while let Some((pages, commits)) = l.next_request(&last_active) {
         // What earlier checkpoints had copied of the WAL this one runs on,
         // read before it runs: a commit that restarts the WAL meanwhile
         // resets the shared count, and reading it afterwards counted this
         // WAL's copied frames a second time.
         let before = l.signal.lock().backfilled;
-        let report = if pages >= l.limit {
+        let report = if pages >= l.limit && hold_writers {
             l.escalate_when_useful(pages)
         } else {
-            run(&conn, CheckpointMode::Passive)
+            run(l.conn, CheckpointMode::Passive)
         };
-        if let Ok(report) = report {
-            l.settle(&report, pages, commits, before);
+        match report {
+            Ok(report) => {
+                recorder.note_checkpoint_error(None);
+                l.settle(&report, pages, commits, before);
+            }
+            Err(e) => {
+                recorder.note_error(&e);
+                recorder.note_checkpoint_error(Some(e.to_string()));
+                // Not again at once: a full disk fails the same way.
+                l.retry_at = Some(Instant::now() + OVER_LIMIT_RETRY);
+            }
         }
     }
 }
@@ -321,7 +369,8 @@ fn checkpoint_loop(
 struct Loop<'a> {
     /// `Checkpoints::limit_pages`, in pages.
     limit: u64,
-    conn: &'a Connection,
+    /// Mutable only to lend it to the catch-up's thread.
+    conn: &'a mut Connection,
     writer: &'a Writer,
     pool: &'a Pool,
     signal: &'a Signal,
@@ -333,13 +382,32 @@ struct Loop<'a> {
     failed_at: Option<Instant>,
     /// Escalations in a row that readers outlasted.
     failures: u32,
+    /// Under [`OverLimit::Grow`], after a checkpoint that a read kept from
+    /// copying the whole WAL over its limit (or one that failed): no
+    /// checkpoint before this.
+    retry_at: Option<Instant>,
 }
 
 impl Loop<'_> {
     /// Waits until a checkpoint is requested, or is due because the writer
     /// has been idle for `idle_after` with frames not copied yet: the WAL's
     /// pages and the commit count then. `None`: the thread is to stop.
-    fn next_request(&self, last_active: &Mutex<Instant>) -> Option<(u64, u64)> {
+    fn next_request(&mut self, last_active: &Mutex<Instant>) -> Option<(u64, u64)> {
+        // A pinned WAL asks for a checkpoint after every commit: one every
+        // `OVER_LIMIT_RETRY` is enough to see the read end.
+        if let Some(at) = self.retry_at.take() {
+            loop {
+                let now = Instant::now();
+                if now >= at {
+                    break;
+                }
+                let st = self.signal.lock();
+                if st.stop {
+                    return None;
+                }
+                drop(wait_timeout(&self.signal.wake, st, at - now));
+            }
+        }
         loop {
             let mut st = self.signal.lock();
             if !st.requested && !st.stop {
@@ -380,7 +448,7 @@ impl Loop<'_> {
             }
             let recheck = (self.limit / 16).max(1);
             self.signal.gate_at.store(pages + recheck, Relaxed);
-            self.writer.open_gate();
+            self.signal.open_gate(self.recorder, None);
             return run(self.conn, CheckpointMode::Passive);
         }
         let r = escalate(self.conn, self.writer, self.signal, cfg, self.recorder);
@@ -413,23 +481,85 @@ impl Loop<'_> {
         record(self.recorder, report, before);
         if !report.busy {
             self.settled_at = commits;
-            let min_frames = u64::from(self.cfg.passive_after_pages);
-            if let Some(r) = catch_up(self.conn, self.writer, self.signal, report, min_frames) {
-                record(self.recorder, &r, report.checkpointed_frames);
-            }
+            self.converge(report);
         } else if report.wal_frames >= self.limit {
-            if let Ok(r) = self.escalate_when_useful(report.wal_frames) {
-                record(self.recorder, &r, report.checkpointed_frames);
+            match self.cfg.over_limit {
+                OverLimit::HoldWriters => {
+                    if let Ok(r) = self.escalate_when_useful(report.wal_frames) {
+                        record(self.recorder, &r, report.checkpointed_frames);
+                    }
+                }
+                OverLimit::Grow => {
+                    // Writers go on; the hard bound, if asked for, is
+                    // ending the reads that pin the WAL for too long.
+                    if let Some(age) = self.cfg.max_read_age {
+                        self.pool.interrupt_older_than(age);
+                    }
+                    self.retry_at = Some(Instant::now() + OVER_LIMIT_RETRY);
+                }
             }
         }
     }
 }
 
-/// The fewest frames committed during a complete PASSIVE checkpoint that
-/// [`catch_up`] copies with the writers held back: 256 (1 MiB of 4 KiB
-/// pages); or `passive_after_pages` when that is more, the most SQLite's
-/// own autocheckpoint copies inside a commit.
-const CATCH_UP_FRAMES: u64 = 256;
+impl Loop<'_> {
+    /// Follows a complete PASSIVE checkpoint up: what was committed while it
+    /// ran is copied by more PASSIVE checkpoints beside the writers (at most
+    /// [`CONVERGE_PASSES`], each shorter than the one before, while each
+    /// completes), until at most [`CATCH_UP_FRAMES`] are left, which
+    /// [`catch_up`] copies with the writers held back, so that the next
+    /// write restarts the WAL. The writers then wait for the copy of a few
+    /// frames and the syncs, not for the copy of everything committed
+    /// during a long checkpoint.
+    fn converge(&mut self, first: &CheckpointReport) {
+        let mut last = first.checkpointed_frames;
+        for pass in 0..=CONVERGE_PASSES {
+            let behind = self.signal.lock().pages.saturating_sub(last);
+            if behind == 0 {
+                return;
+            }
+            if behind <= CATCH_UP_FRAMES {
+                let (conn, writer, signal, recorder) =
+                    (&mut *self.conn, self.writer, self.signal, self.recorder);
+                if let Some(r) = catch_up(conn, writer, signal, recorder, last) {
+                    record(self.recorder, &r, last);
+                }
+                return;
+            }
+            if pass == CONVERGE_PASSES {
+                return;
+            }
+            let before = self.signal.lock().backfilled;
+            let Ok(r) = run(self.conn, CheckpointMode::Passive) else {
+                return;
+            };
+            self.signal.lock().backfilled = r.checkpointed_frames;
+            record(self.recorder, &r, before);
+            if r.busy {
+                return;
+            }
+            last = r.checkpointed_frames;
+        }
+    }
+}
+
+/// The most frames [`catch_up`] copies with the writers held back: 128
+/// (512 KiB of 4 KiB pages). The writers wait for that copy and the
+/// checkpoint's syncs (of the WAL, then of the database file).
+const CATCH_UP_FRAMES: u64 = 128;
+
+/// The most PASSIVE checkpoints [`Loop::converge`] runs beside the writers
+/// after a complete one before giving up until the next request: 4.
+const CONVERGE_PASSES: u32 = 4;
+
+/// The longest the checkpointer's catch-up holds the writers back: 10 ms
+/// (plus at most [`PROCESS_TURN_BUDGET`], 5 ms, waiting for the turn among
+/// processes). A catch-up whose checkpoint (its copy and syncs) takes
+/// longer lets the writers go on at this point, and the WAL then starts
+/// over at a later catch-up instead. With 20 ms, a 15-minute soak on the
+/// loaded 2-core machine saw holds up to 82 ms when the whole machine
+/// paused; with 10 ms, up to 76 ms in I/O storms (docs/durability.md).
+pub(crate) const CATCH_UP_BUDGET: Duration = Duration::from_millis(10);
 
 /// Lets the next write start the WAL over from its beginning. SQLite
 /// restarts the WAL only in a write transaction that began with every frame
@@ -437,36 +567,60 @@ const CATCH_UP_FRAMES: u64 = 256;
 /// leaves: the WAL then grows to `limit_pages` and new space is written
 /// (and, under `safe`, synced) for every commit. SQLite's own
 /// autocheckpoint runs inside a commit and leaves it every time. So when a
-/// complete PASSIVE checkpoint ends with a few frames committed meanwhile
-/// (at most `threshold`, which is `passive_after_pages`, or
-/// [`CATCH_UP_FRAMES`] if more), this copies them with another PASSIVE
-/// checkpoint while holding the writer's turn (ahead of queued writers) and
-/// the turn among processes (waiting for it at most
-/// [`PROCESS_TURN_BUDGET`], the longest a process keeps it), so no litelane
-/// writer commits meanwhile. `None` when there was nothing to do or the
-/// turns did not come in time.
+/// complete PASSIVE checkpoint that copied `copied` frames ends with a few
+/// frames committed meanwhile (at most [`CATCH_UP_FRAMES`]), this copies
+/// them with another PASSIVE checkpoint while holding the writer's turn
+/// (ahead of queued writers) and the turn among processes (waiting for it
+/// at most [`PROCESS_TURN_BUDGET`], the longest a process keeps it), so no
+/// litelane writer commits meanwhile.
+///
+/// The checkpoint's two syncs (WAL, then database file) take what the disk
+/// takes: 4 to 430 ms on the loaded 2-core machine where this was measured.
+/// So the checkpoint runs on a thread of its own, and the turns are held
+/// for at most [`CATCH_UP_BUDGET`]: when it takes longer, the writers go on
+/// while it finishes (and the next write does not restart the WAL). `None`
+/// when there was nothing to do, the turns did not come in time, or the
+/// thread could not start.
 fn catch_up(
-    conn: &Connection,
+    conn: &mut Connection,
     writer: &Writer,
     signal: &Signal,
-    report: &CheckpointReport,
-    threshold: u64,
+    recorder: &Recorder,
+    copied: u64,
 ) -> Option<CheckpointReport> {
-    let behind = signal
-        .lock()
-        .pages
-        .saturating_sub(report.checkpointed_frames);
-    if behind == 0 || behind > CATCH_UP_FRAMES.max(threshold) {
+    let behind = signal.lock().pages.saturating_sub(copied);
+    if behind == 0 || behind > CATCH_UP_FRAMES {
         return None;
     }
-    let r = writer
-        .with_every_turn(
+    let r = std::thread::scope(|s| {
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let helper = std::thread::Builder::new()
+            .name("litelane-catch-up".into())
+            .spawn_scoped(s, move || {
+                // No go: the turns did not come.
+                go_rx.recv().ok()?;
+                let r = run(conn, CheckpointMode::Passive);
+                let _ = done_tx.send(());
+                Some(r)
+            })
+            .ok()?;
+        let turns = writer.with_every_turn(
             "checkpoint (catching up, so the next write restarts the WAL)",
             PROCESS_TURN_BUDGET,
-            |_| run(conn, CheckpointMode::Passive),
-        )
-        .ok()??
-        .ok()?;
+            |_| {
+                let _ = go_tx.send(());
+                let _ = done_rx.recv_timeout(CATCH_UP_BUDGET);
+            },
+        );
+        drop(go_tx);
+        if let Ok((_, held)) = turns {
+            recorder.record_checkpoint_hold(held);
+        }
+        // The writers are free again; the checkpoint may still be running.
+        helper.join().ok()?
+    })?;
+    let r = r.ok()?;
     signal.lock().backfilled = r.checkpointed_frames;
     Some(r)
 }
@@ -505,7 +659,9 @@ fn escalate(
 ) -> Result<CheckpointReport> {
     recorder.checkpoints_escalated.fetch_add(1, Relaxed);
     let limit = u64::from(cfg.limit_pages);
+    let mut granted = None;
     let result = writer.with_turn("checkpoint (escalated: WAL over its limit)", true, |_| {
+        granted = Some(Instant::now());
         let r = conn
             .busy_timeout(cfg.escalation_wait)
             .context(|| "setting the checkpoint's wait".into())
@@ -523,6 +679,6 @@ fn escalate(
         }
         r
     });
-    writer.open_gate();
+    signal.open_gate(recorder, granted);
     result?
 }

@@ -74,9 +74,9 @@ pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use codes::SqliteCode;
 pub use configure::Setup;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
-pub use metrics::{LongWait, Metrics, SlowStatement, GROUP_BUCKETS};
+pub use metrics::{LongWait, Metrics, OverLimitReason, SlowStatement, WalOverLimit, GROUP_BUCKETS};
 pub use multirow::MultiRowInsert;
-pub use options::{Checkpoints, GroupCommit, Options, Profile};
+pub use options::{Checkpoints, GroupCommit, Options, OverLimit, Profile, OVER_LIMIT_RETRY};
 pub use pinned_read::PinnedRead;
 pub use rusqlite;
 pub use rusqlite::types::{Value, ValueRef};
@@ -184,10 +184,21 @@ struct Inner {
     _checkpointer: Option<checkpoint::Checkpointer>,
     writer: Arc<Writer>,
     pool: Arc<Pool>,
+    /// In WAL mode: where `Database::checkpoint(Passive)` runs, beside the
+    /// writers (`None` without WAL).
+    side_checkpoints: Option<SideCheckpoints>,
     config: Arc<Registry>,
     /// A shared in-memory database's file: removed with the last engine on
     /// it, after the connections above closed.
     _shared_memory: Option<shared_memory::SharedMemoryFile>,
+}
+
+/// A connection of its own for explicit PASSIVE checkpoints, opened on the
+/// first one: a PASSIVE checkpoint needs no turn of the writer, so writers
+/// do not wait for it.
+struct SideCheckpoints {
+    tracer: Arc<Tracer>,
+    conn: std::sync::Mutex<Option<rusqlite::Connection>>,
 }
 
 /// The cross-process queue of the file, when `opts` asks for it and the
@@ -342,6 +353,10 @@ impl Database {
                 recorder,
                 _checkpointer: checkpointer,
                 writer,
+                side_checkpoints: wal.then(|| SideCheckpoints {
+                    tracer: Arc::clone(&tracer),
+                    conn: std::sync::Mutex::new(None),
+                }),
                 config,
                 opts,
                 _shared_memory: shared_memory,
@@ -533,11 +548,23 @@ impl Database {
             .wal_path()
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |md| md.len());
-        m.wal_pinned_by = self
-            .inner
-            .recorder
-            .last_incomplete_checkpoint()
-            .and_then(|at| self.inner.pool.oldest_read(at));
+        let recorder = &self.inner.recorder;
+        let incomplete = recorder.last_incomplete_checkpoint();
+        m.wal_pinned_by = incomplete.and_then(|at| self.inner.pool.oldest_read(at));
+        let over = recorder.over_limit();
+        m.wal_over_limit_count = over.count;
+        m.wal_over_limit_time = over.total;
+        m.wal_over_limit = over.current.map(|(since, limit)| WalOverLimit {
+            duration: since.elapsed(),
+            wal_pages: m.wal_pages,
+            limit_pages: limit,
+            reason: match (recorder.checkpoint_error(), &m.wal_pinned_by) {
+                (Some(e), _) => OverLimitReason::CheckpointFailed(e),
+                (None, Some(read)) => OverLimitReason::PinnedByRead(read.clone()),
+                (None, None) if incomplete.is_some() => OverLimitReason::PinnedElsewhere,
+                (None, None) => OverLimitReason::CatchingUp,
+            },
+        });
         m
     }
 
@@ -556,14 +583,37 @@ impl Database {
         Ok(self.inner.max_parameters)
     }
 
-    /// Runs one checkpoint now, in its own turn on the writer (so it never
-    /// races a commit of this process). `Full`, `Restart` and `Truncate` wait
-    /// up to `busy_timeout` for other processes and old readers.
+    /// Runs one checkpoint now. In WAL mode a `Passive` one runs on a
+    /// connection of its own (opened by the first), beside the writers,
+    /// which never wait for it; it reports `busy` when it could not copy
+    /// everything (a read on an old snapshot, or the background
+    /// checkpointer running at that moment). `Full`, `Restart` and
+    /// `Truncate` (and every mode without WAL) run in a turn of their own on
+    /// the writer (so they never race a commit of this process): writers of
+    /// this process wait for them (counted in
+    /// [`Metrics::checkpoint_hold_max`]), and they wait up to
+    /// `busy_timeout` for other processes and old readers.
     pub fn checkpoint(&self, mode: CheckpointMode) -> Result<CheckpointReport> {
+        if let (CheckpointMode::Passive, Some(side)) = (mode, &self.inner.side_checkpoints) {
+            let mut slot = unpoisoned::lock(&side.conn);
+            if slot.is_none() {
+                let (target, opts) = (&self.inner.target, &self.inner.opts);
+                let conn =
+                    connection::open(target, Role::Checkpointer, opts, &side.tracer, None, None)?;
+                *slot = Some(conn);
+            }
+            if let Some(conn) = slot.as_ref() {
+                return checkpoint::run(conn, mode);
+            }
+        }
+        let recorder = &self.inner.recorder;
         self.inner
             .writer
             .with_turn(&format!("checkpoint ({mode})"), false, |conn| {
-                checkpoint::run(conn, mode)
+                let held = std::time::Instant::now();
+                let r = checkpoint::run(conn, mode);
+                recorder.record_checkpoint_hold(held.elapsed());
+                r
             })?
     }
 

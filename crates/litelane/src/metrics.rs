@@ -1,7 +1,7 @@
 //! Counters and latency samples, and the snapshot [`Metrics`] a user reads.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,44 @@ pub struct LongWait {
     pub holder_label: String,
     /// The last statement that transaction ran.
     pub holder_sql: String,
+}
+
+/// The WAL is over its limit (`Checkpoints::limit_pages`): since when,
+/// by how much, and why (see [`Metrics::wal_over_limit`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WalOverLimit {
+    /// How long the WAL has been over its limit: since the commit that
+    /// took it past `limit_pages`. It ends with the first commit that
+    /// starts the WAL over (or leaves it under the limit).
+    pub duration: Duration,
+    /// WAL size in pages after the last commit.
+    pub wal_pages: u64,
+    /// `Checkpoints::limit_pages`.
+    pub limit_pages: u64,
+    /// Why the checkpointer has not brought it back.
+    pub reason: OverLimitReason,
+}
+
+/// Why the WAL is over its limit (see [`WalOverLimit`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum OverLimitReason {
+    /// A read of this process holds a snapshot older than the WAL's end:
+    /// the oldest one that was open when the last checkpoint could not copy
+    /// the whole WAL (its label, age and first statement). It pins the WAL
+    /// until it ends (or `Checkpoints::max_read_age` interrupts it).
+    PinnedByRead(crate::PinnedRead),
+    /// The last checkpoint could not copy the whole WAL and no read of this
+    /// process is old enough to be the cause: a reader (or a checkpoint, or
+    /// a write lock) of another process.
+    PinnedElsewhere,
+    /// The last checkpoint copied every frame it found: the WAL starts over
+    /// at the next write that finds no reader on it, once the checkpointer
+    /// has copied what was written meanwhile.
+    CatchingUp,
+    /// The last checkpoint failed with this error (a full disk, an I/O
+    /// error).
+    CheckpointFailed(String),
 }
 
 /// A point-in-time copy of the engine's metrics (see [`Database::metrics`](crate::Database::metrics)).
@@ -93,6 +131,31 @@ pub struct Metrics {
     /// Size of the `-wal` file on disk in bytes (stays allocated after a
     /// checkpoint, up to `Options::journal_size_limit`).
     pub wal_file_bytes: u64,
+    /// `Some` while the WAL is over `Checkpoints::limit_pages`: since when,
+    /// and why (the read that pins it, when it is one of this process's).
+    /// Under the default `OverLimit::Grow` writers do not wait meanwhile;
+    /// the WAL is copied back and starts over at the first moment no read
+    /// pins it. `None` while it is under its limit, and without background
+    /// checkpoints.
+    pub wal_over_limit: Option<WalOverLimit>,
+    /// Times the WAL went over its limit since the database was opened.
+    pub wal_over_limit_count: u64,
+    /// Total time the WAL spent over its limit since the database was
+    /// opened (the current stretch included).
+    pub wal_over_limit_time: Duration,
+    /// The longest time a checkpoint held every writer of this process
+    /// back, since the database was opened: a turn of the writer that a
+    /// checkpoint took (the checkpointer's catch-up, an escalation under
+    /// `OverLimit::HoldWriters`, [`Database::checkpoint`](crate::Database::checkpoint)),
+    /// from the moment it had the turn to the moment it handed it on, or
+    /// the writer queue's gate closed over the WAL limit (`HoldWriters`).
+    /// No write waited on a checkpoint longer than this.
+    pub checkpoint_hold_max: Duration,
+    /// Total time checkpoints held writers back, as in
+    /// [`checkpoint_hold_max`](Metrics::checkpoint_hold_max).
+    pub checkpoint_hold_time: Duration,
+    /// Times checkpoints held writers back (turns taken, gate closings).
+    pub checkpoint_holds: u64,
     /// Recent statements slower than `Options::slow_statement` (newest last).
     pub slow_statements: Vec<SlowStatement>,
     /// Recent waits longer than `Options::long_wait` (newest last).
@@ -158,14 +221,43 @@ pub(crate) struct Recorder {
     pub combined_here: AtomicU64,
     pub process_turns: AtomicU64,
     pub turns_out_of_order: AtomicU64,
+    pub checkpoint_holds: AtomicU64,
+    checkpoint_hold_nanos: AtomicU64,
+    checkpoint_hold_max_nanos: AtomicU64,
     group_sizes: [AtomicU64; 8],
     waits: Mutex<Waits>,
+    /// The WAL is over its limit (changed only with `over_limit` locked).
+    over: AtomicBool,
+    over_limit: Mutex<OverLimitTimes>,
+    /// The error of the last checkpoint of the checkpointer, if it failed.
+    checkpoint_error: Mutex<Option<String>>,
     events: Mutex<Events>,
     /// When the last checkpoint ran, if it could not copy the whole WAL.
     incomplete_checkpoint: Mutex<Option<Instant>>,
     /// Why the cross-process queue is off, if it is.
     process_queue_off: Mutex<Option<String>>,
     combined_commits_off: Mutex<Option<String>>,
+}
+
+/// When the WAL went over its limit, and the stretches before.
+#[derive(Default)]
+struct OverLimitTimes {
+    /// Since when the WAL is over its limit (`None`: it is not).
+    since: Option<Instant>,
+    /// The limit, in pages.
+    limit: u64,
+    /// Stretches over the limit so far, the current one included.
+    count: u64,
+    /// Total length of the stretches that ended.
+    ended: Duration,
+}
+
+/// What [`Recorder::over_limit`] tells about the WAL's limit.
+pub(crate) struct OverLimitNow {
+    /// Since when, and the limit, while over it.
+    pub current: Option<(Instant, u64)>,
+    pub count: u64,
+    pub total: Duration,
 }
 
 struct Waits {
@@ -225,6 +317,58 @@ impl Recorder {
     pub fn record_long_wait(&self, wait: LongWait) {
         let mut e = lock(&self.events);
         push_bounded(&mut e.long, wait, KEPT_EVENTS);
+    }
+
+    /// Records that a checkpoint held every writer back for `held`.
+    pub fn record_checkpoint_hold(&self, held: Duration) {
+        let nanos = held.as_nanos().min(u64::MAX as u128) as u64;
+        self.checkpoint_holds.fetch_add(1, Relaxed);
+        self.checkpoint_hold_nanos.fetch_add(nanos, Relaxed);
+        self.checkpoint_hold_max_nanos.fetch_max(nanos, Relaxed);
+    }
+
+    /// After a commit: the WAL holds `pages` pages, its limit is `limit`.
+    /// Locks only when the WAL crosses the limit one way or the other.
+    pub fn note_wal_size(&self, pages: u64, limit: u64) {
+        let over = pages >= limit;
+        if over == self.over.load(Relaxed) {
+            return;
+        }
+        let mut o = lock(&self.over_limit);
+        self.over.store(over, Relaxed);
+        match (over, o.since) {
+            (true, None) => {
+                o.since = Some(Instant::now());
+                o.limit = limit;
+                o.count += 1;
+            }
+            (false, Some(since)) => {
+                o.ended += since.elapsed();
+                o.since = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// The WAL's time over its limit.
+    pub fn over_limit(&self) -> OverLimitNow {
+        let o = lock(&self.over_limit);
+        OverLimitNow {
+            current: o.since.map(|s| (s, o.limit)),
+            count: o.count,
+            total: o.ended + o.since.map_or(Duration::ZERO, |s| s.elapsed()),
+        }
+    }
+
+    /// Notes the checkpointer's last checkpoint failed with `err`, or
+    /// (`None`) that it ran.
+    pub fn note_checkpoint_error(&self, err: Option<String>) {
+        *lock(&self.checkpoint_error) = err;
+    }
+
+    /// The error of the checkpointer's last checkpoint, if it failed.
+    pub fn checkpoint_error(&self) -> Option<String> {
+        lock(&self.checkpoint_error).clone()
     }
 
     /// Notes whether the checkpoint that just ran copied the whole WAL.
@@ -302,6 +446,12 @@ impl Recorder {
             process_turns: self.process_turns.load(Relaxed),
             turns_out_of_order: self.turns_out_of_order.load(Relaxed),
             wal_file_bytes: 0,
+            wal_over_limit: None,
+            wal_over_limit_count: 0,
+            wal_over_limit_time: Duration::ZERO,
+            checkpoint_hold_max: Duration::from_nanos(self.checkpoint_hold_max_nanos.load(Relaxed)),
+            checkpoint_hold_time: Duration::from_nanos(self.checkpoint_hold_nanos.load(Relaxed)),
+            checkpoint_holds: self.checkpoint_holds.load(Relaxed),
             slow_statements: events.slow.iter().cloned().collect(),
             long_waits: events.long.iter().cloned().collect(),
             wal_pinned_by: None,
@@ -352,6 +502,41 @@ mod tests {
         let m = r.snapshot(0);
         assert_eq!(m.group_sizes, [1, 1, 2, 1, 0, 0, 1, 2]);
         assert_eq!(m.commits, 8);
+    }
+
+    #[test]
+    fn time_over_the_wal_limit_is_counted_from_crossing_to_crossing_back() {
+        let r = Recorder::default();
+        r.note_wal_size(10, 100);
+        let now = r.over_limit();
+        assert!(now.current.is_none());
+        assert_eq!((now.count, now.total), (0, Duration::ZERO));
+        r.note_wal_size(100, 100);
+        r.note_wal_size(150, 100);
+        std::thread::sleep(Duration::from_millis(20));
+        let now = r.over_limit();
+        let (since, limit) = now.current.expect("over the limit");
+        assert_eq!(limit, 100);
+        assert!(since.elapsed() >= Duration::from_millis(20));
+        assert_eq!(now.count, 1, "one stretch, however many commits");
+        r.note_wal_size(3, 100);
+        let now = r.over_limit();
+        assert!(now.current.is_none());
+        assert!(now.total >= Duration::from_millis(20), "{:?}", now.total);
+        r.note_wal_size(200, 100);
+        assert_eq!(r.over_limit().count, 2);
+    }
+
+    #[test]
+    fn checkpoint_holds_keep_their_longest_and_their_total() {
+        let r = Recorder::default();
+        for ms in [3, 40, 7] {
+            r.record_checkpoint_hold(Duration::from_millis(ms));
+        }
+        let m = r.snapshot(0);
+        assert_eq!(m.checkpoint_hold_max, Duration::from_millis(40));
+        assert_eq!(m.checkpoint_hold_time, Duration::from_millis(50));
+        assert_eq!(m.checkpoint_holds, 3);
     }
 
     #[test]

@@ -105,6 +105,48 @@ impl Default for GroupCommit {
     }
 }
 
+/// What the background checkpointer does when the WAL passes
+/// [`Checkpoints::limit_pages`] and a checkpoint cannot copy all of it,
+/// because a read holds a snapshot older than the WAL's end (SQLite cannot
+/// copy the frames that snapshot still needs, nor start the WAL over while
+/// it lives). Bounding the WAL then takes waiting for that read or ending
+/// it; this chooses who waits. Default [`OverLimit::Grow`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OverLimit {
+    /// Writers never wait for the checkpointer (the default): the WAL grows
+    /// past the limit for as long as a read pins it, the checkpointer keeps
+    /// copying what it can with PASSIVE checkpoints (which never block
+    /// anyone) and tries again every [`OVER_LIMIT_RETRY`], so the WAL is
+    /// copied back and starts over at the first moment no read pins it.
+    /// Writers are only held back by the checkpointer's short catch-up (a
+    /// PASSIVE checkpoint of at most 128 frames and its syncs, in a turn of
+    /// its own, so the next write restarts the WAL), for at most 10 ms plus
+    /// the wait for the turn among processes (at most 5 ms): a catch-up
+    /// that takes longer lets the writers go on while it finishes.
+    /// [`Metrics::wal_over_limit`](crate::Metrics::wal_over_limit) says
+    /// since when the WAL is over its limit, why, and which read pins it;
+    /// [`Checkpoints::max_read_age`] turns the limit into a hard bound by
+    /// interrupting reads that pin it for too long.
+    #[default]
+    Grow,
+    /// Bound the WAL by holding writers back (litelane's default until
+    /// issue 39, now only on request): past the limit the WAL hook closes a gate
+    /// in the writer queue and the checkpointer takes the writer's next turn
+    /// to run a RESTART checkpoint that waits up to
+    /// [`Checkpoints::escalation_wait`] (default 2 s) for the reads on old
+    /// snapshots. Every writer of the process waits that long, at most once
+    /// per read that pins the WAL (docs/concurrency.md, "Checkpoints").
+    HoldWriters,
+}
+
+/// How often the checkpointer tries again while the WAL is over its limit
+/// and pinned by a read, under [`OverLimit::Grow`]: 10 ms. A PASSIVE
+/// checkpoint that finds nothing it may copy costs a few microseconds;
+/// this is also the longest the checkpointer takes to notice that the last
+/// read pinning the WAL ended while writes go on (copying the WAL back
+/// then takes what the copy takes, with writers going on).
+pub const OVER_LIMIT_RETRY: Duration = Duration::from_millis(10);
+
 /// Background checkpoints, off the write path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoints {
@@ -122,20 +164,33 @@ pub struct Checkpoints {
     /// WAL size, in pages, after which a PASSIVE checkpoint is started.
     /// Default 1000 (SQLite's own automatic-checkpoint threshold).
     pub passive_after_pages: u32,
-    /// WAL size, in pages, past which the checkpointer escalates: it takes the
-    /// writer's turn (new writes wait) and runs a RESTART checkpoint that
-    /// waits up to `escalation_wait` for readers on old snapshots.
-    /// Default 10,000 pages (about 40 MiB at 4 KiB pages).
+    /// The WAL's bound, in pages: past it the WAL is *over its limit*
+    /// ([`Metrics::wal_over_limit`](crate::Metrics::wal_over_limit)), and
+    /// what happens then is [`over_limit`](Checkpoints::over_limit)'s
+    /// choice. Default 10,000 pages (about 40 MiB at 4 KiB pages). The WAL
+    /// *file* stays allocated up to `Options::journal_size_limit` (64 MiB)
+    /// after it starts over, whatever this is.
     pub limit_pages: u32,
-    /// Longest wait of an escalated checkpoint for old readers. Default 2 s.
-    /// Writers wait behind the closed gate for at most this long plus the
-    /// checkpoint's own copying, and only once per read that pins the WAL
-    /// (see `docs/concurrency.md`, "Checkpoints").
+    /// Past `limit_pages` with a read pinning the WAL: let the WAL grow and
+    /// never hold writers ([`OverLimit::Grow`], the default), or hold
+    /// writers while a RESTART checkpoint waits for the read
+    /// ([`OverLimit::HoldWriters`]).
+    pub over_limit: OverLimit,
+    /// Under [`OverLimit::HoldWriters`] only: the longest wait of an
+    /// escalated checkpoint for old readers. Default 2 s. Writers wait
+    /// behind the closed gate for at most this long plus the checkpoint's
+    /// own copying, and only once per read that pins the WAL (see
+    /// `docs/concurrency.md`, "Checkpoints"). Unused under
+    /// [`OverLimit::Grow`].
     pub escalation_wait: Duration,
-    /// When an escalated checkpoint finds the WAL pinned by reads of this
-    /// process older than this, it interrupts their running statements (the
-    /// read fails with `SQLITE_INTERRUPT` and a message naming this option).
-    /// Default `None`: reads are never interrupted.
+    /// The hard bound on the WAL: when the WAL is over `limit_pages` and a
+    /// checkpoint finds it pinned by reads of this process older than this,
+    /// the checkpointer interrupts their running statements (the read fails
+    /// with `SQLITE_INTERRUPT` and a message naming this option). The WAL
+    /// then grows past its limit by at most what is written in this long
+    /// (plus the time a read's closure holds its snapshot without running a
+    /// statement, which SQLite cannot interrupt). Default `None`: reads are
+    /// never interrupted.
     pub max_read_age: Option<Duration>,
     /// Checkpoint after the writer has been idle this long (if the WAL has
     /// frames). Default 250 ms.
@@ -169,6 +224,7 @@ impl Default for Checkpoints {
             external: false,
             passive_after_pages: 1000,
             limit_pages: 10_000,
+            over_limit: OverLimit::Grow,
             escalation_wait: Duration::from_secs(2),
             max_read_age: None,
             idle_after: Duration::from_millis(250),

@@ -667,11 +667,6 @@ impl Writer {
         })
     }
 
-    /// Opens the queue's gate (see [`Queue::open_gate`]).
-    pub fn open_gate(&self) {
-        self.queue.open_gate();
-    }
-
     pub fn set_idle_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
         *lock(&self.idle_hook) = Some(hook);
     }
@@ -951,15 +946,19 @@ impl Writer {
 
     /// [`Writer::with_turn`], ahead of queued writers, also holding the turn
     /// among processes, for which it waits at most `wait`: no litelane
-    /// writer of any process is in a transaction while `f` runs. `Ok(None)`,
+    /// writer of any process is in a transaction while `f` runs. `None`,
     /// with `f` not run, when the turn among processes did not come in time.
+    /// With it, how long the writer's turn was held (writers of this
+    /// process waited that long): from the moment it was granted, through
+    /// the wait for the turn among processes and `f`.
     pub fn with_every_turn<T>(
         &self,
         label: &str,
         wait: Duration,
         f: impl FnOnce(&mut Connection) -> T,
-    ) -> Result<Option<T>> {
+    ) -> Result<(Option<T>, Duration)> {
         self.with_turn(label, true, |conn| {
+            let granted = Instant::now();
             let held = match (self.carry.take(), &self.process_queue) {
                 (Some(held), _) => Some(held),
                 (None, None) => None,
@@ -968,12 +967,12 @@ impl Writer {
                         turn,
                         since: Instant::now(),
                     }),
-                    Ok(None) | Err(_) => return None,
+                    Ok(None) | Err(_) => return (None, granted.elapsed()),
                 },
             };
             let out = f(conn);
             self.carry.put(held);
-            Some(out)
+            (Some(out), granted.elapsed())
         })
     }
 

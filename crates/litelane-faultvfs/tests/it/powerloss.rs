@@ -87,6 +87,8 @@ fn options(profile: Profile, w: Workload, vfs: &FaultVfs) -> Options {
         Workload::WalBound => {
             o.checkpoints.passive_after_pages = 16;
             o.checkpoints.limit_pages = 32;
+            // Escalated checkpoints (the WAL bounded by holding writers).
+            o.checkpoints.over_limit = litelane::OverLimit::HoldWriters;
             o.checkpoints.escalation_wait = Duration::from_millis(50);
         }
         _ => {

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{eventually, exec, query_i64, temp_db};
-use litelane::{CheckpointMode, Options};
+use litelane::{CheckpointMode, Options, OverLimit, OverLimitReason};
 
 /// One ~4 KiB row: about one WAL page per transaction.
 fn write_page(db: &litelane::Database, i: i64) {
@@ -22,6 +22,14 @@ fn with_checkpoints(passive: u32, limit: u32, idle: Duration) -> Options {
     o.checkpoints.limit_pages = limit;
     o.checkpoints.idle_after = idle;
     o.checkpoints.escalation_wait = Duration::from_secs(5);
+    o
+}
+
+/// [`with_checkpoints`] bounding the WAL by holding writers back
+/// (`OverLimit::HoldWriters`, the escalated RESTART checkpoint).
+fn holding_writers(passive: u32, limit: u32, idle: Duration) -> Options {
+    let mut o = with_checkpoints(passive, limit, idle);
+    o.checkpoints.over_limit = OverLimit::HoldWriters;
     o
 }
 
@@ -149,13 +157,9 @@ fn the_checkpointer_catches_up_when_the_writer_goes_idle() {
 }
 
 #[test]
-fn the_wal_stays_under_its_limit_while_a_long_reader_holds_a_snapshot() {
+fn holding_writers_keeps_the_wal_under_its_limit_while_a_long_reader_holds_a_snapshot() {
     const LIMIT: u64 = 300;
-    let (_dir, db) = temp_db(with_checkpoints(
-        50,
-        LIMIT as u32,
-        Duration::from_secs(3600),
-    ));
+    let (_dir, db) = temp_db(holding_writers(50, LIMIT as u32, Duration::from_secs(3600)));
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
     for i in 0..100 {
         write_page(&db, i);
@@ -311,7 +315,7 @@ fn escalated_checkpoints_between_grouped_writers_never_deadlock() {
     // Four writers form groups while a tiny WAL limit makes the checkpointer
     // take priority turns again and again. A group must never be handed to
     // the checkpoint's turn (it would find a transaction open on the writer).
-    let mut opts = with_checkpoints(10, 40, Duration::from_secs(3600));
+    let mut opts = holding_writers(10, 40, Duration::from_secs(3600));
     // A reader that outlasts the escalation's wait makes escalations fail, so
     // later ones run while writers are free to group (the gate stays open).
     opts.checkpoints.escalation_wait = Duration::from_millis(50);
@@ -369,12 +373,12 @@ fn escalated_checkpoints_between_grouped_writers_never_deadlock() {
 }
 
 #[test]
-fn a_pinned_wal_stalls_writers_once_names_the_reader_and_clears() {
+fn holding_writers_a_pinned_wal_stalls_writers_once_names_the_reader_and_clears() {
     // A read holds its snapshot far longer than the escalation may wait. The
     // WAL cannot restart until it ends: writers are held back for one
     // escalation, not one per `limit_pages` of growth, and the metrics name
     // the read.
-    let mut opts = with_checkpoints(10, 50, Duration::from_secs(3600));
+    let mut opts = holding_writers(10, 50, Duration::from_secs(3600));
     opts.checkpoints.escalation_wait = Duration::from_millis(300);
     let (_dir, db) = temp_db(opts);
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
@@ -420,6 +424,21 @@ fn a_pinned_wal_stalls_writers_once_names_the_reader_and_clears() {
         m.queue_wait_max < Duration::from_millis(300) * 4,
         "longest writer stall {:?}",
         m.queue_wait_max
+    );
+    // The escalation waited out its 300 ms for the read with the writers
+    // held: the metric the soak asserts on sees it.
+    assert!(
+        m.checkpoint_hold_max >= Duration::from_millis(300),
+        "longest checkpoint hold {:?}",
+        m.checkpoint_hold_max
+    );
+    let over = m
+        .wal_over_limit
+        .as_ref()
+        .expect("the WAL is over its limit");
+    assert!(
+        matches!(&over.reason, OverLimitReason::PinnedByRead(r) if r.label == "slow report"),
+        "{over:?}"
     );
     end_tx.send(()).unwrap();
     reader.join().unwrap();
@@ -511,13 +530,13 @@ fn external_mode_leaves_every_checkpoint_to_another_process() {
 }
 
 #[test]
-fn a_stream_of_long_reads_stalls_writers_only_now_and_then() {
+fn holding_writers_a_stream_of_long_reads_stalls_writers_only_now_and_then() {
     // Back-to-back reads of 600 ms each, each outlasting the escalation's
     // 150 ms wait, while writers fill the WAL past its limit again and again.
     // The checkpointer does not escalate while a read is old, and after
     // escalations that reads outlast it waits 2, 4, 8... × 150 ms: in 4 s of
     // writing, a few escalations (4 here), not one per read (7).
-    let mut opts = with_checkpoints(10, 40, Duration::from_secs(3600));
+    let mut opts = holding_writers(10, 40, Duration::from_secs(3600));
     opts.checkpoints.escalation_wait = Duration::from_millis(150);
     let (_dir, db) = temp_db(opts);
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
@@ -589,4 +608,200 @@ fn a_steady_stream_of_commits_restarts_the_wal_instead_of_growing_it() {
         m.wal_file_bytes
     );
     assert_eq!(m.checkpoints_escalated, 0, "{m:?}");
+}
+
+/// The longest a write may take in the tests below while a read pins the
+/// WAL: generous for a debug build on a loaded machine, far below the
+/// seconds a write waited behind an escalated checkpoint.
+const WRITE_BOUND: Duration = Duration::from_millis(250);
+/// The longest a checkpoint may hold the writers in them (its catch-up).
+const HOLD_BOUND: Duration = Duration::from_millis(100);
+
+/// The default (`OverLimit::Grow`): a read holds its snapshot for 1.5 s
+/// while four threads write; no write waits on a checkpoint, the WAL grows
+/// past its limit meanwhile and the metrics name the read, and once the
+/// read ends the WAL is copied back and starts over under its limit.
+#[test]
+fn a_read_pinning_the_wal_never_stalls_writers_and_the_wal_comes_back_when_it_ends() {
+    const LIMIT: u64 = 100;
+    let opts = with_checkpoints(20, LIMIT as u32, Duration::from_secs(3600));
+    assert_eq!(opts.checkpoints.over_limit, OverLimit::Grow, "the default");
+    let (_dir, db) = temp_db(opts);
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    let (snap_tx, snap_rx) = mpsc::channel();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.read_labeled("nightly report", |c| {
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+                snap_tx.send(()).unwrap();
+                end_rx.recv().unwrap();
+                Ok(())
+            })
+            .unwrap()
+        })
+    };
+    snap_rx.recv().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4i64)
+        .map(|w| {
+            let (db, stop) = (db.clone(), std::sync::Arc::clone(&stop));
+            thread::spawn(move || {
+                let (mut i, mut longest) = (0, Duration::ZERO);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = std::time::Instant::now();
+                    write_page(&db, w * 1_000_000 + i);
+                    longest = longest.max(t.elapsed());
+                    i += 1;
+                    thread::sleep(Duration::from_millis(1));
+                }
+                (i, longest)
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(1500));
+    let pinned = db.metrics();
+    let over = pinned
+        .wal_over_limit
+        .clone()
+        .unwrap_or_else(|| panic!("the WAL is over its limit while pinned: {pinned:?}"));
+    assert!(
+        over.wal_pages > LIMIT && over.limit_pages == LIMIT,
+        "{over:?}"
+    );
+    assert!(over.duration > Duration::ZERO, "{over:?}");
+    match &over.reason {
+        OverLimitReason::PinnedByRead(r) => {
+            assert_eq!(r.label, "nightly report");
+            assert!(r.sql.contains("count(*)"), "{r:?}");
+            assert!(r.age >= Duration::from_millis(1000), "{r:?}");
+        }
+        other => panic!("the read is named as the cause: {other:?}"),
+    }
+    end_tx.send(()).unwrap();
+    reader.join().unwrap();
+    let ended = std::time::Instant::now();
+    // The writers go on: the WAL must come back under its limit by itself.
+    let back = eventually(Duration::from_secs(20), || {
+        let m = db.metrics();
+        m.wal_over_limit.is_none() && m.wal_pages < LIMIT
+    });
+    let took = ended.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut written = 0;
+    let mut longest = Duration::ZERO;
+    for w in writers {
+        let (n, l) = w.join().unwrap();
+        written += n;
+        longest = longest.max(l);
+    }
+    let m = db.metrics();
+    eprintln!(
+        "pinned 1.5 s: WAL {} pages (limit {LIMIT}), back under it {took:?} after the read ended; \
+         {written} writes, longest {longest:?}; longest checkpoint hold {:?} ({} holds)",
+        over.wal_pages, m.checkpoint_hold_max, m.checkpoint_holds
+    );
+    assert!(
+        back,
+        "the WAL stayed over its limit after the read ended: {m:?}"
+    );
+    assert!(longest < WRITE_BOUND, "a write took {longest:?}");
+    assert!(
+        m.checkpoint_hold_max < HOLD_BOUND,
+        "a checkpoint held the writers {:?}",
+        m.checkpoint_hold_max
+    );
+    assert_eq!(m.checkpoints_escalated, 0);
+    assert!(m.wal_over_limit_count >= 1 && m.wal_over_limit_time >= Duration::from_millis(500));
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), written);
+}
+
+/// A reader of another process (here a plain connection) pins the WAL:
+/// writers go on, and the metrics say the cause is elsewhere.
+#[test]
+fn a_read_of_another_process_pinning_the_wal_is_reported_as_elsewhere() {
+    const LIMIT: u64 = 50;
+    let (_dir, db) = temp_db(with_checkpoints(
+        10,
+        LIMIT as u32,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    write_page(&db, 0);
+    let other = rusqlite::Connection::open(db.path().unwrap()).unwrap();
+    other.execute_batch("BEGIN").unwrap();
+    let n: i64 = other
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
+    let mut longest = Duration::ZERO;
+    for i in 1..400 {
+        let t = std::time::Instant::now();
+        write_page(&db, i);
+        longest = longest.max(t.elapsed());
+    }
+    // The checkpointer retries every 10 ms: let it see the WAL pinned.
+    thread::sleep(Duration::from_millis(100));
+    let m = db.metrics();
+    let over = m.wal_over_limit.clone().expect("over its limit");
+    assert_eq!(over.reason, OverLimitReason::PinnedElsewhere, "{m:?}");
+    assert!(m.wal_pages > LIMIT * 4, "{m:?}");
+    assert!(longest < WRITE_BOUND, "a write took {longest:?}");
+    other.execute_batch("COMMIT").unwrap();
+    let mut i = 400;
+    assert!(eventually(Duration::from_secs(20), || {
+        write_page(&db, i);
+        i += 1;
+        db.metrics().wal_over_limit.is_none()
+    }));
+    assert!(db.metrics().wal_pages < LIMIT);
+}
+
+/// An explicit PASSIVE checkpoint runs beside the writers: it returns while
+/// a write holds the writer's turn, and the writer never waits for it.
+#[test]
+fn an_explicit_passive_checkpoint_does_not_wait_for_the_writer() {
+    let (_dir, db) = temp_db(with_checkpoints(
+        1_000_000,
+        1_000_000,
+        Duration::from_secs(3600),
+    ));
+    exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
+    for i in 0..20 {
+        write_page(&db, i);
+    }
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let holder = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.write(move |tx| {
+                tx.execute("INSERT INTO t(i) VALUES (-1)", [])?;
+                held_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                Ok(())
+            })
+        })
+    };
+    held_rx.recv().unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    {
+        let db = db.clone();
+        thread::spawn(move || {
+            done_tx
+                .send(db.checkpoint(CheckpointMode::Passive))
+                .unwrap()
+        });
+    }
+    let report = done_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the PASSIVE checkpoint returned while the write held the writer")
+        .unwrap();
+    assert!(!report.busy, "{report:?}");
+    assert_eq!(report.wal_frames, report.checkpointed_frames);
+    go_tx.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    assert_eq!(db.metrics().checkpoint_holds, 0, "no writer waited for it");
+    assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 21);
 }

@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::temp_db;
-use litelane::{CheckpointMode, Checkpoints, Error, Options, Profile, Tx};
+use litelane::{CheckpointMode, Checkpoints, Error, Options, OverLimit, Profile, Tx};
 
 /// A small deterministic generator (xorshift64*), one per thread.
 struct Rng(u64);
@@ -104,6 +104,12 @@ fn run(profile: Profile, secs: u64) {
     opts.checkpoints = Checkpoints {
         passive_after_pages: 16,
         limit_pages: 64,
+        // Both ways past the limit: escalations under `safe`, the default
+        // (writers never held) under `balanced`.
+        over_limit: match profile {
+            Profile::Safe => OverLimit::HoldWriters,
+            _ => OverLimit::Grow,
+        },
         ..Checkpoints::default()
     };
     opts.busy_timeout = Duration::from_secs(5);
