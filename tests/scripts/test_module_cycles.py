@@ -22,6 +22,14 @@ def write(root, files):
             f.write(textwrap.dedent(text))
 
 
+def allow_file(text):
+    """An allow-list holding `text`: its path."""
+    path = os.path.join(tempfile.mkdtemp(), "allow")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
 def run(*args):
     p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
@@ -86,9 +94,7 @@ class RustCrate(unittest.TestCase):
         self.assertIn("CIRCLE in fake: a.rs -> b.rs -> a.rs", out)
 
     def test_known_circle_passes_and_a_gone_one_fails(self):
-        allow = os.path.join(tempfile.mkdtemp(), "allow")
-        with open(allow, "w") as f:
-            f.write("fake: a.rs b.rs  # issue 1, item 2\n")
+        allow = allow_file("fake: a.rs b.rs  # issue 1, item 2\n")
         code, out = run("--allow", allow, self.crate(B_CIRCLE))
         self.assertEqual(code, 0, out)
         self.assertIn("known circle in fake, issue 1, item 2: a.rs -> b.rs -> a.rs", out)
@@ -97,16 +103,12 @@ class RustCrate(unittest.TestCase):
         self.assertIn("not there any more: remove its line", out)
 
     def test_a_line_for_a_crate_not_read_is_not_judged(self):
-        allow = os.path.join(tempfile.mkdtemp(), "allow")
-        with open(allow, "w") as f:
-            f.write("other: a.rs b.rs  # issue 1, item 2\n")
+        allow = allow_file("other: a.rs b.rs  # issue 1, item 2\n")
         code, out = run("--allow", allow, self.crate(B_FREE))
         self.assertEqual(code, 0, out)
 
     def test_allow_line_needs_its_issue(self):
-        allow = os.path.join(tempfile.mkdtemp(), "allow")
-        with open(allow, "w") as f:
-            f.write("fake: a.rs b.rs\n")
+        allow = allow_file("fake: a.rs b.rs\n")
         code, out = run("--allow", allow, self.crate(B_CIRCLE))
         self.assertNotEqual(code, 0, out)
         self.assertIn("which issue item opens it", out)

@@ -282,9 +282,7 @@ impl fmt::Display for Error {
                     f,
                     "{message} (SQLite code {code}, extended {extended_code})"
                 )?;
-                if !context.is_empty() {
-                    write!(f, " while {context}")?;
-                }
+                write_while(f, context)?;
                 if let Some(os) = os {
                     write!(f, " [{}]", os.io())?;
                 }
@@ -299,24 +297,7 @@ impl fmt::Display for Error {
                 by,
                 cause,
                 retryable,
-            } => {
-                let whose = if by.is_empty() {
-                    "an unlabeled write".to_string()
-                } else {
-                    format!("write {by:?}")
-                };
-                if *retryable {
-                    write!(
-                        f,
-                        "rolled back, not committed: the shared transaction ended during {whose} ({cause}); safe to retry"
-                    )
-                } else {
-                    write!(
-                        f,
-                        "rolled back, not committed: a statement of this write ({whose}) ended the transaction ({cause})"
-                    )
-                }
-            }
+            } => write_rolled_back(f, by, cause, *retryable),
             Error::OutcomeUnknown {
                 path,
                 file,
@@ -326,21 +307,8 @@ impl fmt::Display for Error {
                 context,
                 ..
             } => {
-                if file.is_empty() {
-                    write!(
-                        f,
-                        "outcome unknown: the commit may or may not have happened: {cause}"
-                    )?;
-                } else {
-                    write!(
-                        f,
-                        "outcome unknown: the commit may or may not be durable: the fsync of \
-                         {file} failed ({cause}; SQLite code {code}, extended {extended_code})"
-                    )?;
-                }
-                if !context.is_empty() {
-                    write!(f, " while {context}")?;
-                }
+                write_commit_in_doubt(f, file, *code, *extended_code, cause)?;
+                write_while(f, context)?;
                 write!(
                     f,
                     ". Do not retry blindly: reopen the database {path}, check whether the \
@@ -354,6 +322,63 @@ impl fmt::Display for Error {
             ),
             Error::User { message } => f.write_str(message),
         }
+    }
+}
+
+/// ` while {context}`, when there is a context.
+fn write_while(f: &mut fmt::Formatter<'_>, context: &str) -> fmt::Result {
+    if context.is_empty() {
+        return Ok(());
+    }
+    write!(f, " while {context}")
+}
+
+/// [`Error::RolledBack`]: whose write, what ended the transaction, and
+/// whether a retry is safe.
+fn write_rolled_back(
+    f: &mut fmt::Formatter<'_>,
+    by: &str,
+    cause: &Error,
+    retryable: bool,
+) -> fmt::Result {
+    let whose = if by.is_empty() {
+        "an unlabeled write".to_string()
+    } else {
+        format!("write {by:?}")
+    };
+    if retryable {
+        write!(
+            f,
+            "rolled back, not committed: the shared transaction ended during {whose} ({cause}); safe to retry"
+        )
+    } else {
+        write!(
+            f,
+            "rolled back, not committed: a statement of this write ({whose}) ended the transaction ({cause})"
+        )
+    }
+}
+
+/// [`Error::OutcomeUnknown`]'s first words: what is in doubt, the commit
+/// itself or its durability (a failed fsync of `file`).
+fn write_commit_in_doubt(
+    f: &mut fmt::Formatter<'_>,
+    file: &str,
+    code: i32,
+    extended_code: i32,
+    cause: &str,
+) -> fmt::Result {
+    if file.is_empty() {
+        write!(
+            f,
+            "outcome unknown: the commit may or may not have happened: {cause}"
+        )
+    } else {
+        write!(
+            f,
+            "outcome unknown: the commit may or may not be durable: the fsync of \
+             {file} failed ({cause}; SQLite code {code}, extended {extended_code})"
+        )
     }
 }
 

@@ -108,7 +108,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
     o.param("writes_per_writer", shape.writes);
     o.param("reads_per_reader", shape.reads);
     o.param("profile", profile.name());
-    o.series = series();
+    o.series = Series::writes_and_reads();
     o.column("writes/s", "writes_per_sec", 0);
     o.column("reads/s", "reads_per_sec", 0);
     o.column("read p99 ms", "read_p99_ms", 3);
@@ -137,20 +137,6 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, BenchError> {
         ));
     }
     Ok(o)
-}
-
-/// The chart's two bar series: writes/s and reads/s of each variant.
-pub(super) fn series() -> Vec<Series> {
-    vec![
-        Series {
-            key: "writes_per_sec",
-            label: "writes/s",
-        },
-        Series {
-            key: "reads_per_sec",
-            label: "reads/s",
-        },
-    ]
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

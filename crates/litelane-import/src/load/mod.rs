@@ -360,24 +360,13 @@ fn import(
         return Ok(EXIT_INTERRUPTED);
     }
     let (table, plan) = (prepared.table, prepared.plan);
-
-    // What the sniffer decided (header, preamble, dialect) and why: said
-    // before the rows flow, so that a wrong guess can be stopped at once.
     caller.start(size);
-    if let Some(line) = plan
-        .sniffed
-        .as_ref()
-        .and_then(|s| sniff::summary_line(s, plan.header))
-    {
-        say::info(caller, NoteKind::Sniffed, &line);
-    }
-    let mut converter = Converter::new(plan.clone());
-    converter.set_max_length(max_length(db)?);
+    say_sniffed(&plan, caller);
     let rejects_path = prepared.rejects.path().map(|p| p.display().to_string());
     let (parser, rx) = start_parser(ParseJob {
         records: prepared.records,
         sample: prepared.sample,
-        converter,
+        converter: converter(db, &plan)?,
         skip: prepared.skip,
         resume: prepared.resume,
         bytes_read,
@@ -386,35 +375,61 @@ fn import(
     })?;
     let parts = (prepared.setup, prepared.progress, prepared.rejects);
     let sink = sink(args, db, &table, &plan, parts, caller, &display);
-    let result = sink.run(rx);
-    let joined = parser.join();
-    caller.finish();
-    let (counts, kept, null_counts) = match result {
-        Ok(c) if joined.is_ok() => c,
-        Ok(_) => return Err(Error::Input("the parser thread panicked".into())),
-        Err(e) if caller.should_stop() => {
-            say::stopped(caller, &e.to_string());
-            return Ok(EXIT_INTERRUPTED);
-        }
-        Err(e) => return Err(e),
+    let loaded = sink.run(rx);
+    let Some((counts, kept, null_counts)) = rows_loaded(loaded, parser, caller)? else {
+        return Ok(EXIT_INTERRUPTED);
     };
     let wal = truncate_wal(&args.db);
     let done = Finished::new(counts, kept, null_counts, wal, start);
-    say_finished(
-        args,
-        &plan,
-        &table,
-        &display,
-        &done,
-        rejects_path.as_deref(),
-        caller,
-    );
+    let rejects = rejects_path.as_deref();
+    say_finished(args, &plan, &table, &display, &done, rejects, caller);
     files::emit(args, Summary::File(summary(args, &plan, &table, &done)));
     Ok(if done.counts.rejected > 0 {
         EXIT_REJECTS
     } else {
         EXIT_OK
     })
+}
+
+/// What the sniffer decided (header, preamble, dialect) and why: said
+/// before the rows flow, so that a wrong guess can be stopped at once.
+fn say_sniffed(plan: &Plan, caller: &mut dyn Caller) {
+    if let Some(line) = plan
+        .sniffed
+        .as_ref()
+        .and_then(|s| sniff::summary_line(s, plan.header))
+    {
+        say::info(caller, NoteKind::Sniffed, &line);
+    }
+}
+
+/// The converter of `plan`'s values, its values' length capped as the
+/// database caps it.
+fn converter(db: &Database, plan: &Plan) -> Result<Converter, Error> {
+    let mut converter = Converter::new(plan.clone());
+    converter.set_max_length(max_length(db)?);
+    Ok(converter)
+}
+
+/// The end of the rows' flow: the sink's counts once the parser thread is
+/// joined, or `None` when the caller stopped the import (said, as an
+/// interruption).
+fn rows_loaded(
+    loaded: Result<(feed::Counts, Vec<u64>, feed::NullCounts), Error>,
+    parser: std::thread::JoinHandle<()>,
+    caller: &mut dyn Caller,
+) -> Result<Option<(feed::Counts, Vec<u64>, feed::NullCounts)>, Error> {
+    let joined = parser.join();
+    caller.finish();
+    match loaded {
+        Ok(c) if joined.is_ok() => Ok(Some(c)),
+        Ok(_) => Err(Error::Input("the parser thread panicked".into())),
+        Err(e) if caller.should_stop() => {
+            say::stopped(caller, &e.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The batches `job` parses, from a thread of their own, through a bounded
