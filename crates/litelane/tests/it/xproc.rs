@@ -108,11 +108,7 @@ fn xproc_child() {
                     let q = q.clone();
                     let db = db.clone();
                     thread::spawn(move || {
-                        let state = OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .open(state_path(&db))
-                            .unwrap();
+                        let state = open_state(&db);
                         let mut log = OpenOptions::new().append(true).open(log_path(&db)).unwrap();
                         let me = u64::from(pid) << 16 | t;
                         let burst = std::env::var(BURST).ok().map(|v| {
@@ -132,12 +128,7 @@ fn xproc_child() {
                             let arrival = now_ns();
                             let turn = take(&q, "worker");
                             let granted = now_ns();
-                            let inside = read_u64(&state, 0);
-                            if inside != 0 {
-                                println!("VIOLATION {me:x} found {inside:x} inside");
-                                std::process::exit(3);
-                            }
-                            write_u64(&state, 0, me);
+                            enter(&state, me);
                             let count = read_u64(&state, 8);
                             if !hold.is_zero() {
                                 thread::sleep(hold);
@@ -236,21 +227,12 @@ fn xproc_child() {
                 .map(|t| {
                     let db = db.clone();
                     thread::spawn(move || {
-                        let state = OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .open(state_path(&db))
-                            .unwrap();
+                        let state = open_state(&db);
                         let me = u64::from(pid) << 16 | t;
                         for _ in 0..turns {
                             let q = ProcessQueue::open(&db).expect("queue");
                             let turn = take(&q, "reopener");
-                            let inside = read_u64(&state, 0);
-                            if inside != 0 {
-                                println!("VIOLATION {me:x} found {inside:x} inside");
-                                std::process::exit(3);
-                            }
-                            write_u64(&state, 0, me);
+                            enter(&state, me);
                             let count = read_u64(&state, 8);
                             thread::yield_now();
                             write_u64(&state, 8, count + 1);
@@ -271,6 +253,27 @@ fn xproc_child() {
         },
         other => panic!("unknown role {other}"),
     }
+}
+
+/// The workers' shared state: who is inside a turn (byte 0), how many
+/// turns were counted (byte 8).
+fn open_state(db: &Path) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(state_path(db))
+        .unwrap()
+}
+
+/// At the start of a turn: marks `me` inside, and ends the process (exit
+/// 3, a `VIOLATION` line) if another holder is inside.
+fn enter(state: &File, me: u64) {
+    let inside = read_u64(state, 0);
+    if inside != 0 {
+        println!("VIOLATION {me:x} found {inside:x} inside");
+        std::process::exit(3);
+    }
+    write_u64(state, 0, me);
 }
 
 fn spawn(role: &str, db: &Path, env: &[(&str, String)]) -> Child {
