@@ -95,6 +95,14 @@ impl WalSpace {
         let Ok(len) = file.metadata().map(|m| m.len()) else {
             return;
         };
+        if len == 0 {
+            // A WAL not written yet: the first commit writes its header and
+            // syncs it (and the directory, for a new file) whatever the
+            // `synchronous` level, and would sync these zeros with it
+            // (measured: a fresh database's first commit 2.5-3.0 ms with a
+            // first step, 0.8-1.0 ms for `sqlite3`). The next one extends.
+            return;
+        }
         self.allocated = len;
         let target = (used + step(len)).min(self.limit);
         let mut at = len;
@@ -113,6 +121,24 @@ impl WalSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wal_not_written_yet_is_left_to_its_first_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let wal = dir.path().join("w.db-wal");
+        std::fs::write(&wal, b"").unwrap();
+        let mut space = WalSpace::new(db.to_str().unwrap(), 4096, 64 * 1024 * 1024);
+        space.before_commit(0);
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+        // Once SQLite wrote its header and a frame, the next commit extends.
+        std::fs::write(&wal, vec![1u8; 32 + 4120]).unwrap();
+        space.before_commit(1);
+        assert_eq!(
+            std::fs::metadata(&wal).unwrap().len(),
+            WAL_HEADER + 4120 + FIRST_STEP
+        );
+    }
 
     #[test]
     fn extends_only_past_the_end_and_never_past_the_limit() {

@@ -265,7 +265,8 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
     opened
         .write(|tx| Ok(tx.execute_batch("CREATE TABLE t(x)")?))
         .unwrap();
-    drop(opened);
+    // Kept open: the last close removes the lock file (a file with a
+    // failure recorded stays, but this one has none yet).
     let lock = d.path().join("f.db-lane");
     let r = json(&run(&["doctor", db.to_str().unwrap(), "--json"]));
     let checks = |r: &serde_json::Value| -> Vec<String> {
@@ -304,6 +305,10 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
         command.contains("rm -- ") && command.contains("f.db-lane"),
         "{command}"
     );
+    // The failure mark keeps the lock file past the last close: what
+    // every later process must learn stays.
+    drop(opened);
+    assert!(lock.exists(), "a lock file recording a failed fsync was removed");
 }
 
 /// A failing command prints its error's whole chain on stderr, down to
