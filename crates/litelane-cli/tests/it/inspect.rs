@@ -308,7 +308,10 @@ fn doctor_reports_a_failed_fsync_recorded_in_the_lock_file() {
     // The failure mark keeps the lock file past the last close: what
     // every later process must learn stays.
     drop(opened);
-    assert!(lock.exists(), "a lock file recording a failed fsync was removed");
+    assert!(
+        lock.exists(),
+        "a lock file recording a failed fsync was removed"
+    );
 }
 
 /// A failing command prints its error's whole chain on stderr, down to
