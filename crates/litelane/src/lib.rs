@@ -193,12 +193,27 @@ struct Inner {
     _shared_memory: Option<shared_memory::SharedMemoryFile>,
 }
 
-/// A connection of its own for explicit PASSIVE checkpoints, opened on the
-/// first one: a PASSIVE checkpoint needs no turn of the writer, so writers
-/// do not wait for it.
+/// A connection of its own for explicit PASSIVE checkpoints: a PASSIVE
+/// checkpoint needs no turn of the writer, so writers do not wait for it.
+/// Opened with the database, its WAL with it (a read opens it), so that it
+/// checkpoints the file the database opened even after that file was
+/// renamed or replaced at its path (a connection opened later would reach
+/// the new file and could copy the old file's WAL into it). `None` when it
+/// could not be opened: checkpoints then take a turn of the writer.
 struct SideCheckpoints {
-    tracer: Arc<Tracer>,
     conn: std::sync::Mutex<Option<rusqlite::Connection>>,
+}
+
+/// The connection of [`SideCheckpoints`], with its WAL open.
+fn open_side_checkpoints(
+    target: &Target,
+    opts: &Options,
+    tracer: &Arc<Tracer>,
+) -> Option<rusqlite::Connection> {
+    let conn = connection::open(target, Role::Checkpointer, opts, tracer, None, None).ok()?;
+    conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
+        .ok()?;
+    Some(conn)
 }
 
 /// The cross-process queue of the file, when `opts` asks for it and the
@@ -344,6 +359,9 @@ impl Database {
         } else {
             None
         };
+        let side_checkpoints = wal.then(|| SideCheckpoints {
+            conn: std::sync::Mutex::new(open_side_checkpoints(&target, &opts, &tracer)),
+        });
         Ok(Database {
             inner: Arc::new(Inner {
                 asyncs: asyncio::Executor::new(opts.async_threads),
@@ -353,10 +371,7 @@ impl Database {
                 recorder,
                 _checkpointer: checkpointer,
                 writer,
-                side_checkpoints: wal.then(|| SideCheckpoints {
-                    tracer: Arc::clone(&tracer),
-                    conn: std::sync::Mutex::new(None),
-                }),
+                side_checkpoints,
                 config,
                 opts,
                 _shared_memory: shared_memory,
@@ -595,14 +610,7 @@ impl Database {
     /// `busy_timeout` for other processes and old readers.
     pub fn checkpoint(&self, mode: CheckpointMode) -> Result<CheckpointReport> {
         if let (CheckpointMode::Passive, Some(side)) = (mode, &self.inner.side_checkpoints) {
-            let mut slot = unpoisoned::lock(&side.conn);
-            if slot.is_none() {
-                let (target, opts) = (&self.inner.target, &self.inner.opts);
-                let conn =
-                    connection::open(target, Role::Checkpointer, opts, &side.tracer, None, None)?;
-                *slot = Some(conn);
-            }
-            if let Some(conn) = slot.as_ref() {
+            if let Some(conn) = unpoisoned::lock(&side.conn).as_ref() {
                 return checkpoint::run(conn, mode);
             }
         }
