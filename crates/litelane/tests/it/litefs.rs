@@ -178,11 +178,23 @@ fn litefs_replicates_every_row_litelane_acknowledged() {
     let mut replica = Node::start(&bin, dir.path(), "replica", rp, pp);
     replica.wait_ready(&dir.path().join("replica.log"));
 
-    let db = Database::open(
-        primary.mount.join("app.db"),
-        Options::with_profile(Profile::Safe),
-    )
-    .expect("open a database inside the LiteFS mount");
+    // The mount refuses writes ("attempt to write a readonly database")
+    // until the node holds the primary's lease, which can come a moment
+    // after it reported ready on a loaded machine: try for up to 10 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let db = loop {
+        match Database::open(
+            primary.mount.join("app.db"),
+            Options::with_profile(Profile::Safe),
+        ) {
+            Err(e)
+                if e.to_string().contains("readonly") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            other => break other.expect("open a database inside the LiteFS mount"),
+        }
+    };
     crate::common::exec(&db, "CREATE TABLE acked(id INTEGER PRIMARY KEY, body BLOB)");
     let started = std::time::Instant::now();
     let writers: Vec<_> = (0..4i64)
