@@ -33,6 +33,29 @@ fn holding_writers(passive: u32, limit: u32, idle: Duration) -> Options {
     o
 }
 
+/// A read labeled `label` on a thread of its own that has taken its
+/// snapshot of `t` when this returns, and holds it until the sender is
+/// sent to (or dropped); join the handle after.
+fn pin_snapshot(
+    db: &litelane::Database,
+    label: &'static str,
+) -> (mpsc::Sender<()>, thread::JoinHandle<()>) {
+    let (snap_tx, snap_rx) = mpsc::channel();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let db = db.clone();
+    let reader = thread::spawn(move || {
+        db.read_labeled(label, |c| {
+            c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
+            snap_tx.send(()).unwrap();
+            let _ = end_rx.recv();
+            Ok(())
+        })
+        .unwrap()
+    });
+    snap_rx.recv().unwrap();
+    (end_tx, reader)
+}
+
 #[test]
 fn commits_never_run_a_checkpoint_themselves() {
     // Background triggers set out of reach: if any commit checkpointed (as
@@ -382,21 +405,7 @@ fn holding_writers_a_pinned_wal_stalls_writers_once_names_the_reader_and_clears(
     opts.checkpoints.escalation_wait = Duration::from_millis(300);
     let (_dir, db) = temp_db(opts);
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
-    let (snap_tx, snap_rx) = mpsc::channel();
-    let (end_tx, end_rx) = mpsc::channel::<()>();
-    let reader = {
-        let db = db.clone();
-        thread::spawn(move || {
-            db.read_labeled("slow report", |c| {
-                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
-                snap_tx.send(()).unwrap();
-                end_rx.recv().unwrap();
-                Ok(())
-            })
-            .unwrap()
-        })
-    };
-    snap_rx.recv().unwrap();
+    let (end_tx, reader) = pin_snapshot(&db, "slow report");
     // ~20 limits' worth of WAL while the read holds its snapshot.
     for i in 0..1000 {
         write_page(&db, i);
@@ -628,21 +637,7 @@ fn a_read_pinning_the_wal_never_stalls_writers_and_the_wal_comes_back_when_it_en
     assert_eq!(opts.checkpoints.over_limit, OverLimit::Grow, "the default");
     let (_dir, db) = temp_db(opts);
     exec(&db, "CREATE TABLE t(i INTEGER, pad BLOB)");
-    let (snap_tx, snap_rx) = mpsc::channel();
-    let (end_tx, end_rx) = mpsc::channel::<()>();
-    let reader = {
-        let db = db.clone();
-        thread::spawn(move || {
-            db.read_labeled("nightly report", |c| {
-                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
-                snap_tx.send(()).unwrap();
-                end_rx.recv().unwrap();
-                Ok(())
-            })
-            .unwrap()
-        })
-    };
-    snap_rx.recv().unwrap();
+    let (end_tx, reader) = pin_snapshot(&db, "nightly report");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..4i64)
         .map(|w| {
