@@ -1814,6 +1814,25 @@ impl NativeDatabase {
         Ok(unsafe { JsFunction::from_raw_unchecked(raw_env, f) })
     }
 
+    /// The scratch memory and its header, as `get_fast` and `run_fast`
+    /// read it: the statement id, the flags and the parameter count
+    /// (refused past `MAX_FAST_PARAMS`; `what` names the caller).
+    fn scratch_header(&self, what: &str) -> napi::Result<(*mut u8, u32, u32, usize)> {
+        let ptr = match self.scratch.as_ref() {
+            Some(s) => s.ptr,
+            None => return Err(kind_err("TypeError", "no scratch buffer")),
+        };
+        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
+        let (id, flags, n) = (header(0), header(1), header(2) as usize);
+        if n > MAX_FAST_PARAMS {
+            return Err(kind_err(
+                "RangeError",
+                format!("too many parameters for {what}"),
+            ));
+        }
+        Ok((ptr, id, flags, n))
+    }
+
     /// The first row of statement `id` (from `intern`), for `get`: what
     /// `rows` does with `first_only`, its parameters and its row passing
     /// through the scratch memory ([`Scratch`] says how), and the row's
@@ -1829,15 +1848,7 @@ impl NativeDatabase {
         raw_env: sys::napi_env,
         extra: sys::napi_value,
     ) -> napi::Result<sys::napi_value> {
-        let ptr = match self.scratch.as_ref() {
-            Some(s) => s.ptr,
-            None => return Err(kind_err("TypeError", "no scratch buffer")),
-        };
-        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
-        let (id, flags, n) = (header(0), header(1), header(2) as usize);
-        if n > MAX_FAST_PARAMS {
-            return Err(kind_err("RangeError", "too many parameters for get_fast"));
-        }
+        let (ptr, id, flags, n) = self.scratch_header("get_fast")?;
         let sql = self
             .sqls
             .get(id as usize)
@@ -1951,15 +1962,8 @@ impl NativeDatabase {
         raw_env: sys::napi_env,
         extra: sys::napi_value,
     ) -> napi::Result<sys::napi_value> {
-        let ptr = match self.scratch.as_ref() {
-            Some(s) => s.ptr,
-            None => return Err(kind_err("TypeError", "no scratch buffer")),
-        };
-        let header = |i: usize| unsafe { ptr.cast::<u32>().add(i).read_unaligned() };
-        let (id, flags, n) = (header(0) as usize, header(1), header(2) as usize);
-        if n > MAX_FAST_PARAMS {
-            return Err(kind_err("RangeError", "too many parameters for run_fast"));
-        }
+        let (ptr, id, flags, n) = self.scratch_header("run_fast")?;
+        let id = id as usize;
         let (Some(sql), Some(&one_shot)) = (self.sqls.get(id).cloned(), self.sql_one_shot.get(id))
         else {
             return Err(kind_err("TypeError", "unknown statement"));
