@@ -896,18 +896,28 @@ class Statement {
 		return { changes: r.changes, lastInsertRowid: rowid };
 	}
 
+	// For `_getFast` (`reads`) and `_runFast`: the statement interned and
+	// `args` packed into the scratch memory; the parameters left to pass
+	// as JavaScript values, or NOT_FAST when the fast path does not apply.
+	_packFast(args, reads) {
+		const st = this._st;
+		if (this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
+		const db = this._ready(reads);
+		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
+		if (this._id < 0) return NOT_FAST;
+		const x = packParams(st.scratch, args);
+		if (x === NOT_FAST) return NOT_FAST;
+		this._checkWrite();
+		return x;
+	}
+
 	// `run` through the scratch memory, for the parameters `_getFast`
 	// takes; NOT_FAST when it did not run.
 	_runFast(args) {
-		const st = this._st;
-		if (this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
-		const db = this._ready(false);
-		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
-		if (this._id < 0) return NOT_FAST;
-		const sc = st.scratch;
-		const x = packParams(sc, args);
+		const x = this._packFast(args, false);
 		if (x === NOT_FAST) return NOT_FAST;
-		this._checkWrite();
+		const st = this._st;
+		const sc = st.scratch;
 		sc.header[0] = this._id;
 		sc.header[1] = (this._onReader ? FAST_READER : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0) | (args.length !== this._paramNames.length ? FAST_WRONG_COUNT : 0);
 		sc.header[2] = args.length;
@@ -986,15 +996,11 @@ class Statement {
 	// a bound statement or `verbose` take `_rows`). NOT_FAST when it did not
 	// run.
 	_getFast(args) {
-		const st = this._st;
-		if (!this._returnsData || this._bound !== null || st.verbose !== null || args.length > MAX_FAST_PARAMS) return NOT_FAST;
-		const db = this._ready(true);
-		if (this._id === undefined) this._id = call(db, (d) => d.intern(this._sql));
-		if (this._id < 0) return NOT_FAST;
-		const sc = st.scratch;
-		const x = packParams(sc, args);
+		if (!this._returnsData) return NOT_FAST;
+		const x = this._packFast(args, true);
 		if (x === NOT_FAST) return NOT_FAST;
-		this._checkWrite();
+		const st = this._st;
+		const sc = st.scratch;
 		sc.header[0] = this._id;
 		sc.header[1] = (this._onReader ? FAST_READER : 0) | (this._safe ? FAST_SAFE_INTS : 0) | (Array.isArray(x) ? FAST_EXTRAS_ARRAY : 0);
 		sc.header[2] = args.length;
