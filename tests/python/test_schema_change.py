@@ -131,3 +131,41 @@ def test_native_query_and_iterate_after_add_column(db_path):
         it = db.iterate("SELECT * FROM t", dicts=True)
         assert list(it) == [{"a": 1, "b": "new"}]
         assert list(it.columns) == ["a", "b"]
+
+
+# PRAGMAs that look a table or index up by name when the statement is
+# prepared: on a connection whose schema predates the change, SQLite finds
+# nothing and compiles a statement that returns no rows without checking the
+# schema (one `sqlite3` connection never sees this for its own changes).
+INTROSPECTION = [
+    ("PRAGMA index_list(u)", [(0, "ui", 0, "c", 0)]),
+    ("PRAGMA index_info(ui)", [(0, 1, "b")]),
+    ("PRAGMA index_xinfo(ui)", [(0, 1, "b", 0, "BINARY", 1), (1, -1, None, 0, "BINARY", 0)]),
+    ("PRAGMA table_info(u)", [(0, "a", "", 0, None, 0), (1, "b", "", 0, None, 0)]),
+    ("PRAGMA table_xinfo(u)", [(0, "a", "", 0, None, 0, 0), (1, "b", "", 0, None, 0, 0)]),
+    ("PRAGMA foreign_key_list(u)", [(0, 0, "t", "a", "x", "NO ACTION", "NO ACTION", "NONE")]),
+]
+
+
+@pytest.mark.parametrize("pragma,after", INTROSPECTION, ids=[p for p, _ in INTROSPECTION])
+def test_dbapi_introspection_pragmas_see_the_connections_own_schema_change_on_every_reader(
+    db_path, pragma, after
+):
+    con = dbapi.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder = dbapi.connect(db_path, isolation_level=None)
+    con.execute("CREATE TABLE t(x PRIMARY KEY)")
+    # While another connection holds the writer, con's reads run on the
+    # pool's readers; every reader caches the pragma while u does not exist.
+    holder.execute("BEGIN IMMEDIATE")
+    _cache_on_every_reader(lambda: con.execute(pragma).fetchall())
+    assert con.execute(pragma).fetchall() == []
+    holder.execute("COMMIT")
+    con.execute("CREATE TABLE u(a REFERENCES t(x), b)")
+    con.execute("CREATE INDEX ui ON u(b)")
+    holder.execute("BEGIN IMMEDIATE")
+    seen = []
+    _cache_on_every_reader(lambda: seen.append(con.execute(pragma).fetchall()))
+    holder.execute("COMMIT")
+    assert seen and all(rows == after for rows in seen), {repr(r) for r in seen}
+    holder.close()
+    con.close()

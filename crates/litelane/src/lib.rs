@@ -52,6 +52,7 @@ mod options;
 mod pinned_read;
 mod pool;
 mod queue;
+mod schema_epoch;
 mod shared_memory;
 mod tx;
 mod unpoisoned;
@@ -88,6 +89,7 @@ use configure::Registry;
 use connection::{Role, Target, Tracer};
 use metrics::Recorder;
 use pool::Pool;
+use schema_epoch::SchemaEpoch;
 use writer::Writer;
 
 /// Removes the files that hold this process's shared in-memory databases
@@ -308,6 +310,7 @@ impl Database {
             writer_nanos_since_capture: Default::default(),
         });
         let config = Arc::new(Registry::default());
+        let schema = Arc::new(SchemaEpoch::default());
         let mut writer_seen = 0;
         let mut writer_conn = connection::open(
             &target,
@@ -338,6 +341,7 @@ impl Database {
             Arc::clone(&tracer),
             Arc::clone(&config),
             writer_seen,
+            Arc::clone(&schema),
             || connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None),
         )?);
         let readers = open_readers(&target, &opts, &tracer, &config)?;
@@ -345,6 +349,7 @@ impl Database {
             readers,
             Arc::clone(&recorder),
             Arc::clone(&config),
+            schema,
         ));
         let checkpointer = if wal && opts.checkpoints.background && !opts.checkpoints.external {
             let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None)?;

@@ -12,6 +12,7 @@ use crate::configure::Registry;
 use crate::error::{Context, Error, Result};
 use crate::metrics::Recorder;
 use crate::pinned_read::PinnedRead;
+use crate::schema_epoch::SchemaEpoch;
 use crate::unpoisoned::{lock, wait};
 
 /// What a reader's trace callback keeps: the first statement of each read.
@@ -30,6 +31,8 @@ pub(crate) struct Reader {
     trace: Arc<ReaderTrace>,
     /// The configuration generation applied to `conn` (see `configure.rs`).
     config_seen: u64,
+    /// The writer's schema epoch `conn` caught up with (`schema_epoch.rs`).
+    schema_seen: u64,
 }
 
 impl Reader {
@@ -44,6 +47,7 @@ impl Reader {
             index,
             trace,
             config_seen,
+            schema_seen: 0,
         }
     }
 }
@@ -74,6 +78,7 @@ pub(crate) struct Pool {
     slots: Mutex<Vec<Slot>>,
     recorder: Arc<Recorder>,
     config: Arc<Registry>,
+    schema: Arc<SchemaEpoch>,
 }
 
 /// Puts the connection back and clears its register entry however the read ends.
@@ -107,7 +112,12 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 impl Pool {
-    pub fn new(readers: Vec<Reader>, recorder: Arc<Recorder>, config: Arc<Registry>) -> Pool {
+    pub fn new(
+        readers: Vec<Reader>,
+        recorder: Arc<Recorder>,
+        config: Arc<Registry>,
+        schema: Arc<SchemaEpoch>,
+    ) -> Pool {
         let mut slots: Vec<Slot> = Vec::with_capacity(readers.len());
         for (i, r) in readers.iter().enumerate() {
             assert_eq!(r.index, i, "readers are numbered in order");
@@ -124,6 +134,7 @@ impl Pool {
             slots: Mutex::new(slots),
             recorder,
             config,
+            schema,
         }
     }
 
@@ -171,6 +182,10 @@ impl Pool {
             .sync(&mut reader.conn, &mut reader.config_seen, &|e| {
                 self.recorder.note_error(&e)
             });
+        if let Err(e) = self.schema.catch_up(&reader.conn, &mut reader.schema_seen) {
+            self.recorder
+                .note_error(&Error::from_sqlite(e, "reading the writer's new schema"));
+        }
         reader.trace.capture.store(true, Ordering::Relaxed);
         self.slots()[reader.index].active = Some(Active {
             label: label.to_string(),

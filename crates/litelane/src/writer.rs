@@ -48,6 +48,7 @@ use crate::queue::{
     enter_owned, try_enter_owned, Claimed, Entered, Guarded, HoldsTurn, Kind, OwnedTurn, Queue,
     Released, Turn,
 };
+use crate::schema_epoch::{schema_version, SchemaEpoch};
 use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
 use crate::wal_space::WalSpace;
@@ -452,6 +453,8 @@ pub(crate) struct Writer {
     recorder: Arc<Recorder>,
     tracer: Arc<Tracer>,
     config: Arc<Registry>,
+    /// Moves when this writer changes the schema (`schema_epoch.rs`).
+    schema: Arc<SchemaEpoch>,
     /// True only while the writer runs its own `COMMIT`; the commit hook
     /// refuses every other commit.
     committing: Arc<AtomicBool>,
@@ -609,6 +612,7 @@ impl Writer {
         tracer: Arc<Tracer>,
         config: Arc<Registry>,
         config_seen: u64,
+        schema: Arc<SchemaEpoch>,
         open_syncer: impl FnOnce() -> Result<Connection>,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
@@ -660,6 +664,7 @@ impl Writer {
             recorder,
             tracer,
             config,
+            schema,
             committing,
             idle_hook: Mutex::new(None),
             db_path,
@@ -939,6 +944,8 @@ impl Writer {
         if !slot.conn.is_autocommit() {
             let _ = control(&slot.conn, "ROLLBACK");
         }
+        // `f` may have changed the schema (`VACUUM`, a restore).
+        self.schema.writer_at(schema_version(&slot.conn));
         drop(slot);
         self.release(turn);
         out.map_err(|p| resume_unwind(p))
@@ -1576,9 +1583,14 @@ impl Writer {
                 os: None,
             });
         }
+        // Read inside the transaction: cheaper than after it (a read of its own).
+        let version = schema_version(conn);
         self.committing.store(true, Ordering::Release);
         let r = control(conn, "COMMIT").context(|| format!("COMMIT of {}", what()));
         self.committing.store(false, Ordering::Release);
+        if r.is_ok() {
+            self.schema.writer_at(version);
+        }
         match r {
             Ok(()) => Ok(match (&self.shared_sync, &self.process_queue) {
                 (Some(_), Some(q)) => Some(q.count_commit()),

@@ -22,6 +22,7 @@ mod litestream;
 mod outcomes;
 mod process_waits;
 mod processes;
+mod schema;
 mod stress;
 mod transactions;
 mod xproc;
