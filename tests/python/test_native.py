@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import litelane
 import litelane.dbapi as dbapi
@@ -389,3 +390,53 @@ def test_a_backup_restored_by_rename_while_closed_is_what_reopens(tmp_path):
     db = litelane.open(str(app))
     assert db.query("SELECT x FROM t") == [("from the backup",)]
     db.close()
+
+
+def test_a_read_that_pins_the_wal_shows_in_the_metrics_and_writers_never_wait(tmp_path):
+    path = str(tmp_path / "pin.db")
+    with litelane.open(
+        path, checkpoint_after_pages=5, wal_limit_pages=20, over_limit="grow", max_read_age=None
+    ) as d:
+        d.execute("CREATE TABLE t(pad BLOB)")
+        d.insert_many("t", [(b"x",)] * 10)
+        rows = d.iterate("SELECT pad FROM t", batch=1)
+        next(rows)  # the read's snapshot stays open while rows is not done
+        for _ in range(60):
+            d.execute("INSERT INTO t VALUES (zeroblob(8000))")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            over = d.metrics()["wal_over_limit"]
+            if over is not None and over["reason"] == "pinned_by_read":
+                break
+            d.execute("INSERT INTO t VALUES (zeroblob(8000))")
+            time.sleep(0.05)
+        m = d.metrics()
+        over = m["wal_over_limit"]
+        assert over is not None and over["reason"] == "pinned_by_read", over
+        assert over["wal_pages"] > over["limit_pages"] == 20
+        assert over["pinned_by"]["sql"] == "SELECT pad FROM t" and over["pinned_by"]["age"] > 0
+        assert m["wal_pinned_by"]["sql"] == "SELECT pad FROM t"
+        assert m["wal_over_limit_count"] >= 1
+        # Grow: no checkpoint held the writers.
+        assert m["checkpoint_holds"] == 0 and m["checkpoint_hold_max"] == 0.0
+        del rows  # the read ends: the WAL starts over at a later write
+        deadline = time.monotonic() + 20
+        while d.metrics()["wal_over_limit"] is not None and time.monotonic() < deadline:
+            d.execute("INSERT INTO t VALUES (zeroblob(10))")
+            time.sleep(0.05)
+        assert d.metrics()["wal_over_limit"] is None
+
+
+@pytest.mark.parametrize(
+    "option,value,message",
+    [
+        ("over_limit", "sometimes", 'expected "grow" or "hold_writers"'),
+        ("wal_limit_pages", -1, "expected pages"),
+        ("checkpoint_after_pages", 2**40, "pages below 2"),
+        ("max_read_age", "old", "expected seconds"),
+        ("escalation_wait", -1.0, "not a duration"),
+    ],
+)
+def test_checkpoint_options_refuse_bad_values_by_name(tmp_path, option, value, message):
+    with pytest.raises(litelane.ProgrammingError, match=f"option {option}: .*{message}"):
+        litelane.open(str(tmp_path / "x.db"), **{option: value})

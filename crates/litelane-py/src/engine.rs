@@ -550,6 +550,51 @@ fn open_shared(
     }
 }
 
+/// A read that pins the WAL as a dict (`label`, `age` in seconds, `sql`),
+/// or None.
+fn pinned_read_dict<'py>(
+    py: Python<'py>,
+    read: Option<&litelane::PinnedRead>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(r) = read else { return Ok(None) };
+    let d = PyDict::new(py);
+    d.set_item("label", &r.label)?;
+    d.set_item("age", r.age.as_secs_f64())?;
+    d.set_item("sql", &r.sql)?;
+    Ok(Some(d))
+}
+
+/// The WAL over its limit as a dict (`duration` in seconds, `wal_pages`,
+/// `limit_pages`, `reason`: "pinned_by_read", "pinned_elsewhere",
+/// "catching_up" or "checkpoint_failed"; `pinned_by` for the first,
+/// `error` for the last), or None while it is within its limit.
+fn over_limit_dict<'py>(
+    py: Python<'py>,
+    over: Option<&litelane::WalOverLimit>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    use litelane::OverLimitReason as R;
+    let Some(o) = over else { return Ok(None) };
+    let d = PyDict::new(py);
+    d.set_item("duration", o.duration.as_secs_f64())?;
+    d.set_item("wal_pages", o.wal_pages)?;
+    d.set_item("limit_pages", o.limit_pages)?;
+    let reason = match &o.reason {
+        R::PinnedByRead(r) => {
+            d.set_item("pinned_by", pinned_read_dict(py, Some(r))?)?;
+            "pinned_by_read"
+        }
+        R::PinnedElsewhere => "pinned_elsewhere",
+        R::CatchingUp => "catching_up",
+        R::CheckpointFailed(e) => {
+            d.set_item("error", e)?;
+            "checkpoint_failed"
+        }
+        _ => "other",
+    };
+    d.set_item("reason", reason)?;
+    Ok(Some(d))
+}
+
 fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     let s: f64 = v.extract().map_err(|_| {
         exc(
@@ -611,6 +656,28 @@ fn build_options(
             "group_commit_max_jobs" => o.group_commit.max_jobs = int("a count")?.max(1) as usize,
             "group_commit_max_wait" => o.group_commit.max_wait = seconds(py, &name, &v)?,
             "background_checkpoints" => o.checkpoints.background = flag()?,
+            "checkpoint_after_pages" => {
+                o.checkpoints.passive_after_pages =
+                    u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))?
+            }
+            "wal_limit_pages" => {
+                o.checkpoints.limit_pages =
+                    u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))?
+            }
+            "over_limit" => {
+                o.checkpoints.over_limit = match v.extract::<String>().as_deref() {
+                    Ok("grow") => litelane::OverLimit::Grow,
+                    Ok("hold_writers") => litelane::OverLimit::HoldWriters,
+                    _ => return Err(bad(&name, "\"grow\" or \"hold_writers\"")),
+                }
+            }
+            "escalation_wait" => o.checkpoints.escalation_wait = seconds(py, &name, &v)?,
+            "max_read_age" => {
+                o.checkpoints.max_read_age = match v.is_none() {
+                    true => None,
+                    false => Some(seconds(py, &name, &v)?),
+                }
+            }
             "slow_statement" => o.slow_statement = seconds(py, &name, &v)?,
             "long_wait" => o.long_wait = seconds(py, &name, &v)?,
             "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
@@ -625,8 +692,9 @@ fn build_options(
                         "unknown option {name:?}: expected one of cache_size_kib, mmap_size, \
                          busy_timeout, statement_cache, journal_size_limit, persistent_wal, \
                          group_commit, group_commit_max_jobs, group_commit_max_wait, \
-                         background_checkpoints, slow_statement, long_wait, async_threads, \
-                         process_queue, process_turn_linger"
+                         background_checkpoints, checkpoint_after_pages, wal_limit_pages, \
+                         over_limit, escalation_wait, max_read_age, slow_statement, long_wait, \
+                         async_threads, process_queue, stock_settings, process_turn_linger"
                     ),
                 ))
             }
@@ -1278,6 +1346,19 @@ impl Engine {
         d.set_item("checkpoint_pages", m.checkpoint_pages)?;
         d.set_item("checkpoint_time", m.checkpoint_time.as_secs_f64())?;
         d.set_item("wal_pages", m.wal_pages)?;
+        d.set_item(
+            "wal_over_limit",
+            over_limit_dict(py, m.wal_over_limit.as_ref())?,
+        )?;
+        d.set_item("wal_over_limit_count", m.wal_over_limit_count)?;
+        d.set_item("wal_over_limit_time", m.wal_over_limit_time.as_secs_f64())?;
+        d.set_item(
+            "wal_pinned_by",
+            pinned_read_dict(py, m.wal_pinned_by.as_ref())?,
+        )?;
+        d.set_item("checkpoint_holds", m.checkpoint_holds)?;
+        d.set_item("checkpoint_hold_max", m.checkpoint_hold_max.as_secs_f64())?;
+        d.set_item("checkpoint_hold_time", m.checkpoint_hold_time.as_secs_f64())?;
         d.set_item("wal_file_bytes", m.wal_file_bytes)?;
         d.set_item("wal_syncs", m.wal_syncs)?;
         d.set_item("syncs_shared", m.syncs_shared)?;
