@@ -128,6 +128,33 @@
 #define LITELANE_CHECKPOINT_TRUNCATE 3
 
 /*
+ `wal_over_limit_reason`: the WAL is within its limit.
+ */
+#define LITELANE_WAL_WITHIN_LIMIT 0
+
+/*
+ `wal_over_limit_reason`: a read of this process pins the WAL.
+ */
+#define LITELANE_WAL_PINNED_BY_READ 1
+
+/*
+ `wal_over_limit_reason`: something in another process pins the WAL.
+ */
+#define LITELANE_WAL_PINNED_ELSEWHERE 2
+
+/*
+ `wal_over_limit_reason`: every frame was copied; the WAL starts over at
+ the next write that finds no reader on it.
+ */
+#define LITELANE_WAL_CATCHING_UP 3
+
+/*
+ `wal_over_limit_reason`: the last checkpoint failed (`litelane_errmsg`
+ does not say why: see the engine's log).
+ */
+#define LITELANE_WAL_CHECKPOINT_FAILED 4
+
+/*
  `litelane_import_options.header`: sniffed from the file (the default).
  */
 #define LITELANE_IMPORT_HEADER_SNIFF 0
@@ -368,6 +395,46 @@ typedef struct {
    See `wal_pages`.
    */
   uint64_t wal_file_bytes;
+  /*
+   Why the WAL is over its limit (`Checkpoints::limit_pages`) now: a
+   `LITELANE_WAL_*` value, `LITELANE_WAL_WITHIN_LIMIT` (0) while it is
+   not. The fields from here on were appended to the first version: a
+   caller built with the shorter struct (a smaller `size`) gets none of them.
+   */
+  int wal_over_limit_reason;
+  /*
+   While over its limit: for how long, in microseconds (else 0).
+   */
+  uint64_t wal_over_limit_us;
+  /*
+   Times the WAL went over its limit, and the time it spent there in
+   all, in microseconds.
+   */
+  uint64_t wal_over_limit_count;
+  /*
+   See `wal_over_limit_count`.
+   */
+  uint64_t wal_over_limit_time_us;
+  /*
+   The age, in microseconds, of the oldest read of this process that
+   pinned the WAL at the last checkpoint that could not finish (0:
+   none); its label and SQL are in `Metrics::wal_pinned_by`.
+   */
+  uint64_t wal_pinned_age_us;
+  /*
+   Checkpoints that held the writers (`OverLimit::HoldWriters`, or
+   `litelane_checkpoint`), and the longest and total hold, in
+   microseconds.
+   */
+  uint64_t checkpoint_holds;
+  /*
+   See `checkpoint_holds`.
+   */
+  uint64_t checkpoint_hold_max_us;
+  /*
+   See `checkpoint_holds`.
+   */
+  uint64_t checkpoint_hold_time_us;
 } litelane_metrics_report;
 
 /*

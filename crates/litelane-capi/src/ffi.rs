@@ -811,6 +811,55 @@ pub struct litelane_metrics_report {
     pub wal_pages: u64,
     /// See `wal_pages`.
     pub wal_file_bytes: u64,
+    /// Why the WAL is over its limit (`Checkpoints::limit_pages`) now: a
+    /// `LITELANE_WAL_*` value, `LITELANE_WAL_WITHIN_LIMIT` (0) while it is
+    /// not. The fields from here on were appended to the first version: a
+    /// caller built with the shorter struct (a smaller `size`) gets none of them.
+    pub wal_over_limit_reason: c_int,
+    /// While over its limit: for how long, in microseconds (else 0).
+    pub wal_over_limit_us: u64,
+    /// Times the WAL went over its limit, and the time it spent there in
+    /// all, in microseconds.
+    pub wal_over_limit_count: u64,
+    /// See `wal_over_limit_count`.
+    pub wal_over_limit_time_us: u64,
+    /// The age, in microseconds, of the oldest read of this process that
+    /// pinned the WAL at the last checkpoint that could not finish (0:
+    /// none); its label and SQL are in `Metrics::wal_pinned_by`.
+    pub wal_pinned_age_us: u64,
+    /// Checkpoints that held the writers (`OverLimit::HoldWriters`, or
+    /// `litelane_checkpoint`), and the longest and total hold, in
+    /// microseconds.
+    pub checkpoint_holds: u64,
+    /// See `checkpoint_holds`.
+    pub checkpoint_hold_max_us: u64,
+    /// See `checkpoint_holds`.
+    pub checkpoint_hold_time_us: u64,
+}
+
+/// `wal_over_limit_reason`: the WAL is within its limit.
+pub const LITELANE_WAL_WITHIN_LIMIT: c_int = 0;
+/// `wal_over_limit_reason`: a read of this process pins the WAL.
+pub const LITELANE_WAL_PINNED_BY_READ: c_int = 1;
+/// `wal_over_limit_reason`: something in another process pins the WAL.
+pub const LITELANE_WAL_PINNED_ELSEWHERE: c_int = 2;
+/// `wal_over_limit_reason`: every frame was copied; the WAL starts over at
+/// the next write that finds no reader on it.
+pub const LITELANE_WAL_CATCHING_UP: c_int = 3;
+/// `wal_over_limit_reason`: the last checkpoint failed (`litelane_errmsg`
+/// does not say why: see the engine's log).
+pub const LITELANE_WAL_CHECKPOINT_FAILED: c_int = 4;
+
+/// `litelane_metrics_report::wal_over_limit_reason` of `over`.
+fn over_limit_reason(over: Option<&litelane::WalOverLimit>) -> c_int {
+    use litelane::OverLimitReason as R;
+    match over.map(|o| &o.reason) {
+        None => LITELANE_WAL_WITHIN_LIMIT,
+        Some(R::PinnedByRead(_)) => LITELANE_WAL_PINNED_BY_READ,
+        Some(R::PinnedElsewhere) => LITELANE_WAL_PINNED_ELSEWHERE,
+        Some(R::CatchingUp) => LITELANE_WAL_CATCHING_UP,
+        Some(_) => LITELANE_WAL_CHECKPOINT_FAILED,
+    }
 }
 
 fn micros(d: Duration) -> u64 {
@@ -855,6 +904,14 @@ pub unsafe extern "C" fn litelane_metrics(
             checkpoint_pages: m.checkpoint_pages,
             wal_pages: m.wal_pages,
             wal_file_bytes: m.wal_file_bytes,
+            wal_over_limit_reason: over_limit_reason(m.wal_over_limit.as_ref()),
+            wal_over_limit_us: m.wal_over_limit.as_ref().map_or(0, |o| micros(o.duration)),
+            wal_over_limit_count: m.wal_over_limit_count,
+            wal_over_limit_time_us: micros(m.wal_over_limit_time),
+            wal_pinned_age_us: m.wal_pinned_by.as_ref().map_or(0, |r| micros(r.age)),
+            checkpoint_holds: m.checkpoint_holds,
+            checkpoint_hold_max_us: micros(m.checkpoint_hold_max),
+            checkpoint_hold_time_us: micros(m.checkpoint_hold_time),
         };
         // SAFETY: `out` has `size` writable bytes; at most that many are
         // copied (a caller's older, shorter struct gets its own fields).

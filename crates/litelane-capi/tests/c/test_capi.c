@@ -321,6 +321,26 @@ static void test_metrics(litelane_db *db) {
         (unsigned long long)m.transactions, (unsigned long long)m.commits,
         (unsigned long long)m.rows_written);
   CHECK(m.rollbacks > 0, "the failed writes were not counted as rollbacks");
+  /* A small database, no read pinning it: within its limit; the explicit
+     TRUNCATE of test_checkpoint held the writers (a hold is counted). */
+  CHECK(m.wal_over_limit_reason == LITELANE_WAL_WITHIN_LIMIT && m.wal_over_limit_us == 0,
+        "over limit: reason %d for %llu us", m.wal_over_limit_reason,
+        (unsigned long long)m.wal_over_limit_us);
+  CHECK(m.wal_over_limit_count == 0 && m.wal_over_limit_time_us == 0,
+        "over limit %llu times", (unsigned long long)m.wal_over_limit_count);
+  CHECK(m.checkpoint_holds >= 1 && m.checkpoint_hold_max_us <= m.checkpoint_hold_time_us,
+        "holds %llu, max %llu us of %llu us", (unsigned long long)m.checkpoint_holds,
+        (unsigned long long)m.checkpoint_hold_max_us,
+        (unsigned long long)m.checkpoint_hold_time_us);
+  /* The struct as the first version of the header had it: the appended
+     fields are not written. */
+  memset(&old, 0xab, sizeof old);
+  old.size = offsetof(litelane_metrics_report, wal_over_limit_reason);
+  OK(litelane_metrics(db, &old));
+  CHECK(old.wal_file_bytes != 0xababababababababULL,
+        "wal_file_bytes not written");
+  CHECK(old.checkpoint_hold_time_us == 0xababababababababULL,
+        "an appended field was written past size");
   /* A struct from an older header: nothing past its size is written. */
   memset(&old, 0xab, sizeof old);
   old.size = offsetof(litelane_metrics_report, queue_wait_p95_us);
