@@ -72,6 +72,31 @@ declare namespace Database {
 		rowsWritten: number;
 		commits: number;
 		meanGroupSize: number;
+		walPages: number;
+		/** null while the WAL is within its limit. */
+		walOverLimit: null | {
+			durationMs: number;
+			walPages: number;
+			limitPages: number;
+			reason: 'pinnedByRead' | 'pinnedElsewhere' | 'catchingUp' | 'checkpointFailed';
+			pinnedBy: PinnedRead | null;
+			error: string | null;
+		};
+		walOverLimitCount: number;
+		walOverLimitTimeMs: number;
+		/** The oldest read of this process that pinned the WAL at the last checkpoint that could not finish. */
+		walPinnedBy: PinnedRead | null;
+		/** Checkpoints that held the writers, and the longest and total hold. */
+		checkpointHolds: number;
+		checkpointHoldMaxMs: number;
+		checkpointHoldTimeMs: number;
+	}
+
+	/** litelane: a read that pins the WAL (Metrics). */
+	interface PinnedRead {
+		label: string;
+		ageMs: number;
+		sql: string;
 	}
 
 	/** litelane: Database#checkpoint(). */

@@ -2554,24 +2554,51 @@ impl NativeDatabase {
         }
     }
 
-    /// litelane: the engine's metrics, as JSON text.
+    /// litelane: the engine's metrics, as JSON text (durations in ms).
     #[napi]
     pub fn metrics(&self) -> napi::Result<String> {
+        use litelane::OverLimitReason as R;
         let m = self.db()?.metrics();
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-        Ok(format!(
-            "{{\"queueWaitP50Ms\":{},\"queueWaitP95Ms\":{},\"queueWaitP99Ms\":{},\"queueWaitMaxMs\":{},\"queueDepth\":{},\"transactions\":{},\"rollbacks\":{},\"rowsWritten\":{},\"commits\":{},\"meanGroupSize\":{}}}",
-            ms(m.queue_wait_p50),
-            ms(m.queue_wait_p95),
-            ms(m.queue_wait_p99),
-            ms(m.queue_wait_max),
-            m.queue_depth,
-            m.transactions,
-            m.rollbacks,
-            m.rows_written,
-            m.commits,
-            m.mean_group_size(),
-        ))
+        let pinned = |r: &litelane::PinnedRead| serde_json::json!({"label": r.label, "ageMs": ms(r.age), "sql": r.sql});
+        let over = m.wal_over_limit.as_ref().map(|o| {
+            let (reason, pinned_by, error) = match &o.reason {
+                R::PinnedByRead(r) => ("pinnedByRead", Some(pinned(r)), None),
+                R::PinnedElsewhere => ("pinnedElsewhere", None, None),
+                R::CatchingUp => ("catchingUp", None, None),
+                R::CheckpointFailed(e) => ("checkpointFailed", None, Some(e.clone())),
+                _ => ("other", None, None),
+            };
+            serde_json::json!({
+                "durationMs": ms(o.duration),
+                "walPages": o.wal_pages,
+                "limitPages": o.limit_pages,
+                "reason": reason,
+                "pinnedBy": pinned_by,
+                "error": error,
+            })
+        });
+        Ok(serde_json::json!({
+            "queueWaitP50Ms": ms(m.queue_wait_p50),
+            "queueWaitP95Ms": ms(m.queue_wait_p95),
+            "queueWaitP99Ms": ms(m.queue_wait_p99),
+            "queueWaitMaxMs": ms(m.queue_wait_max),
+            "queueDepth": m.queue_depth,
+            "transactions": m.transactions,
+            "rollbacks": m.rollbacks,
+            "rowsWritten": m.rows_written,
+            "commits": m.commits,
+            "meanGroupSize": m.mean_group_size(),
+            "walPages": m.wal_pages,
+            "walOverLimit": over,
+            "walOverLimitCount": m.wal_over_limit_count,
+            "walOverLimitTimeMs": ms(m.wal_over_limit_time),
+            "walPinnedBy": m.wal_pinned_by.as_ref().map(pinned),
+            "checkpointHolds": m.checkpoint_holds,
+            "checkpointHoldMaxMs": ms(m.checkpoint_hold_max),
+            "checkpointHoldTimeMs": ms(m.checkpoint_hold_time),
+        })
+        .to_string())
     }
 
     /// litelane: one checkpoint; `[walFrames, checkpointedFrames, busy]`.

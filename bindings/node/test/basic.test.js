@@ -72,6 +72,12 @@ test('litelane additions: insertMany, metrics, checkpoint', () => {
 	assert.ok(db.metrics().commits >= 1);
 	const c = db.checkpoint('TRUNCATE');
 	assert.strictEqual(typeof c.walFrames, 'number');
+	const m = db.metrics();
+	// A small WAL that nothing pins; the TRUNCATE held the writers once.
+	assert.strictEqual(m.walOverLimit, null);
+	assert.strictEqual(m.walOverLimitCount, 0);
+	assert.ok(m.checkpointHolds >= 1, `checkpointHolds ${m.checkpointHolds}`);
+	assert.ok(m.checkpointHoldMaxMs <= m.checkpointHoldTimeMs);
 	db.close();
 });
 
