@@ -648,14 +648,28 @@ fn a_read_error_is_reported_with_sqlites_code() {
     assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_READ), "{err}");
 }
 
-/// A reader that has not loaded the schema since the table was created,
-/// whose page reads fail (`times` of them): SQLite answers from its cached
-/// schema ("no such table: t") and drops the error of re-reading the
-/// schema; litelane reports the I/O error instead.
+/// A reader whose cached schema predates table `s`, made by another
+/// connection (the engine's writer would have had the reader catch up: see
+/// the next test), whose page reads fail (`times` of them): SQLite answers
+/// from its cached schema ("no such table: s") and drops the error of
+/// re-reading the schema; litelane reports the I/O error instead.
 fn schema_read_fails(times: u64) -> (Error, u64) {
     let vfs = FaultVfs::register().unwrap();
-    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
-    committed(&db, 0, 5);
+    let (dir, db) = open(&vfs, Profile::Balanced, |o| {
+        o.readers = 1;
+        // No checkpoint turn of the writer that could notice s meanwhile.
+        o.checkpoints.background = false;
+    });
+    let count = |table: &str| {
+        let sql = format!("SELECT count(*) FROM {table}");
+        db.read(|c| Ok(c.query_row(&sql, [], |r| r.get::<_, i64>(0))?))
+    };
+    assert_eq!(count("t").unwrap(), 0, "the reader has caught up with t");
+    let other = rusqlite::Connection::open(dir.path().join("db")).unwrap();
+    other
+        .execute_batch("CREATE TABLE s(x); INSERT INTO s VALUES (1), (2), (3), (4), (5)")
+        .unwrap();
+    drop(other);
     vfs.arm(
         Fault::new(Op::Read, Effect::IoError)
             .this_thread()
@@ -663,16 +677,33 @@ fn schema_read_fails(times: u64) -> (Error, u64) {
             .times(times),
     )
     .unwrap();
-    let err = db
-        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
-        .unwrap_err();
+    let err = count("s").unwrap_err();
     let fired = vfs.faults_fired();
     vfs.clear_faults();
-    let n = db
-        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
-        .expect("the next read succeeds once the medium reads right");
+    let n = count("s").expect("the next read succeeds once the medium reads right");
     assert_eq!(n, 5);
     (err, fired)
+}
+
+#[test]
+fn a_read_error_while_catching_up_with_the_writers_schema_is_retried_by_the_read() {
+    // The writer made t: the reader re-reads its schema before its next
+    // read; one failed page read there is noted, and the read itself
+    // re-reads the schema and answers.
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Balanced, |o| o.readers = 1);
+    committed(&db, 0, 5);
+    vfs.arm(
+        Fault::new(Op::Read, Effect::IoError)
+            .this_thread()
+            .min_len(4096)
+            .times(1),
+    )
+    .unwrap();
+    let n = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?))
+        .unwrap();
+    assert_eq!((n, vfs.faults_fired()), (5, 1));
 }
 
 #[test]
@@ -686,7 +717,7 @@ fn a_read_error_while_loading_the_schema_is_reported_as_an_io_error() {
     let text = err.to_string();
     assert!(text.contains("reading the database schema"), "{text}");
     assert!(
-        text.contains("no such table: t"),
+        text.contains("no such table: s"),
         "says what SQLite answered: {text}"
     );
 }
