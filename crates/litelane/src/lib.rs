@@ -42,6 +42,7 @@ mod codes;
 mod combine;
 mod configure;
 mod connection;
+mod durability_plan;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
@@ -87,6 +88,7 @@ pub use writer::{with_process_wait, KeepWaiting};
 
 use configure::Registry;
 use connection::{Role, Target, Tracer};
+use durability_plan::DurabilityPlan;
 use metrics::Recorder;
 use pool::Pool;
 use schema_epoch::SchemaEpoch;
@@ -178,6 +180,8 @@ pub struct Database {
 struct Inner {
     target: Target,
     opts: Options,
+    /// What the profile decided for this open (`durability_plan.rs`).
+    plan: DurabilityPlan,
     max_parameters: usize,
     recorder: Arc<Recorder>,
     // Field order is drop order: stop the checkpointer and async threads
@@ -210,9 +214,10 @@ struct SideCheckpoints {
 fn open_side_checkpoints(
     target: &Target,
     opts: &Options,
+    plan: &DurabilityPlan,
     tracer: &Arc<Tracer>,
 ) -> Option<rusqlite::Connection> {
-    let conn = connection::open(target, Role::Checkpointer, opts, tracer, None, None).ok()?;
+    let conn = connection::open(target, Role::Checkpointer, opts, plan, tracer, None, None).ok()?;
     conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
         .ok()?;
     Some(conn)
@@ -259,6 +264,7 @@ fn open_process_queue(
 fn open_readers(
     target: &Target,
     opts: &Options,
+    plan: &DurabilityPlan,
     tracer: &Arc<Tracer>,
     config: &Registry,
 ) -> Result<Vec<pool::Reader>> {
@@ -270,6 +276,7 @@ fn open_readers(
                 target,
                 Role::Reader,
                 opts,
+                plan,
                 tracer,
                 Some(&trace),
                 Some((config, &mut seen)),
@@ -301,6 +308,7 @@ impl Database {
         if let Some(file) = &shared_memory {
             target = target.in_file(file.path());
         }
+        let mut plan = DurabilityPlan::new(opts.profile, &target, opts.process_queue);
         let recorder = Arc::new(Recorder::default());
         let tracer = Arc::new(Tracer {
             recorder: Arc::clone(&recorder),
@@ -316,6 +324,7 @@ impl Database {
             &target,
             Role::Writer,
             &opts,
+            &plan,
             &tracer,
             None,
             Some((&config, &mut writer_seen)),
@@ -324,11 +333,13 @@ impl Database {
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
             as usize;
-        let wal = connection::journal_mode_for(opts.profile, &target) == "wal" && !target.read_only;
         let queue = Arc::default();
         let signal =
             checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
         let process_queue = open_process_queue(&target, &opts, &recorder);
+        if process_queue.is_none() {
+            plan = plan.without_process_queue();
+        }
         let writer = Arc::new(Writer::new(
             writer_conn,
             queue,
@@ -342,30 +353,50 @@ impl Database {
             Arc::clone(&config),
             writer_seen,
             Arc::clone(&schema),
-            || connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None),
+            plan.shared_sync,
+            || {
+                connection::open(
+                    &target,
+                    Role::Checkpointer,
+                    &opts,
+                    &plan,
+                    &tracer,
+                    None,
+                    None,
+                )
+            },
         )?);
-        let readers = open_readers(&target, &opts, &tracer, &config)?;
+        let readers = open_readers(&target, &opts, &plan, &tracer, &config)?;
         let pool = Arc::new(Pool::new(
             readers,
             Arc::clone(&recorder),
             Arc::clone(&config),
             schema,
         ));
-        let checkpointer = if wal && opts.checkpoints.background && !opts.checkpoints.external {
-            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None)?;
-            Some(checkpoint::Checkpointer::start(
-                conn,
-                Arc::clone(&writer),
-                Arc::clone(&pool),
-                signal,
-                Arc::clone(&recorder),
-                opts.checkpoints.clone(),
-            )?)
-        } else {
-            None
-        };
-        let side_checkpoints = wal.then(|| SideCheckpoints {
-            conn: std::sync::Mutex::new(open_side_checkpoints(&target, &opts, &tracer)),
+        let checkpointer =
+            if plan.checkpoints && opts.checkpoints.background && !opts.checkpoints.external {
+                let conn = connection::open(
+                    &target,
+                    Role::Checkpointer,
+                    &opts,
+                    &plan,
+                    &tracer,
+                    None,
+                    None,
+                )?;
+                Some(checkpoint::Checkpointer::start(
+                    conn,
+                    Arc::clone(&writer),
+                    Arc::clone(&pool),
+                    signal,
+                    Arc::clone(&recorder),
+                    opts.checkpoints.clone(),
+                )?)
+            } else {
+                None
+            };
+        let side_checkpoints = plan.checkpoints.then(|| SideCheckpoints {
+            conn: std::sync::Mutex::new(open_side_checkpoints(&target, &opts, &plan, &tracer)),
         });
         Ok(Database {
             inner: Arc::new(Inner {
@@ -379,6 +410,7 @@ impl Database {
                 side_checkpoints,
                 config,
                 opts,
+                plan,
                 _shared_memory: shared_memory,
             }),
         })
@@ -662,9 +694,7 @@ impl Database {
         opts: &BackupOptions,
         progress: &mut dyn FnMut(BackupProgress),
     ) -> Result<BackupReport> {
-        let wal =
-            connection::journal_mode_for(self.inner.opts.profile, &self.inner.target) == "wal";
-        backup::run(self, wal, dest.as_ref(), opts, progress)
+        backup::run(self, self.inner.plan.wal(), dest.as_ref(), opts, progress)
     }
 
     /// Runs a read on the writer's connection if the writer is free right
