@@ -9,7 +9,9 @@ use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::configure::Registry;
-use crate::durability_plan::{DurabilityPlan, JournalMode, OtherSettings, WriterSettings};
+use crate::durability_plan::{
+    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, WriterSettings,
+};
 use crate::error::{Context, Error, Result};
 use crate::ffi;
 use crate::metrics::Recorder;
@@ -256,6 +258,57 @@ pub(crate) fn open(
     reader_trace: Option<&Arc<ReaderTrace>>,
     config: Option<(&Registry, &mut u64)>,
 ) -> Result<Connection> {
+    let mut found = None;
+    open_finding(
+        target,
+        role,
+        opts,
+        plan,
+        tracer,
+        reader_trace,
+        config,
+        &mut found,
+    )
+}
+
+/// Opens and configures the writer ([`open`] with [`Role::Writer`]), and
+/// returns with it the journal mode the file had before the writer set the
+/// plan's, when the plan says it is to be restored on close
+/// ([`RestoreOnClose::FileJournalMode`]; `None` otherwise).
+pub(crate) fn open_writer(
+    target: &Target,
+    opts: &Options,
+    plan: &DurabilityPlan,
+    tracer: &Arc<Tracer>,
+    config: Option<(&Registry, &mut u64)>,
+) -> Result<(Connection, Option<String>)> {
+    let mut found = None;
+    let conn = open_finding(
+        target,
+        Role::Writer,
+        opts,
+        plan,
+        tracer,
+        None,
+        config,
+        &mut found,
+    )?;
+    Ok((conn, found))
+}
+
+/// [`open`], keeping in `found` what [`open_writer`] returns beside the
+/// connection.
+#[allow(clippy::too_many_arguments)]
+fn open_finding(
+    target: &Target,
+    role: Role,
+    opts: &Options,
+    plan: &DurabilityPlan,
+    tracer: &Arc<Tracer>,
+    reader_trace: Option<&Arc<ReaderTrace>>,
+    config: Option<(&Registry, &mut u64)>,
+    found: &mut Option<String>,
+) -> Result<Connection> {
     ffi::disable_memstatus();
     ffi::capture_os_errors();
     let name = target.display();
@@ -309,7 +362,9 @@ pub(crate) fn open(
     match (role, plan.writer) {
         // Read-only by request: leave the file as it is.
         (Role::Writer, None) => {}
-        (Role::Writer, Some(settings)) => configure_writer(&conn, settings, opts, &name)?,
+        (Role::Writer, Some(settings)) => {
+            *found = configure_writer(&conn, settings, plan.restore_on_close, opts, &name)?
+        }
         (Role::Reader, _) => configure_other(&conn, role, plan.reader, target, opts, &name)?,
         (Role::Checkpointer, _) => {
             configure_other(&conn, role, plan.checkpointer, target, opts, &name)?
@@ -323,18 +378,28 @@ pub(crate) fn open(
 /// The writer's journal mode (the plan's, refused as [`Error::ReadOnly`]
 /// when the file cannot be written), `synchronous`, the journal's size
 /// limit and, in WAL mode, no automatic checkpoints when litelane runs them.
+/// Returns the journal mode the file had before, when `restore` says it is
+/// to be restored on close.
 fn configure_writer(
     conn: &Connection,
     settings: WriterSettings,
+    restore: RestoreOnClose,
     opts: &Options,
     name: &str,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let ctx = |what: &str| format!("configuring {name}: {what}");
     if conn.is_readonly("main").unwrap_or(false) {
         return Err(Error::ReadOnly {
             path: name.to_string(),
         });
     }
+    let before = match restore {
+        RestoreOnClose::Nothing => None,
+        RestoreOnClose::FileJournalMode => Some(
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+                .context(|| ctx("reading the journal mode to restore on close"))?,
+        ),
+    };
     let want = settings.journal_mode.as_sql();
     let got: String = conn
         .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
@@ -366,7 +431,7 @@ fn configure_writer(
             .context(|| ctx("wal_autocheckpoint"))?;
         ffi::set_persistent_wal(conn, opts.persistent_wal)?;
     }
-    Ok(())
+    Ok(before)
 }
 
 /// A reader's or the checkpointer's settings: the rollback journal mode

@@ -9,7 +9,12 @@
 //! the journal mode from the profile again, nor reads `synchronous` or
 //! `journal_mode` back from SQLite to decide.
 
+use std::path::Path;
+
+use rusqlite::Connection;
+
 use crate::connection::Target;
+use crate::error::{Context, Error, Result};
 use crate::options::Profile;
 
 /// A `journal_mode` litelane sets.
@@ -123,6 +128,23 @@ pub(crate) enum SharedSync {
 /// frames are written by `COMMIT` and synced by the writer after its turn.
 pub(crate) const SHARED_SYNC_WRITER_SYNCHRONOUS: Synchronous = Synchronous::Normal;
 
+/// What the one who closes the database puts back afterwards. The engine
+/// itself restores nothing: it keeps what to restore
+/// ([`Database::journal_mode_to_restore`](crate::Database::journal_mode_to_restore))
+/// for a caller that asks for it, such as `litelane import --profile fast`,
+/// which then calls [`restore_journal_mode`] once the database is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RestoreOnClose {
+    /// Nothing: the plan's journal mode is the file's own (WAL, kept in the
+    /// file), or the plan leaves the file as it is (read-only), or there
+    /// is no file (in memory).
+    Nothing,
+    /// The journal mode the file had at open, read by the writer before it
+    /// sets the plan's: the plan's rollback journal in memory (`fast`)
+    /// takes a file out of WAL mode, and it stays out after close.
+    FileJournalMode,
+}
+
 /// Everything a durability profile decides for one open, computed once by
 /// [`DurabilityPlan::new`] in [`Database::open`](crate::Database::open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +170,8 @@ pub(crate) struct DurabilityPlan {
     pub checkpoints: bool,
     /// Whether the writer shares the WAL's fsync after its turn.
     pub shared_sync: SharedSync,
+    /// What the one who closes the database may put back afterwards.
+    pub restore_on_close: RestoreOnClose,
 }
 
 impl DurabilityPlan {
@@ -180,6 +204,12 @@ impl DurabilityPlan {
         } else {
             SharedSync::On
         };
+        let restore_on_close =
+            if writer.is_some() && !target.is_memory() && journal_mode != JournalMode::Wal {
+                RestoreOnClose::FileJournalMode
+            } else {
+                RestoreOnClose::Nothing
+            };
         DurabilityPlan {
             profile,
             journal_mode,
@@ -188,6 +218,7 @@ impl DurabilityPlan {
             checkpointer: other,
             checkpoints: journal_mode == JournalMode::Wal && !target.read_only,
             shared_sync,
+            restore_on_close,
         }
     }
 
@@ -204,6 +235,44 @@ impl DurabilityPlan {
     pub(crate) fn wal(&self) -> bool {
         self.journal_mode == JournalMode::Wal
     }
+}
+
+/// The journal modes SQLite knows, as `PRAGMA journal_mode` names them.
+const JOURNAL_MODES: [&str; 6] = ["delete", "truncate", "persist", "memory", "wal", "off"];
+
+/// Puts the database file at `path` back into journal `mode` (one of
+/// SQLite's: `delete`, `truncate`, `persist`, `memory`, `wal`, `off`, any
+/// case), with a connection of its own, and returns the mode the file is
+/// in afterwards, as SQLite answers it: `mode` when it was already in it
+/// or the change took; the old mode when SQLite could not change it (then
+/// the caller says so). For the mode
+/// [`Database::journal_mode_to_restore`](crate::Database::journal_mode_to_restore)
+/// gave, once that database is closed (no connection of it may be open:
+/// leaving WAL mode needs the file to itself).
+///
+/// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) for
+/// another `mode`, and with SQLite's error when the file cannot be opened
+/// or the mode read or set (`SQLITE_BUSY` when another connection holds
+/// the file for longer than the connection's busy timeout, rusqlite's
+/// 5 s).
+pub fn restore_journal_mode(path: impl AsRef<Path>, mode: &str) -> Result<String> {
+    let path = path.as_ref();
+    let Some(mode) = JOURNAL_MODES.iter().find(|m| m.eq_ignore_ascii_case(mode)) else {
+        return Err(Error::invalid(format!(
+            "unknown journal mode {mode:?}: expected one of {}",
+            JOURNAL_MODES.join(", ")
+        )));
+    };
+    let ctx = |what: &str| format!("restoring the journal mode of {}: {what}", path.display());
+    let c = Connection::open(path).context(|| ctx("opening"))?;
+    let now: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .context(|| ctx("reading it"))?;
+    if now.eq_ignore_ascii_case(mode) {
+        return Ok(now);
+    }
+    c.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))
+        .context(|| ctx(&format!("setting {mode}")))
 }
 
 #[cfg(test)]
@@ -236,6 +305,7 @@ mod tests {
     fn each_profile_and_target_kind_gets_its_plan() {
         use JournalMode::{Memory, Wal};
         use NoSharedSync::*;
+        use RestoreOnClose::{FileJournalMode as Restore, Nothing};
         use Synchronous::{Full, Normal, Off};
         let on = |j, s| {
             Some(WriterSettings {
@@ -248,22 +318,25 @@ mod tests {
             synchronous: s,
         };
         // (profile, target kind, queue asked for,
-        //  journal, writer, readers and checkpointer, checkpoints, shared sync)
+        //  journal, writer, readers and checkpointer, checkpoints, shared sync,
+        //  what to restore on close)
         #[rustfmt::skip]
         let cases = [
-            (Profile::Safe, "file", true, Wal, on(Wal, Full), other(None, Full), true, SharedSync::On),
-            (Profile::Safe, "file", false, Wal, on(Wal, Full), other(None, Full), true, SharedSync::Off(NoProcessQueue)),
-            (Profile::Balanced, "file", true, Wal, on(Wal, Normal), other(None, Normal), true, SharedSync::Off(ProfileSyncsNoCommit)),
-            (Profile::Fast, "file", true, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(ProfileSyncsNoCommit)),
-            (Profile::Safe, "file-ro", true, Wal, None, other(None, Full), false, SharedSync::Off(ReadOnly)),
-            (Profile::Balanced, "file-immutable", true, Wal, None, other(None, Normal), false, SharedSync::Off(ReadOnly)),
-            (Profile::Fast, "file-ro", true, Memory, None, other(Some(Memory), Off), false, SharedSync::Off(ReadOnly)),
-            (Profile::Safe, "memory", true, Memory, on(Memory, Full), other(Some(Memory), Full), false, SharedSync::Off(InMemory)),
-            (Profile::Balanced, "memory", true, Memory, on(Memory, Normal), other(Some(Memory), Normal), false, SharedSync::Off(InMemory)),
-            (Profile::Fast, "memory", false, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(InMemory)),
-            (Profile::Safe, "memory-ro", true, Memory, None, other(Some(Memory), Full), false, SharedSync::Off(ReadOnly)),
+            (Profile::Safe, "file", true, Wal, on(Wal, Full), other(None, Full), true, SharedSync::On, Nothing),
+            (Profile::Safe, "file", false, Wal, on(Wal, Full), other(None, Full), true, SharedSync::Off(NoProcessQueue), Nothing),
+            (Profile::Balanced, "file", true, Wal, on(Wal, Normal), other(None, Normal), true, SharedSync::Off(ProfileSyncsNoCommit), Nothing),
+            (Profile::Fast, "file", true, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(ProfileSyncsNoCommit), Restore),
+            (Profile::Safe, "file-ro", true, Wal, None, other(None, Full), false, SharedSync::Off(ReadOnly), Nothing),
+            (Profile::Balanced, "file-immutable", true, Wal, None, other(None, Normal), false, SharedSync::Off(ReadOnly), Nothing),
+            (Profile::Fast, "file-ro", true, Memory, None, other(Some(Memory), Off), false, SharedSync::Off(ReadOnly), Nothing),
+            (Profile::Safe, "memory", true, Memory, on(Memory, Full), other(Some(Memory), Full), false, SharedSync::Off(InMemory), Nothing),
+            (Profile::Balanced, "memory", true, Memory, on(Memory, Normal), other(Some(Memory), Normal), false, SharedSync::Off(InMemory), Nothing),
+            (Profile::Fast, "memory", false, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(InMemory), Nothing),
+            (Profile::Safe, "memory-ro", true, Memory, None, other(Some(Memory), Full), false, SharedSync::Off(ReadOnly), Nothing),
         ];
-        for (profile, kind, queue, journal, writer, others, checkpoints, shared_sync) in cases {
+        for (profile, kind, queue, journal, writer, others, checkpoints, shared_sync, restore) in
+            cases
+        {
             let plan = DurabilityPlan::new(profile, &target(kind), queue);
             let want = DurabilityPlan {
                 profile,
@@ -273,6 +346,7 @@ mod tests {
                 checkpointer: others,
                 checkpoints,
                 shared_sync,
+                restore_on_close: restore,
             };
             assert_eq!(plan, want, "{profile} on {kind}, queue {queue}");
             assert_eq!(plan.wal(), journal == Wal, "{profile} on {kind}");
@@ -311,5 +385,57 @@ mod tests {
         // An Off for another reason keeps its reason.
         let balanced = DurabilityPlan::new(Profile::Balanced, &target("file"), true);
         assert_eq!(balanced.without_process_queue(), balanced);
+    }
+
+    #[test]
+    fn fast_keeps_the_journal_mode_it_replaced_for_the_one_who_closes() {
+        use crate::{Database, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let open = |p: Profile| Database::open(&path, Options::with_profile(p)).unwrap();
+        let mode = |db: &Database| db.journal_mode_to_restore().map(str::to_string);
+        // A new file: a rollback journal before, and after.
+        assert_eq!(mode(&open(Profile::Fast)).as_deref(), Some("delete"));
+        assert_eq!(restore_journal_mode(&path, "delete").unwrap(), "delete");
+        // WAL is the file's own mode under safe and balanced: nothing.
+        for profile in [Profile::Balanced, Profile::Safe] {
+            let other = dir.path().join(format!("{profile}.db"));
+            let db = Database::open(&other, Options::with_profile(profile)).unwrap();
+            assert_eq!(mode(&db), None, "{profile}");
+        }
+        // fast takes a WAL file out of WAL mode; restoring puts it back.
+        Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .unwrap();
+        let db = open(Profile::Fast);
+        assert_eq!(mode(&db).as_deref(), Some("wal"));
+        drop(db);
+        let plain = Connection::open(&path).unwrap();
+        let now = |c: &Connection| {
+            c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+                .unwrap()
+        };
+        assert_eq!(now(&plain), "delete");
+        drop(plain);
+        assert_eq!(restore_journal_mode(&path, "WAL").unwrap(), "wal");
+        assert_eq!(now(&Connection::open(&path).unwrap()), "wal");
+        // In memory and read-only: nothing.
+        let memory = Database::open_in_memory(Options::with_profile(Profile::Fast)).unwrap();
+        assert_eq!(mode(&memory), None);
+        // (A rollback file: fast's readers set their journal in memory,
+        // which a read-only connection cannot do to a file in WAL mode.)
+        let rollback = dir.path().join("ro.db");
+        Connection::open(&rollback)
+            .unwrap()
+            .execute_batch("CREATE TABLE t(x)")
+            .unwrap();
+        let uri = format!("file:{}?mode=ro", rollback.display());
+        let ro = Database::open(&uri, Options::with_profile(Profile::Fast)).unwrap();
+        assert_eq!(mode(&ro), None);
+        drop(ro);
+        // Only SQLite's journal modes are taken.
+        let e = restore_journal_mode(&path, "wal; DROP TABLE t").unwrap_err();
+        assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     }
 }

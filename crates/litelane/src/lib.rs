@@ -75,6 +75,7 @@ pub use bulk::{
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use codes::SqliteCode;
 pub use configure::Setup;
+pub use durability_plan::restore_journal_mode;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, OverLimitReason, SlowStatement, WalOverLimit, GROUP_BUCKETS};
 pub use multirow::MultiRowInsert;
@@ -182,6 +183,9 @@ struct Inner {
     opts: Options,
     /// What the profile decided for this open (`durability_plan.rs`).
     plan: DurabilityPlan,
+    /// The journal mode the file had before this open's plan replaced it
+    /// (see [`Database::journal_mode_to_restore`]).
+    journal_mode_to_restore: Option<String>,
     max_parameters: usize,
     recorder: Arc<Recorder>,
     // Field order is drop order: stop the checkpointer and async threads
@@ -320,13 +324,11 @@ impl Database {
         let config = Arc::new(Registry::default());
         let schema = Arc::new(SchemaEpoch::default());
         let mut writer_seen = 0;
-        let mut writer_conn = connection::open(
+        let (mut writer_conn, journal_mode_to_restore) = connection::open_writer(
             &target,
-            Role::Writer,
             &opts,
             &plan,
             &tracer,
-            None,
             Some((&config, &mut writer_seen)),
         )?;
         let max_parameters = writer_conn
@@ -411,9 +413,38 @@ impl Database {
                 config,
                 opts,
                 plan,
+                journal_mode_to_restore,
                 _shared_memory: shared_memory,
             }),
         })
+    }
+
+    /// The journal mode the database file had when this open replaced it,
+    /// for the one who closes the database to put back afterwards with
+    /// [`restore_journal_mode`] (litelane itself restores nothing on
+    /// close). `Some` only under [`Profile::Fast`] on a file opened to be
+    /// written: its rollback journal in memory takes a file in WAL mode out
+    /// of it, and the file stays out of WAL mode after close (`Some("wal")`;
+    /// a file in a rollback journal mode gives `Some("delete")`, which
+    /// restoring leaves as it is). `None` for the other profiles (WAL is
+    /// the file's own mode), in memory, and read-only.
+    ///
+    /// ```
+    /// use litelane::{Database, Options, Profile};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.db");
+    /// let plain = litelane::rusqlite::Connection::open(&path)?;
+    /// plain.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    /// drop(plain);
+    /// let db = Database::open(&path, Options::with_profile(Profile::Fast))?;
+    /// let mode = db.journal_mode_to_restore().map(str::to_string);
+    /// assert_eq!(mode.as_deref(), Some("wal"));
+    /// drop(db);
+    /// assert_eq!(litelane::restore_journal_mode(&path, "wal")?, "wal");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn journal_mode_to_restore(&self) -> Option<&str> {
+        self.inner.journal_mode_to_restore.as_deref()
     }
 
     /// Opens a private in-memory database (see [`Database::open`]). Readers
