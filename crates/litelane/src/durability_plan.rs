@@ -115,9 +115,10 @@ pub(crate) enum NoSharedSync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SharedSync {
     /// On: the writer commits with [`SHARED_SYNC_WRITER_SYNCHRONOUS`] and
-    /// syncs the WAL after handing the turn on. Only when the cross-process
-    /// queue is open (the plan says [`NoSharedSync::NoProcessQueue`] once
-    /// [`DurabilityPlan::without_process_queue`] tells it otherwise).
+    /// syncs the WAL after handing the turn on. Only with the cross-process
+    /// queue open: when it could not be opened,
+    /// [`DurabilityPlan::without_process_queue`] turns this into
+    /// `Off(NoProcessQueue)`.
     On,
     /// Off, and why: SQLite syncs (or not) inside `COMMIT` as the writer's
     /// `synchronous` says.
@@ -248,7 +249,7 @@ const JOURNAL_MODES: [&str; 6] = ["delete", "truncate", "persist", "memory", "wa
 /// the caller says so). For the mode
 /// [`Database::journal_mode_to_restore`](crate::Database::journal_mode_to_restore)
 /// gave, once that database is closed (no connection of it may be open:
-/// leaving WAL mode needs the file to itself).
+/// changing into or out of WAL mode needs the file to itself).
 ///
 /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) for
 /// another `mode`, and with SQLite's error when the file cannot be opened

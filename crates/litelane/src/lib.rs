@@ -296,7 +296,8 @@ impl Database {
     /// `":memory:"`.
     ///
     /// Every connection is configured the same way: the profile's
-    /// `journal_mode` and `synchronous`, `foreign_keys=ON`, defensive mode,
+    /// `journal_mode` and `synchronous` (one plan per open,
+    /// `durability_plan.rs`), `foreign_keys=ON`, defensive mode,
     /// `trusted_schema=OFF`, double-quoted string literals off, the cache,
     /// mmap and busy-timeout of `opts`. Readers are `query_only`.
     ///
