@@ -377,6 +377,9 @@ def open(  # noqa: A001
 
     ``profile``: ``"safe"`` (every acknowledged commit survives power loss),
     ``"balanced"`` (survives a process crash; the default) or ``"fast"``.
+    The default is ``balanced`` as everywhere in litelane except the
+    ``sqlite3`` drop-in ``litelane.dbapi.connect``, which defaults to
+    ``safe`` to keep ``sqlite3``'s power-cut durability (docs/python.md).
     ``readers``: reader connections (default: cores, at least 2). Other
     ``options``: see docs/python.md (``busy_timeout``, ``group_commit``...).
     Every handle to one file in a process shares one engine: given no

@@ -9,10 +9,13 @@ use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::configure::Registry;
+use crate::durability_plan::{
+    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, WriterSettings,
+};
 use crate::error::{Context, Error, Result};
 use crate::ffi;
 use crate::metrics::Recorder;
-use crate::options::{Options, Profile};
+use crate::options::Options;
 use crate::pool::ReaderTrace;
 use crate::unpoisoned::lock;
 
@@ -240,16 +243,8 @@ pub(crate) struct Tracer {
 /// SQL text after the first statement of a job.
 pub(crate) const WRITER_SQL_EVERY_NANOS: u64 = 1_000_000;
 
-/// The `journal_mode` the connection ends up with for `profile`.
-pub(crate) fn journal_mode_for(profile: Profile, target: &Target) -> &'static str {
-    if target.is_memory() {
-        "memory" // memdb has no shared memory, so no WAL
-    } else {
-        profile.journal_mode()
-    }
-}
-
-/// Opens and configures one connection. A reader passes the trace slot in
+/// Opens and configures one connection, with the settings `plan` gives
+/// its role (journal mode, `synchronous`). A reader passes the trace slot in
 /// which the first statement of each read is kept. With `config`, the
 /// database's recorded setups ([`Registry`]) run first thing, before any
 /// statement reads the schema (which may use the functions they install),
@@ -258,9 +253,61 @@ pub(crate) fn open(
     target: &Target,
     role: Role,
     opts: &Options,
+    plan: &DurabilityPlan,
     tracer: &Arc<Tracer>,
     reader_trace: Option<&Arc<ReaderTrace>>,
     config: Option<(&Registry, &mut u64)>,
+) -> Result<Connection> {
+    let mut found = None;
+    open_finding(
+        target,
+        role,
+        opts,
+        plan,
+        tracer,
+        reader_trace,
+        config,
+        &mut found,
+    )
+}
+
+/// Opens and configures the writer ([`open`] with [`Role::Writer`]), and
+/// returns with it the journal mode the file had before the writer set the
+/// plan's, when the plan says it is to be restored on close
+/// ([`RestoreOnClose::FileJournalMode`]; `None` otherwise).
+pub(crate) fn open_writer(
+    target: &Target,
+    opts: &Options,
+    plan: &DurabilityPlan,
+    tracer: &Arc<Tracer>,
+    config: Option<(&Registry, &mut u64)>,
+) -> Result<(Connection, Option<String>)> {
+    let mut found = None;
+    let conn = open_finding(
+        target,
+        Role::Writer,
+        opts,
+        plan,
+        tracer,
+        None,
+        config,
+        &mut found,
+    )?;
+    Ok((conn, found))
+}
+
+/// [`open`], keeping in `found` what [`open_writer`] returns beside the
+/// connection.
+#[allow(clippy::too_many_arguments)]
+fn open_finding(
+    target: &Target,
+    role: Role,
+    opts: &Options,
+    plan: &DurabilityPlan,
+    tracer: &Arc<Tracer>,
+    reader_trace: Option<&Arc<ReaderTrace>>,
+    config: Option<(&Registry, &mut u64)>,
+    found: &mut Option<String>,
 ) -> Result<Connection> {
     ffi::disable_memstatus();
     ffi::capture_os_errors();
@@ -312,29 +359,48 @@ pub(crate) fn open(
     conn.execute_batch(&pragmas)
         .context(|| ctx("cache_size, temp_store, foreign_keys, mmap_size"))?;
 
-    if role == Role::Writer && target.read_only {
+    match (role, plan.writer) {
         // Read-only by request: leave the file as it is.
-    } else if role == Role::Writer {
-        configure_writer(&conn, target, opts, &name)?;
-    } else {
-        configure_other(&conn, role, target, opts, &name)?;
+        (Role::Writer, None) => {}
+        (Role::Writer, Some(settings)) => {
+            *found = configure_writer(&conn, settings, plan.restore_on_close, opts, &name)?
+        }
+        (Role::Reader, _) => configure_other(&conn, role, plan.reader, target, opts, &name)?,
+        (Role::Checkpointer, _) => {
+            configure_other(&conn, role, plan.checkpointer, target, opts, &name)?
+        }
     }
 
     install_tracer(&mut conn, role, tracer, reader_trace.cloned())?;
     Ok(conn)
 }
 
-/// The writer's journal mode (the profile's, refused as [`Error::ReadOnly`]
+/// The writer's journal mode (the plan's, refused as [`Error::ReadOnly`]
 /// when the file cannot be written), `synchronous`, the journal's size
 /// limit and, in WAL mode, no automatic checkpoints when litelane runs them.
-fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &str) -> Result<()> {
+/// Returns the journal mode the file had before, when `restore` says it is
+/// to be restored on close.
+fn configure_writer(
+    conn: &Connection,
+    settings: WriterSettings,
+    restore: RestoreOnClose,
+    opts: &Options,
+    name: &str,
+) -> Result<Option<String>> {
     let ctx = |what: &str| format!("configuring {name}: {what}");
     if conn.is_readonly("main").unwrap_or(false) {
         return Err(Error::ReadOnly {
             path: name.to_string(),
         });
     }
-    let want = journal_mode_for(opts.profile, target);
+    let before = match restore {
+        RestoreOnClose::Nothing => None,
+        RestoreOnClose::FileJournalMode => Some(
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+                .context(|| ctx("reading the journal mode to restore on close"))?,
+        ),
+    };
+    let want = settings.journal_mode.as_sql();
     let got: String = conn
         .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
         .context(|| ctx("journal_mode"))?;
@@ -349,11 +415,11 @@ fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &s
     }
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {}; PRAGMA journal_size_limit = {};",
-        opts.profile.synchronous(),
+        settings.synchronous.level(),
         opts.journal_size_limit
     ))
     .context(|| ctx("synchronous, journal_size_limit"))?;
-    if want == "wal" {
+    if settings.journal_mode == JournalMode::Wal {
         // Checkpoints run on their own thread, never inside a commit.
         let cp = &opts.checkpoints;
         let auto = if cp.background || cp.external {
@@ -365,7 +431,7 @@ fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &s
             .context(|| ctx("wal_autocheckpoint"))?;
         ffi::set_persistent_wal(conn, opts.persistent_wal)?;
     }
-    Ok(())
+    Ok(before)
 }
 
 /// A reader's or the checkpointer's settings: the rollback journal mode
@@ -374,20 +440,24 @@ fn configure_writer(conn: &Connection, target: &Target, opts: &Options, name: &s
 fn configure_other(
     conn: &Connection,
     role: Role,
+    settings: OtherSettings,
     target: &Target,
     opts: &Options,
     name: &str,
 ) -> Result<()> {
     let ctx = |what: &str| format!("configuring {name}: {what}");
-    let journal = journal_mode_for(opts.profile, target);
-    if journal != "wal" {
+    if let Some(journal) = settings.journal_mode {
         // Rollback journal modes are per connection (WAL is per file).
-        conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |_| Ok(()))
-            .context(|| ctx("journal_mode"))?;
+        conn.query_row(
+            &format!("PRAGMA journal_mode = {}", journal.as_sql()),
+            [],
+            |_| Ok(()),
+        )
+        .context(|| ctx("journal_mode"))?;
     }
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {}; PRAGMA wal_autocheckpoint = 0;",
-        opts.profile.synchronous()
+        settings.synchronous.level()
     ))
     .context(|| ctx("synchronous"))?;
     if role == Role::Reader {
@@ -558,6 +628,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = Target::new(&dir.path().join("t.db"));
         let opts = Options::default();
+        let plan = DurabilityPlan::new(opts.profile, &target, opts.process_queue);
         let tracer = Arc::new(Tracer {
             recorder: Arc::new(Recorder::default()),
             slow_nanos: u64::MAX,
@@ -573,6 +644,7 @@ mod tests {
             &target,
             Role::Writer,
             &opts,
+            &plan,
             &tracer,
             None,
             Some((&reg, &mut seen)),
@@ -588,6 +660,7 @@ mod tests {
             &target,
             Role::Reader,
             &opts,
+            &plan,
             &tracer,
             Some(&trace),
             Some((&reg, &mut reader_seen)),

@@ -42,6 +42,7 @@ mod codes;
 mod combine;
 mod configure;
 mod connection;
+mod durability_plan;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
@@ -74,6 +75,7 @@ pub use bulk::{
 pub use checkpoint::{CheckpointMode, CheckpointReport};
 pub use codes::SqliteCode;
 pub use configure::Setup;
+pub use durability_plan::restore_journal_mode;
 pub use error::{Error, OsError, Result, SQLITE_BUSY};
 pub use metrics::{LongWait, Metrics, OverLimitReason, SlowStatement, WalOverLimit, GROUP_BUCKETS};
 pub use multirow::MultiRowInsert;
@@ -87,6 +89,7 @@ pub use writer::{with_process_wait, KeepWaiting};
 
 use configure::Registry;
 use connection::{Role, Target, Tracer};
+use durability_plan::DurabilityPlan;
 use metrics::Recorder;
 use pool::Pool;
 use schema_epoch::SchemaEpoch;
@@ -178,6 +181,11 @@ pub struct Database {
 struct Inner {
     target: Target,
     opts: Options,
+    /// What the profile decided for this open (`durability_plan.rs`).
+    plan: DurabilityPlan,
+    /// The journal mode the file had before this open's plan replaced it
+    /// (see [`Database::journal_mode_to_restore`]).
+    journal_mode_to_restore: Option<String>,
     max_parameters: usize,
     recorder: Arc<Recorder>,
     // Field order is drop order: stop the checkpointer and async threads
@@ -210,9 +218,10 @@ struct SideCheckpoints {
 fn open_side_checkpoints(
     target: &Target,
     opts: &Options,
+    plan: &DurabilityPlan,
     tracer: &Arc<Tracer>,
 ) -> Option<rusqlite::Connection> {
-    let conn = connection::open(target, Role::Checkpointer, opts, tracer, None, None).ok()?;
+    let conn = connection::open(target, Role::Checkpointer, opts, plan, tracer, None, None).ok()?;
     conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
         .ok()?;
     Some(conn)
@@ -259,6 +268,7 @@ fn open_process_queue(
 fn open_readers(
     target: &Target,
     opts: &Options,
+    plan: &DurabilityPlan,
     tracer: &Arc<Tracer>,
     config: &Registry,
 ) -> Result<Vec<pool::Reader>> {
@@ -270,6 +280,7 @@ fn open_readers(
                 target,
                 Role::Reader,
                 opts,
+                plan,
                 tracer,
                 Some(&trace),
                 Some((config, &mut seen)),
@@ -285,7 +296,8 @@ impl Database {
     /// `":memory:"`.
     ///
     /// Every connection is configured the same way: the profile's
-    /// `journal_mode` and `synchronous`, `foreign_keys=ON`, defensive mode,
+    /// `journal_mode` and `synchronous` (one plan per open,
+    /// `durability_plan.rs`), `foreign_keys=ON`, defensive mode,
     /// `trusted_schema=OFF`, double-quoted string literals off, the cache,
     /// mmap and busy-timeout of `opts`. Readers are `query_only`.
     ///
@@ -301,6 +313,7 @@ impl Database {
         if let Some(file) = &shared_memory {
             target = target.in_file(file.path());
         }
+        let mut plan = DurabilityPlan::new(opts.profile, &target, opts.process_queue);
         let recorder = Arc::new(Recorder::default());
         let tracer = Arc::new(Tracer {
             recorder: Arc::clone(&recorder),
@@ -312,23 +325,24 @@ impl Database {
         let config = Arc::new(Registry::default());
         let schema = Arc::new(SchemaEpoch::default());
         let mut writer_seen = 0;
-        let mut writer_conn = connection::open(
+        let (mut writer_conn, journal_mode_to_restore) = connection::open_writer(
             &target,
-            Role::Writer,
             &opts,
+            &plan,
             &tracer,
-            None,
             Some((&config, &mut writer_seen)),
         )?;
         let max_parameters = writer_conn
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
             as usize;
-        let wal = connection::journal_mode_for(opts.profile, &target) == "wal" && !target.read_only;
         let queue = Arc::default();
         let signal =
             checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
         let process_queue = open_process_queue(&target, &opts, &recorder);
+        if process_queue.is_none() {
+            plan = plan.without_process_queue();
+        }
         let writer = Arc::new(Writer::new(
             writer_conn,
             queue,
@@ -342,30 +356,50 @@ impl Database {
             Arc::clone(&config),
             writer_seen,
             Arc::clone(&schema),
-            || connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None),
+            plan.shared_sync,
+            || {
+                connection::open(
+                    &target,
+                    Role::Checkpointer,
+                    &opts,
+                    &plan,
+                    &tracer,
+                    None,
+                    None,
+                )
+            },
         )?);
-        let readers = open_readers(&target, &opts, &tracer, &config)?;
+        let readers = open_readers(&target, &opts, &plan, &tracer, &config)?;
         let pool = Arc::new(Pool::new(
             readers,
             Arc::clone(&recorder),
             Arc::clone(&config),
             schema,
         ));
-        let checkpointer = if wal && opts.checkpoints.background && !opts.checkpoints.external {
-            let conn = connection::open(&target, Role::Checkpointer, &opts, &tracer, None, None)?;
-            Some(checkpoint::Checkpointer::start(
-                conn,
-                Arc::clone(&writer),
-                Arc::clone(&pool),
-                signal,
-                Arc::clone(&recorder),
-                opts.checkpoints.clone(),
-            )?)
-        } else {
-            None
-        };
-        let side_checkpoints = wal.then(|| SideCheckpoints {
-            conn: std::sync::Mutex::new(open_side_checkpoints(&target, &opts, &tracer)),
+        let checkpointer =
+            if plan.checkpoints && opts.checkpoints.background && !opts.checkpoints.external {
+                let conn = connection::open(
+                    &target,
+                    Role::Checkpointer,
+                    &opts,
+                    &plan,
+                    &tracer,
+                    None,
+                    None,
+                )?;
+                Some(checkpoint::Checkpointer::start(
+                    conn,
+                    Arc::clone(&writer),
+                    Arc::clone(&pool),
+                    signal,
+                    Arc::clone(&recorder),
+                    opts.checkpoints.clone(),
+                )?)
+            } else {
+                None
+            };
+        let side_checkpoints = plan.checkpoints.then(|| SideCheckpoints {
+            conn: std::sync::Mutex::new(open_side_checkpoints(&target, &opts, &plan, &tracer)),
         });
         Ok(Database {
             inner: Arc::new(Inner {
@@ -379,9 +413,39 @@ impl Database {
                 side_checkpoints,
                 config,
                 opts,
+                plan,
+                journal_mode_to_restore,
                 _shared_memory: shared_memory,
             }),
         })
+    }
+
+    /// The journal mode the database file had when this open replaced it,
+    /// for the one who closes the database to put back afterwards with
+    /// [`restore_journal_mode`] (litelane itself restores nothing on
+    /// close). `Some` only under [`Profile::Fast`] on a file opened to be
+    /// written: its rollback journal in memory takes a file in WAL mode out
+    /// of it, and the file stays out of WAL mode after close (`Some("wal")`;
+    /// a file in a rollback journal mode gives `Some("delete")`, which
+    /// restoring leaves as it is). `None` for the other profiles (WAL is
+    /// the file's own mode), in memory, and read-only.
+    ///
+    /// ```
+    /// use litelane::{Database, Options, Profile};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.db");
+    /// let plain = litelane::rusqlite::Connection::open(&path)?;
+    /// plain.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    /// drop(plain);
+    /// let db = Database::open(&path, Options::with_profile(Profile::Fast))?;
+    /// let mode = db.journal_mode_to_restore().map(str::to_string);
+    /// assert_eq!(mode.as_deref(), Some("wal"));
+    /// drop(db);
+    /// assert_eq!(litelane::restore_journal_mode(&path, "wal")?, "wal");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn journal_mode_to_restore(&self) -> Option<&str> {
+        self.inner.journal_mode_to_restore.as_deref()
     }
 
     /// Opens a private in-memory database (see [`Database::open`]). Readers
@@ -662,9 +726,7 @@ impl Database {
         opts: &BackupOptions,
         progress: &mut dyn FnMut(BackupProgress),
     ) -> Result<BackupReport> {
-        let wal =
-            connection::journal_mode_for(self.inner.opts.profile, &self.inner.target) == "wal";
-        backup::run(self, wal, dest.as_ref(), opts, progress)
+        backup::run(self, self.inner.plan.wal(), dest.as_ref(), opts, progress)
     }
 
     /// Runs a read on the writer's connection if the writer is free right

@@ -39,6 +39,7 @@ use crate::carry::{Carry, HeldProcessTurn, Keep};
 use crate::combine::{self, RemoteJob, StatementJob};
 use crate::configure::Registry;
 use crate::connection::Tracer;
+use crate::durability_plan::{SharedSync, SHARED_SYNC_WRITER_SYNCHRONOUS};
 use crate::error::{Context, Error, OsError, Result};
 use crate::ffi::{enter_with_job, JobRef};
 use crate::mapping::Mapping;
@@ -547,24 +548,24 @@ fn wal_space_of(conn: &Connection) -> Option<WalSpace> {
     Some(WalSpace::new(path, u64::try_from(page_size).ok()?, limit))
 }
 
-/// For a writer under `synchronous=FULL` in WAL mode: switches it to
-/// `NORMAL` and returns its WAL file, which the writer then syncs after each
-/// commit (see `Writer::shared_sync`). `None` (nothing changed) otherwise.
+/// For a writer the plan puts under shared sync ([`SharedSync::On`]):
+/// switches it to the plan's `synchronous` for shared sync
+/// ([`SHARED_SYNC_WRITER_SYNCHRONOUS`], `NORMAL`) and returns its WAL file,
+/// which the writer then syncs after each commit (see
+/// `Writer::shared_sync`). `None` (nothing changed) for a connection
+/// without a file.
 fn shared_sync_of(conn: &Connection) -> Result<Option<PathBuf>> {
     let Some(path) = conn.path().filter(|p| !p.is_empty()) else {
         return Ok(None);
     };
-    let sync: i64 = conn
-        .query_row("PRAGMA synchronous", [], |r| r.get(0))
-        .context(|| "reading synchronous".into())?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .context(|| "reading journal_mode".into())?;
-    if sync != 2 || !mode.eq_ignore_ascii_case("wal") {
-        return Ok(None);
-    }
-    control(conn, "PRAGMA synchronous = NORMAL")
-        .context(|| "synchronous=NORMAL (the writer syncs after its turn)".into())?;
+    control(
+        conn,
+        &format!(
+            "PRAGMA synchronous = {}",
+            SHARED_SYNC_WRITER_SYNCHRONOUS.level()
+        ),
+    )
+    .context(|| "synchronous=NORMAL (the writer syncs after its turn)".into())?;
     Ok(Some(PathBuf::from(format!("{path}-wal"))))
 }
 
@@ -613,6 +614,7 @@ impl Writer {
         config: Arc<Registry>,
         config_seen: u64,
         schema: Arc<SchemaEpoch>,
+        shared_sync: SharedSync,
         open_syncer: impl FnOnce() -> Result<Connection>,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
@@ -622,9 +624,10 @@ impl Writer {
             .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
         let db_path = conn.path().unwrap_or_default().to_string();
-        let shared_sync = match &process_queue {
-            Some(_) => shared_sync_of(&conn)?,
-            None => None,
+        // The plan decided (`durability_plan.rs`); the queue must be open.
+        let shared_sync = match (&process_queue, shared_sync) {
+            (Some(_), SharedSync::On) => shared_sync_of(&conn)?,
+            _ => None,
         };
         let syncer = match shared_sync {
             Some(_) => Some(Mutex::new(open_wal(open_syncer()?)?)),

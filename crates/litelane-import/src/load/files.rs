@@ -80,15 +80,11 @@ pub(crate) fn run_all(
     // instead of one per file. With `fast`, the journal mode is restored
     // once, after the last file.
     crate::read::guard::check_directory(&args.db)?;
-    let journal_before = if args.profile == litelane::Profile::Fast && shared.is_none() {
-        super::journal_mode(&args.db)
-    } else {
-        None
-    };
     let owned = match shared {
         Some(_) => None,
         None => Some(super::open_db(&args)?),
     };
+    let journal_before = super::journal_mode_to_restore(owned.as_ref());
     let db = shared.or(owned.as_ref()).expect("opened above");
     let result = each_file(&args, &files, &table, db, &summaries, caller);
     drop(owned);

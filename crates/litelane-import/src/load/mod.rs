@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use litelane::{quote_ident, Database, Options, Profile};
+use litelane::{quote_ident, Database, Options};
 
 use crate::convert::job::ParseJob;
 use crate::convert::Converter;
@@ -199,16 +199,11 @@ fn run_in(
     }
     guard::check_directory(&args.db)?;
     let _lock = guard::lock(&args.db, &table)?;
-    let journal_before = if args.profile == Profile::Fast && shared.is_none() {
-        journal_mode(&args.db)
-    } else {
-        None
-    };
-
     let owned = match shared {
         Some(_) => None,
         None => Some(open_db(&args)?),
     };
+    let journal_before = journal_mode_to_restore(owned.as_ref());
     let db = shared.or(owned.as_ref()).expect("opened above");
     let result = import(&args, db, &table, input, start, progress);
     drop(owned);
@@ -296,25 +291,21 @@ fn max_length(db: &Database) -> Result<usize, Error> {
     Ok(hook.map_or(limit, |h| h.min(limit)))
 }
 
-/// The journal mode of an existing database file, read without changing it.
-fn journal_mode(db: &Path) -> Option<String> {
-    if !db.is_file() || std::fs::metadata(db).ok()?.len() == 0 {
-        return None;
-    }
-    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .ok()?;
-    c.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
-        .ok()
+/// The journal mode a `--profile fast` open of the database replaced (the
+/// engine's [`Database::journal_mode_to_restore`]: a file in WAL mode
+/// leaves it under `fast`), to put back after the database is closed.
+/// `None` for a database the caller holds open (`shared`, restored once by
+/// the caller), and for other profiles.
+fn journal_mode_to_restore(owned: Option<&Database>) -> Option<String> {
+    owned
+        .and_then(Database::journal_mode_to_restore)
+        .map(str::to_string)
 }
 
-/// Puts back the journal mode a `--profile fast` import changed.
+/// Puts back the journal mode a `--profile fast` import changed, once the
+/// database is closed ([`litelane::restore_journal_mode`]).
 fn restore_journal_mode(db: &Path, mode: &str) -> Result<(), Error> {
-    let c = rusqlite::Connection::open(db)?;
-    let now: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-    if now.eq_ignore_ascii_case(mode) {
-        return Ok(());
-    }
-    let got: String = c.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))?;
+    let got = litelane::restore_journal_mode(db, mode)?;
     if !got.eq_ignore_ascii_case(mode) {
         return Err(Error::Input(format!(
             "the import is done, but {} could not be put back into journal mode {mode} (it is \
