@@ -187,7 +187,12 @@ impl DurabilityPlan {
         };
         let synchronous = Synchronous::of(profile);
         let other = OtherSettings {
-            journal_mode: (journal_mode != JournalMode::Wal).then_some(journal_mode),
+            // A file opened read-only keeps the mode it has: a connection
+            // that may not write cannot take a WAL file out of WAL mode
+            // (SQLite answers "database is locked"), and writes no journal.
+            journal_mode: (journal_mode != JournalMode::Wal
+                && !(target.read_only && !target.is_memory()))
+            .then_some(journal_mode),
             synchronous,
         };
         let writer = (!target.read_only).then_some(WriterSettings {
@@ -329,7 +334,7 @@ mod tests {
             (Profile::Fast, "file", true, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(ProfileSyncsNoCommit), Restore),
             (Profile::Safe, "file-ro", true, Wal, None, other(None, Full), false, SharedSync::Off(ReadOnly), Nothing),
             (Profile::Balanced, "file-immutable", true, Wal, None, other(None, Normal), false, SharedSync::Off(ReadOnly), Nothing),
-            (Profile::Fast, "file-ro", true, Memory, None, other(Some(Memory), Off), false, SharedSync::Off(ReadOnly), Nothing),
+            (Profile::Fast, "file-ro", true, Memory, None, other(None, Off), false, SharedSync::Off(ReadOnly), Nothing),
             (Profile::Safe, "memory", true, Memory, on(Memory, Full), other(Some(Memory), Full), false, SharedSync::Off(InMemory), Nothing),
             (Profile::Balanced, "memory", true, Memory, on(Memory, Normal), other(Some(Memory), Normal), false, SharedSync::Off(InMemory), Nothing),
             (Profile::Fast, "memory", false, Memory, on(Memory, Off), other(Some(Memory), Off), false, SharedSync::Off(InMemory), Nothing),

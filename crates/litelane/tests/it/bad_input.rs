@@ -44,6 +44,27 @@ fn a_database_opened_read_only_by_uri_reads_and_refuses_writes_with_sqlites_erro
 }
 
 #[test]
+fn a_wal_file_opened_read_only_reads_under_every_profile() {
+    // `fast` keeps its rollback journal in memory: on a file it may not
+    // write, it leaves the file's WAL mode as it is (changing it would
+    // take a write lock: "database is locked").
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wal.db");
+    let db = Database::open(&path, Options::default()).unwrap();
+    exec(&db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+    let uri = format!("file:{}?mode=ro", path.display());
+    for profile in [Profile::Safe, Profile::Balanced, Profile::Fast] {
+        let ro = Database::open(&uri, Options::with_profile(profile))
+            .unwrap_or_else(|e| panic!("{profile:?}: {e}"));
+        assert_eq!(query_i64(&ro, "SELECT count(*) FROM t"), 1, "{profile:?}");
+        let mode: String = ro
+            .read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(mode, "wal", "{profile:?}");
+    }
+}
+
+#[test]
 fn bulk_insert_into_a_missing_table_names_the_table() {
     let (_dir, db) = temp_db(Options::default());
     let err = db
