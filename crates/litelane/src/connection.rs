@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::configure::Registry;
 use crate::durability_plan::{
-    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, WriterSettings,
+    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, TargetKind, WriterSettings,
 };
 use crate::error::{Context, Error, Result};
 use crate::ffi;
@@ -196,6 +196,14 @@ impl Target {
 
     pub fn is_memory(&self) -> bool {
         self.path.is_none()
+    }
+
+    /// What a durability plan needs to know of this target.
+    pub fn kind(&self) -> TargetKind {
+        TargetKind {
+            read_only: self.read_only,
+            in_memory: self.is_memory(),
+        }
     }
 
     pub fn display(&self) -> String {
@@ -628,7 +636,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = Target::new(&dir.path().join("t.db"));
         let opts = Options::default();
-        let plan = DurabilityPlan::new(opts.profile, &target, opts.process_queue);
+        let plan = DurabilityPlan::new(opts.profile, target.kind(), opts.process_queue);
         let tracer = Arc::new(Tracer {
             recorder: Arc::new(Recorder::default()),
             slow_nanos: u64::MAX,

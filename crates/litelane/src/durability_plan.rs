@@ -13,7 +13,6 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use crate::connection::Target;
 use crate::error::{Context, Error, Result};
 use crate::options::Profile;
 
@@ -175,13 +174,23 @@ pub(crate) struct DurabilityPlan {
     pub restore_on_close: RestoreOnClose,
 }
 
+/// What a plan needs to know of the database opened (`connection::Target`
+/// says it for a path or URI: [`Target::kind`](crate::connection::Target::kind)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TargetKind {
+    /// Opened read-only (`mode=ro`, `immutable=1`).
+    pub read_only: bool,
+    /// An in-memory database (no file).
+    pub in_memory: bool,
+}
+
 impl DurabilityPlan {
     /// The plan for `profile` on `target`, with the cross-process queue
     /// asked for (`process_queue`, `Options::process_queue`) or not.
-    pub(crate) fn new(profile: Profile, target: &Target, process_queue: bool) -> DurabilityPlan {
+    pub(crate) fn new(profile: Profile, target: TargetKind, process_queue: bool) -> DurabilityPlan {
         let journal_mode = match profile {
             // memdb has no shared memory, so no WAL.
-            _ if target.is_memory() => JournalMode::Memory,
+            _ if target.in_memory => JournalMode::Memory,
             Profile::Safe | Profile::Balanced => JournalMode::Wal,
             Profile::Fast => JournalMode::Memory,
         };
@@ -191,8 +200,8 @@ impl DurabilityPlan {
             // that may not write cannot take a WAL file out of WAL mode
             // (SQLite answers "database is locked"), and writes no journal.
             journal_mode: (journal_mode != JournalMode::Wal
-                && !(target.read_only && !target.is_memory()))
-            .then_some(journal_mode),
+                && (target.in_memory || !target.read_only))
+                .then_some(journal_mode),
             synchronous,
         };
         let writer = (!target.read_only).then_some(WriterSettings {
@@ -201,7 +210,7 @@ impl DurabilityPlan {
         });
         let shared_sync = if target.read_only {
             SharedSync::Off(NoSharedSync::ReadOnly)
-        } else if target.is_memory() {
+        } else if target.in_memory {
             SharedSync::Off(NoSharedSync::InMemory)
         } else if synchronous != Synchronous::Full || journal_mode != JournalMode::Wal {
             SharedSync::Off(NoSharedSync::ProfileSyncsNoCommit)
@@ -211,7 +220,7 @@ impl DurabilityPlan {
             SharedSync::On
         };
         let restore_on_close =
-            if writer.is_some() && !target.is_memory() && journal_mode != JournalMode::Wal {
+            if writer.is_some() && !target.in_memory && journal_mode != JournalMode::Wal {
                 RestoreOnClose::FileJournalMode
             } else {
                 RestoreOnClose::Nothing
@@ -284,27 +293,15 @@ pub fn restore_journal_mode(path: impl AsRef<Path>, mode: &str) -> Result<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     /// The kinds of target a plan depends on: a file, a file by read-only
-    /// URI, an in-memory database, a read-only in-memory URI.
-    fn target(kind: &str) -> Target {
-        let t = match kind {
-            "file" => Target::new(Path::new("/tmp/plan.db")),
-            "file-ro" => Target::new(Path::new("file:/tmp/plan.db?mode=ro")),
-            "file-immutable" => Target::new(Path::new("file:/tmp/plan.db?immutable=1")),
-            "memory" => Target::new(Path::new(":memory:")),
-            "memory-ro" => Target::new(Path::new("file:mem?mode=memory&mode=ro")),
-            _ => unreachable!("{kind}"),
-        };
-        // The kind is what the test says it is.
-        assert_eq!(t.is_memory(), kind.starts_with("memory"), "{kind}");
-        assert_eq!(
-            t.read_only,
-            kind.ends_with("-ro") || kind.ends_with("-immutable"),
-            "{kind}"
-        );
-        t
+    /// URI (`mode=ro` or `immutable=1`), an in-memory database, a read-only
+    /// in-memory URI.
+    fn target(kind: &str) -> TargetKind {
+        TargetKind {
+            read_only: kind.ends_with("-ro") || kind.ends_with("-immutable"),
+            in_memory: kind.starts_with("memory"),
+        }
     }
 
     #[test]
@@ -343,7 +340,7 @@ mod tests {
         for (profile, kind, queue, journal, writer, others, checkpoints, shared_sync, restore) in
             cases
         {
-            let plan = DurabilityPlan::new(profile, &target(kind), queue);
+            let plan = DurabilityPlan::new(profile, target(kind), queue);
             let want = DurabilityPlan {
                 profile,
                 journal_mode: journal,
@@ -363,7 +360,7 @@ mod tests {
     fn the_plan_keeps_the_profiles_own_words() {
         // A file's plan says what `Profile` documents, level for level.
         for profile in Profile::ALL {
-            let plan = DurabilityPlan::new(profile, &target("file"), true);
+            let plan = DurabilityPlan::new(profile, target("file"), true);
             let w = plan.writer.expect("a writable file has writer settings");
             assert_eq!(w.journal_mode.as_sql(), profile.journal_mode(), "{profile}");
             assert_eq!(w.synchronous.level(), profile.synchronous(), "{profile}");
@@ -374,7 +371,7 @@ mod tests {
 
     #[test]
     fn a_queue_that_could_not_open_turns_shared_sync_off_and_nothing_else() {
-        let plan = DurabilityPlan::new(Profile::Safe, &target("file"), true);
+        let plan = DurabilityPlan::new(Profile::Safe, target("file"), true);
         assert_eq!(plan.shared_sync, SharedSync::On);
         let without = plan.without_process_queue();
         assert_eq!(
@@ -389,7 +386,7 @@ mod tests {
             plan
         );
         // An Off for another reason keeps its reason.
-        let balanced = DurabilityPlan::new(Profile::Balanced, &target("file"), true);
+        let balanced = DurabilityPlan::new(Profile::Balanced, target("file"), true);
         assert_eq!(balanced.without_process_queue(), balanced);
     }
 

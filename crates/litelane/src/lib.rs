@@ -313,7 +313,7 @@ impl Database {
         if let Some(file) = &shared_memory {
             target = target.in_file(file.path());
         }
-        let mut plan = DurabilityPlan::new(opts.profile, &target, opts.process_queue);
+        let mut plan = DurabilityPlan::new(opts.profile, target.kind(), opts.process_queue);
         let recorder = Arc::new(Recorder::default());
         let tracer = Arc::new(Tracer {
             recorder: Arc::clone(&recorder),
