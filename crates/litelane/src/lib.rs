@@ -343,6 +343,19 @@ impl Database {
         if process_queue.is_none() {
             plan = plan.without_process_queue();
         }
+        // The writer's syncer (under shared sync) and the background
+        // checkpointer each have a connection of this role.
+        let open_checkpointer = || {
+            connection::open(
+                &target,
+                Role::Checkpointer,
+                &opts,
+                &plan,
+                &tracer,
+                None,
+                None,
+            )
+        };
         let writer = Arc::new(Writer::new(
             writer_conn,
             queue,
@@ -357,17 +370,7 @@ impl Database {
             writer_seen,
             Arc::clone(&schema),
             plan.shared_sync,
-            || {
-                connection::open(
-                    &target,
-                    Role::Checkpointer,
-                    &opts,
-                    &plan,
-                    &tracer,
-                    None,
-                    None,
-                )
-            },
+            open_checkpointer,
         )?);
         let readers = open_readers(&target, &opts, &plan, &tracer, &config)?;
         let pool = Arc::new(Pool::new(
@@ -378,15 +381,7 @@ impl Database {
         ));
         let checkpointer =
             if plan.checkpoints && opts.checkpoints.background && !opts.checkpoints.external {
-                let conn = connection::open(
-                    &target,
-                    Role::Checkpointer,
-                    &opts,
-                    &plan,
-                    &tracer,
-                    None,
-                    None,
-                )?;
+                let conn = open_checkpointer()?;
                 Some(checkpoint::Checkpointer::start(
                     conn,
                     Arc::clone(&writer),
