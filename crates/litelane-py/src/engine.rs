@@ -642,6 +642,9 @@ fn build_options(
             |what: &str| -> PyResult<u64> { v.extract::<u64>().map_err(|_| bad(&name, what)) };
         let flag =
             || -> PyResult<bool> { v.extract::<bool>().map_err(|_| bad(&name, "True or False")) };
+        let pages = || -> PyResult<u32> {
+            u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))
+        };
         match name.as_str() {
             "cache_size_kib" => {
                 o.cache_size_kib =
@@ -656,14 +659,8 @@ fn build_options(
             "group_commit_max_jobs" => o.group_commit.max_jobs = int("a count")?.max(1) as usize,
             "group_commit_max_wait" => o.group_commit.max_wait = seconds(py, &name, &v)?,
             "background_checkpoints" => o.checkpoints.background = flag()?,
-            "checkpoint_after_pages" => {
-                o.checkpoints.passive_after_pages =
-                    u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))?
-            }
-            "wal_limit_pages" => {
-                o.checkpoints.limit_pages =
-                    u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))?
-            }
+            "checkpoint_after_pages" => o.checkpoints.passive_after_pages = pages()?,
+            "wal_limit_pages" => o.checkpoints.limit_pages = pages()?,
             "over_limit" => {
                 o.checkpoints.over_limit = match v.extract::<String>().as_deref() {
                     Ok("grow") => litelane::OverLimit::Grow,

@@ -266,17 +266,7 @@ pub(crate) fn open(
     reader_trace: Option<&Arc<ReaderTrace>>,
     config: Option<(&Registry, &mut u64)>,
 ) -> Result<Connection> {
-    let mut found = None;
-    open_finding(
-        target,
-        role,
-        opts,
-        plan,
-        tracer,
-        reader_trace,
-        config,
-        &mut found,
-    )
+    open_role(target, role, opts, plan, tracer, reader_trace, config).map(|(conn, _)| conn)
 }
 
 /// Opens and configures the writer ([`open`] with [`Role::Writer`]), and
@@ -290,24 +280,11 @@ pub(crate) fn open_writer(
     tracer: &Arc<Tracer>,
     config: Option<(&Registry, &mut u64)>,
 ) -> Result<(Connection, Option<String>)> {
-    let mut found = None;
-    let conn = open_finding(
-        target,
-        Role::Writer,
-        opts,
-        plan,
-        tracer,
-        None,
-        config,
-        &mut found,
-    )?;
-    Ok((conn, found))
+    open_role(target, Role::Writer, opts, plan, tracer, None, config)
 }
 
-/// [`open`], keeping in `found` what [`open_writer`] returns beside the
-/// connection.
-#[allow(clippy::too_many_arguments)]
-fn open_finding(
+/// [`open`], with what [`open_writer`] returns beside the connection.
+fn open_role(
     target: &Target,
     role: Role,
     opts: &Options,
@@ -315,8 +292,7 @@ fn open_finding(
     tracer: &Arc<Tracer>,
     reader_trace: Option<&Arc<ReaderTrace>>,
     config: Option<(&Registry, &mut u64)>,
-    found: &mut Option<String>,
-) -> Result<Connection> {
+) -> Result<(Connection, Option<String>)> {
     ffi::disable_memstatus();
     ffi::capture_os_errors();
     let name = target.display();
@@ -367,11 +343,12 @@ fn open_finding(
     conn.execute_batch(&pragmas)
         .context(|| ctx("cache_size, temp_store, foreign_keys, mmap_size"))?;
 
+    let mut found = None;
     match (role, plan.writer) {
         // Read-only by request: leave the file as it is.
         (Role::Writer, None) => {}
         (Role::Writer, Some(settings)) => {
-            *found = configure_writer(&conn, settings, plan.restore_on_close, opts, &name)?
+            found = configure_writer(&conn, settings, plan.restore_on_close, opts, &name)?
         }
         (Role::Reader, _) => configure_other(&conn, role, plan.reader, target, opts, &name)?,
         (Role::Checkpointer, _) => {
@@ -380,7 +357,7 @@ fn open_finding(
     }
 
     install_tracer(&mut conn, role, tracer, reader_trace.cloned())?;
-    Ok(conn)
+    Ok((conn, found))
 }
 
 /// The writer's journal mode (the plan's, refused as [`Error::ReadOnly`]
