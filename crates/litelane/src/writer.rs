@@ -30,7 +30,7 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rusqlite::{ffi as codes, Connection};
@@ -1031,71 +1031,19 @@ impl Writer {
     /// Holds the turn: runs `own`, then the jobs queued behind it, commits,
     /// settles every job and hands the turn on.
     fn lead(&self, mut turn: Turn<'_, JobRef>, own: &mut dyn Job) {
-        // The turn among processes, held for the whole turn (every group it
-        // commits): handed on by the previous leader of this process if it
-        // is young enough, or taken from the queue.
-        if let Err(e) = self.check_writable() {
-            own.settle(Err(e));
+        let Some((mut slot, process_turn)) = self.begin_turn(&turn, own) else {
             self.release(turn);
             return;
-        }
-        let carried = self.carry.take();
-        let fresh = carried.is_none();
-        let mut slot = self.slot.enter(&turn);
-        let process_turn = match carried {
-            Some(held) => Some(held),
-            None => match self.process_turn_for(&slot, own) {
-                Ok(TurnFor::Turn(t)) => t.map(|turn| HeldProcessTurn {
-                    turn,
-                    since: Instant::now(),
-                }),
-                Ok(TurnFor::RanElsewhere) => {
-                    drop(slot);
-                    self.release(turn);
-                    return;
-                }
-                Err(e) => {
-                    self.recorder.note_error(&e);
-                    own.settle(Err(e));
-                    drop(slot);
-                    self.release(turn);
-                    return;
-                }
-            },
         };
-        if fresh {
-            self.map_while_alone(&mut slot);
-        }
-        slot.wait_attributed = fresh
-            && process_turn
-                .as_ref()
-                .is_some_and(|held| held.turn.waited() >= self.long_wait);
         let mark = HoldingMark::set(self.id);
-        let mut group: Option<Group<'_>> = None;
-        let mut next = Some(Member::Own(own));
-        let mut ran = 0usize;
-        while let Some(member) = next.take() {
-            ran += 1;
-            let go_on = self.run_member(&mut slot, &mut group, member);
-            let room = match &group {
-                Some(g) => {
-                    g.members.len() < self.group.max_jobs
-                        && g.started.elapsed() < self.group.max_wait
-                }
-                None => ran < self.group.max_jobs,
-            };
-            if go_on && self.group.enabled && room {
-                next = turn.claim_next().map(Member::Claimed);
-            }
-        }
+        let (mut group, ran) = self.run_group(&mut turn, &mut slot, own);
         if let Some(held) = &process_turn {
             self.run_posted(&held.turn, &mut slot, &mut group, ran);
         }
-        let mut to_sync = None;
-        if let Some(g) = group.take() {
+        let to_sync = group.and_then(|g| {
             self.reserve_wal(&mut slot);
-            to_sync = self.commit(&slot.conn, g);
-        }
+            self.commit(&slot.conn, g)
+        });
         drop(mark);
         debug_assert!(
             slot.conn.is_autocommit(),
@@ -1110,6 +1058,79 @@ impl Writer {
         if let Some((g, counted)) = to_sync {
             self.settle_durable(g, counted);
         }
+    }
+
+    /// The writer's connection and the turn among processes for a turn
+    /// that begins with `own`: handed on by the previous leader of this
+    /// process if it is young enough, or taken from the queue, and held
+    /// for the whole turn (every group it commits). `None` when `own`
+    /// already has its outcome: the database is not writable, the turn
+    /// among processes could not be had, or another process ran `own`.
+    fn begin_turn(
+        &self,
+        turn: &Turn<'_, JobRef>,
+        own: &mut dyn Job,
+    ) -> Option<(MutexGuard<'_, Slot>, Option<HeldProcessTurn>)> {
+        if let Err(e) = self.check_writable() {
+            own.settle(Err(e));
+            return None;
+        }
+        let carried = self.carry.take();
+        let fresh = carried.is_none();
+        let mut slot = self.slot.enter(turn);
+        let process_turn = match carried {
+            Some(held) => Some(held),
+            None => match self.process_turn_for(&slot, own) {
+                Ok(TurnFor::Turn(t)) => t.map(|turn| HeldProcessTurn {
+                    turn,
+                    since: Instant::now(),
+                }),
+                Ok(TurnFor::RanElsewhere) => return None,
+                Err(e) => {
+                    self.recorder.note_error(&e);
+                    own.settle(Err(e));
+                    return None;
+                }
+            },
+        };
+        if fresh {
+            self.map_while_alone(&mut slot);
+        }
+        slot.wait_attributed = fresh
+            && process_turn
+                .as_ref()
+                .is_some_and(|held| held.turn.waited() >= self.long_wait);
+        Some((slot, process_turn))
+    }
+
+    /// Runs `own` and then, while group commit is on and the group has
+    /// room (`max_jobs`, `max_wait`), the jobs queued behind it, all in one
+    /// transaction: the group to commit (`None` when nothing is left to
+    /// commit) and how many jobs ran.
+    fn run_group<'a>(
+        &self,
+        turn: &mut Turn<'_, JobRef>,
+        slot: &mut Slot,
+        own: &'a mut dyn Job,
+    ) -> (Option<Group<'a>>, usize) {
+        let mut group: Option<Group<'a>> = None;
+        let mut next = Some(Member::Own(own));
+        let mut ran = 0usize;
+        while let Some(member) = next.take() {
+            ran += 1;
+            let go_on = self.run_member(slot, &mut group, member);
+            let room = match &group {
+                Some(g) => {
+                    g.members.len() < self.group.max_jobs
+                        && g.started.elapsed() < self.group.max_wait
+                }
+                None => ran < self.group.max_jobs,
+            };
+            if go_on && self.group.enabled && room {
+                next = turn.claim_next().map(Member::Claimed);
+            }
+        }
+        (group, ran)
     }
 
     /// The turn among processes for `own`: as [`process_turn`](Writer::process_turn),
