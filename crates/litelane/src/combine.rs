@@ -81,15 +81,23 @@ pub(crate) fn may_run_elsewhere(sql: &str) -> bool {
 /// True when `conn` may run, or have run elsewhere, the statements of
 /// other connections opened by litelane: see the module documentation.
 /// `stock`: the connections were opened with SQLite's stock settings
-/// (foreign keys off). One cached query.
+/// (foreign keys off). Foreign keys and attached databases are asked of
+/// SQLite's C interface (no statement); the temporary schema and
+/// recursive triggers by one cached query, run only when those two pass
+/// (a statement on the pragma tables costs several µs each: this runs
+/// before every posted statement and every turn that takes posts).
 pub(crate) fn is_plain(conn: &Connection, stock: bool) -> bool {
     const SQL: &str = "SELECT (SELECT count(*) FROM temp.sqlite_schema) \
-         + (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')) \
-         + (SELECT foreign_keys <> ?1 FROM pragma_foreign_keys) \
          + (SELECT recursive_triggers FROM pragma_recursive_triggers)";
-    conn.prepare_cached(SQL)
-        .and_then(|mut s| s.query_row([!stock], |r| r.get::<_, i64>(0)))
-        .is_ok_and(|n| n == 0)
+    let foreign_keys = conn.db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY);
+    // Schemas 0 and 1 are `main` and `temp`: a third is an attached one.
+    let attached = conn.db_name(2).is_ok();
+    foreign_keys.is_ok_and(|on| on != stock)
+        && !attached
+        && conn
+            .prepare_cached(SQL)
+            .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+            .is_ok_and(|n| n == 0)
 }
 
 /// A one-statement write of this process, as the writer's own job: it may
@@ -392,9 +400,34 @@ mod tests {
                 "foreign_keys {fk}, stock {stock}"
             );
         }
-        conn.execute_batch("PRAGMA foreign_keys = ON; CREATE TEMP TABLE x(a)")
+        conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+        assert!(is_plain(&conn, false), "foreign keys back on");
+        for (change, undo) in [
+            ("CREATE TEMP TABLE x(a)", "DROP TABLE temp.x"),
+            ("CREATE TEMP VIEW v AS SELECT 1", "DROP VIEW temp.v"),
+            ("ATTACH ':memory:' AS other", "DETACH other"),
+            (
+                "PRAGMA recursive_triggers = ON",
+                "PRAGMA recursive_triggers = OFF",
+            ),
+        ] {
+            conn.execute_batch(change).unwrap();
+            assert!(!is_plain(&conn, false), "after {change}");
+            conn.execute_batch(undo).unwrap();
+            assert!(is_plain(&conn, false), "after {undo}");
+        }
+        // The flag `PRAGMA foreign_keys` sets, set through the C interface.
+        use rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY;
+        conn.set_db_config(SQLITE_DBCONFIG_ENABLE_FKEY, false)
             .unwrap();
-        assert!(!is_plain(&conn, false), "a temp table");
+        assert!(
+            !is_plain(&conn, false),
+            "foreign keys off by sqlite3_db_config"
+        );
+        assert!(
+            is_plain(&conn, true),
+            "stock, foreign keys off by sqlite3_db_config"
+        );
     }
 
     #[test]
