@@ -2,7 +2,7 @@
 //! SIGKILL at random moments, then the file is opened again and checked.
 //! Run by `scripts/durability-proof`.
 //!
-//! Each round ([`round`]) makes a fresh database, starts writers
+//! Each round ([`mod@round`]) makes a fresh database, starts writers
 //! ([`writer`]) that print the id of every row whose `write` returned `Ok`,
 //! waits until all of them have acknowledged a row, waits a random 0–200 ms
 //! more and kills them; then it opens the file with litelane and checks
@@ -133,29 +133,14 @@ pub fn main(argv: &[String]) -> i32 {
             return 2;
         }
     };
-    // Kept until the end: the temporary directory is removed when dropped.
-    let tmp = match &args.dir {
-        Some(_) => None,
-        None => match tempfile::tempdir() {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("kill-proof: a temporary directory: {e}");
-                return 2;
-            }
-        },
+    // `_tmp` is kept until the end: a temporary directory goes when dropped.
+    let (dir, _tmp) = match database_dir(&args) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("kill-proof: {e}");
+            return 2;
+        }
     };
-    let dir = match (&args.dir, &tmp) {
-        (Some(d), _) => d.clone(),
-        (None, t) => t
-            .as_ref()
-            .expect("a temporary directory")
-            .path()
-            .to_path_buf(),
-    };
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("kill-proof: creating {}: {e}", dir.display());
-        return 2;
-    }
     let outcome = if args.self_test {
         self_test(&args, &dir)
     } else {
@@ -169,6 +154,17 @@ pub fn main(argv: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// `--dir` (created), or a temporary directory (removed when the second
+/// value is dropped).
+fn database_dir(args: &Args) -> Result<(PathBuf, Option<tempfile::TempDir>), String> {
+    let Some(dir) = &args.dir else {
+        let tmp = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+        return Ok((tmp.path().to_path_buf(), Some(tmp)));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    Ok((dir.clone(), None))
 }
 
 /// `--self-test`: rounds of `safe` / threads whose writers print each id
