@@ -7,11 +7,17 @@
 //! `litelane-bench bench-worker ...` (one writer process of `threads
 //! --processes`) and `litelane-bench import-child ...` (`litelane import`
 //! as a child process, for the `import` scenario).
+//!
+//! Two more forms are the lab's long runs, with options of their own (see
+//! their modules): `litelane-bench soak ...` (`scripts/soak`) and
+//! `litelane-bench kill-proof ...` (`scripts/durability-proof`); 1 there
+//! means that what they check failed.
 
 #![deny(unsafe_code)]
 
 mod bench;
 mod error;
+mod lab;
 
 use std::ffi::OsString;
 
@@ -45,6 +51,8 @@ fn run(argv: Vec<OsString>) -> i32 {
     let hidden = argv.get(1).and_then(|a| a.to_str());
     let mut code = 0;
     let result = match hidden {
+        Some("soak") => return lab_run("soak", &argv[2..], lab::soak::main),
+        Some("kill-proof") => return lab_run("kill-proof", &argv[2..], lab::kill_proof::main),
         Some("bench-worker") => match parse::<bench::WorkerArgs>(&argv[1..]) {
             Ok(a) => bench::worker_main(a),
             Err(code) => return code,
@@ -63,6 +71,22 @@ fn run(argv: Vec<OsString>) -> i32 {
         Err(e) => {
             eprintln!("litelane-bench: error: {e}");
             1
+        }
+    }
+}
+
+/// One of the lab's long runs with `args` (its options, as text); returns
+/// its exit status (2 for an option that is not UTF-8).
+fn lab_run(name: &str, args: &[OsString], main: fn(&[String]) -> i32) -> i32 {
+    match args
+        .iter()
+        .map(|a| a.clone().into_string())
+        .collect::<Result<Vec<String>, _>>()
+    {
+        Ok(args) => main(&args),
+        Err(a) => {
+            eprintln!("{name}: {a:?} is not UTF-8");
+            2
         }
     }
 }

@@ -2,8 +2,8 @@
 //! C's arguments, calls these, and converts back. A failure is recorded
 //! for `litelane_errmsg()` (`errors`) and returned as its status.
 
+use crate::codes::{LITELANE_ERROR, LITELANE_INTERRUPTED, LITELANE_MISUSE};
 use crate::errors::{engine, fail};
-use crate::ffi::{LITELANE_ERROR, LITELANE_MISUSE};
 use crate::handles::{self, Cell, Handle, Rows};
 use litelane::rusqlite::types::ValueRef;
 use litelane::rusqlite::{self, params_from_iter};
@@ -447,7 +447,7 @@ pub(crate) fn import(id: u64, a: ImportArgs, tell: &mut Tell<'_>) -> Result<Impo
             })
             .unwrap_or_else(|| "nothing past the last commit was kept".into());
         fail(
-            crate::ffi::LITELANE_INTERRUPTED,
+            LITELANE_INTERRUPTED,
             format!(
                 "litelane_import of {}: stopped by the progress callback: {why}",
                 a.source

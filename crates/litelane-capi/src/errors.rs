@@ -1,7 +1,7 @@
 //! The error of the last failing call, per thread (`litelane_errmsg()` and
 //! its siblings), and how an engine error maps to a status.
 
-use crate::ffi::{LITELANE_BUSY, LITELANE_ERROR, LITELANE_OUTCOME_UNKNOWN};
+use crate::codes::{LITELANE_BUSY, LITELANE_ERROR, LITELANE_OUTCOME_UNKNOWN};
 use std::cell::RefCell;
 use std::ffi::{c_int, CString};
 

@@ -10,6 +10,7 @@
 use crate::calls::{
     self, Done, ImportArgs, ImportEnd, ImportEvent, OpenOptions, Statement, Status,
 };
+use crate::codes::*;
 use crate::errors::{fail, with_last};
 use crate::handles::{self, Cell};
 use litelane::Value;
@@ -18,35 +19,6 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::mem::{offset_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
-
-/// The version of this ABI; `litelane_abi_version()` returns the loaded
-/// library's. Raised only when a function or struct changes incompatibly
-/// (appending a field to an options struct is compatible).
-pub const LITELANE_ABI_VERSION: u32 = 1;
-
-/// Success.
-pub const LITELANE_OK: c_int = 0;
-/// Failed: nothing was written (a write was rolled back); see
-/// `litelane_errmsg()`.
-pub const LITELANE_ERROR: c_int = 1;
-/// The call was wrong: a NULL, closed or wrong-kind handle, a NULL
-/// out-parameter, text that is not UTF-8, an unknown option.
-pub const LITELANE_MISUSE: c_int = 2;
-/// Another process held the write turn past the busy timeout: nothing was
-/// written.
-pub const LITELANE_BUSY: c_int = 3;
-/// A commit may or may not have happened (the fsync or the `COMMIT`
-/// failed, or the process that ran it died): read back to know. Writes to
-/// the database are refused until it is reopened.
-pub const LITELANE_OUTCOME_UNKNOWN: c_int = 4;
-/// `litelane_import`: stopped because the progress callback returned
-/// nonzero; what was committed before (`commit_every`) stays, the
-/// transaction under way was rolled back.
-pub const LITELANE_INTERRUPTED: c_int = 5;
-/// `litelane_rows_next`: a row is ready.
-pub const LITELANE_ROW: c_int = 100;
-/// `litelane_rows_next`: no more rows.
-pub const LITELANE_DONE: c_int = 101;
 
 /// `litelane_value.kind`: SQL NULL.
 pub const LITELANE_NULL: i32 = 0;

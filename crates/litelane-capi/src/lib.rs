@@ -10,14 +10,18 @@
 //! `LITELANE_MISUSE` with a message, never a crash; ids are never reused.
 //!
 //! `ffi` holds every `extern "C"` function and every `unsafe` line (the
-//! raw pointers C passes); the rest is safe Rust: `handles` (the registry),
-//! `errors` (the per-thread error) and `calls` (what each function does).
+//! raw pointers C passes); the rest is safe Rust: `codes` (the status
+//! codes), `handles` (the registry), `errors` (the per-thread error) and
+//! `calls` (what each function does). The arrows go one way: `ffi` ->
+//! `calls` -> `errors` -> `codes`.
 
 #![deny(unsafe_code)]
 
 mod calls;
+mod codes;
 mod errors;
 mod ffi;
 mod handles;
 
+pub use codes::*;
 pub use ffi::*;

@@ -4,7 +4,10 @@
 
 #![allow(unsafe_code)]
 
+pub(crate) mod fd;
+
 use crate::{Acquired, Lane, Turn};
+use fd::close_inherited;
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -187,15 +190,4 @@ pub extern "C" fn litelane_lane_after_fork() {
     for fd in crate::lane::KEPT_FDS.take_all() {
         close_inherited(fd);
     }
-}
-
-/// Closes `fd`, a descriptor of a turn's lock file that this process
-/// inherited through `fork()` and will never use (its owner is forgotten):
-/// the parent's open file description, and its locks, stay. `close` is
-/// async-signal-safe.
-pub(crate) fn close_inherited(fd: std::os::fd::RawFd) {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    // SAFETY: `fd` is a descriptor this process owns (inherited) whose
-    // Rust owner is forgotten and never closes it: it is closed once, here.
-    drop(unsafe { OwnedFd::from_raw_fd(fd) });
 }

@@ -539,7 +539,7 @@ impl Drop for Turn {
         if self.forks != crate::FORKS.load(Ordering::Relaxed) && std::process::id() != self.lane.pid
         {
             if let Some(fd) = turn.lock_fd() {
-                crate::ffi::close_inherited(fd);
+                crate::ffi::fd::close_inherited(fd);
             }
             std::mem::forget(turn);
             return;

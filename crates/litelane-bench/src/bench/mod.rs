@@ -22,7 +22,7 @@ mod insert;
 mod ladder;
 #[allow(unsafe_code)]
 mod raw;
-mod report;
+pub(crate) mod report;
 mod threads;
 mod wal;
 

@@ -602,26 +602,26 @@ const CURVES: [RGBColor; 12] = [
     RGBColor(0x9c, 0x64, 0x1c),
     RGBColor(0xd6, 0x5d, 0xb1),
 ];
-const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
-const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
-const LIGHT: RGBColor = RGBColor(0x88, 0x88, 0x88);
-const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
+pub(crate) const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+pub(crate) const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+pub(crate) const LIGHT: RGBColor = RGBColor(0x88, 0x88, 0x88);
+pub(crate) const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
 const ALERT: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
 /// The frame budget marked on the latency chart (report 001's stall
 /// threshold), in milliseconds.
 const FRAME_MS: f64 = 16.0;
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-type Drawn = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Drawn = Result<(), Box<dyn std::error::Error>>;
 
 /// A text style of `px` CSS pixels. plotters' SVG backend writes
 /// `font-size = size / 1.24`, hence the factor.
-fn text(px: f64, colour: RGBColor) -> TextStyle<'static> {
+pub(crate) fn text(px: f64, colour: RGBColor) -> TextStyle<'static> {
     ("sans-serif", px * 1.24).into_font().color(&colour)
 }
 
 /// Like [`text`], anchored at (`h`, vertical centre).
-fn anchored(px: f64, colour: RGBColor, h: HPos) -> TextStyle<'static> {
+pub(crate) fn anchored(px: f64, colour: RGBColor, h: HPos) -> TextStyle<'static> {
     text(px, colour).pos(Pos::new(h, VPos::Center))
 }
 

@@ -1,17 +1,8 @@
-//! What the long-run examples (`kill_proof`, `soak`) share: reading their
-//! options (`--flag value ...`) and leaving with status 2 on a bad command
-//! line. Not an example itself (Cargo builds `examples/*.rs` only).
+//! Reading the long runs' options (`--flag value ...`): a bad command line
+//! is an `Err` with the message, which the run prints before leaving with
+//! status 2.
 
 use litelane::Profile;
-
-/// The result, or, on an error, `NAME: error` on stderr and exit status 2
-/// (a bad command line).
-pub fn or_exit<T>(name: &str, r: Result<T, String>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("{name}: {e}");
-        std::process::exit(2)
-    })
-}
 
 /// The options of a command line, one flag at a time, each taking its value
 /// when it has one.
@@ -21,7 +12,7 @@ pub struct Flags<'a> {
 }
 
 impl<'a> Flags<'a> {
-    /// The options in `argv` (without the program's name).
+    /// The options in `argv` (without the program's and the run's names).
     pub fn new(argv: &'a [String]) -> Flags<'a> {
         Flags {
             it: argv.iter(),
@@ -75,25 +66,36 @@ impl<'a> Flags<'a> {
     }
 }
 
-/// What a writer process prints for its write of row `id`: the id once the
-/// write is acknowledged, or `ERR <SQLite code, or -1> <message>`.
-pub fn ack_line<T>(id: i64, r: &litelane::Result<T>) -> String {
-    match r {
-        Ok(_) => format!("{id}\n"),
-        Err(e) => format!("ERR {} {e}\n", e.sqlite_code().unwrap_or(-1)),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Writes `line` to stdout at once; when stdout is closed (the parent is
-/// gone), the process ends with status 1.
-pub fn print_or_exit(line: &str) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    if out
-        .write_all(line.as_bytes())
-        .and_then(|_| out.flush())
-        .is_err()
-    {
-        std::process::exit(1);
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn flags_take_their_values_and_name_what_is_wrong() {
+        let a = argv("--seconds 60 --profile all --dir");
+        let mut f = Flags::new(&a);
+        assert_eq!(f.next_flag(), Some("--seconds"));
+        assert_eq!(f.number("seconds"), Ok(60));
+        assert_eq!(f.next_flag(), Some("--profile"));
+        assert_eq!(f.wal_profiles(), Ok(vec![Profile::Safe, Profile::Balanced]));
+        assert_eq!(f.next_flag(), Some("--dir"));
+        assert_eq!(f.value(), Err("--dir needs a value".to_string()));
+        let a = argv("--rounds x --profile fast");
+        let mut f = Flags::new(&a);
+        f.next_flag();
+        assert!(f
+            .number("rounds")
+            .unwrap_err()
+            .contains("not a whole number"));
+        f.next_flag();
+        assert!(f
+            .wal_profiles()
+            .unwrap_err()
+            .contains("only the WAL profiles"));
+        assert_eq!(f.unknown(), "unknown option \"--profile\"");
     }
 }
