@@ -17,13 +17,13 @@ use litelane::{Error, Result};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::convert::to_params;
-use crate::engine::{
-    lock, outcome_tuple, params_seq, refuse_control, result_tuple, rows_out, Shared,
-};
-use crate::errors::{exc, IntoPy};
-use crate::exec::{self, Outcome, Params};
+use crate::convert::{params_seq, to_params, Params};
+use crate::errors::{exc, Class, IntoPy};
+use crate::exec::{self, Outcome};
 use crate::functions::Hooks;
+use crate::registry::Shared;
+use crate::results::{outcome_tuple, result_tuple, rows_out};
+use crate::sync::{detach_waiting, lock};
 
 const QUEUED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -268,7 +268,7 @@ impl Txn {
             // worker thread, which waits at most `timeout` and may join a
             // group commit.
             let db = shared.db.clone();
-            let held = crate::engine::detach_waiting(py, Some(timeout), || {
+            let held = detach_waiting(py, Some(timeout), || {
                 db.try_hold_writer("python transaction")
             })?;
             if let Some(write) = held {
@@ -322,7 +322,7 @@ impl Txn {
         .map_err(|e| {
             exc(
                 py,
-                "OperationalError",
+                Class::OperationalError,
                 format!("starting a transaction thread: {e}"),
             )
         })?;
@@ -346,7 +346,7 @@ impl Txn {
             .ok_or_else(|| {
                 exc(
                     py,
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     "the transaction is finished (committed or rolled back)",
                 )
             })
@@ -471,7 +471,7 @@ impl Txn {
     fn forked(&self, py: Python<'_>) -> PyErr {
         exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             format!(
                 "this transaction on {} was begun before the process forked; it belongs \
                  to the parent: open a new connection in the child",
@@ -487,7 +487,7 @@ impl Txn {
         sql: String,
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let p = to_params(params)?;
         self.statement(py, Stmt::Exec(sql, p))
     }
@@ -813,7 +813,7 @@ impl Txn {
         params: Option<&Bound<'py, PyAny>>,
         dicts: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let p = to_params(params)?;
         let o = self.statement(py, Stmt::Exec(sql, p))?;
         rows_out(py, &o, dicts)
@@ -826,7 +826,7 @@ impl Txn {
         sql: String,
         seq: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         self.hooks.partial().store(0, Ordering::Relaxed);
         let o = if self.held_mode && !self.shared.stale() {
             self.executemany_pipelined(py, sql, seq)?
@@ -866,7 +866,7 @@ impl Txn {
         shape: &str,
         callback: Py<PyAny>,
     ) -> PyResult<()> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let shape = match shape {
             "outcome" => Shape::Outcome,
             "rows" => Shape::Rows(false),
@@ -874,7 +874,7 @@ impl Txn {
             other => {
                 return Err(exc(
                     py,
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     format!("unknown result shape {other:?}"),
                 ))
             }
@@ -891,7 +891,7 @@ impl Txn {
         seq: &Bound<'_, PyAny>,
         callback: Py<PyAny>,
     ) -> PyResult<()> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let sets = params_seq(seq)?;
         self.post(
             py,
