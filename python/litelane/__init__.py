@@ -92,7 +92,7 @@ class Executed(NamedTuple):
 
 
 def _executed(result: Any) -> Executed:
-    return Executed(result[2], result[3] if result[3] is not None else 0)
+    return Executed(result.rowcount, result.lastrowid if result.lastrowid is not None else 0)
 
 
 class Transaction:

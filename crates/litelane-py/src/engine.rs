@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use litelane::{CheckpointMode, Error, Value};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::convert::{params_seq, to_params, Params};
 use crate::errors::{exc, Class, IntoPy};
@@ -16,7 +16,7 @@ use crate::exec::{self, Outcome};
 use crate::functions::Hooks;
 use crate::options::{build_options, limit_of};
 use crate::registry::{open_private, open_shared, release_shared, Shared};
-use crate::results::{outcome_tuple, result_tuple, rows_out};
+use crate::results::{outcome, rows_out, PyOutcome};
 use crate::rows::RowIter;
 use crate::sync::{detach_waiting, lock};
 use crate::txn::Txn;
@@ -56,18 +56,16 @@ impl Engine {
     }
 
     /// One statement as a write of its own (`outside`: on the writer outside
-    /// any transaction), with this handle's hooks; the outcome tuple (the
-    /// DB-API layer's tuple when `describe`, see `result_tuple`).
+    /// any transaction), with this handle's hooks; its [`PyOutcome`].
     fn write_one<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         outside: bool,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         let o = self.write_outcome(py, sql, params, outside)?;
-        result_tuple(py, o, describe)
+        outcome(py, o)
     }
 
     /// [`write_one`](Engine::write_one)'s statement as an outcome.
@@ -269,35 +267,30 @@ impl Engine {
 
     /// Runs one statement outside any transaction: read-only statements on a
     /// reader, others as one write transaction (if `allow_write`; otherwise
-    /// returns None without running it). Returns
-    /// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`, or with
-    /// `describe` the DB-API layer's `(description, rows, rowcount,
-    /// lastrowid, wrote)`.
-    #[pyo3(signature = (sql, params = None, allow_write = true, describe = false))]
+    /// returns None without running it). Returns its [`PyOutcome`].
+    #[pyo3(signature = (sql, params = None, allow_write = true))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         allow_write: bool,
-        describe: bool,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    ) -> PyResult<Option<Bound<'py, PyOutcome>>> {
         self.run_outcome(py, sql, params, allow_write)?
-            .map(|o| result_tuple(py, o, describe))
+            .map(|o| outcome(py, o))
             .transpose()
     }
 
     /// Runs one statement as its own write transaction, without first
-    /// checking on a reader whether it writes; the tuple of `execute`.
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// checking on a reader whether it writes; the outcome of `execute`.
+    #[pyo3(signature = (sql, params = None))]
     fn execute_write<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, false, describe)
+    ) -> PyResult<Bound<'py, PyOutcome>> {
+        self.write_one(py, sql, params, false)
     }
 
     /// Runs a read-only statement and returns its rows (tuples or dicts);
@@ -324,13 +317,13 @@ impl Engine {
     }
 
     /// Runs one statement for every parameter set, all in one write
-    /// transaction. Returns `(None, [], rowcount, lastrowid, True)`.
+    /// transaction. Returns its outcome (no rows).
     fn executemany<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         seq: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         self.hooks.partial().store(0, Ordering::Relaxed);
         let sets = params_seq(seq)?;
         let sh = self.get(py)?;
@@ -349,7 +342,7 @@ impl Engine {
             })
         })?;
         o.wrote = true;
-        outcome_tuple(py, &o)
+        outcome(py, o)
     }
 
     /// Runs a script of statements as one write transaction (BEGIN/COMMIT in
@@ -512,16 +505,15 @@ impl Engine {
     }
 
     /// Runs one statement on the writer outside any transaction (`VACUUM`):
-    /// returns the tuple of `execute`.
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// returns the outcome of `execute`.
+    #[pyo3(signature = (sql, params = None))]
     fn execute_outside_transaction<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, true, describe)
+    ) -> PyResult<Bound<'py, PyOutcome>> {
+        self.write_one(py, sql, params, true)
     }
 
     /// Copies the database, consistent as of one moment, to a new file at

@@ -99,6 +99,7 @@ fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Engine>()?;
     m.add_class::<rows::RowIter>()?;
     m.add_class::<txn::Txn>()?;
+    m.add_class::<results::PyOutcome>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

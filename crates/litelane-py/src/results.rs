@@ -1,4 +1,4 @@
-//! A statement's outcome as Python gets it: the result tuples, the DB-API
+//! A statement's outcome as Python gets it: the result object, the DB-API
 //! description (built once per shape), rows as tuples or dicts.
 
 use std::collections::HashMap;
@@ -11,24 +11,6 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::convert::{rows_list, to_py};
 use crate::exec::Outcome;
 use crate::sync::lock;
-
-/// The result of `execute` as the tuple
-/// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
-pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyTuple>> {
-    let columns = match &o.columns {
-        Some(c) => PyTuple::new(py, c)?.into_any(),
-        None => py.None().into_bound(py),
-    };
-    (
-        columns,
-        rows_list(py, &o.rows)?,
-        o.rowcount,
-        o.lastrowid,
-        o.wrote,
-        PyTuple::new(py, &o.decltypes)?,
-    )
-        .into_pyobject(py)
-}
 
 /// `cursor.description` per result shape (column names, declared types),
 /// built once: a statement run again returns the same tuple. Read and
@@ -91,32 +73,106 @@ pub fn description<'py>(py: Python<'py>, o: Outcome) -> PyResult<(Bound<'py, PyA
     Ok((d.into_any(), rest))
 }
 
-/// The result of a statement as the DB-API layer (`litelane.dbapi`) stores
-/// it: `(description, rows, rowcount, lastrowid, wrote)`, the description
-/// as `cursor.description` shows it (see `description`).
-pub fn dbapi_tuple<'py>(py: Python<'py>, o: Outcome) -> PyResult<Bound<'py, PyTuple>> {
-    let (desc, o) = description(py, o)?;
-    (
-        desc,
-        rows_list(py, &o.rows)?,
-        o.rowcount,
-        o.lastrowid,
-        o.wrote,
-    )
-        .into_pyobject(py)
+/// What one statement (or one `executemany`) did, as the engine's and a
+/// transaction's `execute`, `execute_write`, `execute_outside_transaction`
+/// and `executemany` return it to Python.
+#[pyclass(frozen, get_all, module = "litelane._litelane", name = "Outcome")]
+pub struct PyOutcome {
+    /// `cursor.description`: one `(name, declared type or None, None,
+    /// None, None, None, None)` per result column (see [`description`]);
+    /// `None` for a statement without result columns.
+    description: Py<PyAny>,
+    /// Every row, as tuples.
+    rows: Py<PyList>,
+    /// Rows changed (summed over an `executemany`); -1 for a statement
+    /// that changes none, as in `sqlite3`.
+    rowcount: i64,
+    /// `last_insert_rowid` after the statement (None: not known).
+    lastrowid: Option<i64>,
+    /// True when the statement came to the writer.
+    wrote: bool,
 }
 
-/// `outcome_tuple`, or `dbapi_tuple` when `describe`.
-pub fn result_tuple<'py>(
-    py: Python<'py>,
-    o: Outcome,
-    describe: bool,
-) -> PyResult<Bound<'py, PyTuple>> {
-    if describe {
-        dbapi_tuple(py, o)
-    } else {
-        outcome_tuple(py, &o)
+#[pymethods]
+impl PyOutcome {
+    /// An outcome made in Python (the DB-API layer's "nothing ran" and its
+    /// sum of statements run one at a time).
+    #[new]
+    #[pyo3(signature = (description = None, rows = None, rowcount = -1, lastrowid = None, wrote = false))]
+    fn new(
+        py: Python<'_>,
+        description: Option<Py<PyAny>>,
+        rows: Option<Py<PyList>>,
+        rowcount: i64,
+        lastrowid: Option<i64>,
+        wrote: bool,
+    ) -> Self {
+        PyOutcome {
+            description: description.unwrap_or_else(|| py.None()),
+            rows: rows.unwrap_or_else(|| PyList::empty(py).unbind()),
+            rowcount,
+            lastrowid,
+            wrote,
+        }
     }
+
+    /// The result column names (the description's first items), or None.
+    #[getter]
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.description_item(py, 0)
+    }
+
+    /// The result columns' declared types (the description's second
+    /// items), or None.
+    #[getter]
+    fn decltypes<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.description_item(py, 1)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Outcome(description={}, rows={}, rowcount={}, lastrowid={:?}, wrote={})",
+            self.description.bind(py).repr()?,
+            self.rows.bind(py).repr()?,
+            self.rowcount,
+            self.lastrowid,
+            if self.wrote { "True" } else { "False" },
+        ))
+    }
+}
+
+impl PyOutcome {
+    /// Item `i` of every column's description, or None without columns.
+    fn description_item<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let desc = self.description.bind(py);
+        if desc.is_none() {
+            return Ok(None);
+        }
+        let items = desc
+            .try_iter()?
+            .map(|d| d?.get_item(i))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, items).map(Some)
+    }
+}
+
+/// A statement's outcome as Python gets it (see [`PyOutcome`]).
+pub fn outcome<'py>(py: Python<'py>, o: Outcome) -> PyResult<Bound<'py, PyOutcome>> {
+    let (description, o) = description(py, o)?;
+    Bound::new(
+        py,
+        PyOutcome {
+            description: description.unbind(),
+            rows: rows_list(py, &o.rows)?.unbind(),
+            rowcount: o.rowcount,
+            lastrowid: Some(o.lastrowid),
+            wrote: o.wrote,
+        },
+    )
 }
 
 /// Rows as tuples, or as dicts keyed by column name.

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use litelane::{Error, Result};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use crate::convert::{params_seq, to_params, Params};
 use crate::errors::{exc, Class, IntoPy};
 use crate::exec::{self, Outcome};
 use crate::functions::Hooks;
 use crate::registry::Shared;
-use crate::results::{outcome_tuple, result_tuple, rows_out};
+use crate::results::{outcome, rows_out, PyOutcome};
 use crate::sync::{detach_waiting, lock};
 
 const QUEUED: u8 = 0;
@@ -175,7 +175,7 @@ fn deliver_outcome(reply: Reply<Outcome>, r: Result<Outcome>) {
         Reply::Call(cb, shape) => call_back(cb, move |py| {
             let o = r.map_err(|e| crate::errors::engine(py, e))?;
             match shape {
-                Shape::Outcome => outcome_tuple(py, &o).map(Bound::into_any),
+                Shape::Outcome => outcome(py, o).map(Bound::into_any),
                 Shape::Rows(dicts) => rows_out(py, &o, dicts).map(Bound::into_any),
                 Shape::Unit => Ok(py.None().into_bound(py)),
             }
@@ -788,20 +788,17 @@ fn answer_end(end: Option<(bool, Reply<()>)>, res: Result<()>, failure: &Mutex<O
 
 #[pymethods]
 impl Txn {
-    /// Runs one statement in the transaction; returns
-    /// `(columns, rows, rowcount, lastrowid, True, decltypes)`, or with
-    /// `describe` the DB-API layer's `(description, rows, rowcount,
-    /// lastrowid, True)` (see `Engine.execute`).
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// Runs one statement in the transaction; returns its outcome (see
+    /// `Engine.execute`).
+    #[pyo3(signature = (sql, params = None))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         let o = self.execute_outcome(py, sql, params)?;
-        result_tuple(py, o, describe)
+        outcome(py, o)
     }
 
     /// Runs one statement in the transaction and returns its rows.
@@ -825,7 +822,7 @@ impl Txn {
         py: Python<'py>,
         sql: String,
         seq: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         exec::refuse_control(&sql).py_err(py)?;
         self.hooks.partial().store(0, Ordering::Relaxed);
         let o = if self.held_mode && !self.shared.stale() {
@@ -834,7 +831,7 @@ impl Txn {
             let sets = params_seq(seq)?;
             self.statement(py, Stmt::Many(sql, sets))?
         };
-        outcome_tuple(py, &o)
+        outcome(py, o)
     }
 
     /// Runs a script in the transaction (as a nested savepoint: a failing
@@ -855,7 +852,7 @@ impl Txn {
     }
 
     /// Sends one statement without waiting: `callback(ok, value)` is called
-    /// on the transaction's thread with the outcome tuple (`shape="outcome"`),
+    /// on the transaction's thread with the outcome (`shape="outcome"`),
     /// the rows (`"rows"`, `"dicts"`) or the exception (`ok=False`).
     #[pyo3(signature = (sql, params, shape, callback))]
     fn submit(

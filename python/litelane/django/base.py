@@ -211,7 +211,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
     def _foreign_keys_on(self, cursor: Any) -> bool:
         if self.connection.in_transaction:
             return bool(cursor.execute("PRAGMA foreign_keys").fetchone()[0])
-        rows = self.connection.engine.execute_outside_transaction("PRAGMA foreign_keys")[1]
+        rows = self.connection.engine.execute_outside_transaction("PRAGMA foreign_keys").rows
         return bool(rows[0][0])
 
     def disable_constraint_checking(self) -> bool:
