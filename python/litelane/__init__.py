@@ -92,7 +92,8 @@ class Executed(NamedTuple):
 
 
 def _executed(result: Any) -> Executed:
-    return Executed(result.rowcount, result.lastrowid if result.lastrowid is not None else 0)
+    lastrowid = result.lastrowid
+    return Executed(result.rowcount, lastrowid if lastrowid is not None else 0)
 
 
 class Transaction:
