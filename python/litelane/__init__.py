@@ -92,7 +92,8 @@ class Executed(NamedTuple):
 
 
 def _executed(result: Any) -> Executed:
-    return Executed(result[2], result[3] if result[3] is not None else 0)
+    lastrowid = result.lastrowid
+    return Executed(result.rowcount, lastrowid if lastrowid is not None else 0)
 
 
 class Transaction:

@@ -5,8 +5,28 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 __version__: str
 
 Params = Union[None, Sequence[Any], Mapping[str, Any]]
-#: (columns, rows, rowcount, lastrowid, wrote, decltypes)
-Outcome = Tuple[Optional[Tuple[str, ...]], List[Tuple[Any, ...]], int, Optional[int], bool, List[Optional[str]]]
+
+class Outcome:
+    """What one statement (or one ``executemany``) did."""
+
+    #: ``cursor.description``: one ``(name, decltype, None, None, None, None, None)``
+    #: per result column; None for a statement without result columns.
+    description: Optional[Tuple[Tuple[Any, ...], ...]]
+    rows: List[Tuple[Any, ...]]
+    rowcount: int
+    lastrowid: Optional[int]
+    wrote: bool
+    #: The description's names and declared types (None without columns).
+    columns: Optional[Tuple[str, ...]]
+    decltypes: Optional[Tuple[Optional[str], ...]]
+    def __init__(
+        self,
+        description: Optional[Tuple[Tuple[Any, ...], ...]] = None,
+        rows: Optional[List[Tuple[Any, ...]]] = None,
+        rowcount: int = -1,
+        lastrowid: Optional[int] = None,
+        wrote: bool = False,
+    ) -> None: ...
 
 def sqlite_version() -> str: ...
 def open(
@@ -23,6 +43,7 @@ class Engine:
     readers: int
     def execute(self, sql: str, params: Params = None, allow_write: bool = True) -> Optional[Outcome]: ...
     def execute_write(self, sql: str, params: Params = None) -> Outcome: ...
+    def execute_outside_transaction(self, sql: str, params: Params = None) -> Outcome: ...
     def query(self, sql: str, params: Params = None, dicts: bool = False) -> List[Any]: ...
     def executemany(self, sql: str, seq: Any) -> Outcome: ...
     def executescript(self, sql: str) -> None: ...

@@ -414,10 +414,10 @@ def _unquote(name: str) -> str:
     return name
 
 
-# What the engine's calls return with ``describe`` (their last argument,
-# True everywhere here): (description, rows, rowcount, lastrowid, wrote),
-# the description built and cached by the extension.
-_NO_RESULT = (None, [], -1, None, False)
+# What the engine's calls return is an ``_litelane.Outcome`` (description,
+# rows, rowcount, lastrowid, wrote), the description built and cached by the
+# extension; this one stands for a statement that ran nothing.
+_NO_RESULT = _litelane.Outcome(None, [], -1, None, False)
 
 #: What ``Connection._serial`` gives a connection kept to its thread.
 _UNSHARED = contextlib.nullcontext()
@@ -928,11 +928,11 @@ class Connection(_litelane.ConnectionBase):
             if self._txn is None:
                 self._begin("")  # the SAVEPOINT itself opens it
                 self._savepoint_opened = _unquote(name).lower()
-            return self._in_txn(self._txn.execute, sql, params, True)
+            return self._in_txn(self._txn.execute, sql, params)
         # release / rollback_to
         if self._txn is None:
             raise OperationalError(f"no such savepoint: {_unquote(name)}")
-        result = self._in_txn(self._txn.execute, sql, params, True)
+        result = self._in_txn(self._txn.execute, sql, params)
         if kind == "release" and self._savepoint_opened == _unquote(name).lower():
             # Releasing the savepoint that opened the transaction ends it
             # (the RELEASE itself was the statement traced).
@@ -948,7 +948,7 @@ class Connection(_litelane.ConnectionBase):
         if kind == "empty":
             return _NO_RESULT
         if kind == "outside" and self._txn is None and self._autocommit is not False:
-            return engine.execute_outside_transaction(sql, params, True)
+            return engine.execute_outside_transaction(sql, params)
         if kind == "busy_timeout":
             return self._busy_timeout(name)
         if kind == "journal_mode":
@@ -966,18 +966,18 @@ class Connection(_litelane.ConnectionBase):
             return self._control(kind, name, sql, params)
         txn = self._txn
         if txn is not None:
-            return self._in_txn(txn.execute, sql, params, True)
+            return self._in_txn(txn.execute, sql, params)
         ac = self._autocommit
         if ac is False:
-            result = engine.execute(sql, params, False, True)
+            result = engine.execute(sql, params, False)
             if result is not None:
                 return result
-            return self._begun_for(sql, lambda txn: txn.execute(sql, params, True))
+            return self._begun_for(sql, lambda txn: txn.execute(sql, params))
         if kind == "dml" and ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None:
-            return self._begun_for(sql, lambda txn: txn.execute(sql, params, True))
+            return self._begun_for(sql, lambda txn: txn.execute(sql, params))
         if kind == "dml":
-            return engine.execute_write(sql, params, True)
-        return engine.execute(sql, params, True, True)
+            return engine.execute_write(sql, params)
+        return engine.execute(sql, params, True)
 
     def _busy_timeout(self, value: str) -> Any:
         """``PRAGMA busy_timeout`` (``value``: the text of the value set, or
@@ -991,7 +991,7 @@ class Connection(_litelane.ConnectionBase):
             ms = max(int(digits.group()), 0) if digits else 0
             self._timeout = ms / 1000
             self._check()._set_timeout(self._timeout)
-        return (_BUSY_TIMEOUT_DESCRIPTION, [(int(self._timeout * 1000),)], -1, None, False)
+        return _litelane.Outcome(_BUSY_TIMEOUT_DESCRIPTION, [(int(self._timeout * 1000),)], -1, None, False)
 
     def _check_journal_mode(self, engine: Any, mode: str) -> None:
         """Refuses ``PRAGMA journal_mode`` out of WAL on a database in WAL
@@ -999,7 +999,7 @@ class Connection(_litelane.ConnectionBase):
         did not open); anything else runs as it is."""
         if mode.lower() == "wal":
             return
-        rows = engine.execute("PRAGMA journal_mode", (), True, True)[1]
+        rows = engine.execute("PRAGMA journal_mode", (), True).rows
         if not rows or str(rows[0][0]).lower() != "wal":
             return
         raise OperationalError(
@@ -1071,10 +1071,10 @@ class Connection(_litelane.ConnectionBase):
                 engine.take_partial_changes()
                 engine._add_partial_changes(total)
                 raise
-            total += max(out[2], 0)
+            total += max(out.rowcount, 0)
         if out is None:
-            return (None, [], 0, None, True)
-        return (out[0], out[1], total, out[3], out[4])
+            return _litelane.Outcome(None, [], 0, None, True)
+        return _litelane.Outcome(out.description, out.rows, total, out.lastrowid, out.wrote)
 
     def _run_script(self, script: str) -> None:
         """``executescript``, as ``sqlite3`` runs it: in the legacy mode a
@@ -1109,8 +1109,8 @@ class Connection(_litelane.ConnectionBase):
             result = self._in_txn(self._begin().execute, sql, ())
         else:
             result = self._check().execute(sql, (), True)
-        if result is not None and result[2] > 0:
-            self._total_changes += result[2]
+        if result is not None and result.rowcount > 0:
+            self._total_changes += result.rowcount
 
     def cursor(self, factory: Any = _MISSING) -> "Cursor":
         """A new cursor, made by ``factory(self)`` (``Cursor`` by default),
@@ -1215,12 +1215,12 @@ class Connection(_litelane.ConnectionBase):
         transaction, else as a write of its own (``write``) or on a reader."""
         engine = self._check()
         if self._txn is not None:
-            result = self._in_txn(self._txn.execute, sql, params, True)
+            result = self._in_txn(self._txn.execute, sql, params)
         elif write:
-            result = engine.execute_write(sql, params, True)
+            result = engine.execute_write(sql, params)
         else:
-            result = engine.execute(sql, params, True, True)
-        return result[1]
+            result = engine.execute(sql, params, True)
+        return result.rows
 
     def iterdump(self) -> Iterator[str]:
         """The database as SQL statements, as ``sqlite3``'s ``iterdump``
@@ -1324,7 +1324,7 @@ class Cursor(_litelane.CursorBase):
         self.connection._check()
 
     def _set(self, result: Any) -> None:
-        desc, rows, rowcount, lastrowid, wrote = result
+        desc, rows, rowcount = result.description, result.rows, result.rowcount
         self._converters = None
         detect = self.connection._detect_types
         if desc is not None and detect:
@@ -1336,8 +1336,8 @@ class Cursor(_litelane.CursorBase):
         self._pos = 0
         self.rowcount = rowcount
         conn = self.connection
-        if wrote and lastrowid is not None:
-            conn._lastrowid = lastrowid
+        if result.wrote and result.lastrowid is not None:
+            conn._lastrowid = result.lastrowid
         if rowcount > 0:
             conn._total_changes += rowcount
         self.lastrowid = conn._lastrowid
@@ -1371,7 +1371,7 @@ class Cursor(_litelane.CursorBase):
         try:
             with conn._serial():
                 try:
-                    rowcount = conn._run_many(sql, seq_of_parameters)[2]
+                    rowcount = conn._run_many(sql, seq_of_parameters).rowcount
                 except BaseException:
                     # The sets before the failing one stay (as in sqlite3),
                     # and count in total_changes.

@@ -172,7 +172,7 @@ def _writer_fk():
     if connection.connection.in_transaction:  # runs on the writer, in the transaction
         with connection.cursor() as c:
             return c.execute("PRAGMA foreign_keys").fetchone()[0]
-    return connection.connection.engine.execute_outside_transaction("PRAGMA foreign_keys")[1][0][0]
+    return connection.connection.engine.execute_outside_transaction("PRAGMA foreign_keys").rows[0][0]
 
 
 def test_foreign_keys_are_off_during_a_schema_change_and_on_again_after():

@@ -250,13 +250,16 @@ def test_description_follows_the_shape_after_a_schema_change(db_path):
     con.close()
 
 
-def test_native_api_keeps_its_result_shape(db_path):
+def test_native_api_returns_one_named_outcome(db_path):
     con = dbapi.connect(db_path, profile="balanced")
     con.execute("CREATE TABLE t(a INTEGER)")
-    columns, rows, rowcount, lastrowid, wrote, decltypes = con.engine.execute("SELECT a FROM t")
-    assert (columns, rows, rowcount, wrote, decltypes) == (("a",), [], -1, False, ("INTEGER",))
-    desc, rows, rowcount, lastrowid, wrote = con.engine.execute("SELECT a FROM t", None, True, True)
-    assert desc == (("a", "INTEGER", None, None, None, None, None),)
+    out = con.engine.execute("SELECT a FROM t")
+    assert (out.columns, out.rows, out.rowcount, out.wrote, out.decltypes) == (("a",), [], -1, False, ("INTEGER",))
+    assert out.description == (("a", "INTEGER", None, None, None, None, None),)
+    assert con.engine.execute("SELECT a FROM t").description is out.description  # cached per shape
+    wrote = con.engine.execute("INSERT INTO t VALUES (1)")
+    assert (wrote.description, wrote.columns, wrote.decltypes, wrote.rows) == (None, None, None, [])
+    assert (wrote.rowcount, wrote.wrote) == (1, True) and wrote.lastrowid == 1
     con.close()
 
 

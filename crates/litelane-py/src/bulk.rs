@@ -13,8 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::to_value;
-use crate::engine::Shared;
-use crate::errors::{exc, IntoPy};
+use crate::errors::{exc, Class, IntoPy};
+use crate::registry::Shared;
 
 /// A batch of rows, or `None`: the caller failed, roll back.
 type Batch = Option<Vec<Vec<Value>>>;
@@ -96,7 +96,7 @@ fn table_columns(py: Python<'_>, sh: &Shared, table: &str) -> PyResult<Vec<Strin
     if cols.is_empty() {
         return Err(exc(
             py,
-            "OperationalError",
+            Class::OperationalError,
             format!("no such table: {table} (insert_many needs an existing table)"),
         ));
     }
@@ -115,7 +115,7 @@ fn convert_row(
     let wrong_width = |n: usize| {
         exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             format!("row {number} has {n} values; {width} columns are being inserted"),
         )
     };
@@ -136,7 +136,7 @@ fn convert_row(
     if row.is_instance_of::<PyString>() {
         return Err(exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             format!("row {number}: a string is not a row (expected a tuple or a dict)"),
         ));
     }
@@ -147,7 +147,7 @@ fn convert_row(
             .map_err(|_| {
                 exc(
                     py,
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     format!(
                         "row {number}: expected a tuple or a dict, got {}",
                         row.get_type()
@@ -197,7 +197,7 @@ fn dict_row(
             .unwrap_or_default();
         return Err(exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             format!("row {number}: key {extra:?} is not one of the columns being inserted"),
         ));
     }
@@ -237,7 +237,7 @@ pub fn insert_many<'py>(
     if columns.is_empty() {
         return Err(exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             "insert_many: no columns to insert",
         ));
     }
@@ -323,7 +323,7 @@ fn start_inserter(
         .map_err(|e| {
             exc(
                 py,
-                "OperationalError",
+                Class::OperationalError,
                 format!("starting the insert thread: {e}"),
             )
         })

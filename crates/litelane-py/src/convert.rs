@@ -11,8 +11,7 @@ use pyo3::types::{
     PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
 };
 
-use crate::errors::exc;
-use crate::exec::Params;
+use crate::errors::{exc, Class};
 
 static ADAPT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static ADAPT_REGISTERED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -52,9 +51,7 @@ fn to_value_direct(obj: &Bound<'_, PyAny>, position: usize) -> PyResult<Value> {
             let adapt = ADAPT.import(py, "litelane._adapt", "adapt")?;
             let adapted = adapt.call1((obj, position))?;
             primitive(&adapted)?.ok_or_else(|| {
-                exc(
-                    py,
-                    "ProgrammingError",
+                exc(py, Class::ProgrammingError,
                     format!(
                         "Error binding parameter {position}: the adapter returned an unsupported type"
                     ),
@@ -104,6 +101,23 @@ fn primitive(obj: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
         )));
     }
     Ok(None)
+}
+
+/// Parameters of one statement, converted from Python while the GIL was held.
+#[derive(Debug, Clone)]
+pub enum Params {
+    /// No parameters given (`execute(sql)`).
+    Empty,
+    /// A sequence: bound by position (`?`, `?NNN`).
+    Positional(Vec<Value>),
+    /// A mapping: bound by name (`:name`, `@name`, `$name`), key without the
+    /// prefix character.
+    Named(HashMap<String, Value>),
+    /// A mapping that is not exactly a `dict` (a subclass, or any other
+    /// mapping): each name is looked up when the statement binds, with the
+    /// GIL taken for it, so `__getitem__` and `__missing__` apply as in
+    /// `sqlite3`.
+    Lookup(std::sync::Arc<pyo3::Py<pyo3::PyAny>>),
 }
 
 /// The value bound to parameter `name` (`:name`, `@name`...) from a mapping
@@ -157,7 +171,7 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
             let key: String = k.extract().map_err(|_| {
                 exc(
                     obj.py(),
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     "parameter names must be strings",
                 )
             })?;
@@ -193,7 +207,7 @@ pub fn to_params(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
     }
     Err(exc(
         obj.py(),
-        "ProgrammingError",
+        Class::ProgrammingError,
         "parameters are of unsupported type",
     ))
 }
@@ -225,4 +239,13 @@ pub fn rows_list<'py>(py: Python<'py>, rows: &[Vec<Value>]) -> PyResult<Bound<'p
         list.append(row_tuple(py, r)?)?;
     }
     Ok(list)
+}
+
+/// Converts an iterable of parameter sets.
+pub fn params_seq(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Params>> {
+    let mut sets = Vec::new();
+    for item in seq.try_iter()? {
+        sets.push(to_params(Some(&item?))?);
+    }
+    Ok(sets)
 }

@@ -27,8 +27,9 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::convert::rows_list;
-use crate::engine::{description, Engine};
+use crate::engine::Engine;
 use crate::exec::Outcome;
+use crate::results::description;
 use crate::txn::Txn;
 
 /// `litelane.dbapi._kinds` (statement text -> `(kind, savepoint name)`,

@@ -1,863 +1,25 @@
-//! `Engine`: one process-wide litelane `Database` per file, shared by every
-//! connection and `litelane.open` handle to that file.
+//! `Engine`: a Python handle on the process-wide engine of one database
+//! file (see `registry.rs`).
 
-use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
-use std::thread::ThreadId;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use litelane::{CheckpointMode, Database, Error, Options, Profile, Value};
+use litelane::{CheckpointMode, Error, Value};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::{row_tuple, rows_list, to_params, to_py};
-use crate::errors::{exc, IntoPy};
-use crate::exec::{self, leading_keyword, Outcome, Params};
-use crate::functions::{EngineState, Hooks};
+use crate::convert::{params_seq, to_params, Params};
+use crate::errors::{exc, Class, IntoPy};
+use crate::exec::{self, Outcome};
+use crate::functions::Hooks;
+use crate::options::{build_options, limit_of};
+use crate::registry::{open_private, open_shared, release_shared, Shared};
+use crate::results::{outcome, rows_out, PyOutcome};
+use crate::rows::RowIter;
+use crate::sync::{detach_waiting, lock};
 use crate::txn::Txn;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// One open database and who in this process holds a transaction on it.
-pub struct Shared {
-    pub db: Database,
-    pub display: String,
-    /// Open transactions (`Txn`s not yet finished) per Python thread.
-    open_txns: Mutex<HashMap<ThreadId, u32>>,
-    /// User functions, collations and hook dispatchers (`functions.rs`).
-    pub funcs: EngineState,
-    /// The process's fork generation when it opened ([`after_fork_in_child`]).
-    generation: u64,
-    /// `SQLITE_LIMIT_SQL_LENGTH` of the engine's connections, in bytes, kept
-    /// here so that every statement is checked against it without a call
-    /// into SQLite (`sqlite3` refuses a longer one with `DataError`).
-    sql_length_limit: AtomicI64,
-    /// The engine of one DB-API connection alone (see [`open_private`]):
-    /// every statement runs on its writer's connection, which holds the
-    /// connection's own state (pragmas, attached databases, `TEMP` tables),
-    /// as `sqlite3`'s one SQLite connection does.
-    pub private: bool,
-    /// The files it opened, for an engine opened by path (see [`Files`]).
-    files: Option<Files>,
-}
-
-/// The identity (device, inode) of the file at `path`, if there is one.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// The database file an engine opened by path and the `-wal` and `-shm`
-/// files SQLite keeps beside it, by identity: what lets a connection to a
-/// path whose file was deleted, renamed or replaced meanwhile open the file
-/// that is there now, as `sqlite3` does, instead of joining the engine still
-/// open on the old one (see [`open_shared`]).
-struct Files {
-    path: PathBuf,
-    db: (u64, u64),
-    wal: Option<(u64, u64)>,
-    shm: Option<(u64, u64)>,
-    /// The `-wal` and `-shm` names were given up ([`Shared::let_go_of_names`]).
-    let_go: AtomicBool,
-}
-
-impl Files {
-    /// For a database opened as `display` (a path or a `file:` URI) whose
-    /// file is `file` (the engine's [`Database::path`]), looked at right
-    /// after the engine opened it; None for in-memory databases.
-    fn of(display: &str, file: Option<&Path>) -> Option<Files> {
-        if display.is_empty() || display == ":memory:" || memory_uri(display) {
-            return None;
-        }
-        let path = std::fs::canonicalize(file?).ok()?;
-        let beside = |suffix: &str| {
-            let mut s = path.clone().into_os_string();
-            s.push(suffix);
-            file_id(Path::new(&s))
-        };
-        Some(Files {
-            db: file_id(&path)?,
-            wal: beside("-wal"),
-            shm: beside("-shm"),
-            path,
-            let_go: AtomicBool::new(false),
-        })
-    }
-
-    /// True when the file at the path is no longer the one opened.
-    fn moved(&self) -> bool {
-        file_id(&self.path) != Some(self.db)
-    }
-}
-
-/// Runs a write again while it fails with a retryable `RolledBack` (another
-/// write of its group ended the shared transaction: nothing of it was
-/// committed), and reports a non-retryable one as the SQLite error that
-/// caused it.
-fn retried<T>(mut run: impl FnMut() -> litelane::Result<T>) -> litelane::Result<T> {
-    /// Retries are free of side effects, but bounded all the same.
-    const MAX_RETRIES: usize = 64;
-    let mut tries = 0;
-    loop {
-        match run() {
-            // Only a write undone by another of its group runs again: an
-            // `SQLITE_BUSY` has already waited its whole timeout (for
-            // another process's turn, or SQLite's lock), and running it
-            // again would multiply that wait (64 × 5 s), where `sqlite3`
-            // raises "database is locked" after one.
-            Err(
-                e @ Error::RolledBack {
-                    retryable: true, ..
-                },
-            ) if tries < MAX_RETRIES => {
-                drop(e);
-                tries += 1;
-            }
-            Err(Error::RolledBack {
-                cause,
-                retryable: false,
-                ..
-            }) => return Err(*cause),
-            r => return r,
-        }
-    }
-}
-
-/// Bumped in a child process right after `fork()`: engines opened before
-/// belong to the parent (their threads do not exist in the child, their
-/// connections must not be used there).
-static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
-
-/// Called by `os.register_at_fork(after_in_child=...)`: forgets every engine
-/// of the parent, so a connection opened in the child gets a new one, and a
-/// handle from before the fork refuses to run (see [`Shared::stale`]).
-#[pyfunction]
-pub fn after_fork_in_child() {
-    FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
-    // The map holds only weak references; the handles leak their engines.
-    // (Its lock is free unless another thread was opening an engine at the
-    // instant of the fork.)
-    if let Ok(mut reg) = REGISTRY.try_lock() {
-        reg.clear();
-    }
-    crate::workers::forget_after_fork();
-}
-
-impl Shared {
-    fn new(db: Database, display: &str) -> Shared {
-        let limit = db
-            .read(|c| Ok(c.limit(litelane::rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH)?))
-            .map_or(i64::MAX, i64::from);
-        let files = Files::of(display, db.path());
-        Shared {
-            db,
-            display: display.to_string(),
-            open_txns: Mutex::default(),
-            funcs: EngineState::default(),
-            generation: FORK_GENERATION.load(Ordering::Acquire),
-            sql_length_limit: AtomicI64::new(limit),
-            private: false,
-            files,
-        }
-    }
-
-    /// Copies what the WAL holds into the database file: a passive
-    /// checkpoint, then, with `wait` and frames left behind (a reader's
-    /// snapshot in the way), a full one, which waits for readers up to the
-    /// busy timeout. Returns whether every frame is in the file.
-    fn copy_wal_into_file(&self, wait: bool) -> bool {
-        let copied = |r: &litelane::Result<litelane::CheckpointReport>| {
-            r.as_ref()
-                .is_ok_and(|r| !r.busy && r.checkpointed_frames >= r.wal_frames)
-        };
-        if copied(&self.db.checkpoint(CheckpointMode::Passive)) {
-            return true;
-        }
-        wait && copied(&self.db.checkpoint(CheckpointMode::Full))
-    }
-
-    /// True when this engine's database file is no longer the one at its
-    /// path (deleted, renamed or replaced while open).
-    fn moved(&self) -> bool {
-        self.files.as_ref().is_some_and(Files::moved)
-    }
-
-    /// For an engine whose file was deleted, renamed or replaced while open
-    /// (once): copies what its WAL holds into its own file (a renamed file
-    /// keeps its commits; skipped while a transaction is open on it, which
-    /// holds the writer), then removes the `-wal` and `-shm` files from the
-    /// path if they are still its own. Its connections keep them open and go
-    /// on reading the old file, as a deleted file stays readable to whoever
-    /// has it open, while an engine opened on the file now at the path
-    /// creates its own instead of taking this one's: SQLite would otherwise
-    /// apply the old file's WAL to the new file, and map one `-shm` for two
-    /// files. (Its writes already fail: the writer refuses to commit into a
-    /// file that moved.)
-    fn let_go_of_names(&self, wait: bool) {
-        let Some(files) = &self.files else { return };
-        if files.let_go.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        if lock(&self.open_txns).is_empty() {
-            self.copy_wal_into_file(wait);
-        }
-        for (suffix, id) in [("-wal", files.wal), ("-shm", files.shm)] {
-            let mut name = files.path.clone().into_os_string();
-            name.push(suffix);
-            if id.is_some() && file_id(Path::new(&name)) == id {
-                let _ = std::fs::remove_file(&name);
-            }
-        }
-    }
-
-    /// Runs `f`, one statement that reads, where this engine reads: on the
-    /// writer's connection if it is free, else on a reader; always on the
-    /// writer's connection (waiting for it) for a private engine, whose
-    /// state lives there alone.
-    pub fn read<T>(
-        &self,
-        f: impl FnOnce(&litelane::rusqlite::Connection) -> litelane::Result<T>,
-    ) -> litelane::Result<T> {
-        if self.private {
-            return self.db.read_on_writer(f);
-        }
-        // A closure called at most once, whichever way it runs.
-        let mut f = Some(f);
-        let mut once = |c: &litelane::rusqlite::Connection| {
-            (f.take().expect("a read runs its statement once"))(c)
-        };
-        match self.db.try_read_statement_on_writer(&mut once) {
-            Some(r) => r,
-            None => self.db.read(once),
-        }
-    }
-
-    /// `DataError` for SQL longer than `SQLITE_LIMIT_SQL_LENGTH` bytes, as
-    /// `sqlite3` checks every statement before preparing it (SQLite's own
-    /// check would pass it: the statement cache trims trailing blanks).
-    pub fn check_sql_length(&self, py: Python<'_>, sql: &str) -> PyResult<()> {
-        match i64::try_from(sql.len()) {
-            Ok(n) if n <= self.sql_length_limit.load(Ordering::Relaxed) => Ok(()),
-            _ => Err(exc(py, "DataError", "query string is too large")),
-        }
-    }
-
-    /// True in a child process for an engine opened before its `fork()`.
-    pub fn stale(&self) -> bool {
-        self.generation != FORK_GENERATION.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Shared {
-    /// An engine closing on a file that moved: SQLite leaves its WAL beside
-    /// the path (it neither checkpoints nor deletes a moved file's WAL), where
-    /// the next engine opened there would apply it to another file.
-    fn drop(&mut self) {
-        if !self.stale() && self.moved() {
-            // No waiting here: a drop may run anywhere, the GIL held.
-            self.let_go_of_names(false);
-        }
-    }
-}
-
-/// Lets go of a handle's engine: dropped normally, or leaked in a forked
-/// child (dropping would join threads that do not exist there and close
-/// connections the parent still uses).
-pub fn release_shared(shared: Option<Arc<Shared>>) {
-    match shared {
-        Some(sh) if sh.stale() => std::mem::forget(sh),
-        other => drop(other),
-    }
-}
-
-impl Shared {
-    /// Refuses a write from a thread that already holds a transaction on
-    /// this database through another connection: it would wait for itself
-    /// forever (the standard library would wait `timeout`, then report
-    /// "database is locked").
-    pub fn check_no_open_txn(&self) -> litelane::Result<()> {
-        let me = std::thread::current().id();
-        if lock(&self.open_txns).get(&me).copied().unwrap_or(0) > 0 {
-            return Err(Error::user(format!(
-                "database is locked: this thread holds an open transaction on another \
-                 connection to {}; commit or roll it back first (waiting would never end)",
-                self.display
-            )));
-        }
-        Ok(())
-    }
-
-    /// One write transaction of its own (group commit), run again when it
-    /// was undone through no fault of its own: another write of its group
-    /// ended the shared transaction ([`Error::is_retryable`]), so nothing of
-    /// it happened. A write that ended the transaction itself reports
-    /// SQLite's error that did it (an `INSERT OR ROLLBACK`'s constraint).
-    pub fn write<T>(
-        &self,
-        f: impl Fn(&litelane::Tx<'_>) -> litelane::Result<T> + Sync,
-    ) -> litelane::Result<T>
-    where
-        T: Send,
-    {
-        retried(|| self.db.write(|tx| f(tx)))
-    }
-
-    /// `Database::execute` (one statement, a transaction of its own, which
-    /// another process may commit), retried and unwrapped as [`write`](Shared::write).
-    pub fn execute(&self, sql: &str, params: &[Value]) -> litelane::Result<litelane::Executed> {
-        retried(|| self.db.execute(sql, params))
-    }
-
-    pub fn mark_open(&self, thread: ThreadId) {
-        *lock(&self.open_txns).entry(thread).or_insert(0) += 1;
-    }
-
-    /// True when a thread other than `me` has a transaction open on this
-    /// database (through any connection of this process).
-    pub fn txn_open_elsewhere(&self, me: ThreadId) -> bool {
-        lock(&self.open_txns)
-            .iter()
-            .any(|(t, n)| *t != me && *n > 0)
-    }
-
-    pub fn mark_closed(&self, thread: ThreadId) {
-        let mut m = lock(&self.open_txns);
-        if let Some(n) = m.get_mut(&thread) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&thread);
-            }
-        }
-    }
-}
-
-/// The engines of one registry key: the one new connections join, and the
-/// others still open on it (connections' own engines, see [`open_private`],
-/// and engines left on a file that was deleted or replaced).
-#[derive(Default)]
-struct Engines {
-    shared: Weak<Shared>,
-    others: Vec<Weak<Shared>>,
-}
-
-static REGISTRY: LazyLock<Mutex<HashMap<String, Engines>>> = LazyLock::new(Default::default);
-
-/// The registry's entry for `key`, pruned of engines that closed.
-fn registry_entry<'r>(reg: &'r mut HashMap<String, Engines>, key: &str) -> &'r mut Engines {
-    reg.retain(|_, e| {
-        e.others.retain(|w| w.strong_count() > 0);
-        e.shared.strong_count() > 0 || !e.others.is_empty()
-    });
-    reg.entry(key.to_string()).or_default()
-}
-
-/// The registry key of a path: its canonical form, or `None` for private
-/// in-memory databases.
-/// True when the `file:` URI `uri`'s query has `kv` (`key=value`).
-fn uri_has(uri: &str, kv: &str) -> bool {
-    let query = uri.split_once('?').map_or("", |(_, q)| q);
-    query.split(['&', '#']).any(|p| p == kv)
-}
-
-/// True when `path` is a `file:` URI of an in-memory database.
-fn memory_uri(path: &str) -> bool {
-    path.starts_with("file::memory:") || (path.starts_with("file:") && uri_has(path, "mode=memory"))
-}
-
-fn registry_key(path: &str) -> Option<String> {
-    if path.is_empty() || path == ":memory:" {
-        return None;
-    }
-    if path.starts_with("file:") {
-        // A private in-memory database by URI has no name to share.
-        return (!memory_uri(path) || uri_has(path, "cache=shared")).then(|| path.to_string());
-    }
-    let p = Path::new(path);
-    let canonical = p.canonicalize().ok().or_else(|| {
-        let parent = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        Some(parent.canonicalize().ok()?.join(p.file_name()?))
-    })?;
-    Some(canonical.to_string_lossy().into_owned())
-}
-
-/// Opens an engine for one DB-API connection alone, on the file of `of`
-/// with its options but one reader: the connection's every statement runs
-/// on this engine's writer (see [`Shared::private`]); its writes still take
-/// the cross-process turn, which orders them with the shared engine's.
-fn open_private(of: &Shared) -> litelane::Result<Arc<Shared>> {
-    let mut opts = of.db.options().clone();
-    opts.readers = 1;
-    // The name it was opened with: a shared in-memory database's URI
-    // reaches the same database again.
-    let mut sh = Shared::new(Database::open(&of.display, opts)?, &of.display);
-    sh.private = true;
-    let sh = Arc::new(sh);
-    if let Some(key) = registry_key(&of.display) {
-        registry_entry(&mut lock(&REGISTRY), &key)
-            .others
-            .push(Arc::downgrade(&sh));
-    }
-    Ok(sh)
-}
-
-/// The file a `file:` URI names when it opens it `immutable=1`.
-fn immutable_file(uri: &str) -> Option<PathBuf> {
-    let rest = uri.strip_prefix("file:")?;
-    let (name, query) = rest.split_once('?')?;
-    let query = query.split('#').next().unwrap_or("");
-    if !query.split('&').any(|kv| kv == "immutable=1") {
-        return None;
-    }
-    // SQLite decodes %HH in the name; a `//host` authority is empty or localhost.
-    let name = name
-        .strip_prefix("//localhost")
-        .or_else(|| name.strip_prefix("//"))
-        .unwrap_or(name);
-    let bytes = name.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    std::fs::canonicalize(String::from_utf8(out).ok()?).ok()
-}
-
-/// Copies what the WAL holds into the database file (a passive checkpoint)
-/// for every engine of this process on `file` (every file engine: `None`).
-/// A connection that opens a file `immutable=1` reads the file alone, never
-/// its WAL; with `sqlite3` a commit is in the file as soon as it returns
-/// (rollback journal), so an immutable reader opened after a write sees it
-/// there. An engine in a transaction is left as it is (its writer is held).
-pub fn checkpoint_for_immutable(file: Option<&Path>) {
-    let engines: Vec<Arc<Shared>> = lock(&REGISTRY)
-        .values()
-        .flat_map(|e| std::iter::once(&e.shared).chain(&e.others))
-        .filter_map(Weak::upgrade)
-        .filter(|sh| {
-            sh.files
-                .as_ref()
-                .is_some_and(|f| file.is_none_or(|file| f.path == file))
-        })
-        .collect();
-    for sh in engines {
-        if lock(&sh.open_txns).is_empty() {
-            sh.copy_wal_into_file(true);
-        }
-    }
-}
-
-/// `checkpoint_for_immutable` for Python: before `ATTACH`ing a file
-/// `immutable=1` (which file is in SQL `litelane.dbapi` does not parse).
-#[pyfunction]
-#[pyo3(name = "checkpoint_for_immutable")]
-pub fn py_checkpoint_for_immutable(py: Python<'_>) {
-    py.detach(|| checkpoint_for_immutable(None));
-}
-
-/// `join_any`: share an open engine whatever its options. `stock_given`:
-/// `opts.stock_settings` was asked for (else an open engine's is taken).
-fn open_shared(
-    path: &str,
-    mut opts: Options,
-    join_any: bool,
-    stock_given: bool,
-) -> litelane::Result<Arc<Shared>> {
-    if let Some(file) = immutable_file(path) {
-        checkpoint_for_immutable(Some(&file));
-    }
-    let Some(key) = registry_key(path) else {
-        let db = if path.is_empty() || path == ":memory:" {
-            Database::open_in_memory(opts)?
-        } else {
-            Database::open(path, opts)?
-        };
-        // A private in-memory database: one connection's alone already.
-        let mut sh = Shared::new(db, path);
-        sh.private = true;
-        return Ok(Arc::new(sh));
-    };
-    loop {
-        let mut reg = lock(&REGISTRY);
-        let entry = registry_entry(&mut reg, &key);
-        if let Some(existing) = entry.shared.upgrade() {
-            if !existing.moved() {
-                if !stock_given {
-                    opts.stock_settings = existing.db.options().stock_settings;
-                }
-                if !join_any && existing.db.options() != &opts {
-                    return Err(Error::InvalidInput {
-                        message: format!(
-                            "{path} is already open in this process with other options \
-                             (profile {}); every connection to a file shares one engine, so \
-                             open it with the same profile and options",
-                            existing.db.options().profile
-                        ),
-                    });
-                }
-                return Ok(existing);
-            }
-            // The file at the path is not the one it has open (deleted,
-            // renamed or replaced meanwhile): as with `sqlite3`, a new
-            // connection opens the file there now, and the connections of
-            // the old engine stay on the old file.
-            entry.others.push(Arc::downgrade(&existing));
-            entry.shared = Weak::new();
-        }
-        let stale: Vec<Arc<Shared>> = entry
-            .others
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|e| {
-                e.moved()
-                    && !e
-                        .files
-                        .as_ref()
-                        .is_some_and(|f| f.let_go.load(Ordering::Acquire))
-            })
-            .collect();
-        if stale.is_empty() {
-            let shared = Arc::new(Shared::new(Database::open(path, opts)?, path));
-            entry.shared = Arc::downgrade(&shared);
-            return Ok(shared);
-        }
-        // Outside the registry's lock: a checkpoint waits for the writer.
-        drop(reg);
-        for e in stale {
-            e.let_go_of_names(true);
-        }
-    }
-}
-
-/// A read that pins the WAL as a dict (`label`, `age` in seconds, `sql`),
-/// or None.
-fn pinned_read_dict<'py>(
-    py: Python<'py>,
-    read: Option<&litelane::PinnedRead>,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let Some(r) = read else { return Ok(None) };
-    let d = PyDict::new(py);
-    d.set_item("label", &r.label)?;
-    d.set_item("age", r.age.as_secs_f64())?;
-    d.set_item("sql", &r.sql)?;
-    Ok(Some(d))
-}
-
-/// The WAL over its limit as a dict (`duration` in seconds, `wal_pages`,
-/// `limit_pages`, `reason`: "pinned_by_read", "pinned_elsewhere",
-/// "catching_up" or "checkpoint_failed"; `pinned_by` for the first,
-/// `error` for the last), or None while it is within its limit.
-fn over_limit_dict<'py>(
-    py: Python<'py>,
-    over: Option<&litelane::WalOverLimit>,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
-    use litelane::OverLimitReason as R;
-    let Some(o) = over else { return Ok(None) };
-    let d = PyDict::new(py);
-    d.set_item("duration", o.duration.as_secs_f64())?;
-    d.set_item("wal_pages", o.wal_pages)?;
-    d.set_item("limit_pages", o.limit_pages)?;
-    let reason = match &o.reason {
-        R::PinnedByRead(r) => {
-            d.set_item("pinned_by", pinned_read_dict(py, Some(r))?)?;
-            "pinned_by_read"
-        }
-        R::PinnedElsewhere => "pinned_elsewhere",
-        R::CatchingUp => "catching_up",
-        R::CheckpointFailed(e) => {
-            d.set_item("error", e)?;
-            "checkpoint_failed"
-        }
-        _ => "other",
-    };
-    d.set_item("reason", reason)?;
-    Ok(Some(d))
-}
-
-fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
-    let s: f64 = v.extract().map_err(|_| {
-        exc(
-            py,
-            "ProgrammingError",
-            format!("option {name}: expected seconds (a number)"),
-        )
-    })?;
-    Duration::try_from_secs_f64(s).map_err(|_| {
-        exc(
-            py,
-            "ProgrammingError",
-            format!("option {name}: {s} is not a duration in seconds"),
-        )
-    })
-}
-
-fn build_options(
-    py: Python<'_>,
-    profile: &str,
-    readers: Option<usize>,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Options> {
-    let profile: Profile = profile.parse().py_err(py)?;
-    let mut o = Options::with_profile(profile);
-    if let Some(r) = readers {
-        if r == 0 {
-            return Err(exc(py, "ProgrammingError", "readers must be at least 1"));
-        }
-        o.readers = r;
-    }
-    let Some(options) = options else {
-        return Ok(o);
-    };
-    let bad = |name: &str, what: &str| {
-        exc(
-            py,
-            "ProgrammingError",
-            format!("option {name}: expected {what}"),
-        )
-    };
-    for (k, v) in options.iter() {
-        let name: String = k.extract()?;
-        let int =
-            |what: &str| -> PyResult<u64> { v.extract::<u64>().map_err(|_| bad(&name, what)) };
-        let flag =
-            || -> PyResult<bool> { v.extract::<bool>().map_err(|_| bad(&name, "True or False")) };
-        let pages = || -> PyResult<u32> {
-            u32::try_from(int("pages")?).map_err(|_| bad(&name, "pages below 2^32"))
-        };
-        match name.as_str() {
-            "cache_size_kib" => {
-                o.cache_size_kib =
-                    u32::try_from(int("KiB")?).map_err(|_| bad(&name, "KiB below 2^32"))?
-            }
-            "mmap_size" => o.mmap_size = int("bytes")?,
-            "busy_timeout" => o.busy_timeout = seconds(py, &name, &v)?,
-            "statement_cache" => o.statement_cache = int("a count")? as usize,
-            "journal_size_limit" => o.journal_size_limit = int("bytes")?,
-            "persistent_wal" => o.persistent_wal = flag()?,
-            "group_commit" => o.group_commit.enabled = flag()?,
-            "group_commit_max_jobs" => o.group_commit.max_jobs = int("a count")?.max(1) as usize,
-            "group_commit_max_wait" => o.group_commit.max_wait = seconds(py, &name, &v)?,
-            "background_checkpoints" => o.checkpoints.background = flag()?,
-            "checkpoint_after_pages" => o.checkpoints.passive_after_pages = pages()?,
-            "wal_limit_pages" => o.checkpoints.limit_pages = pages()?,
-            "over_limit" => {
-                o.checkpoints.over_limit = match v.extract::<String>().as_deref() {
-                    Ok("grow") => litelane::OverLimit::Grow,
-                    Ok("hold_writers") => litelane::OverLimit::HoldWriters,
-                    _ => return Err(bad(&name, "\"grow\" or \"hold_writers\"")),
-                }
-            }
-            "escalation_wait" => o.checkpoints.escalation_wait = seconds(py, &name, &v)?,
-            "max_read_age" => {
-                o.checkpoints.max_read_age = match v.is_none() {
-                    true => None,
-                    false => Some(seconds(py, &name, &v)?),
-                }
-            }
-            "slow_statement" => o.slow_statement = seconds(py, &name, &v)?,
-            "long_wait" => o.long_wait = seconds(py, &name, &v)?,
-            "async_threads" => o.async_threads = int("a count")?.max(1) as usize,
-            "process_queue" => o.process_queue = flag()?,
-            "stock_settings" => o.stock_settings = flag()?,
-            "process_turn_linger" => o.process_turn_linger = seconds(py, &name, &v)?,
-            _ => {
-                return Err(exc(
-                    py,
-                    "ProgrammingError",
-                    format!(
-                        "unknown option {name:?}: expected one of cache_size_kib, mmap_size, \
-                         busy_timeout, statement_cache, journal_size_limit, persistent_wal, \
-                         group_commit, group_commit_max_jobs, group_commit_max_wait, \
-                         background_checkpoints, checkpoint_after_pages, wal_limit_pages, \
-                         over_limit, escalation_wait, max_read_age, slow_statement, long_wait, \
-                         async_threads, process_queue, stock_settings, process_turn_linger"
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(o)
-}
-
-/// Refuses transaction-control statements where litelane owns the
-/// transaction (use the API's commit/rollback instead).
-pub fn refuse_control(py: Python<'_>, sql: &str) -> PyResult<()> {
-    if !exec::starts_with_keyword(sql, &["BEGIN", "COMMIT", "END", "ROLLBACK"]) {
-        return Ok(()); // the usual case, decided without allocating
-    }
-    let kw = leading_keyword(sql);
-    let bare_rollback = kw == "ROLLBACK"
-        && !sql
-            .to_ascii_uppercase()
-            .split_whitespace()
-            .any(|w| w == "TO");
-    if matches!(kw.as_str(), "BEGIN" | "COMMIT" | "END") || bare_rollback {
-        return Err(exc(
-            py,
-            "ProgrammingError",
-            format!("{kw} is not run as a statement here: litelane owns the transaction (use transaction(), commit() or rollback())"),
-        ));
-    }
-    Ok(())
-}
-
-/// The result of `execute` as the tuple
-/// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`.
-pub fn outcome_tuple<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyTuple>> {
-    let columns = match &o.columns {
-        Some(c) => PyTuple::new(py, c)?.into_any(),
-        None => py.None().into_bound(py),
-    };
-    (
-        columns,
-        rows_list(py, &o.rows)?,
-        o.rowcount,
-        o.lastrowid,
-        o.wrote,
-        PyTuple::new(py, &o.decltypes)?,
-    )
-        .into_pyobject(py)
-}
-
-/// `cursor.description` per result shape (column names, declared types),
-/// built once: a statement run again returns the same tuple. Read and
-/// filled with the GIL held; emptied when it grows past 1,024 shapes.
-type Shape = (Vec<String>, Vec<Option<String>>);
-static DESCRIPTIONS: LazyLock<Mutex<HashMap<Shape, Py<PyTuple>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// The DB-API `cursor.description` of a result: one
-/// `(name, declared type or None, None, None, None, None, None)` per
-/// column; `None` for a statement without result columns. Returns it with
-/// the rest of the outcome.
-pub fn description<'py>(py: Python<'py>, o: Outcome) -> PyResult<(Bound<'py, PyAny>, Outcome)> {
-    let Outcome {
-        columns,
-        decltypes,
-        rows,
-        rowcount,
-        lastrowid,
-        wrote,
-    } = o;
-    let rest = Outcome {
-        columns: None,
-        decltypes: Vec::new(),
-        rows,
-        rowcount,
-        lastrowid,
-        wrote,
-    };
-    let Some(columns) = columns else {
-        return Ok((py.None().into_bound(py), rest));
-    };
-    let key = (columns, decltypes);
-    let mut cache = lock(&DESCRIPTIONS);
-    if let Some(d) = cache.get(&key) {
-        return Ok((d.bind(py).clone().into_any(), rest));
-    }
-    let items = key
-        .0
-        .iter()
-        .zip(&key.1)
-        .map(|(name, decl)| {
-            (
-                name,
-                decl,
-                py.None(),
-                py.None(),
-                py.None(),
-                py.None(),
-                py.None(),
-            )
-                .into_pyobject(py)
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let d = PyTuple::new(py, items)?;
-    if cache.len() >= 1024 {
-        cache.clear();
-    }
-    cache.insert(key, d.clone().unbind());
-    Ok((d.into_any(), rest))
-}
-
-/// The result of a statement as the DB-API layer (`litelane.dbapi`) stores
-/// it: `(description, rows, rowcount, lastrowid, wrote)`, the description
-/// as `cursor.description` shows it (see `description`).
-pub fn dbapi_tuple<'py>(py: Python<'py>, o: Outcome) -> PyResult<Bound<'py, PyTuple>> {
-    let (desc, o) = description(py, o)?;
-    (
-        desc,
-        rows_list(py, &o.rows)?,
-        o.rowcount,
-        o.lastrowid,
-        o.wrote,
-    )
-        .into_pyobject(py)
-}
-
-/// `outcome_tuple`, or `dbapi_tuple` when `describe`.
-pub fn result_tuple<'py>(
-    py: Python<'py>,
-    o: Outcome,
-    describe: bool,
-) -> PyResult<Bound<'py, PyTuple>> {
-    if describe {
-        dbapi_tuple(py, o)
-    } else {
-        outcome_tuple(py, &o)
-    }
-}
-
-/// Rows as tuples, or as dicts keyed by column name.
-pub fn rows_out<'py>(py: Python<'py>, o: &Outcome, dicts: bool) -> PyResult<Bound<'py, PyList>> {
-    if !dicts {
-        return rows_list(py, &o.rows);
-    }
-    let names: Vec<Bound<'py, PyString>> = o
-        .columns
-        .iter()
-        .flatten()
-        .map(|c| PyString::new(py, c))
-        .collect();
-    let list = PyList::empty(py);
-    for r in &o.rows {
-        list.append(row_dict(py, &names, r)?)?;
-    }
-    Ok(list)
-}
-
-fn row_dict<'py>(
-    py: Python<'py>,
-    names: &[Bound<'py, PyString>],
-    row: &[Value],
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for (n, v) in names.iter().zip(row) {
-        d.set_item(n, to_py(py, v)?)?;
-    }
-    Ok(d)
-}
 
 /// A handle on the process-wide engine of one database file.
 #[pyclass(frozen, module = "litelane._litelane")]
@@ -870,40 +32,6 @@ pub struct Engine {
     /// (`_set_timeout`, the DB-API connection's `timeout`); `None`: the
     /// engine's `busy_timeout` option.
     wait_timeout: Mutex<Option<Duration>>,
-}
-
-/// A `keep_waiting` for the engine's cross-process waits
-/// (`litelane::with_process_wait`) that runs Python's signal handlers
-/// (taking the GIL for it): a handler that raises (Ctrl-C's
-/// `KeyboardInterrupt`) ends the wait, its exception kept in `raised`.
-fn signal_check(raised: Arc<Mutex<Option<PyErr>>>) -> litelane::KeepWaiting {
-    Arc::new(move || {
-        Python::attach(|py| match py.check_signals() {
-            Ok(()) => true,
-            Err(e) => {
-                *lock(&raised) = Some(e);
-                false
-            }
-        })
-    })
-}
-
-/// Runs `f` with the GIL released, its waits for another process's turn
-/// bounded by `timeout` (`None`: the engine's `busy_timeout`) and ended by
-/// a Python signal handler that raises, whose exception is then returned
-/// instead of the engine's error.
-pub(crate) fn detach_waiting<T: Send>(
-    py: Python<'_>,
-    timeout: Option<Duration>,
-    f: impl FnOnce() -> litelane::Result<T> + Send,
-) -> PyResult<T> {
-    let raised = Arc::new(Mutex::new(None));
-    let check = signal_check(Arc::clone(&raised));
-    let out = py.detach(|| litelane::with_process_wait(timeout, Some(check), f));
-    if let Some(e) = lock(&raised).take() {
-        return Err(e);
-    }
-    out.py_err(py)
 }
 
 impl Drop for Engine {
@@ -928,18 +56,16 @@ impl Engine {
     }
 
     /// One statement as a write of its own (`outside`: on the writer outside
-    /// any transaction), with this handle's hooks; the outcome tuple (the
-    /// DB-API layer's tuple when `describe`, see `result_tuple`).
+    /// any transaction), with this handle's hooks; its [`PyOutcome`].
     fn write_one<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         outside: bool,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         let o = self.write_outcome(py, sql, params, outside)?;
-        result_tuple(py, o, describe)
+        outcome(py, o)
     }
 
     /// [`write_one`](Engine::write_one)'s statement as an outcome.
@@ -1070,14 +196,14 @@ impl Engine {
         let sh = lock(&self.shared).clone().ok_or_else(|| {
             exc(
                 py,
-                "ProgrammingError",
+                Class::ProgrammingError,
                 "Cannot operate on a closed database.",
             )
         })?;
         if sh.stale() {
             return Err(exc(
                 py,
-                "ProgrammingError",
+                Class::ProgrammingError,
                 format!(
                     "this connection to {} was opened before the process forked; a \
                      connection does not survive fork(): open a new one in the child",
@@ -1141,35 +267,30 @@ impl Engine {
 
     /// Runs one statement outside any transaction: read-only statements on a
     /// reader, others as one write transaction (if `allow_write`; otherwise
-    /// returns None without running it). Returns
-    /// `(columns, rows, rowcount, lastrowid, wrote, decltypes)`, or with
-    /// `describe` the DB-API layer's `(description, rows, rowcount,
-    /// lastrowid, wrote)`.
-    #[pyo3(signature = (sql, params = None, allow_write = true, describe = false))]
+    /// returns None without running it). Returns its [`PyOutcome`].
+    #[pyo3(signature = (sql, params = None, allow_write = true))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
         allow_write: bool,
-        describe: bool,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    ) -> PyResult<Option<Bound<'py, PyOutcome>>> {
         self.run_outcome(py, sql, params, allow_write)?
-            .map(|o| result_tuple(py, o, describe))
+            .map(|o| outcome(py, o))
             .transpose()
     }
 
     /// Runs one statement as its own write transaction, without first
-    /// checking on a reader whether it writes; the tuple of `execute`.
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// checking on a reader whether it writes; the outcome of `execute`.
+    #[pyo3(signature = (sql, params = None))]
     fn execute_write<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, false, describe)
+    ) -> PyResult<Bound<'py, PyOutcome>> {
+        self.write_one(py, sql, params, false)
     }
 
     /// Runs a read-only statement and returns its rows (tuples or dicts);
@@ -1182,7 +303,7 @@ impl Engine {
         params: Option<&Bound<'py, PyAny>>,
         dicts: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let p = to_params(params)?;
         let sh = self.get(py)?;
         let o = self.waiting(py, || -> litelane::Result<Outcome> {
@@ -1196,13 +317,13 @@ impl Engine {
     }
 
     /// Runs one statement for every parameter set, all in one write
-    /// transaction. Returns `(None, [], rowcount, lastrowid, True)`.
+    /// transaction. Returns its outcome (no rows).
     fn executemany<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         seq: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         self.hooks.partial().store(0, Ordering::Relaxed);
         let sets = params_seq(seq)?;
         let sh = self.get(py)?;
@@ -1221,7 +342,7 @@ impl Engine {
             })
         })?;
         o.wrote = true;
-        outcome_tuple(py, &o)
+        outcome(py, o)
     }
 
     /// Runs a script of statements as one write transaction (BEGIN/COMMIT in
@@ -1323,67 +444,7 @@ impl Engine {
 
     /// A snapshot of the engine's metrics; durations in seconds.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.get(py)?.db.metrics();
-        let d = PyDict::new(py);
-        d.set_item("queue_wait_p50", m.queue_wait_p50.as_secs_f64())?;
-        d.set_item("queue_wait_p95", m.queue_wait_p95.as_secs_f64())?;
-        d.set_item("queue_wait_p99", m.queue_wait_p99.as_secs_f64())?;
-        d.set_item("queue_wait_max", m.queue_wait_max.as_secs_f64())?;
-        d.set_item("queue_depth", m.queue_depth)?;
-        d.set_item("transactions", m.transactions)?;
-        d.set_item("rollbacks", m.rollbacks)?;
-        d.set_item("outcomes_unknown", m.outcomes_unknown)?;
-        d.set_item("rows_written", m.rows_written)?;
-        d.set_item("commits", m.commits)?;
-        d.set_item("mean_group_size", m.mean_group_size())?;
-        d.set_item("group_sizes", m.group_sizes.to_vec())?;
-        d.set_item("busy_errors", m.busy_errors)?;
-        d.set_item("checkpoints", m.checkpoints)?;
-        d.set_item("checkpoints_escalated", m.checkpoints_escalated)?;
-        d.set_item("checkpoint_pages", m.checkpoint_pages)?;
-        d.set_item("checkpoint_time", m.checkpoint_time.as_secs_f64())?;
-        d.set_item("wal_pages", m.wal_pages)?;
-        d.set_item(
-            "wal_over_limit",
-            over_limit_dict(py, m.wal_over_limit.as_ref())?,
-        )?;
-        d.set_item("wal_over_limit_count", m.wal_over_limit_count)?;
-        d.set_item("wal_over_limit_time", m.wal_over_limit_time.as_secs_f64())?;
-        d.set_item(
-            "wal_pinned_by",
-            pinned_read_dict(py, m.wal_pinned_by.as_ref())?,
-        )?;
-        d.set_item("checkpoint_holds", m.checkpoint_holds)?;
-        d.set_item("checkpoint_hold_max", m.checkpoint_hold_max.as_secs_f64())?;
-        d.set_item("checkpoint_hold_time", m.checkpoint_hold_time.as_secs_f64())?;
-        d.set_item("wal_file_bytes", m.wal_file_bytes)?;
-        d.set_item("wal_syncs", m.wal_syncs)?;
-        d.set_item("syncs_shared", m.syncs_shared)?;
-        d.set_item("combined_elsewhere", m.combined_elsewhere)?;
-        d.set_item("combined_here", m.combined_here)?;
-        d.set_item("process_turns", m.process_turns)?;
-        d.set_item("turns_out_of_order", m.turns_out_of_order)?;
-        d.set_item("process_queue_off", m.process_queue_off.as_deref())?;
-        d.set_item("combined_commits_off", m.combined_commits_off.as_deref())?;
-        let slow = PyList::empty(py);
-        for s in &m.slow_statements {
-            let e = PyDict::new(py);
-            e.set_item("sql", &s.sql)?;
-            e.set_item("duration", s.duration.as_secs_f64())?;
-            slow.append(e)?;
-        }
-        d.set_item("slow_statements", slow)?;
-        let long = PyList::empty(py);
-        for w in &m.long_waits {
-            let e = PyDict::new(py);
-            e.set_item("waited", w.waited.as_secs_f64())?;
-            e.set_item("waiter_label", &w.waiter_label)?;
-            e.set_item("holder_label", &w.holder_label)?;
-            e.set_item("holder_sql", &w.holder_sql)?;
-            long.append(e)?;
-        }
-        d.set_item("long_waits", long)?;
-        Ok(d)
+        crate::metrics::metrics_dict(py, &self.get(py)?.db.metrics())
     }
 
     /// Runs one checkpoint now (`passive`, `full`, `restart`, `truncate`).
@@ -1444,16 +505,15 @@ impl Engine {
     }
 
     /// Runs one statement on the writer outside any transaction (`VACUUM`):
-    /// returns the tuple of `execute`.
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// returns the outcome of `execute`.
+    #[pyo3(signature = (sql, params = None))]
     fn execute_outside_transaction<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        self.write_one(py, sql, params, true, describe)
+    ) -> PyResult<Bound<'py, PyOutcome>> {
+        self.write_one(py, sql, params, true)
     }
 
     /// Copies the database, consistent as of one moment, to a new file at
@@ -1653,201 +713,5 @@ impl Engine {
     /// True when `other` is a handle on the same engine.
     fn same_engine(&self, py: Python<'_>, other: &Engine) -> PyResult<bool> {
         Ok(Arc::ptr_eq(&self.get(py)?, &other.get(py)?))
-    }
-}
-
-/// Converts an iterable of parameter sets.
-pub fn params_seq(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Params>> {
-    let mut sets = Vec::new();
-    for item in seq.try_iter()? {
-        sets.push(to_params(Some(&item?))?);
-    }
-    Ok(sets)
-}
-
-enum Msg {
-    Columns(Vec<String>),
-    Rows(Vec<Vec<Value>>),
-    Failed(Error),
-}
-
-/// Rows of one read-only statement, streamed from a reader thread.
-#[pyclass(module = "litelane._litelane")]
-pub struct RowIter {
-    rx: Mutex<Option<Receiver<Msg>>>,
-    buf: VecDeque<Vec<Value>>,
-    names: Option<Vec<Py<PyString>>>,
-    dicts: bool,
-}
-
-impl RowIter {
-    fn start(
-        sh: Arc<Shared>,
-        hooks: Arc<Hooks>,
-        sql: String,
-        params: Params,
-        dicts: bool,
-        batch: usize,
-    ) -> PyResult<RowIter> {
-        let (tx, rx) = mpsc::sync_channel::<Msg>(2);
-        let spawned = std::thread::Builder::new()
-            .name("litelane-iter".into())
-            .spawn(move || stream(sh, hooks, sql, params, batch, tx));
-        if let Err(e) = spawned {
-            return Python::attach(|py| {
-                Err(exc(
-                    py,
-                    "OperationalError",
-                    format!("starting a reader thread: {e}"),
-                ))
-            });
-        }
-        Ok(RowIter {
-            rx: Mutex::new(Some(rx)),
-            buf: VecDeque::new(),
-            names: None,
-            dicts,
-        })
-    }
-}
-
-/// The limit of an `SQLITE_LIMIT_*` number, as `sqlite3` checks it.
-fn limit_of(py: Python<'_>, category: i32) -> PyResult<litelane::rusqlite::limits::Limit> {
-    use litelane::rusqlite::limits::Limit::*;
-    Ok(match category {
-        0 => SQLITE_LIMIT_LENGTH,
-        1 => SQLITE_LIMIT_SQL_LENGTH,
-        2 => SQLITE_LIMIT_COLUMN,
-        3 => SQLITE_LIMIT_EXPR_DEPTH,
-        4 => SQLITE_LIMIT_COMPOUND_SELECT,
-        5 => SQLITE_LIMIT_VDBE_OP,
-        6 => SQLITE_LIMIT_FUNCTION_ARG,
-        7 => SQLITE_LIMIT_ATTACHED,
-        8 => SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
-        9 => SQLITE_LIMIT_VARIABLE_NUMBER,
-        10 => SQLITE_LIMIT_TRIGGER_DEPTH,
-        11 => SQLITE_LIMIT_WORKER_THREADS,
-        _ => return Err(exc(py, "ProgrammingError", "'category' is out of bounds")),
-    })
-}
-
-fn names_of(stmt: &litelane::rusqlite::Statement<'_>) -> Vec<String> {
-    stmt.column_names().map(str::to_owned).collect()
-}
-
-fn stream(
-    sh: Arc<Shared>,
-    hooks: Arc<Hooks>,
-    sql: String,
-    params: Params,
-    batch: usize,
-    tx: SyncSender<Msg>,
-) {
-    let res = sh.db.read(|conn| {
-        hooks.around(conn, || {
-            let mut stmt = conn.prepare(&sql).map_err(|e| Error::from_sqlite(e, ""))?;
-            if !stmt.readonly() {
-                return Err(Error::InvalidInput {
-                    message: "iterate() streams read-only statements; run writes with execute()"
-                        .into(),
-                });
-            }
-            exec::bind_params(&mut stmt, &params)?;
-            crate::functions::trace(&stmt, &sql);
-            let mut rows = stmt.raw_query();
-            let mut chunk = Vec::with_capacity(batch);
-            // The names are sent after the first step, when a statement whose
-            // schema changed since it was prepared has been re-prepared.
-            let mut named = false;
-            while let Some(r) = rows.next()? {
-                if !named {
-                    named = true;
-                    if tx.send(Msg::Columns(names_of(r.as_ref()))).is_err() {
-                        return Ok(());
-                    }
-                }
-                let n = r.as_ref().column_count();
-                let mut row = Vec::with_capacity(n);
-                for i in 0..n {
-                    row.push(exec::value_at(r, i)?);
-                }
-                chunk.push(row);
-                if chunk.len() == batch && tx.send(Msg::Rows(std::mem::take(&mut chunk))).is_err() {
-                    return Ok(()); // the iterator was dropped
-                }
-            }
-            drop(rows);
-            if !named && tx.send(Msg::Columns(names_of(&stmt))).is_err() {
-                return Ok(());
-            }
-            if !chunk.is_empty() {
-                let _ = tx.send(Msg::Rows(chunk));
-            }
-            Ok(())
-        })
-    });
-    if let Err(e) = res {
-        let _ = tx.send(Msg::Failed(e));
-    }
-}
-
-#[pymethods]
-impl RowIter {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        loop {
-            if let Some(row) = self.buf.pop_front() {
-                return Ok(Some(if self.dicts {
-                    let names: Vec<Bound<'py, PyString>> = self
-                        .names
-                        .iter()
-                        .flatten()
-                        .map(|n| n.bind(py).clone())
-                        .collect();
-                    row_dict(py, &names, &row)?.into_any()
-                } else {
-                    row_tuple(py, &row)?.into_any()
-                }));
-            }
-            let Some(rx) = lock(&self.rx).take() else {
-                return Ok(None);
-            };
-            let (rx, msg) = py.detach(move || {
-                let msg = rx.recv();
-                (rx, msg)
-            });
-            *lock(&self.rx) = Some(rx);
-            match msg {
-                Ok(Msg::Columns(c)) => {
-                    self.names = Some(c.iter().map(|s| PyString::new(py, s).unbind()).collect());
-                }
-                Ok(Msg::Rows(rows)) => self.buf.extend(rows),
-                Ok(Msg::Failed(e)) => {
-                    lock(&self.rx).take();
-                    return Err(crate::errors::engine(py, e));
-                }
-                Err(_) => {
-                    lock(&self.rx).take();
-                    return Ok(None);
-                }
-            }
-        }
-    }
-
-    /// Result column names (available once the first row, or the end, was read).
-    #[getter]
-    fn columns(&self, py: Python<'_>) -> Option<Vec<Py<PyString>>> {
-        self.names
-            .as_ref()
-            .map(|v| v.iter().map(|n| n.clone_ref(py)).collect())
-    }
-
-    /// Stops the stream and frees the reader.
-    fn close(&mut self) {
-        lock(&self.rx).take();
-        self.buf.clear();
     }
 }

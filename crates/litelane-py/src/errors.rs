@@ -2,23 +2,91 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyModule;
 
-static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+/// The PEP 249 exception classes of `litelane/_errors.py` (and its two
+/// subclasses of `OperationalError`) that the extension raises: a class
+/// is named here once, so a misspelt one does not compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    InterfaceError,
+    DatabaseError,
+    DataError,
+    OperationalError,
+    IntegrityError,
+    InternalError,
+    ProgrammingError,
+    NotSupportedError,
+    OutcomeUnknown,
+    WritesStopped,
+}
 
-/// An exception of class `class` (a name defined in `litelane/_errors.py`).
-pub fn exc(py: Python<'_>, class: &str, message: impl Into<String>) -> PyErr {
+impl Class {
+    const ALL: [Class; 10] = [
+        Class::InterfaceError,
+        Class::DatabaseError,
+        Class::DataError,
+        Class::OperationalError,
+        Class::IntegrityError,
+        Class::InternalError,
+        Class::ProgrammingError,
+        Class::NotSupportedError,
+        Class::OutcomeUnknown,
+        Class::WritesStopped,
+    ];
+
+    /// Its name in `litelane/_errors.py`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::InterfaceError => "InterfaceError",
+            Class::DatabaseError => "DatabaseError",
+            Class::DataError => "DataError",
+            Class::OperationalError => "OperationalError",
+            Class::IntegrityError => "IntegrityError",
+            Class::InternalError => "InternalError",
+            Class::ProgrammingError => "ProgrammingError",
+            Class::NotSupportedError => "NotSupportedError",
+            Class::OutcomeUnknown => "OutcomeUnknown",
+            Class::WritesStopped => "WritesStopped",
+        }
+    }
+
+    /// The Python class, looked up once (all of them) in `litelane._errors`.
+    fn get<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let classes = CLASSES.get_or_try_init(py, || {
+            let module = py.import("litelane._errors")?;
+            Class::ALL
+                .iter()
+                .map(|c| module.getattr(c.name()).map(Bound::unbind))
+                .collect::<PyResult<Vec<_>>>()
+        })?;
+        Ok(classes[self as usize].bind(py).clone())
+    }
+}
+
+// `Class::get` finds a class at its own index: checked when compiling.
+const _: () = {
+    let mut i = 0;
+    while i < Class::ALL.len() {
+        assert!(Class::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
+/// The classes of [`Class::ALL`], in its order.
+static CLASSES: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
+
+/// An exception of class `class`.
+pub fn exc(py: Python<'_>, class: Class, message: impl Into<String>) -> PyErr {
     build(py, class, message.into(), None).unwrap_or_else(|e| e)
 }
 
 fn build(
     py: Python<'_>,
-    class: &str,
+    class: Class,
     message: String,
     extended_code: Option<i32>,
 ) -> PyResult<PyErr> {
-    let module = ERRORS.get_or_try_init(py, || py.import("litelane._errors").map(Bound::unbind))?;
-    let value = module.bind(py).getattr(class)?.call1((message,))?;
+    let value = class.get(py)?.call1((message,))?;
     if let Some(extended) = extended_code {
         value.setattr("sqlite_errorcode", extended)?;
         value.setattr("sqlite_errorname", litelane::SqliteCode::name_of(extended))?;
@@ -27,14 +95,14 @@ fn build(
 }
 
 /// The PEP 249 class for an SQLite primary result code, as `sqlite3` maps them.
-fn class_for(code: i32) -> &'static str {
+fn class_for(code: i32) -> Class {
     match code {
-        2 | 12 => "InternalError",                  // INTERNAL, NOTFOUND
-        1 | 3..=10 | 13..=17 => "OperationalError", // ERROR, PERM, ABORT, BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, FULL, CANTOPEN, PROTOCOL, EMPTY, SCHEMA
-        18 => "DataError",                          // TOOBIG
-        19 | 20 => "IntegrityError",                // CONSTRAINT, MISMATCH
-        21 | 25 => "InterfaceError",                // MISUSE, RANGE
-        _ => "DatabaseError",                       // CORRUPT, NOTADB, ...
+        2 | 12 => Class::InternalError,                  // INTERNAL, NOTFOUND
+        1 | 3..=10 | 13..=17 => Class::OperationalError, // ERROR, PERM, ABORT, BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, FULL, CANTOPEN, PROTOCOL, EMPTY, SCHEMA
+        18 => Class::DataError,                          // TOOBIG
+        19 | 20 => Class::IntegrityError,                // CONSTRAINT, MISMATCH
+        21 | 25 => Class::InterfaceError,                // MISUSE, RANGE
+        _ => Class::DatabaseError,                       // CORRUPT, NOTADB, ...
     }
 }
 
@@ -68,16 +136,18 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
             let (class, code) = commit_state_class(&e).expect("a commit-state error");
             build(py, class, e.to_string(), code)
         }
-        litelane::Error::InvalidInput { message } => build(py, "ProgrammingError", message, None),
+        litelane::Error::InvalidInput { message } => {
+            build(py, Class::ProgrammingError, message, None)
+        }
         // SQLite's own code for it, so that callers (the drop-in's read-only
         // fallback at connect) can tell it apart by code, not by text.
         e @ litelane::Error::ReadOnly { .. } => build(
             py,
-            "OperationalError",
+            Class::OperationalError,
             e.to_string(),
             Some(litelane::rusqlite::ffi::SQLITE_READONLY),
         ),
-        other => build(py, "OperationalError", other.to_string(), None),
+        other => build(py, Class::OperationalError, other.to_string(), None),
     };
     out.unwrap_or_else(|e| e)
 }
@@ -87,12 +157,12 @@ pub fn engine(py: Python<'_>, e: litelane::Error) -> PyErr {
 /// state: a failed fsync at COMMIT is neither failed nor committed
 /// (`OutcomeUnknown`, with SQLite's codes, 1034 for an fsync); the handle
 /// then refuses writes (`WritesStopped`). `None` for other errors.
-fn commit_state_class(e: &litelane::Error) -> Option<(&'static str, Option<i32>)> {
+fn commit_state_class(e: &litelane::Error) -> Option<(Class, Option<i32>)> {
     match e {
         litelane::Error::OutcomeUnknown { extended_code, .. } => {
-            Some(("OutcomeUnknown", Some(*extended_code)))
+            Some((Class::OutcomeUnknown, Some(*extended_code)))
         }
-        litelane::Error::WritesStopped { .. } => Some(("WritesStopped", None)),
+        litelane::Error::WritesStopped { .. } => Some((Class::WritesStopped, None)),
         _ => None,
     }
 }
@@ -124,13 +194,19 @@ mod tests {
             context: "COMMIT".into(),
             os: Some(std::io::Error::from_raw_os_error(5).into()),
         };
-        assert_eq!(commit_state_class(&e), Some(("OutcomeUnknown", Some(1034))));
+        assert_eq!(
+            commit_state_class(&e),
+            Some((Class::OutcomeUnknown, Some(1034)))
+        );
         assert_eq!(litelane::SqliteCode::name_of(1034), "SQLITE_IOERR_FSYNC");
         let stopped = litelane::Error::WritesStopped {
             path: "d.db".into(),
             reason: "an earlier commit's outcome is unknown".into(),
         };
-        assert_eq!(commit_state_class(&stopped), Some(("WritesStopped", None)));
+        assert_eq!(
+            commit_state_class(&stopped),
+            Some((Class::WritesStopped, None))
+        );
         let plain = litelane::Error::Sqlite {
             code: 10,
             os: None,

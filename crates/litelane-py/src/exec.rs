@@ -3,28 +3,12 @@
 //! user functions SQLite calls) take it (see `functions.rs`).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use litelane::rusqlite::fallible_iterator::FallibleIterator as _;
 use litelane::rusqlite::{Connection, Statement};
 use litelane::{Error, MultiRowInsert, Result, Value};
 
-/// Parameters of one statement, converted from Python while the GIL was held.
-#[derive(Debug, Clone)]
-pub enum Params {
-    /// No parameters given (`execute(sql)`).
-    Empty,
-    /// A sequence: bound by position (`?`, `?NNN`).
-    Positional(Vec<Value>),
-    /// A mapping: bound by name (`:name`, `@name`, `$name`), key without the
-    /// prefix character.
-    Named(HashMap<String, Value>),
-    /// A mapping that is not exactly a `dict` (a subclass, or any other
-    /// mapping): each name is looked up when the statement binds, with the
-    /// GIL taken for it, so `__getitem__` and `__missing__` apply as in
-    /// `sqlite3`.
-    Lookup(std::sync::Arc<pyo3::Py<pyo3::PyAny>>),
-}
+use crate::convert::{lookup_param, Params};
 
 /// What one statement (or one `executemany`) produced.
 #[derive(Debug, Default)]
@@ -111,7 +95,7 @@ pub fn bind_params(stmt: &mut Statement<'_>, params: &Params) -> Result<()> {
                 })?;
                 let v = match params {
                     Params::Named(map) => map.get(&name[1..]).map(Cow::Borrowed),
-                    Params::Lookup(mapping) => crate::convert::lookup_param(mapping, &name, i)
+                    Params::Lookup(mapping) => lookup_param(mapping, &name, i)
                         .map_err(invalid)?
                         .map(Cow::Owned),
                     Params::Empty | Params::Positional(_) => None,
@@ -390,6 +374,25 @@ fn with_context(mut e: Error, sql: &str) -> Error {
         }
     }
     e
+}
+
+/// Refuses transaction-control statements where litelane owns the
+/// transaction (use the API's commit/rollback instead): an `InvalidInput`
+/// error, a `ProgrammingError` in Python.
+pub fn refuse_control(sql: &str) -> Result<()> {
+    if !starts_with_keyword(sql, &["BEGIN", "COMMIT", "END", "ROLLBACK"]) {
+        return Ok(()); // the usual case, decided without allocating
+    }
+    let kw = leading_keyword(sql);
+    let bare_rollback = kw == "ROLLBACK"
+        && !sql
+            .to_ascii_uppercase()
+            .split_whitespace()
+            .any(|w| w == "TO");
+    if matches!(kw.as_str(), "BEGIN" | "COMMIT" | "END") || bare_rollback {
+        return Err(invalid(format!("{kw} is not run as a statement here: litelane owns the transaction (use transaction(), commit() or rollback())")));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -46,8 +46,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::engine::lock;
-use crate::errors::exc;
+use crate::errors::{exc, Class};
+use crate::sync::lock;
 
 /// `sqlite3.enable_callback_tracebacks`: print (through
 /// `sys.unraisablehook`) the exceptions raised in callbacks.
@@ -139,7 +139,7 @@ fn result_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     Err(exc(
         py,
-        "ProgrammingError",
+        Class::ProgrammingError,
         format!("User-defined functions cannot return '{type_name}' values to SQLite"),
     ))
 }
@@ -464,7 +464,7 @@ pub fn create_function(
     };
     state
         .record(db, key, origin, install)
-        .map_err(|_| exc(py, "OperationalError", "Error creating function"))
+        .map_err(|_| exc(py, Class::OperationalError, "Error creating function"))
 }
 
 /// `create_aggregate` (`window` false) and `create_window_function`.
@@ -495,10 +495,10 @@ pub fn create_aggregate(
         .map_err(|e| match (window, e) {
             // sqlite3: SQLite's text for the code, as a ProgrammingError.
             (true, litelane::Error::Sqlite { code, .. }) => {
-                exc(py, "ProgrammingError", ffi::code_to_str(code))
+                exc(py, Class::ProgrammingError, ffi::code_to_str(code))
             }
-            (true, e) => exc(py, "ProgrammingError", e.to_string()),
-            (false, _) => exc(py, "OperationalError", "Error creating aggregate"),
+            (true, e) => exc(py, Class::ProgrammingError, e.to_string()),
+            (false, _) => exc(py, Class::OperationalError, "Error creating aggregate"),
         })
 }
 
@@ -699,7 +699,7 @@ pub fn trace(stmt: &Statement<'_>, sql: &str) {
             Some(sql) => sql,
             None => {
                 let message = "Expanded SQL string exceeds the maximum string length";
-                report(py, exc(py, "DataError", message), cb);
+                report(py, exc(py, Class::DataError, message), cb);
                 sql.to_string()
             }
         };

@@ -14,8 +14,8 @@ use litelane_import::{ImportOptions, Progress, Rejected};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::engine::Shared;
-use crate::errors::{engine, exc};
+use crate::errors::{engine, exc, Class};
+use crate::registry::Shared;
 
 /// The keyword options `import_file` takes (besides the callbacks).
 const OPTIONS: &[&str] = &[
@@ -65,7 +65,7 @@ pub fn import_file<'py>(
         .ok_or_else(|| {
             exc(
                 py,
-                "NotSupportedError",
+                Class::NotSupportedError,
                 "import_file needs a database file, not an in-memory database",
             )
         })?
@@ -102,7 +102,7 @@ fn set_option(
     key: &str,
     value: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    let bad = |why: String| exc(py, "ProgrammingError", format!("import_file: {why}"));
+    let bad = |why: String| exc(py, Class::ProgrammingError, format!("import_file: {why}"));
     if !OPTIONS.contains(&key) {
         return Err(bad(format!(
             "unknown option {key:?} (`litelane import` has no --{}); the options are {}",
@@ -143,7 +143,7 @@ fn set_option(
     };
     fn named<T: std::str::FromStr<Err = String>>(py: Python<'_>, t: String) -> PyResult<T> {
         t.parse()
-            .map_err(|e: String| exc(py, "ProgrammingError", format!("import_file: {e}")))
+            .map_err(|e: String| exc(py, Class::ProgrammingError, format!("import_file: {e}")))
     }
     match key {
         "no_header" => flag(&mut o.no_header)?,
@@ -316,7 +316,11 @@ fn run_interruptible(
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(exc(py, "OperationalError", "the import thread panicked"))
+                    return Err(exc(
+                        py,
+                        Class::OperationalError,
+                        "the import thread panicked",
+                    ))
                 }
             }
         }
@@ -365,6 +369,6 @@ fn import_error(py: Python<'_>, path: &str, e: litelane_import::Error) -> PyErr 
             let _ = value.setattr("args", (message,));
             err
         }
-        None => exc(py, "OperationalError", message),
+        None => exc(py, Class::OperationalError, message),
     }
 }

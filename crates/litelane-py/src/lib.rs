@@ -18,6 +18,12 @@ mod errors;
 mod exec;
 mod functions;
 mod import;
+mod metrics;
+mod options;
+mod registry;
+mod results;
+mod rows;
+mod sync;
 mod txn;
 mod workers;
 
@@ -76,8 +82,8 @@ fn remove_shared_memory_files() {
 #[pymodule]
 fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::open, m)?)?;
-    m.add_function(wrap_pyfunction!(engine::after_fork_in_child, m)?)?;
-    m.add_function(wrap_pyfunction!(engine::py_checkpoint_for_immutable, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::py_checkpoint_for_immutable, m)?)?;
     m.add_function(wrap_pyfunction!(remove_shared_memory_files, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_version, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
@@ -91,8 +97,9 @@ fn _litelane(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dbapi::ConnectionBase>()?;
     m.add_class::<dbapi::CursorBase>()?;
     m.add_class::<engine::Engine>()?;
-    m.add_class::<engine::RowIter>()?;
+    m.add_class::<rows::RowIter>()?;
     m.add_class::<txn::Txn>()?;
+    m.add_class::<results::PyOutcome>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

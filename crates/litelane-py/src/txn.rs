@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use litelane::{Error, Result};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
-use crate::convert::to_params;
-use crate::engine::{
-    lock, outcome_tuple, params_seq, refuse_control, result_tuple, rows_out, Shared,
-};
-use crate::errors::{exc, IntoPy};
-use crate::exec::{self, Outcome, Params};
+use crate::convert::{params_seq, to_params, Params};
+use crate::errors::{exc, Class, IntoPy};
+use crate::exec::{self, Outcome};
 use crate::functions::Hooks;
+use crate::registry::Shared;
+use crate::results::{outcome, rows_out, PyOutcome};
+use crate::sync::{detach_waiting, lock};
 
 const QUEUED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -175,7 +175,7 @@ fn deliver_outcome(reply: Reply<Outcome>, r: Result<Outcome>) {
         Reply::Call(cb, shape) => call_back(cb, move |py| {
             let o = r.map_err(|e| crate::errors::engine(py, e))?;
             match shape {
-                Shape::Outcome => outcome_tuple(py, &o).map(Bound::into_any),
+                Shape::Outcome => outcome(py, o).map(Bound::into_any),
                 Shape::Rows(dicts) => rows_out(py, &o, dicts).map(Bound::into_any),
                 Shape::Unit => Ok(py.None().into_bound(py)),
             }
@@ -268,7 +268,7 @@ impl Txn {
             // worker thread, which waits at most `timeout` and may join a
             // group commit.
             let db = shared.db.clone();
-            let held = crate::engine::detach_waiting(py, Some(timeout), || {
+            let held = detach_waiting(py, Some(timeout), || {
                 db.try_hold_writer("python transaction")
             })?;
             if let Some(write) = held {
@@ -322,7 +322,7 @@ impl Txn {
         .map_err(|e| {
             exc(
                 py,
-                "OperationalError",
+                Class::OperationalError,
                 format!("starting a transaction thread: {e}"),
             )
         })?;
@@ -346,7 +346,7 @@ impl Txn {
             .ok_or_else(|| {
                 exc(
                     py,
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     "the transaction is finished (committed or rolled back)",
                 )
             })
@@ -471,7 +471,7 @@ impl Txn {
     fn forked(&self, py: Python<'_>) -> PyErr {
         exc(
             py,
-            "ProgrammingError",
+            Class::ProgrammingError,
             format!(
                 "this transaction on {} was begun before the process forked; it belongs \
                  to the parent: open a new connection in the child",
@@ -487,7 +487,7 @@ impl Txn {
         sql: String,
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let p = to_params(params)?;
         self.statement(py, Stmt::Exec(sql, p))
     }
@@ -788,20 +788,17 @@ fn answer_end(end: Option<(bool, Reply<()>)>, res: Result<()>, failure: &Mutex<O
 
 #[pymethods]
 impl Txn {
-    /// Runs one statement in the transaction; returns
-    /// `(columns, rows, rowcount, lastrowid, True, decltypes)`, or with
-    /// `describe` the DB-API layer's `(description, rows, rowcount,
-    /// lastrowid, True)` (see `Engine.execute`).
-    #[pyo3(signature = (sql, params = None, describe = false))]
+    /// Runs one statement in the transaction; returns its outcome (see
+    /// `Engine.execute`).
+    #[pyo3(signature = (sql, params = None))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         sql: String,
         params: Option<&Bound<'py, PyAny>>,
-        describe: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Bound<'py, PyOutcome>> {
         let o = self.execute_outcome(py, sql, params)?;
-        result_tuple(py, o, describe)
+        outcome(py, o)
     }
 
     /// Runs one statement in the transaction and returns its rows.
@@ -813,7 +810,7 @@ impl Txn {
         params: Option<&Bound<'py, PyAny>>,
         dicts: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let p = to_params(params)?;
         let o = self.statement(py, Stmt::Exec(sql, p))?;
         rows_out(py, &o, dicts)
@@ -825,8 +822,8 @@ impl Txn {
         py: Python<'py>,
         sql: String,
         seq: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        refuse_control(py, &sql)?;
+    ) -> PyResult<Bound<'py, PyOutcome>> {
+        exec::refuse_control(&sql).py_err(py)?;
         self.hooks.partial().store(0, Ordering::Relaxed);
         let o = if self.held_mode && !self.shared.stale() {
             self.executemany_pipelined(py, sql, seq)?
@@ -834,7 +831,7 @@ impl Txn {
             let sets = params_seq(seq)?;
             self.statement(py, Stmt::Many(sql, sets))?
         };
-        outcome_tuple(py, &o)
+        outcome(py, o)
     }
 
     /// Runs a script in the transaction (as a nested savepoint: a failing
@@ -855,7 +852,7 @@ impl Txn {
     }
 
     /// Sends one statement without waiting: `callback(ok, value)` is called
-    /// on the transaction's thread with the outcome tuple (`shape="outcome"`),
+    /// on the transaction's thread with the outcome (`shape="outcome"`),
     /// the rows (`"rows"`, `"dicts"`) or the exception (`ok=False`).
     #[pyo3(signature = (sql, params, shape, callback))]
     fn submit(
@@ -866,7 +863,7 @@ impl Txn {
         shape: &str,
         callback: Py<PyAny>,
     ) -> PyResult<()> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let shape = match shape {
             "outcome" => Shape::Outcome,
             "rows" => Shape::Rows(false),
@@ -874,7 +871,7 @@ impl Txn {
             other => {
                 return Err(exc(
                     py,
-                    "ProgrammingError",
+                    Class::ProgrammingError,
                     format!("unknown result shape {other:?}"),
                 ))
             }
@@ -891,7 +888,7 @@ impl Txn {
         seq: &Bound<'_, PyAny>,
         callback: Py<PyAny>,
     ) -> PyResult<()> {
-        refuse_control(py, &sql)?;
+        exec::refuse_control(&sql).py_err(py)?;
         let sets = params_seq(seq)?;
         self.post(
             py,

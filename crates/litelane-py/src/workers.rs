@@ -8,6 +8,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::sync::lock;
+
 type Job = Box<dyn FnOnce() + Send>;
 
 /// How long an idle worker thread waits for another job before it exits.
@@ -18,7 +20,7 @@ static IDLE: Mutex<Vec<(u64, Sender<Job>)>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Job>)>> {
-    IDLE.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&IDLE)
 }
 
 /// In a child process after `fork()`: the idle threads of the parent do not

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Mapping
 from itertools import tee
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.sqlite3 import base as _stock
@@ -33,6 +32,12 @@ from django.db.backends.sqlite3._functions import register as _register_function
 import litelane.dbapi as Database
 
 from .. import _litelane
+from . import _engines as _held
+from ._engines import _Engine, _engines
+
+# Where programs (and docs/django.md) find them.
+from ._engines import release_all_engines as release_all_engines
+from ._engines import release_engine as release_engine
 from .creation import DatabaseCreation
 
 
@@ -57,31 +62,6 @@ def _register_types() -> None:
 _IGNORED_PRAGMAS = ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
 
 
-class _Engine:
-    """The process's hold on one database's engine: keeps it open between
-    Django's connections and remembers what was set up on it."""
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-        self.ready = False
-        self.lock = threading.Lock()
-
-
-_engines: Dict[Tuple[int, str], _Engine] = {}
-_engines_lock = threading.Lock()
-
-
-def _forget_after_fork() -> None:
-    # The parent's engines are the parent's: a child opens its own (the
-    # handles refuse to run in the child; dropping them is quiet).
-    _engines.clear()
-    globals()["_engines_lock"] = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
-
-
 def _is_private_memory(name: str) -> bool:
     """A database no other connection can share (":memory:", "", or a
     ``file:`` URI of a memory database without ``cache=shared``)."""
@@ -92,26 +72,6 @@ def _is_private_memory(name: str) -> bool:
         memory = "mode=memory" in query or name.startswith("file::memory:")
         return memory and "cache=shared" not in query
     return False
-
-
-def release_engine(name: Any) -> None:
-    """Lets go of the process's hold on the engine of database ``name`` (the
-    engine closes once no connection uses it). The test database code calls
-    it before a database file is deleted; a program rarely needs to."""
-    key = (os.getpid(), os.fspath(name))
-    with _engines_lock:
-        held = _engines.pop(key, None)
-    if held is not None:
-        held.handle.close()
-
-
-def release_all_engines() -> None:
-    """Lets go of every engine this process holds (see ``release_engine``)."""
-    with _engines_lock:
-        held = list(_engines.values())
-        _engines.clear()
-    for h in held:
-        h.handle.close()
 
 
 class DatabaseWrapper(_stock.DatabaseWrapper):
@@ -157,7 +117,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
                 self._set_up_engine(conn)
                 return conn
             key = (os.getpid(), name)
-            with _engines_lock:
+            with _held._engines_lock:
                 held = _engines.get(key)
                 if held is None or held.handle.closed:
                     # A second handle on the engine conn just opened or
@@ -251,7 +211,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
     def _foreign_keys_on(self, cursor: Any) -> bool:
         if self.connection.in_transaction:
             return bool(cursor.execute("PRAGMA foreign_keys").fetchone()[0])
-        rows = self.connection.engine.execute_outside_transaction("PRAGMA foreign_keys")[1]
+        rows = self.connection.engine.execute_outside_transaction("PRAGMA foreign_keys").rows
         return bool(rows[0][0])
 
     def disable_constraint_checking(self) -> bool:

@@ -12,6 +12,8 @@ from typing import Any, Dict, Optional, Set
 
 from django.db.backends.sqlite3.creation import DatabaseCreation as _StockCreation
 
+from ._engines import release_engine
+
 #: The files SQLite and litelane keep beside a database file.
 _SIDE_FILES = ("-wal", "-shm", "-journal", "-lane")
 
@@ -87,8 +89,6 @@ class DatabaseCreation(_StockCreation):
     def _create_test_db(self, verbosity: int, autoclobber: bool, keepdb: bool = False) -> str:
         name = self._get_test_db_name()
         if not keepdb and not self.is_in_memory_db(name):
-            from .base import release_engine
-
             release_engine(name)
             if os.access(name, os.F_OK) and autoclobber:
                 _remove_database_files(name)
@@ -107,8 +107,6 @@ class DatabaseCreation(_StockCreation):
                     "Destroying old test database for alias %s..."
                     % (self._get_database_display_str(verbosity, target),)
                 )
-            from .base import release_engine
-
             release_engine(target)
             _remove_database_files(target)
         self.connection.ensure_connection()
@@ -118,8 +116,6 @@ class DatabaseCreation(_StockCreation):
             self.log(f"Cloned {source!r} to {target!r} with litelane's backup")
 
     def _destroy_test_db(self, test_database_name: str, verbosity: int) -> None:
-        from .base import release_engine
-
         if test_database_name:
             release_engine(test_database_name)
         if _is_clone(test_database_name):
