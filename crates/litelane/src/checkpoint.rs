@@ -189,9 +189,12 @@ impl Signal {
 }
 
 /// Installs the WAL hook on the writer when background checkpoints are on
-/// (the hook replaces SQLite's automatic checkpoint, which is off anyway).
+/// (the hook replaces SQLite's automatic checkpoint, which is off anyway)
+/// and the writer writes a WAL (`wal`: the durability plan's
+/// [`checkpoints`](crate::durability_plan::DurabilityPlan::checkpoints)).
 pub(crate) fn install_wal_hook(
     conn: &mut Connection,
+    wal: bool,
     queue: &Arc<WriterQueue>,
     recorder: &Arc<Recorder>,
     cfg: &Checkpoints,
@@ -202,12 +205,9 @@ pub(crate) fn install_wal_hook(
         queue: Arc::clone(queue),
         gate_at: AtomicU64::new(u64::from(cfg.limit_pages)),
     });
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .context(|| "reading journal_mode".into())?;
     // Without background checkpoints SQLite's automatic checkpoint is the
     // WAL hook: replacing it would turn it off.
-    if !(cfg.background || cfg.external) || !mode.eq_ignore_ascii_case("wal") {
+    if !(cfg.background || cfg.external) || !wal {
         return Ok(signal);
     }
     if cfg.external {

@@ -337,8 +337,13 @@ impl Database {
             .map_err(|e| Error::from_sqlite(e, "reading SQLITE_LIMIT_VARIABLE_NUMBER"))?
             as usize;
         let queue = Arc::default();
-        let signal =
-            checkpoint::install_wal_hook(&mut writer_conn, &queue, &recorder, &opts.checkpoints)?;
+        let signal = checkpoint::install_wal_hook(
+            &mut writer_conn,
+            plan.checkpoints,
+            &queue,
+            &recorder,
+            &opts.checkpoints,
+        )?;
         let process_queue = open_process_queue(&target, &opts, &recorder);
         if process_queue.is_none() {
             plan = plan.without_process_queue();
