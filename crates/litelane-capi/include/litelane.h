@@ -208,6 +208,12 @@ typedef struct litelane_db litelane_db;
 typedef struct litelane_rows litelane_rows;
 
 /*
+ A read prepared once by `litelane_prepare`, run by
+ `litelane_stmt_query` (opaque).
+ */
+typedef struct litelane_stmt litelane_stmt;
+
+/*
  A write transaction held across calls (opaque).
  */
 typedef struct litelane_tx litelane_tx;
@@ -750,6 +756,43 @@ int litelane_query(litelane_db *db,
                    const litelane_value *params,
                    uintptr_t n,
                    litelane_rows **out);
+
+/*
+ Prepares `sql`, one statement that reads, for `db` and writes a
+ statement handle to `*out`: the statement is checked once (its syntax,
+ that it reads, its number of parameters) and then run by
+ `litelane_stmt_query` as often as wanted, each time on a reader, through
+ the readers' statement caches. A statement that writes is refused
+ (`LITELANE_MISUSE`). Free it with `litelane_stmt_free` (before or after
+ `litelane_close` of its database). Thread-safe; a statement may be run
+ by several threads at once.
+
+ # Safety
+ `sql` is NUL-terminated; `out` is writable.
+ */
+int litelane_prepare(litelane_db *db, const char *sql, litelane_stmt **out);
+
+/*
+ Runs the prepared statement `stmt` with the `n` values of `params` (as
+ many as the statement has parameters, else `LITELANE_MISUSE`) on a
+ reader, and writes a result handle to `*out`, as `litelane_query` does.
+ `LITELANE_MISUSE` when the statement's database is closed. Thread-safe.
+
+ # Safety
+ `params` holds `n` values; `out` is writable.
+ */
+int litelane_stmt_query(litelane_stmt *stmt,
+                        const litelane_value *params,
+                        uintptr_t n,
+                        litelane_rows **out);
+
+/*
+ Frees `*stmt` and sets it to NULL.
+
+ # Safety
+ `stmt` is NULL or writable.
+ */
+int litelane_stmt_free(litelane_stmt **stmt);
 
 /*
  Moves to the next row: `LITELANE_ROW` (read it with

@@ -4,7 +4,7 @@
 
 use crate::codes::{LITELANE_ERROR, LITELANE_INTERRUPTED, LITELANE_MISUSE};
 use crate::errors::{engine, fail};
-use crate::handles::{self, Cell, Handle, Rows};
+use crate::handles::{self, Cell, Handle, Prepared, Rows};
 use litelane::rusqlite::types::ValueRef;
 use litelane::rusqlite::{self, params_from_iter};
 use litelane::{CheckpointMode, CheckpointReport, Database, Options, Profile, Value};
@@ -202,13 +202,69 @@ fn collect(conn: &rusqlite::Connection, s: &Statement) -> rusqlite::Result<Rows>
 
 /// Runs a read on the reader pool and keeps its rows for stepping.
 pub(crate) fn query(id: u64, s: &Statement) -> Result<u64, Status> {
-    let db = handles::db(id).map_err(|m| misuse(format!("litelane_query: {m}")))?;
-    match db.read(|conn| {
-        collect(conn, s).map_err(|e| litelane::Error::from_sqlite(e, "litelane_query"))
-    }) {
+    read_rows(id, s, "litelane_query")
+}
+
+/// Runs `s` on a reader of database `id` for the C function `what`.
+fn read_rows(id: u64, s: &Statement, what: &str) -> Result<u64, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("{what}: {m}")))?;
+    match db.read(|conn| collect(conn, s).map_err(|e| litelane::Error::from_sqlite(e, what))) {
         Ok(rows) => Ok(handles::insert(Handle::Rows(Arc::new(Mutex::new(rows))))),
         Err(e) => Err(engine(&e, "")),
     }
+}
+
+/// Prepares `sql` on a reader of database `id`: it must be one statement
+/// that reads (`sqlite3_stmt_readonly`); the statement stays in the
+/// readers' statement caches, and the handle keeps its text and its number
+/// of parameters.
+pub(crate) fn prepare(id: u64, sql: &str) -> Result<u64, Status> {
+    let db = handles::db(id).map_err(|m| misuse(format!("litelane_prepare: {m}")))?;
+    let checked = db.read(|conn| {
+        let stmt = conn
+            .prepare_cached(sql)
+            .map_err(|e| litelane::Error::from_sqlite(e, "litelane_prepare"))?;
+        Ok((stmt.readonly(), stmt.parameter_count()))
+    });
+    match checked {
+        Ok((true, params)) => Ok(handles::insert(Handle::Stmt(Arc::new(Prepared {
+            db: id,
+            sql: sql.to_string(),
+            params,
+        })))),
+        Ok((false, _)) => Err(misuse(
+            "litelane_prepare: the statement writes: prepared statements read (on the \
+             reader pool); write with litelane_write or in a transaction",
+        )),
+        Err(e) => Err(engine(&e, "")),
+    }
+}
+
+/// Runs the prepared statement `id` with `params` on a reader of its
+/// database: a result handle, as [`query`].
+pub(crate) fn stmt_query(id: u64, params: Vec<Value>) -> Result<u64, Status> {
+    let p = handles::stmt(id).map_err(|m| misuse(format!("litelane_stmt_query: {m}")))?;
+    if params.len() != p.params {
+        return Err(misuse(format!(
+            "litelane_stmt_query: the statement takes {} parameters and {} were given",
+            p.params,
+            params.len()
+        )));
+    }
+    handles::db(p.db)
+        .map_err(|_| misuse("litelane_stmt_query: the statement's database is closed"))?;
+    let s = Statement {
+        sql: p.sql.clone(),
+        params,
+    };
+    read_rows(p.db, &s, "litelane_stmt_query")
+}
+
+/// Frees the prepared statement `id`.
+pub(crate) fn stmt_free(id: u64) -> Result<(), Status> {
+    handles::remove(id, "a statement", |h| matches!(h, Handle::Stmt(_)))
+        .map(drop)
+        .map_err(|m| misuse(format!("litelane_stmt_free: {m}")))
 }
 
 pub(crate) fn rows_free(id: u64) -> Result<(), Status> {

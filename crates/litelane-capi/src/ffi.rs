@@ -56,6 +56,12 @@ pub struct litelane_rows {
     _private: [u8; 0],
 }
 
+/// A read prepared once by `litelane_prepare`, run by
+/// `litelane_stmt_query` (opaque).
+pub struct litelane_stmt {
+    _private: [u8; 0],
+}
+
 /// How to open a database. Zero every field you do not set.
 #[repr(C)]
 pub struct litelane_options {
@@ -202,6 +208,20 @@ unsafe fn statement(
 ) -> Result<Statement, Status> {
     // SAFETY: the caller's contract.
     let sql = unsafe { text(sql, &format!("{what}: the SQL")) }?.to_string();
+    // SAFETY: the caller's contract.
+    let params = unsafe { values(what, params, n) }?;
+    Ok(Statement { sql, params })
+}
+
+/// The `n` parameter values at `params`, converted.
+///
+/// # Safety
+/// `params` holds `n` values (or is NULL with `n` 0).
+unsafe fn values(
+    what: &str,
+    params: *const litelane_value,
+    n: usize,
+) -> Result<Vec<Value>, Status> {
     if n > 0 && params.is_null() {
         return Err(misuse(format!(
             "{what}: params is NULL with {n} parameters"
@@ -214,7 +234,7 @@ unsafe fn statement(
         // SAFETY: the value's own contract.
         out.push(unsafe { value(v, &|| format!("{what}: parameter {}", i + 1)) }?);
     }
-    Ok(Statement { sql, params: out })
+    Ok(out)
 }
 
 /// # Safety
@@ -566,6 +586,86 @@ pub unsafe extern "C" fn litelane_query(
         let rows = calls::query(id(db), &s)?;
         // SAFETY: `out` is writable.
         unsafe { out.write(handle(rows)) };
+        Ok(LITELANE_OK)
+    })
+}
+
+/// Prepares `sql`, one statement that reads, for `db` and writes a
+/// statement handle to `*out`: the statement is checked once (its syntax,
+/// that it reads, its number of parameters) and then run by
+/// `litelane_stmt_query` as often as wanted, each time on a reader, through
+/// the readers' statement caches. A statement that writes is refused
+/// (`LITELANE_MISUSE`). Free it with `litelane_stmt_free` (before or after
+/// `litelane_close` of its database). Thread-safe; a statement may be run
+/// by several threads at once.
+///
+/// # Safety
+/// `sql` is NUL-terminated; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_prepare(
+    db: *mut litelane_db,
+    sql: *const c_char,
+    out: *mut *mut litelane_stmt,
+) -> c_int {
+    guard("litelane_prepare", || {
+        if out.is_null() {
+            return Err(misuse("litelane_prepare: out is NULL".into()));
+        }
+        // SAFETY: `out` is writable.
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller's contract.
+        let sql = unsafe { text(sql, "litelane_prepare: the SQL") }?;
+        let stmt = calls::prepare(id(db), sql)?;
+        // SAFETY: `out` is writable.
+        unsafe { out.write(handle(stmt)) };
+        Ok(LITELANE_OK)
+    })
+}
+
+/// Runs the prepared statement `stmt` with the `n` values of `params` (as
+/// many as the statement has parameters, else `LITELANE_MISUSE`) on a
+/// reader, and writes a result handle to `*out`, as `litelane_query` does.
+/// `LITELANE_MISUSE` when the statement's database is closed. Thread-safe.
+///
+/// # Safety
+/// `params` holds `n` values; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_stmt_query(
+    stmt: *mut litelane_stmt,
+    params: *const litelane_value,
+    n: usize,
+    out: *mut *mut litelane_rows,
+) -> c_int {
+    guard("litelane_stmt_query", || {
+        if out.is_null() {
+            return Err(misuse("litelane_stmt_query: out is NULL".into()));
+        }
+        // SAFETY: `out` is writable.
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller's contract.
+        let params = unsafe { values("litelane_stmt_query", params, n) }?;
+        let rows = calls::stmt_query(id(stmt), params)?;
+        // SAFETY: `out` is writable.
+        unsafe { out.write(handle(rows)) };
+        Ok(LITELANE_OK)
+    })
+}
+
+/// Frees `*stmt` and sets it to NULL.
+///
+/// # Safety
+/// `stmt` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn litelane_stmt_free(stmt: *mut *mut litelane_stmt) -> c_int {
+    guard("litelane_stmt_free", || {
+        if stmt.is_null() {
+            return Err(misuse("litelane_stmt_free: stmt is NULL".into()));
+        }
+        // SAFETY: `stmt` is readable and writable.
+        let h = unsafe { stmt.read() };
+        calls::stmt_free(id(h))?;
+        // SAFETY: as above.
+        unsafe { stmt.write(std::ptr::null_mut()) };
         Ok(LITELANE_OK)
     })
 }

@@ -28,6 +28,14 @@ pub(crate) struct Rows {
     pub stepped: usize,
 }
 
+/// A read prepared by `litelane_prepare`: its database's handle, its SQL
+/// (checked: one statement that reads) and how many parameters it takes.
+pub(crate) struct Prepared {
+    pub db: u64,
+    pub sql: String,
+    pub params: usize,
+}
+
 /// A transaction held across calls; `None` once committed or rolled back.
 pub(crate) type Tx = Mutex<Option<HeldWrite>>;
 
@@ -37,6 +45,7 @@ pub(crate) enum Handle {
     Db(Database),
     Tx(Arc<Tx>),
     Rows(Arc<Mutex<Rows>>),
+    Stmt(Arc<Prepared>),
 }
 
 impl Handle {
@@ -45,6 +54,7 @@ impl Handle {
             Handle::Db(_) => "a database",
             Handle::Tx(_) => "a transaction",
             Handle::Rows(_) => "a result",
+            Handle::Stmt(_) => "a statement",
         }
     }
 }
@@ -106,6 +116,14 @@ pub(crate) fn rows(id: u64) -> Result<Arc<Mutex<Rows>>, String> {
     match live().get(&id) {
         Some(Handle::Rows(r)) => Ok(Arc::clone(r)),
         other => Err(wrong(id, "a result", other)),
+    }
+}
+
+/// The prepared statement of id `id`.
+pub(crate) fn stmt(id: u64) -> Result<Arc<Prepared>, String> {
+    match live().get(&id) {
+        Some(Handle::Stmt(p)) => Ok(Arc::clone(p)),
+        other => Err(wrong(id, "a statement", other)),
     }
 }
 

@@ -303,6 +303,138 @@ static void test_handle_misuse(litelane_db *db, const char *dir) {
   EXPECT(litelane_checkpoint(db, 9, NULL), LITELANE_MISUSE, "unknown mode 9");
 }
 
+/* Threads running one prepared statement at once. */
+#define STMT_THREADS 8
+static void *stmt_reader(void *arg) {
+  litelane_stmt *stmt = (litelane_stmt *)arg;
+  litelane_rows *rows = NULL;
+  litelane_value p = int_value(0), v;
+  long bad = 0;
+  int i;
+  for (i = 0; i < 50; i++) {
+    p = int_value(i);
+    if (litelane_stmt_query(stmt, &p, 1, &rows) != LITELANE_OK ||
+        litelane_rows_next(rows) != LITELANE_ROW ||
+        litelane_rows_value(rows, 0, &v) != LITELANE_OK || v.integer != i * 2)
+      bad++;
+    if (rows != NULL) litelane_rows_free(&rows);
+  }
+  return (void *)bad;
+}
+
+static void test_prepared(litelane_db *db, const char *dir) {
+  litelane_stmt *stmt = NULL, *freed = NULL, *orphan = NULL;
+  litelane_rows *rows = NULL, *got = NULL;
+  litelane_db *other = NULL, *other_closed = NULL;
+  litelane_value p[2], v;
+  litelane_statement w;
+  pthread_t t[STMT_THREADS];
+  char path[4096];
+  const char bad_utf8[] = {'S', 'E', 'L', 'E', 'C', 'T', ' ', '\'', (char)0xff, '\'', 0};
+  int64_t before;
+  long bad = 0;
+  int i;
+
+  /* Prepared once, run many times with other values. */
+  OK(litelane_prepare(db, "SELECT ?1 + ?2, typeof(?2)", &stmt));
+  CHECK(stmt != NULL, "no statement");
+  for (i = 0; i < 3; i++) {
+    p[0] = int_value(40);
+    p[1] = int_value(i);
+    OK(litelane_stmt_query(stmt, p, 2, &rows));
+    CHECK(litelane_rows_next(rows) == LITELANE_ROW, "no row");
+    OK(litelane_rows_value(rows, 0, &v));
+    CHECK(v.kind == LITELANE_INTEGER && v.integer == 40 + i, "sum %lld",
+          (long long)v.integer);
+    OK(litelane_rows_value(rows, 1, &v));
+    CHECK(v.kind == LITELANE_TEXT && strcmp((const char *)v.data, "integer") == 0,
+          "typeof %d", v.kind);
+    CHECK(litelane_rows_next(rows) == LITELANE_DONE, "a second row");
+    OK(litelane_rows_free(&rows));
+  }
+  /* The wrong number of parameters, NULL parameters, NULL out. */
+  EXPECT(litelane_stmt_query(stmt, p, 1, &rows), LITELANE_MISUSE,
+         "takes 2 parameters and 1 were given");
+  CHECK(rows == NULL, "rows set on failure");
+  EXPECT(litelane_stmt_query(stmt, NULL, 2, &rows), LITELANE_MISUSE,
+         "params is NULL");
+  EXPECT(litelane_stmt_query(stmt, p, 2, NULL), LITELANE_MISUSE, "out is NULL");
+  OK(litelane_stmt_free(&stmt));
+  CHECK(stmt == NULL, "stmt not cleared");
+
+  /* A prepared read sees what was committed after it was prepared. */
+  OK(litelane_prepare(db, "SELECT count(*) FROM t", &stmt));
+  before = count_rows(db);
+  memset(&w, 0, sizeof w);
+  w.sql = "INSERT INTO t(i) VALUES (7)";
+  OK(litelane_write(db, &w, 1, NULL));
+  OK(litelane_stmt_query(stmt, NULL, 0, &rows));
+  CHECK(litelane_rows_next(rows) == LITELANE_ROW, "no count");
+  OK(litelane_rows_value(rows, 0, &v));
+  CHECK(v.integer == before + 1, "count %lld, expected %lld", (long long)v.integer,
+        (long long)(before + 1));
+  OK(litelane_rows_free(&rows));
+  OK(litelane_stmt_free(&stmt));
+
+  /* What cannot be prepared, each leaving *out NULL. */
+  stmt = (litelane_stmt *)&w;
+  EXPECT(litelane_prepare(db, "INSERT INTO t(i) VALUES (1)", &stmt),
+         LITELANE_MISUSE, "the statement writes");
+  CHECK(stmt == NULL, "out not cleared on failure");
+  EXPECT(litelane_prepare(db, "SELEC 1", &stmt), LITELANE_ERROR, "syntax error");
+  EXPECT(litelane_prepare(db, "SELECT * FROM nowhere", &stmt), LITELANE_ERROR,
+         "nowhere");
+  CHECK(litelane_prepare(db, "SELECT 1; SELECT 2", &stmt) != LITELANE_OK &&
+            stmt == NULL,
+        "two statements were prepared as one");
+  EXPECT(litelane_prepare(db, NULL, &stmt), LITELANE_MISUSE, "the SQL is NULL");
+  EXPECT(litelane_prepare(db, bad_utf8, &stmt), LITELANE_MISUSE, "not UTF-8");
+  EXPECT(litelane_prepare(NULL, "SELECT 1", &stmt), LITELANE_MISUSE, "NULL");
+  EXPECT(litelane_prepare(db, "SELECT 1", NULL), LITELANE_MISUSE, "out is NULL");
+
+  /* Handles of the wrong kind, double free, NULL. */
+  OK(litelane_prepare(db, "SELECT 1", &stmt));
+  OK(litelane_query(db, "SELECT 1", NULL, 0, &rows));
+  EXPECT(litelane_stmt_query((litelane_stmt *)rows, NULL, 0, &got),
+         LITELANE_MISUSE, "the handle is a result, not a statement");
+  CHECK(got == NULL, "out set on failure");
+  OK(litelane_rows_free(&rows));
+  EXPECT(litelane_rows_next((litelane_rows *)stmt), LITELANE_MISUSE,
+         "the handle is a statement, not a result");
+  EXPECT(litelane_stmt_query((litelane_stmt *)db, NULL, 0, &got),
+         LITELANE_MISUSE, "the handle is a database, not a statement");
+  EXPECT(litelane_prepare((litelane_db *)stmt, "SELECT 1", &orphan),
+         LITELANE_MISUSE, "the handle is a statement, not a database");
+  freed = stmt;
+  OK(litelane_stmt_free(&stmt));
+  EXPECT(litelane_stmt_free(&freed), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_stmt_query(freed, NULL, 0, &got), LITELANE_MISUSE, "not open");
+  EXPECT(litelane_stmt_free(NULL), LITELANE_MISUSE, "stmt is NULL");
+
+  /* A statement of a database closed since: refused, and still freed. */
+  snprintf(path, sizeof path, "%s/prepared-other.db", dir);
+  OK(litelane_open(path, NULL, &other));
+  OK(litelane_prepare(other, "SELECT 1", &orphan));
+  other_closed = other;
+  OK(litelane_close(&other));
+  EXPECT(litelane_stmt_query(orphan, NULL, 0, &got), LITELANE_MISUSE,
+         "the statement's database is closed");
+  EXPECT(litelane_prepare(other_closed, "SELECT 1", &stmt), LITELANE_MISUSE,
+         "not open");
+  OK(litelane_stmt_free(&orphan));
+
+  /* One statement run by many threads at once. */
+  OK(litelane_prepare(db, "SELECT ?1 * 2", &stmt));
+  for (i = 0; i < STMT_THREADS; i++) pthread_create(&t[i], NULL, stmt_reader, stmt);
+  for (i = 0; i < STMT_THREADS; i++) {
+    void *r = NULL;
+    pthread_join(t[i], &r);
+    bad += (long)r;
+  }
+  CHECK(bad == 0, "%ld prepared reads failed", bad);
+  OK(litelane_stmt_free(&stmt));
+}
+
 static void test_checkpoint(litelane_db *db) {
   litelane_checkpoint_report r;
   memset(&r, 0xff, sizeof r);
@@ -792,6 +924,7 @@ int main(int argc, char **argv) {
   test_write_failures(db);
   test_transactions(db);
   test_handle_misuse(db, argv[1]);
+  test_prepared(db, argv[1]);
   test_checkpoint(db);
   test_insert(db);
   test_threads(db);
