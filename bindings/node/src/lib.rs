@@ -2433,17 +2433,40 @@ impl NativeDatabase {
     /// wait); inside this handle's transaction, and for other names (they
     /// live on the writer's connection), on the writer, so the copy has the
     /// transaction's own uncommitted writes, as better-sqlite3's one
-    /// connection does. `None` for a database with no page yet.
+    /// connection does. `None` for a database with no page even then.
     #[napi]
     pub fn serialize(&mut self, attached: String) -> napi::Result<Option<Buffer>> {
         let schema = std::ffi::CString::new(attached.as_str())
             .map_err(|_| kind_err("TypeError", "a NUL in the attached name"))?;
         let copy = |c: &Connection| serialize_schema(c, &schema, &attached);
-        let mut bytes = if self.held.is_none() && attached.eq_ignore_ascii_case("main") {
+        let on_reader = self.held.is_none() && attached.eq_ignore_ascii_case("main");
+        let mut bytes = if on_reader {
             self.db()?.read(copy).map_err(to_js_err)?
         } else {
             self.on_writer(copy)?
         };
+        if bytes.is_empty() && self.held.is_none() {
+            // A database with no page yet (in memory, never written): its
+            // first page is written, as better-sqlite3's `sqlite3_serialize`
+            // does there (`BEGIN IMMEDIATE; COMMIT`; here a write of the
+            // user version it has, 0, through the engine's write queue), so
+            // that the image is one page, as better-sqlite3's.
+            self.not_blocked()?;
+            let first_page = format!(
+                "PRAGMA \"{}\".user_version = 0",
+                attached.replace('"', "\"\"")
+            );
+            let db = self.db()?;
+            db.write_local("node serialize", |tx| {
+                tx.execute_batch(&first_page).map_err(from_rusqlite)
+            })
+            .map_err(to_js_err)?;
+            bytes = if on_reader {
+                db.read(copy).map_err(to_js_err)?
+            } else {
+                db.read_on_writer(copy).map_err(to_js_err)?
+            };
+        }
         if bytes.is_empty() {
             return Ok(None);
         }

@@ -90,7 +90,7 @@ test('serialize({ attached }) gives the attached database', () => {
 	const viaAttach = db.serialize({ attached: 'other' });
 	assert.ok(viaAttach.equals(direct));
 	assert.strictEqual(count(new Database(viaAttach)), 200);
-	assert.strictEqual(db.serialize().length, 0); // main: empty
+	assert.strictEqual(db.serialize().length, 4096); // main: empty
 	db.exec('CREATE TEMP TABLE t(x); INSERT INTO temp.t VALUES (1)');
 	assert.strictEqual(count(new Database(db.serialize({ attached: 'temp' }))), 1);
 	db.close();
@@ -129,16 +129,23 @@ test('new Database(buffer, { readonly: true }) reads and refuses writes', () => 
 	assert.throws(() => new Database(':memory:', { readonly: true }), TypeError);
 });
 
-test('an empty database serializes to an empty buffer, which opens as an empty database', () => {
+test('an empty database serializes to one page (as better-sqlite3), which opens as an empty database', () => {
 	const db = new Database();
 	const buffer = db.serialize();
-	assert.strictEqual(buffer.length, 0);
+	assert.strictEqual(buffer.length, 4096);
+	assert.strictEqual(buffer.toString('latin1', 0, 15), 'SQLite format 3');
 	db.close();
 	const again = new Database(buffer);
 	assert.deepStrictEqual(again.prepare('SELECT * FROM sqlite_master').all(), []);
+	assert.ok(again.serialize().equals(buffer));
 	again.exec('CREATE TABLE t(x)');
-	assert.ok(again.serialize().length >= 4096);
+	assert.strictEqual(again.serialize().length, 8192);
 	again.close();
+	// An empty Buffer is an empty database too.
+	const fromNothing = new Database(Buffer.alloc(0));
+	assert.deepStrictEqual(fromNothing.prepare('SELECT * FROM sqlite_master').all(), []);
+	fromNothing.exec('CREATE TABLE t(x)');
+	fromNothing.close();
 });
 
 test('serialize and new Database(buffer) errors', () => {
