@@ -2481,16 +2481,19 @@ impl NativeDatabase {
     /// database fail here (`SQLITE_NOTADB`), not at the first statement.
     #[napi]
     pub fn deserialize(&mut self, bytes: Buffer) -> napi::Result<()> {
-        let mut data = bytes.to_vec();
+        let data: &[u8] = &bytes;
         // A WAL database's image: without a -wal beside it, it is read as
         // the rollback-journal file it is (SQLite's memdb has no WAL).
-        if data.len() >= 20 && data[18] == 2 && data[19] == 2 {
-            data[18] = 1;
-            data[19] = 1;
+        let mut head = [0u8; 20];
+        let n = data.len().min(20);
+        head[..n].copy_from_slice(&data[..n]);
+        if n == 20 && head[18] == 2 && head[19] == 2 {
+            head[18] = 1;
+            head[19] = 1;
         }
         let mut src = Connection::open_in_memory().map_err(|e| to_js_err(from_rusqlite(e)))?;
-        let len = data.len();
-        src.deserialize_read_exact("main", &data[..], len, true)
+        let read = std::io::Read::chain(&head[..n], &data[n..]);
+        src.deserialize_read_exact("main", read, data.len(), true)
             .map_err(|e| to_js_err(from_rusqlite(e)))?;
         self.not_blocked()?;
         self.db()?
