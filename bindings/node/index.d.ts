@@ -1,5 +1,6 @@
 // Types of the `litelane` package: better-sqlite3's API (what litelane
 // implements of it) plus litelane's additions. See docs/node.md.
+/// <reference types="node" />
 
 declare namespace Database {
 	type Profile = 'safe' | 'balanced' | 'fast';
@@ -25,6 +26,11 @@ declare namespace Database {
 		verbose?: (message?: unknown, ...additional: unknown[]) => void;
 		/** litelane: the durability profile (default 'balanced'); docs/durability.md. */
 		profile?: Profile;
+	}
+
+	interface SerializeOptions {
+		/** The schema to serialize: 'main' (default), 'temp' or an attached name. */
+		attached?: string;
 	}
 
 	interface RunResult {
@@ -133,7 +139,12 @@ declare namespace Database {
 }
 
 declare class Database {
-	constructor(filename?: string, options?: Database.Options);
+	/**
+	 * A file name, `':memory:'`/`''` for a private in-memory database, or a
+	 * Buffer from `serialize()`: an in-memory database with its content
+	 * (`readonly` allowed).
+	 */
+	constructor(filename?: string | Buffer, options?: Database.Options);
 	readonly name: string;
 	readonly open: boolean;
 	readonly inTransaction: boolean;
@@ -186,8 +197,13 @@ declare class Database {
 	/** Loads an SQLite extension on every connection of the engine (C API only). */
 	loadExtension(path: string, entryPoint?: string): this;
 
-	/** Not supported by litelane yet: throws (docs/node.md). */
-	serialize(options?: unknown): never;
+	/**
+	 * The bytes of the database (or of the attached database `attached`),
+	 * a database file image that `new Database(buffer)` opens. Outside a
+	 * transaction: committed data; inside this handle's transaction: with
+	 * its own uncommitted writes (docs/node.md).
+	 */
+	serialize(options?: Database.SerializeOptions): Buffer;
 }
 
 export = Database;

@@ -84,8 +84,12 @@ const cpp = Symbol('litelane native database');
 
 function Database(filenameGiven, options) {
 	if (new.target == null) return new Database(filenameGiven, options);
+	// A Buffer (from Database#serialize()): an in-memory database that
+	// starts with its content.
+	let buffer;
 	if (Buffer.isBuffer(filenameGiven)) {
-		throw new TypeError('litelane cannot open a serialized database (Buffer); see docs/node.md');
+		buffer = filenameGiven;
+		filenameGiven = ':memory:';
 	}
 	if (filenameGiven == null) filenameGiven = '';
 	if (options == null) options = {};
@@ -102,7 +106,7 @@ function Database(filenameGiven, options) {
 	const verbose = 'verbose' in options ? options.verbose : null;
 	const profile = 'profile' in options ? options.profile : undefined;
 
-	if (readonly && anonymous) throw new TypeError('In-memory/temporary databases cannot be readonly');
+	if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
 	if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
 	if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
 	if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
@@ -119,6 +123,14 @@ function Database(filenameGiven, options) {
 
 	const { NativeDatabase } = addon();
 	const db = call(null, () => new NativeDatabase(anonymous ? ':memory:' : filename, { profile, timeout }));
+	if (buffer && buffer.length > 0) {
+		try {
+			call(db, (d) => d.deserialize(buffer));
+		} catch (err) {
+			db.close();
+			throw err;
+		}
+	}
 	const scratch = newScratch();
 	const fast = db.setScratch(scratch.buffer, db);
 	Object.defineProperty(this, cpp, {
@@ -408,12 +420,6 @@ Database.prototype.function = function defineFunction(name, options, fn) {
 	return this;
 };
 
-function notSupported(what) {
-	return function () {
-		ready(state(this), false);
-		throw new TypeError(`${what} is not supported by litelane yet (docs/node.md)`);
-	};
-}
 Database.prototype.aggregate = function defineAggregate(name, options) {
 	if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
 	if (typeof options !== 'object' || options === null) throw new TypeError('Expected second argument to be an options object');
@@ -644,7 +650,18 @@ Database.prototype.loadExtension = function loadExtension(filename, entryPoint) 
 	call(db, (d) => d.loadExtension(filename, entryPoint));
 	return this;
 };
-Database.prototype.serialize = notSupported('Database#serialize()');
+// The database's bytes (sqlite3_serialize), a file image that
+// `new Database(buffer)` opens: committed data outside a transaction, the
+// transaction's own writes too inside one (docs/node.md).
+Database.prototype.serialize = function serialize(options) {
+	if (options == null) options = {};
+	if (typeof options !== 'object') throw new TypeError('Expected first argument to be an options object');
+	const attachedName = 'attached' in options ? options.attached : 'main';
+	if (typeof attachedName !== 'string') throw new TypeError('Expected the "attached" option to be a string');
+	if (!attachedName) throw new TypeError('The "attached" option cannot be an empty string');
+	const db = ready(state(this), false);
+	return call(db, (d) => d.serialize(attachedName)) || Buffer.alloc(0);
+};
 // A step-wise online backup (SQLite's backup API) from the engine's writer
 // connection, one step per turn of the event loop: `progress` sees
 // { totalPages, remainingPages } after each step and returns how many pages

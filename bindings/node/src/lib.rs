@@ -2424,6 +2424,83 @@ impl NativeDatabase {
         self.end_backup(id, true)
     }
 
+    /// `db.serialize()`: the bytes of the database `attached` (`main`,
+    /// `temp` or an attached name), page by page as SQLite's
+    /// `sqlite3_serialize` reads them in one read transaction (through the
+    /// WAL, without `SQLITE_ENABLE_DBPAGE_VTAB`), their header made that of
+    /// a file of its own ([`standalone_header`]). `main` outside a
+    /// transaction is read on a reader (committed data; writers do not
+    /// wait); inside this handle's transaction, and for other names (they
+    /// live on the writer's connection), on the writer, so the copy has the
+    /// transaction's own uncommitted writes, as better-sqlite3's one
+    /// connection does. `None` for a database with no page even then.
+    #[napi]
+    pub fn serialize(&mut self, attached: String) -> napi::Result<Option<Buffer>> {
+        let schema = std::ffi::CString::new(attached.as_str())
+            .map_err(|_| kind_err("TypeError", "a NUL in the attached name"))?;
+        let copy = |c: &Connection| serialize_schema(c, &schema, &attached);
+        let on_reader = self.held.is_none() && attached.eq_ignore_ascii_case("main");
+        let mut bytes = if on_reader {
+            self.db()?.read(copy).map_err(to_js_err)?
+        } else {
+            self.on_writer(copy)?
+        };
+        if bytes.is_empty() && self.held.is_none() {
+            // A database with no page yet (in memory, never written): its
+            // first page is written, as better-sqlite3's `sqlite3_serialize`
+            // does there (`BEGIN IMMEDIATE; COMMIT`; here a write of the
+            // user version it has, 0, through the engine's write queue), so
+            // that the image is one page, as better-sqlite3's.
+            self.not_blocked()?;
+            let first_page = format!(
+                "PRAGMA \"{}\".user_version = 0",
+                attached.replace('"', "\"\"")
+            );
+            let db = self.db()?;
+            db.write_local("node serialize", |tx| {
+                tx.execute_batch(&first_page).map_err(from_rusqlite)
+            })
+            .map_err(to_js_err)?;
+            bytes = if on_reader {
+                db.read(copy).map_err(to_js_err)?
+            } else {
+                db.read_on_writer(copy).map_err(to_js_err)?
+            };
+        }
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        standalone_header(&mut bytes);
+        Ok(Some(bytes.into()))
+    }
+
+    /// `new Database(buffer)`: this database (new, in memory, not yet
+    /// used) takes the content of the database file image `bytes`, copied
+    /// page by page by SQLite's backup API in one turn of the writer from a
+    /// private connection that deserialized it. Bytes that are not a
+    /// database fail here (`SQLITE_NOTADB`), not at the first statement.
+    #[napi]
+    pub fn deserialize(&mut self, bytes: Buffer) -> napi::Result<()> {
+        let data: &[u8] = &bytes;
+        // A WAL database's image: without a -wal beside it, it is read as
+        // the rollback-journal file it is (SQLite's memdb has no WAL).
+        let mut head = [0u8; 20];
+        let n = data.len().min(20);
+        head[..n].copy_from_slice(&data[..n]);
+        if n == 20 && head[18] == 2 && head[19] == 2 {
+            head[18] = 1;
+            head[19] = 1;
+        }
+        let mut src = Connection::open_in_memory().map_err(|e| to_js_err(from_rusqlite(e)))?;
+        let read = std::io::Read::chain(&head[..n], &data[n..]);
+        src.deserialize_read_exact("main", read, data.len(), true)
+            .map_err(|e| to_js_err(from_rusqlite(e)))?;
+        self.not_blocked()?;
+        self.db()?
+            .write_outside_transaction("node deserialize", |dst| copy_database(&src, dst))
+            .map_err(to_js_err)
+    }
+
     /// litelane: bulk insert through the engine's inserter, of `n` rows
     /// given column by column (index.js packs them): a `Float64Array` for a
     /// column of numbers, `[text, lengths]` for a column of strings (all of
@@ -2623,6 +2700,101 @@ impl NativeDatabase {
             if r.busy { 1.0 } else { 0.0 },
         ])
     }
+}
+
+/// `sqlite3_serialize` of `schema` on `c`: a copy of its pages, empty for a
+/// database with none.
+fn serialize_schema(
+    c: &Connection,
+    schema: &std::ffi::CStr,
+    name: &str,
+) -> litelane::Result<Vec<u8>> {
+    use rusqlite::ffi;
+    let mut size: ffi::sqlite3_int64 = -1;
+    let ptr = unsafe { ffi::sqlite3_serialize(c.handle(), schema.as_ptr(), &mut size, 0) };
+    if ptr.is_null() {
+        if size == 0 {
+            return Ok(Vec::new());
+        }
+        let known: bool = c
+            .query_row(
+                "SELECT count(*) > 0 FROM pragma_database_list WHERE name = ?1 COLLATE NOCASE",
+                [name],
+                |r| r.get(0),
+            )
+            .map_err(from_rusqlite)?;
+        if !known {
+            // better-sqlite3 says "Out of memory" (sqlite3_serialize's NULL).
+            return Err(js_kind("Error", format!("unknown database {name}")));
+        }
+        if size > 0 {
+            return Err(js_kind("Error", "Out of memory"));
+        }
+        let code = unsafe { ffi::sqlite3_extended_errcode(c.handle()) };
+        let msg = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(c.handle())) }
+            .to_string_lossy()
+            .into_owned();
+        return Err(Error::Sqlite {
+            code: code & 0xff,
+            os: None,
+            extended_code: code,
+            message: msg,
+            context: format!("serializing {name}"),
+        });
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(ptr, size.max(0) as usize) }.to_vec();
+    unsafe { ffi::sqlite3_free(ptr.cast()) };
+    Ok(bytes)
+}
+
+/// The header of a serialized database made that of a file of its own, so
+/// that `new Database(db.serialize())` serializes to the same bytes: a WAL
+/// database's image says "rollback journal" (there is no -wal beside it),
+/// and the file change counter (with its copy, "version valid for") and
+/// the schema cookie, which say how often a file was changed and which SQLite
+/// sets anew when the image is copied into a database, are 1.
+fn standalone_header(bytes: &mut [u8]) {
+    if bytes.len() < 100 {
+        return;
+    }
+    if bytes[18] == 2 && bytes[19] == 2 {
+        bytes[18] = 1;
+        bytes[19] = 1;
+    }
+    for at in [24, 40, 92] {
+        bytes[at..at + 4].copy_from_slice(&1u32.to_be_bytes());
+    }
+}
+
+/// SQLite's backup API from `src`'s `main` into `dst`'s `main`, all pages
+/// in one step.
+fn copy_database(src: &Connection, dst: &Connection) -> litelane::Result<()> {
+    use rusqlite::ffi;
+    let (from, to) = unsafe { (src.handle(), dst.handle()) };
+    let b = unsafe { ffi::sqlite3_backup_init(to, c"main".as_ptr(), from, c"main".as_ptr()) };
+    let fail = |code: i32, message: String| Error::Sqlite {
+        code: code & 0xff,
+        os: None,
+        extended_code: code,
+        message,
+        context: "copying a serialized database in".into(),
+    };
+    if b.is_null() {
+        let code = unsafe { ffi::sqlite3_extended_errcode(to) };
+        let msg = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(to)) };
+        return Err(fail(code, msg.to_string_lossy().into_owned()));
+    }
+    let rc = unsafe { ffi::sqlite3_backup_step(b, -1) };
+    let finished = unsafe { ffi::sqlite3_backup_finish(b) };
+    if rc != ffi::SQLITE_DONE {
+        let msg = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errstr(rc)) };
+        return Err(fail(rc, msg.to_string_lossy().into_owned()));
+    }
+    if finished != ffi::SQLITE_OK {
+        let msg = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(to)) };
+        return Err(fail(finished, msg.to_string_lossy().into_owned()));
+    }
+    Ok(())
 }
 
 #[napi]
