@@ -840,10 +840,13 @@ impl Database {
     }
 
     /// Runs `f` on the writer's connection in a turn of its own, outside any
-    /// transaction: for statements SQLite refuses inside one (`VACUUM`).
-    /// Writers of this process wait for it; there is no group commit and no
-    /// rollback: each statement `f` runs commits on its own, and a
-    /// transaction `f` leaves open is rolled back.
+    /// transaction: for statements SQLite refuses inside one (`VACUUM`, a
+    /// `PRAGMA journal_mode` change). Writers of this process wait for it,
+    /// and it holds the turn among processes (waiting up to
+    /// [`Options::busy_timeout`] for it); there is no group commit and no
+    /// rollback: each statement `f` runs commits on its own (`PRAGMA
+    /// user_version = 3`, an `INSERT`), durable as the profile promises when
+    /// this returns, and a transaction `f` leaves open is rolled back.
     /// Refused with [`Error::WritesStopped`] after a commit's outcome was
     /// unknown; an fsync failure here is an [`Error::OutcomeUnknown`].
     ///
@@ -861,7 +864,7 @@ impl Database {
     ) -> Result<T> {
         let writer = &self.inner.writer;
         writer.check_writable()?;
-        writer.settle_outside(writer.with_turn(label, false, |conn| f(conn))?)
+        writer.settle_outside(writer.outside_transaction(label, f))
     }
 
     /// Replaces this database's content with a copy of the database file

@@ -967,7 +967,54 @@ impl Writer {
         wait: Duration,
         f: impl FnOnce(&mut Connection) -> T,
     ) -> Result<(Option<T>, Duration)> {
-        self.with_turn(label, true, |conn| {
+        self.with_both_turns(label, true, wait, f)
+    }
+
+    /// Runs `f` on the writer's connection outside any transaction, in a
+    /// turn of its own taken in arrival order, holding the turn among
+    /// processes (waited for up to the busy timeout): each statement `f`
+    /// runs commits on its own (the commit hook lets it), and under shared
+    /// sync what it committed is made durable before this returns
+    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)).
+    pub(crate) fn outside_transaction<T>(
+        &self,
+        label: &str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        let (ran, _) = self.with_both_turns(label, false, self.busy_timeout, |conn| {
+            self.committing.store(true, Ordering::Release);
+            let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
+            self.committing.store(false, Ordering::Release);
+            // Counted whether or not `f` committed anything: an extra
+            // count costs at most one fsync more.
+            let counted = match (&self.shared_sync, &self.process_queue) {
+                (Some(_), Some(q)) => Some(q.count_commit()),
+                _ => None,
+            };
+            (out.unwrap_or_else(|p| resume_unwind(p)), counted)
+        })?;
+        let Some((out, counted)) = ran else {
+            return Err(match &self.process_queue {
+                Some(q) => self.busy_error(q, self.busy_timeout),
+                None => Error::invalid("the turn among processes did not come"),
+            });
+        };
+        let value = out?;
+        self.make_durable(counted, &|| label.to_string())?;
+        Ok(value)
+    }
+
+    /// [`Writer::with_turn`] (ahead of queued writers when `priority`),
+    /// also holding the turn among processes, for which it waits at most
+    /// `wait`; see [`Writer::with_every_turn`].
+    fn with_both_turns<T>(
+        &self,
+        label: &str,
+        priority: bool,
+        wait: Duration,
+        f: impl FnOnce(&mut Connection) -> T,
+    ) -> Result<(Option<T>, Duration)> {
+        self.with_turn(label, priority, |conn| {
             let granted = Instant::now();
             let held = match (self.carry.take(), &self.process_queue) {
                 (Some(held), _) => Some(held),

@@ -205,3 +205,40 @@ fn in_memory_readers_see_what_the_writer_committed() {
         "two in-memory databases are separate: {err}"
     );
 }
+
+#[test]
+fn statements_outside_a_transaction_commit_on_their_own_durably_as_the_profile_says() {
+    for profile in [Profile::Safe, Profile::Balanced, Profile::Fast] {
+        let (dir, db) = temp_db(Options::with_profile(profile));
+        exec(&db, "CREATE TABLE t(x)");
+        let before = db.metrics();
+        db.write_outside_transaction("pragma and insert", |c| {
+            c.execute_batch("PRAGMA user_version = 3")?;
+            c.execute("INSERT INTO t VALUES (1)", [])?;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{profile:?}: {e}"));
+        assert_eq!(query_i64(&db, "PRAGMA user_version"), 3, "{profile:?}");
+        assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1, "{profile:?}");
+        let after = db.metrics();
+        if profile == Profile::Safe && after.process_queue_off.is_none() {
+            assert!(
+                after.wal_syncs + after.syncs_shared > before.wal_syncs + before.syncs_shared,
+                "safe: the commits outside a transaction were not made durable"
+            );
+        }
+        // A transaction left open is rolled back; the writer goes on.
+        db.write_outside_transaction("left open", |c| {
+            Ok(c.execute_batch("BEGIN; INSERT INTO t VALUES (2)")?)
+        })
+        .unwrap();
+        assert_eq!(query_i64(&db, "SELECT count(*) FROM t"), 1, "{profile:?}");
+        exec(&db, "INSERT INTO t VALUES (3)");
+        let path = dir.path().join("test.db");
+        drop(db);
+        let again = Database::open(&path, Options::with_profile(profile)).unwrap();
+        assert_eq!(query_i64(&again, "PRAGMA user_version"), 3, "{profile:?}");
+        assert_eq!(query_i64(&again, "SELECT sum(x) FROM t"), 4, "{profile:?}");
+        drop((again, dir));
+    }
+}
