@@ -331,7 +331,9 @@ Database.prototype.writeAsync = function writeAsync(statements) {
 			const p = writeParams(s[1], i);
 			return [s[0], p.anon, p.named];
 		});
-		const db = ready(state(this), false);
+		const st = state(this);
+		const db = ready(st, false);
+		if (st.readonly) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
 		return settled(call(db, (d) => d.writeAsync(entries)));
 	} catch (err) {
 		return Promise.reject(translate(err));
@@ -390,7 +392,9 @@ Database.prototype.importFile = function importFile(source, options) {
 			}
 		}
 		if (signal && signal.aborted) return Promise.reject(abortError(`importFile of ${source} was aborted before it started`, signal));
-		const db = ready(state(this), false);
+		const st = state(this);
+		const db = ready(st, false);
+		if (st.readonly) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
 		const stop = new (addon().ImportStop)();
 		let callbackError = null;
 		let hasCallbackError = false;
