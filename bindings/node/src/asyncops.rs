@@ -26,10 +26,13 @@ use napi_derive::napi;
 use crate::{kind_err, run_statement, to_js_err, NativeDatabase, Params, RunResult, Shared};
 
 /// An engine error of an asynchronous operation: as `to_js_err`, except
-/// that a commit whose outcome is unknown has a kind of its own.
+/// that a commit whose outcome is unknown, and a write refused because an
+/// earlier one's was, have kinds of their own.
 fn async_err(e: Error) -> napi::Error {
     if e.is_outcome_unknown() {
         kind_err("LITELANE_OUTCOME_UNKNOWN", e)
+    } else if matches!(e, Error::WritesStopped { .. }) {
+        kind_err("LITELANE_WRITES_STOPPED", e)
     } else {
         to_js_err(e)
     }
