@@ -55,6 +55,12 @@ test('writeAsync: a failing statement rejects with SqliteError and nothing stays
 	await assert.rejects(db.writeAsync([['INSERT INTO t VALUES (?)', []]]), RangeError);
 	await assert.rejects(db.writeAsync('INSERT INTO t VALUES (1)'), TypeError);
 	await assert.rejects(db.writeAsync([[1]]), TypeError);
+	// A function registered with db.function() runs on the JavaScript
+	// thread only: a statement calling it fails, and its transaction too.
+	db.function('twice', (x) => x * 2);
+	await assert.rejects(db.writeAsync([['INSERT INTO t VALUES (?)', ['kept?']], ['INSERT INTO t VALUES (twice(?))', [2]]]),
+		(e) => e instanceof Database.SqliteError && /off the JavaScript thread/.test(e.message));
+	assert.deepStrictEqual(db.prepare('SELECT name FROM t').pluck().all(), ['taken']);
 	// Inside a transaction this connection holds: refused, not a hang.
 	db.exec('BEGIN');
 	await assert.rejects(db.writeAsync(['INSERT INTO t VALUES (1)']), /cannot run inside the transaction/);
