@@ -112,6 +112,82 @@ declare namespace Database {
 		busy: boolean;
 	}
 
+	/**
+	 * litelane: one statement of Database#writeAsync(): its SQL alone, or
+	 * `[sql, params]` where `params` is an array of what Statement#run takes
+	 * (values bind by position, a plain object by name) or a plain object of
+	 * named values.
+	 */
+	type WriteStatement = string | [sql: string, params?: unknown[] | Record<string, unknown>];
+
+	/** litelane: Database#importFile()'s options (those of `litelane import`, docs/import.md). */
+	interface ImportOptions {
+		/** The table (default: the file name without its extensions). */
+		table?: string;
+		/** More files or glob patterns, imported into the same table after the first. */
+		more?: string[];
+		/** Default: from the extension (CSV when unknown). */
+		format?: 'csv' | 'tsv' | 'ndjson';
+		/** What to do with the table (default 'create': fail if it exists). */
+		mode?: 'create' | 'append' | 'replace';
+		/** true: the first CSV/TSV record is a header; false: it is data; unset: sniffed. */
+		header?: boolean;
+		/** One character (default: sniffed among , ; | and tab). */
+		delimiter?: string;
+		/** Column types of a created table, e.g. `{ age: 'INTEGER' }` (TEXT, INTEGER, REAL, BOOLEAN, DATE, TIMESTAMP, NUMERIC). */
+		columnTypes?: Record<string, string>;
+		/** 'infer' (default) or 'text' (every column TEXT). */
+		types?: 'infer' | 'text';
+		/** A STRICT table: values that do not fit their column are rejected. */
+		strict?: boolean;
+		/** The key: a created table's primary key, and what onConflict matches rows by. */
+		pk?: string | string[];
+		/** What a row whose key is already there does (default 'fail': rejected). */
+		onConflict?: 'fail' | 'upsert' | 'ignore' | 'replace';
+		/** Add input columns the existing table lacks instead of failing. */
+		alter?: boolean;
+		/** Fields equal to one of these are NULL (besides the empty field, unless noDefaultNulls). */
+		nulls?: string[];
+		noDefaultNulls?: boolean;
+		/** Store each row's source file in this column. */
+		sourceColumn?: string;
+		/** A plan written by `litelane sniff --json`, used instead of sniffing. */
+		plan?: string;
+		/** Commit every this many rows (so that `resume` can continue). */
+		commitEvery?: number;
+		/** Continue an interrupted commitEvery import of the same file. */
+		resume?: boolean;
+		/** Write rejected records to this file (JSON lines). */
+		rejects?: string;
+		/** Also insert rejected records into this table. */
+		rejectsTable?: string;
+		/** Stop (keeping nothing past the last commit) after more than this many rejects. */
+		maxRejects?: number;
+		/** Called on the JavaScript thread at most every 100 ms and when a file ends. */
+		progress?: (progress: ImportProgress) => void;
+		/** Stops the import: the transaction under way rolls back, the promise rejects with an AbortError. */
+		signal?: AbortSignal;
+	}
+
+	interface ImportProgress {
+		/** Rows of this file handed to SQLite so far. */
+		rows: number;
+		/** Bytes of the input read so far (as stored: compressed for .gz/.zst). */
+		bytes: number;
+		/** The input's size, or null when unknown. */
+		totalBytes: number | null;
+	}
+
+	/** litelane: what Database#importFile() did (`litelane import --json`'s object, keys in camelCase). */
+	interface ImportSummary {
+		table: string;
+		rowsInserted: number;
+		rowsRejected: number;
+		/** The first 100 rejected records (all are counted in rowsRejected). */
+		rejectedRecords: { source: string; line: number; record: number; reason: string; raw: string }[];
+		[key: string]: unknown;
+	}
+
 	class Statement<BindParameters extends unknown[] = unknown[], Result = unknown> {
 		readonly database: Database;
 		readonly source: string;
@@ -174,6 +250,22 @@ declare class Database {
 	metrics(): Database.Metrics;
 	/** litelane: one checkpoint on the writer (default 'PASSIVE'). */
 	checkpoint(mode?: Database.CheckpointMode): Database.CheckpointResult;
+	/**
+	 * litelane: one write transaction given in advance, run off the
+	 * JavaScript thread in a turn of the engine's write queue (maybe
+	 * group-committed with other writers). Resolves once committed, as
+	 * durable as the profile promises, with each statement's result; all
+	 * statements or none. Rejects with a SqliteError when it rolled back,
+	 * and with one whose code is 'LITELANE_OUTCOME_UNKNOWN' when the commit
+	 * may or may not have happened (docs/durability.md).
+	 */
+	writeAsync(statements: Database.WriteStatement[]): Promise<Database.RunResult[]>;
+	/**
+	 * litelane: imports a CSV, TSV or NDJSON file (maybe .gz/.zst) into a
+	 * table with litelane-import, off the JavaScript thread. A database file
+	 * only (not ':memory:').
+	 */
+	importFile(file: string, options?: Database.ImportOptions): Promise<Database.ImportSummary>;
 
 	/**
 	 * SQLite's backup API from the engine's writer, one step per turn of the

@@ -299,6 +299,163 @@ Database.prototype.metrics = function metrics() {
 	return JSON.parse(call(db, (d) => d.metrics()));
 };
 
+// A native promise's rejection as this package's errors.
+function settled(promise) {
+	return promise.then(null, (err) => { throw translate(err); });
+}
+
+// The parameters of one writeAsync entry, as Statement#run takes them:
+// an array is the list of run's arguments (values bind by position, a
+// plain object by name), a plain object binds by name.
+function writeParams(params, i) {
+	const anon = [];
+	let named = null;
+	const addNamed = (o) => {
+		if (named) throw new TypeError(`writeAsync entry ${i}: you cannot specify named parameters in two different objects`);
+		named = {};
+		for (const k of Object.keys(o)) named[k] = o[k];
+	};
+	if (params === undefined || params === null) return { anon, named };
+	if (Array.isArray(params)) {
+		for (const a of params) {
+			if (Array.isArray(a)) { for (const x of a) anon.push(x); continue; }
+			if (a !== null && typeof a === 'object' && !Buffer.isBuffer(a) && isPlainObject(a)) { addNamed(a); continue; }
+			anon.push(a);
+		}
+		return { anon, named };
+	}
+	if (typeof params === 'object' && !Buffer.isBuffer(params) && isPlainObject(params)) {
+		addNamed(params);
+		return { anon, named };
+	}
+	throw new TypeError(`writeAsync entry ${i}: parameters must be an array or a plain object`);
+}
+
+// litelane: one write transaction, given in advance, run off this thread.
+Database.prototype.writeAsync = function writeAsync(statements) {
+	try {
+		if (!Array.isArray(statements)) throw new TypeError('Expected first argument to be an array of [sql, params] entries');
+		const entries = statements.map((s, i) => {
+			if (typeof s === 'string') return [s, [], null];
+			if (!Array.isArray(s) || typeof s[0] !== 'string' || s.length > 2) {
+				throw new TypeError(`writeAsync entry ${i} is not a string or an [sql, params] array`);
+			}
+			const p = writeParams(s[1], i);
+			return [s[0], p.anon, p.named];
+		});
+		const st = state(this);
+		const db = ready(st, false);
+		if (st.readonly) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
+		return settled(call(db, (d) => d.writeAsync(entries)));
+	} catch (err) {
+		return Promise.reject(translate(err));
+	}
+};
+
+// importFile's options: the name JavaScript gives, and ImportOptions' field.
+const IMPORT_OPTIONS = {
+	table: 'table', more: 'more', format: 'format', types: 'types', mode: 'mode',
+	onConflict: 'on_conflict', noHeader: 'no_header', noDefaultNulls: 'no_default_nulls',
+	strict: 'strict', alter: 'alter', resume: 'resume', delimiter: 'delimiter', plan: 'plan',
+	rejects: 'rejects', pk: 'pk', sourceColumn: 'source_column', rejectsTable: 'rejects_table',
+	commitEvery: 'commit_every', maxRejects: 'max_rejects', nulls: 'nulls',
+};
+
+function abortError(message, signal) {
+	const e = new Error(message);
+	e.name = 'AbortError';
+	e.code = 'ABORT_ERR';
+	if (signal) e.cause = signal.reason;
+	return e;
+}
+
+// litelane: imports a CSV/TSV/NDJSON file with litelane-import, off this thread.
+Database.prototype.importFile = function importFile(source, options) {
+	try {
+		if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string (the file to import)');
+		if (options == null) options = {};
+		if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+		const native = {};
+		let progress = null;
+		let signal = null;
+		for (const key of Object.keys(options)) {
+			const v = options[key];
+			if (v === undefined) continue;
+			if (key === 'progress') {
+				if (typeof v !== 'function') throw new TypeError('Expected the "progress" option to be a function');
+				progress = v;
+			} else if (key === 'signal') {
+				if (v === null || typeof v !== 'object' || typeof v.aborted !== 'boolean' || typeof v.addEventListener !== 'function') {
+					throw new TypeError('Expected the "signal" option to be an AbortSignal');
+				}
+				signal = v;
+			} else if (key === 'header') {
+				// true: the first record is a header; false: it is data;
+				// unset: sniffed.
+				if (typeof v !== 'boolean') throw new TypeError('Expected the "header" option to be a boolean');
+				native[v ? 'header' : 'no_header'] = true;
+			} else if (key === 'columnTypes') {
+				if (v === null || typeof v !== 'object') throw new TypeError('Expected the "columnTypes" option to be an object of column: TYPE');
+				native.types_for = Object.keys(v).map((c) => `${c}=${v[c]}`);
+			} else if (Object.prototype.hasOwnProperty.call(IMPORT_OPTIONS, key)) {
+				native[IMPORT_OPTIONS[key]] = v;
+			} else {
+				throw new TypeError(`importFile: unknown option "${key}"; the options are ${Object.keys(IMPORT_OPTIONS).concat(['header', 'columnTypes', 'progress', 'signal']).join(', ')}`);
+			}
+		}
+		if (signal && signal.aborted) return Promise.reject(abortError(`importFile of ${source} was aborted before it started`, signal));
+		const st = state(this);
+		const db = ready(st, false);
+		if (st.readonly) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
+		const stop = new (addon().ImportStop)();
+		let callbackError = null;
+		let hasCallbackError = false;
+		let finished = false;
+		let lastSeen = null;
+		const tell = (p) => {
+			if (hasCallbackError) return;
+			lastSeen = p;
+			try {
+				progress(p);
+			} catch (e) {
+				callbackError = e;
+				hasCallbackError = true;
+				stop.stop();
+			}
+		};
+		// A report that arrives after the promise settled is dropped.
+		const onProgress = progress && ((p) => { if (!finished) tell(p); });
+		const onAbort = () => stop.stop();
+		if (signal) signal.addEventListener('abort', onAbort, { once: true });
+		const done = () => { if (signal) signal.removeEventListener('abort', onAbort); };
+		const pending = call(db, (d) => d.importFile(source, JSON.stringify(native), onProgress || undefined, stop));
+		return settled(pending).then((text) => {
+			done();
+			const out = JSON.parse(text);
+			if (hasCallbackError) throw callbackError;
+			if (typeof out.aborted === 'string') {
+				finished = true;
+				throw abortError(`importFile of ${source} was aborted: ${out.aborted}`, signal);
+			}
+			// The last report, if the threadsafe call has not delivered it yet.
+			if (progress && out.progress) {
+				const [rows, bytes, totalBytes] = out.progress;
+				if (!lastSeen || lastSeen.rows !== rows || lastSeen.bytes !== bytes) tell({ rows, bytes, totalBytes });
+			}
+			finished = true;
+			if (hasCallbackError) throw callbackError;
+			return out.summary;
+		}, (err) => {
+			finished = true;
+			done();
+			if (hasCallbackError) throw callbackError;
+			throw err;
+		});
+	} catch (err) {
+		return Promise.reject(translate(err));
+	}
+};
+
 // Packs column `c` of rows[from..to) for the native side: a Float64Array
 // when every value is a number, [all strings joined, their lengths] when
 // every value is a string, else the values themselves.

@@ -27,6 +27,7 @@ use napi::{
 };
 use napi_derive::napi;
 
+mod asyncops;
 mod vtab;
 
 fn kind_err(kind: &str, message: impl std::fmt::Display) -> napi::Error {
