@@ -63,6 +63,20 @@ test('function, safeIntegers, pragma', () => {
 	db.close();
 });
 
+test('pragmas that write the database commit (user_version, application_id)', () => {
+	for (const name of [':memory:', file('pragma.db')]) {
+		const db = new Database(name, { profile: 'safe' });
+		db.pragma('user_version = 3');
+		db.exec('PRAGMA application_id = 77');
+		assert.strictEqual(db.pragma('user_version', { simple: true }), 3, name);
+		assert.strictEqual(db.pragma('application_id', { simple: true }), 77, name);
+		db.close();
+	}
+	const again = new Database(file('pragma.db'));
+	assert.strictEqual(again.pragma('user_version', { simple: true }), 3);
+	again.close();
+});
+
 test('litelane additions: insertMany, metrics, checkpoint', () => {
 	const db = new Database(file('d.db'), { profile: 'safe' });
 	db.exec('CREATE TABLE t(a, b)');
