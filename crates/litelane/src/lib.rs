@@ -841,10 +841,10 @@ impl Database {
 
     /// Runs `f` on the writer's connection in a turn of its own, outside any
     /// transaction: for statements SQLite refuses inside one (`VACUUM`, a
-    /// `PRAGMA journal_mode` change). Writers of this process wait for it,
-    /// and it holds the turn among processes (waiting up to
-    /// [`Options::busy_timeout`] for it); there is no group commit and no
-    /// rollback: each statement `f` runs commits on its own (`PRAGMA
+    /// `PRAGMA journal_mode` change). Writers of this process wait for it
+    /// (it does not take the turn among processes: a write waits for
+    /// SQLite's write lock up to the busy timeout); there is no group commit
+    /// and no rollback: each statement `f` runs commits on its own (`PRAGMA
     /// user_version = 3`, an `INSERT`), durable as the profile promises when
     /// this returns, and a transaction `f` leaves open is rolled back.
     /// Refused with [`Error::WritesStopped`] after a commit's outcome was

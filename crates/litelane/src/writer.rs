@@ -456,9 +456,13 @@ pub(crate) struct Writer {
     config: Arc<Registry>,
     /// Moves when this writer changes the schema (`schema_epoch.rs`).
     schema: Arc<SchemaEpoch>,
-    /// True only while the writer runs its own `COMMIT`; the commit hook
-    /// refuses every other commit.
+    /// True only while the writer runs its own `COMMIT` or statements
+    /// outside a transaction ([`Writer::outside_transaction`]); the commit
+    /// hook refuses every other commit.
     committing: Arc<AtomicBool>,
+    /// Set by the commit hook when it let a commit through: whether
+    /// [`Writer::outside_transaction`]'s statements committed anything.
+    committed: Arc<AtomicBool>,
     /// Called after every turn that leaves the writer idle (the checkpointer
     /// uses it to notice idleness).
     idle_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
@@ -618,10 +622,17 @@ impl Writer {
         open_syncer: impl FnOnce() -> Result<Connection>,
     ) -> Result<Writer> {
         let committing = Arc::new(AtomicBool::new(false));
-        let ours = Arc::clone(&committing);
+        let committed = Arc::new(AtomicBool::new(false));
+        let (ours, seen) = (Arc::clone(&committing), Arc::clone(&committed));
         // Returning true turns the COMMIT into a rollback.
-        conn.commit_hook(Some(move || !ours.load(Ordering::Acquire)))
-            .context(|| "installing the writer's commit hook".into())?;
+        conn.commit_hook(Some(move || {
+            let allowed = ours.load(Ordering::Acquire);
+            if allowed {
+                seen.store(true, Ordering::Release);
+            }
+            !allowed
+        }))
+        .context(|| "installing the writer's commit hook".into())?;
         let wal_space = wal_space_of(&conn);
         let db_path = conn.path().unwrap_or_default().to_string();
         // The plan decided (`durability_plan.rs`); the queue must be open.
@@ -669,6 +680,7 @@ impl Writer {
             config,
             schema,
             committing,
+            committed,
             idle_hook: Mutex::new(None),
             db_path,
             stopped: Mutex::new(None),
@@ -967,54 +979,7 @@ impl Writer {
         wait: Duration,
         f: impl FnOnce(&mut Connection) -> T,
     ) -> Result<(Option<T>, Duration)> {
-        self.with_both_turns(label, true, wait, f)
-    }
-
-    /// Runs `f` on the writer's connection outside any transaction, in a
-    /// turn of its own taken in arrival order, holding the turn among
-    /// processes (waited for up to the busy timeout): each statement `f`
-    /// runs commits on its own (the commit hook lets it), and under shared
-    /// sync what it committed is made durable before this returns
-    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)).
-    pub(crate) fn outside_transaction<T>(
-        &self,
-        label: &str,
-        f: impl FnOnce(&Connection) -> Result<T>,
-    ) -> Result<T> {
-        let (ran, _) = self.with_both_turns(label, false, self.busy_timeout, |conn| {
-            self.committing.store(true, Ordering::Release);
-            let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
-            self.committing.store(false, Ordering::Release);
-            // Counted whether or not `f` committed anything: an extra
-            // count costs at most one fsync more.
-            let counted = match (&self.shared_sync, &self.process_queue) {
-                (Some(_), Some(q)) => Some(q.count_commit()),
-                _ => None,
-            };
-            (out.unwrap_or_else(|p| resume_unwind(p)), counted)
-        })?;
-        let Some((out, counted)) = ran else {
-            return Err(match &self.process_queue {
-                Some(q) => self.busy_error(q, self.busy_timeout),
-                None => Error::invalid("the turn among processes did not come"),
-            });
-        };
-        let value = out?;
-        self.make_durable(counted, &|| label.to_string())?;
-        Ok(value)
-    }
-
-    /// [`Writer::with_turn`] (ahead of queued writers when `priority`),
-    /// also holding the turn among processes, for which it waits at most
-    /// `wait`; see [`Writer::with_every_turn`].
-    fn with_both_turns<T>(
-        &self,
-        label: &str,
-        priority: bool,
-        wait: Duration,
-        f: impl FnOnce(&mut Connection) -> T,
-    ) -> Result<(Option<T>, Duration)> {
-        self.with_turn(label, priority, |conn| {
+        self.with_turn(label, true, |conn| {
             let granted = Instant::now();
             let held = match (self.carry.take(), &self.process_queue) {
                 (Some(held), _) => Some(held),
@@ -1031,6 +996,42 @@ impl Writer {
             self.carry.put(held);
             (Some(out), granted.elapsed())
         })
+    }
+
+    /// Runs `f` on the writer's connection outside any transaction, in a
+    /// turn of its own taken in arrival order: each statement `f` runs
+    /// commits on its own (the commit hook lets it), and under shared sync
+    /// what it committed is made durable before this returns
+    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)).
+    /// It does not take the turn among processes: a statement that changes
+    /// only the connection (`PRAGMA foreign_keys`) must not wait for another
+    /// process's transaction, and one that writes waits for SQLite's write
+    /// lock as any SQLite connection does (the busy timeout).
+    pub(crate) fn outside_transaction<T>(
+        &self,
+        label: &str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        let (out, counted) = self.with_turn(label, false, |conn| {
+            self.committed.store(false, Ordering::Release);
+            self.committing.store(true, Ordering::Release);
+            let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
+            self.committing.store(false, Ordering::Release);
+            // A commit is counted once its COMMIT returned, with or without
+            // the turn among processes: a shared fsync that starts after the
+            // count covers it. Only when something committed (a connection
+            // `PRAGMA` commits nothing and costs no fsync).
+            let counted = match (&self.shared_sync, &self.process_queue) {
+                (Some(_), Some(q)) if self.committed.load(Ordering::Acquire) => {
+                    Some(q.count_commit())
+                }
+                _ => None,
+            };
+            (out.unwrap_or_else(|p| resume_unwind(p)), counted)
+        })?;
+        let value = out?;
+        self.make_durable(counted, &|| label.to_string())?;
+        Ok(value)
     }
 
     /// Runs one write job whose closure may run on the turn holder's thread

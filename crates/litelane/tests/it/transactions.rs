@@ -242,3 +242,23 @@ fn statements_outside_a_transaction_commit_on_their_own_durably_as_the_profile_s
         drop((again, dir));
     }
 }
+
+#[test]
+fn a_connection_pragma_outside_a_transaction_does_not_wait_for_another_handles_transaction() {
+    let (dir, a) = temp_db(Options::with_profile(Profile::Safe));
+    exec(&a, "CREATE TABLE t(x)");
+    let mut opts = Options::with_profile(Profile::Safe);
+    opts.busy_timeout = std::time::Duration::from_millis(500);
+    let b = Database::open(dir.path().join("test.db"), opts).unwrap();
+    // `a` holds the writer, and with it the turn among processes.
+    let mut held = a.hold_writer("held").unwrap();
+    held.run(|tx| Ok(tx.execute("INSERT INTO t VALUES (1)", [])?))
+        .unwrap();
+    // What Django's backend runs on every new connection.
+    b.write_outside_transaction("connect", |c| {
+        Ok(c.execute_batch("PRAGMA foreign_keys = ON")?)
+    })
+    .expect("a pragma that commits nothing waited for the other handle's transaction");
+    held.commit().unwrap();
+    assert_eq!(query_i64(&b, "SELECT count(*) FROM t"), 1);
+}
