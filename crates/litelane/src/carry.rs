@@ -24,8 +24,10 @@
 //! commit's fsync runs after the turn, so that another process commits
 //! during it, but a process alone saves taking and giving back the turn on
 //! every commit. (Leaders of one process still hand the turn on to each
-//! other within the budget.) A process alone keeps the turn with no
-//! deadline: its reaper sleeps on the lock file's *wanted* bell, which a
+//! other within the budget.) In every profile a process alone keeps the
+//! turn with no deadline (before session 19, [`Keep::ForBudget`] lingered
+//! alone as with others: a reaper wake-up, and every budget a give-back and
+//! a new turn, between the transactions of a single-threaded worker): its reaper sleeps on the lock file's *wanted* bell, which a
 //! writer of another process rings when it has to wait for the turn
 //! (`xproc/doorbell.rs`), and gives the turn back at once then. Waking
 //! every linger instead cost a thread wake-up per transaction: measured on
@@ -71,8 +73,10 @@ pub(crate) struct HeldProcessTurn {
 /// How long a kept turn is kept when other processes want it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Keep {
-    /// For the whole budget: a hand-off to a sleeping process costs more
-    /// than the wait it spares (`balanced`, `fast`).
+    /// For a linger, within the budget, while other processes have the
+    /// database open: a hand-off to a sleeping process costs more than the
+    /// wait it spares (`balanced`, `fast`). Alone, until another process
+    /// wants it.
     ForBudget,
     /// Only while no other process has the database open (`safe` with
     /// shared fsyncs: another process commits during this one's fsync).
@@ -167,9 +171,6 @@ impl Carry {
         held: &HeldProcessTurn,
         alone_at: Option<(Instant, u32)>,
     ) -> (Keeping, Option<(Instant, u32)>) {
-        if self.keep == Keep::ForBudget {
-            return (Keeping::ForLinger, None);
-        }
         #[cfg(target_os = "linux")]
         let bell = held.turn.wanted_bell().map(|b| {
             let seen = b.seen();
@@ -183,7 +184,11 @@ impl Carry {
         }
         let looked = Instant::now();
         if held.turn.others_present() {
-            return (Keeping::No, None);
+            let keeping = match self.keep {
+                Keep::ForBudget => Keeping::ForLinger,
+                Keep::WhileAlone => Keeping::No,
+            };
+            return (keeping, None);
         }
         #[cfg(target_os = "linux")]
         if let Some((bell, seen)) = bell {
@@ -411,7 +416,8 @@ mod tests {
 
     #[test]
     fn a_linger_gives_the_turn_back_when_it_ends() {
-        let (_dir, q) = queue();
+        let (dir, q) = queue();
+        let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -442,7 +448,8 @@ mod tests {
 
     #[test]
     fn a_slow_writer_stops_lingering_and_close_gives_back() {
-        let (_dir, q) = queue();
+        let (dir, q) = queue();
+        let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -462,6 +469,32 @@ mod tests {
         never.put(Some(turn(&q)));
         never.close();
         assert!(q.holder().is_none());
+        carry.close();
+    }
+
+    #[test]
+    fn for_budget_alone_an_idle_writer_keeps_the_turn_past_linger_and_budget() {
+        let (dir, q) = queue();
+        let budget = Duration::from_millis(50);
+        let carry = idle_with_turn(&q, budget, Duration::from_millis(1), Keep::ForBudget);
+        let ticket = q.holder().expect("kept").ticket;
+        let start = Instant::now();
+        while start.elapsed() < budget * 4 {
+            // Each pause outlasts the linger.
+            std::thread::sleep(Duration::from_millis(5));
+            let held = carry.take().expect("alone: kept past the linger");
+            assert_eq!(held.turn.ticket(), ticket, "the same turn, past its budget");
+            carry.put(Some(held));
+            carry.idle();
+        }
+        // Another process opens the database: the reaper's poll gives the
+        // turn back, with no write of this process.
+        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        assert!(
+            given_back_within_5s(&q),
+            "given back once another process is there"
+        );
+        drop(other);
         carry.close();
     }
 
