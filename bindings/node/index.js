@@ -346,7 +346,12 @@ Database.prototype.writeAsync = function writeAsync(statements) {
 		const st = state(this);
 		const db = ready(st, false);
 		if (st.readonly) throw new SqliteError('attempt to write a readonly database', 'SQLITE_READONLY');
-		return settled(call(db, (d) => d.writeAsync(entries)));
+		const safe = st.safeIntegers;
+		const exact = (rs) => rs.map((r) => ({
+			changes: r.changes,
+			lastInsertRowid: safe ? r.lastInsertRowid : Number(r.lastInsertRowid),
+		}));
+		return settled(call(db, (d) => d.writeAsync(entries))).then(exact);
 	} catch (err) {
 		return Promise.reject(translate(err));
 	}

@@ -23,7 +23,7 @@ use napi::threadsafe_function::{
 use napi::{Env, JsFunction, JsObject, JsUnknown, ValueType};
 use napi_derive::napi;
 
-use crate::{kind_err, run_statement, to_js_err, NativeDatabase, Params, RunResult, Shared};
+use crate::{kind_err, run_statement, to_js_err, NativeDatabase, Params, Shared};
 
 /// An engine error of an asynchronous operation: as `to_js_err`, except
 /// that a commit whose outcome is unknown, and a write refused because an
@@ -44,9 +44,19 @@ pub struct WriteJob {
     statements: Vec<(String, Params)>,
 }
 
+/// One statement's result as `writeAsync` resolves it before index.js
+/// reads it: the last insert rowid as a `BigInt`, exact whatever its size;
+/// index.js makes it a number unless `defaultSafeIntegers` is on, as
+/// `Statement#run` does.
+#[napi(object)]
+pub struct ExactRunResult {
+    pub changes: i64,
+    pub last_insert_rowid: BigInt,
+}
+
 impl Task for WriteJob {
     type Output = Vec<(i64, i64)>;
-    type JsValue = Vec<RunResult>;
+    type JsValue = Vec<ExactRunResult>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let statements = std::mem::take(&mut self.statements);
@@ -65,9 +75,9 @@ impl Task for WriteJob {
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         Ok(output
             .into_iter()
-            .map(|(changes, last_insert_rowid)| RunResult {
+            .map(|(changes, last_insert_rowid)| ExactRunResult {
                 changes,
-                last_insert_rowid,
+                last_insert_rowid: BigInt::from(last_insert_rowid),
             })
             .collect())
     }
@@ -410,7 +420,7 @@ impl NativeDatabase {
     /// `[sql, anonymousValues, namedObjectOrNull]`), run on libuv's pool in
     /// a turn of the engine's write queue; resolves with each statement's
     /// `{ changes, lastInsertRowid }` once committed.
-    #[napi(ts_return_type = "Promise<RunResult[]>")]
+    #[napi(ts_return_type = "Promise<ExactRunResult[]>")]
     pub fn write_async(&self, statements: Vec<JsUnknown>) -> napi::Result<AsyncTask<WriteJob>> {
         let shared = self.async_shared("writeAsync")?;
         let statements = statements

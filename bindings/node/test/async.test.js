@@ -37,6 +37,20 @@ test('writeAsync commits every statement and resolves with their results', async
 	db.close();
 });
 
+test('writeAsync: lastInsertRowid is exact as a BigInt under defaultSafeIntegers, a number otherwise', async () => {
+	const db = new Database(file('w-big.db'));
+	db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, v)');
+	const big = 9007199254740993n; // 2^53 + 1: no number holds it
+	db.defaultSafeIntegers(true);
+	const [r] = await db.writeAsync([['INSERT INTO t(id, v) VALUES (?, 1)', [big]]]);
+	assert.strictEqual(r.lastInsertRowid, big);
+	db.defaultSafeIntegers(false);
+	const [n] = await db.writeAsync([['INSERT INTO t(v) VALUES (2)']]);
+	assert.strictEqual(n.lastInsertRowid, Number(big + 1n));
+	assert.strictEqual(typeof n.changes, 'number');
+	db.close();
+});
+
 test('writeAsync: a failing statement rejects with SqliteError and nothing stays', async () => {
 	const db = new Database(file('w2.db'));
 	db.exec('CREATE TABLE t(name TEXT UNIQUE)');
