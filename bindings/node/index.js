@@ -543,7 +543,7 @@ Database.prototype.insertMany = function insertMany(table, columns, rows) {
 		return { inserted: call(db, (d) => d.insertFinish(false)) };
 	} finally {
 		if (!finished) {
-			try { db.insertFinish(true); } catch (_) { /* the first error is the one to report */ }
+			try { db.insertFinish(true); } catch { /* the first error is the one to report */ }
 		}
 	}
 };
@@ -866,7 +866,7 @@ Database.prototype.backup = async function backup(filename, options) {
 		}
 	} catch (err) {
 		if (st.isOpen) {
-			try { st.db.backupAbort(id); } catch (_) { /* the first error is the one to report */ }
+			try { st.db.backupAbort(id); } catch { /* the first error is the one to report */ }
 		}
 		throw err;
 	}
@@ -1044,7 +1044,7 @@ class Statement {
 		if (verbose) {
 			const db = this._st.db;
 			let text = this._sql;
-			try { text = db.expandedSql(this._sql, this._onReader && !db.inTransaction, p.anon, p.named); } catch (_) { /* as written */ }
+			try { text = db.expandedSql(this._sql, this._onReader && !db.inTransaction, p.anon, p.named); } catch { /* as written */ }
 			verbose(text);
 		}
 	}
