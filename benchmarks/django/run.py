@@ -142,14 +142,33 @@ def cell(backend: str, workers: int, seconds: float, clients: int, warmup: float
     env = env_for(backend, db)
     subprocess.run(
         [sys.executable, "-m", "django", "migrate", "--run-syncdb", "-v", "0"],
-        env=env, cwd=HERE, check=True,
+        env=env,
+        cwd=HERE,
+        check=True,
     )
     port = free_port()
     log = open(os.path.join(tmp, f"gunicorn-{backend}-{workers}.log"), "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "sync",
-         "--bind", f"127.0.0.1:{port}", "--timeout", "120", "--backlog", "2048", "benchapp.wsgi"],
-        env=env, cwd=HERE, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "sync",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            "120",
+            "--backlog",
+            "2048",
+            "benchapp.wsgi",
+        ],
+        env=env,
+        cwd=HERE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         wait_up(port, proc)
@@ -185,10 +204,18 @@ def cell(backend: str, workers: int, seconds: float, clients: int, warmup: float
         return lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else float("nan")
 
     return {
-        "backend": backend, "workers": workers, "clients": clients, "seconds": round(elapsed, 2),
-        "rps": load.ok / elapsed, "p50_ms": p(0.50), "p99_ms": p(0.99), "http_500": load.e500,
-        "other_failures": load.other + sum(load.errors.values()), "acknowledged": len(load.acked),
-        "lost": lost, "driver_max_gap_ms": round(load.max_gap * 1000, 1),
+        "backend": backend,
+        "workers": workers,
+        "clients": clients,
+        "seconds": round(elapsed, 2),
+        "rps": load.ok / elapsed,
+        "p50_ms": p(0.50),
+        "p99_ms": p(0.99),
+        "http_500": load.e500,
+        "other_failures": load.other + sum(load.errors.values()),
+        "acknowledged": len(load.acked),
+        "lost": lost,
+        "driver_max_gap_ms": round(load.max_gap * 1000, 1),
     }
 
 
@@ -229,14 +256,18 @@ def main() -> int:
     for w in workers:
         for b in backends:
             rs = results[(b, w)]
-            print(f"{w:>7} {b:>9} {med(r['rps'] for r in rs):>8.0f} {med(r['p50_ms'] for r in rs):>8.1f} "
-                  f"{med(r['p99_ms'] for r in rs):>8.1f} {sum(r['http_500'] for r in rs):>6} "
-                  f"{sum(r['other_failures'] for r in rs):>6} {sum(r['lost'] for r in rs):>5}")
+            print(
+                f"{w:>7} {b:>9} {med(r['rps'] for r in rs):>8.0f} {med(r['p50_ms'] for r in rs):>8.1f} "
+                f"{med(r['p99_ms'] for r in rs):>8.1f} {sum(r['http_500'] for r in rs):>6} "
+                f"{sum(r['other_failures'] for r in rs):>6} {sum(r['lost'] for r in rs):>5}"
+            )
         if len(backends) < 2:
             continue
         s, lt = results[("stock", w)], results[("litelane", w)]
-        print(f"{w:>7} {'ratio':>9} {med(r['rps'] for r in lt) / med(r['rps'] for r in s):>8.2f}x"
-              f" {'':>8} {med(r['p99_ms'] for r in lt) / med(r['p99_ms'] for r in s):>8.2f}x (litelane / stock)")
+        print(
+            f"{w:>7} {'ratio':>9} {med(r['rps'] for r in lt) / med(r['rps'] for r in s):>8.2f}x"
+            f" {'':>8} {med(r['p99_ms'] for r in lt) / med(r['p99_ms'] for r in s):>8.2f}x (litelane / stock)"
+        )
     return 0
 
 

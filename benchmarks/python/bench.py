@@ -47,8 +47,13 @@ def records(n: int, seed: int = 42) -> List[tuple]:
     bench's ladder rows)."""
     rng = random.Random(seed)
     return [
-        (i, f"C{rng.randrange(1_000_000):06}", f"{rng.choice(PLACES)} {i}",
-         rng.randrange(10_000_000) / 100.0, rng.randrange(2))
+        (
+            i,
+            f"C{rng.randrange(1_000_000):06}",
+            f"{rng.choice(PLACES)} {i}",
+            rng.randrange(10_000_000) / 100.0,
+            rng.randrange(2),
+        )
         for i in range(1, n + 1)
     ]
 
@@ -70,8 +75,14 @@ def std_connect(path: str, synchronous: str, **kw: Any) -> sqlite3.Connection:
 
 
 def emit(scenario: str, variant: str, runs: List[float], errors: int = 0, **extra: Any) -> Dict[str, Any]:
-    row = {"scenario": scenario, "variant": variant, "median_s": round(statistics.median(runs), 4),
-           "runs_s": [round(r, 4) for r in runs], "errors": errors, **extra}
+    row = {
+        "scenario": scenario,
+        "variant": variant,
+        "median_s": round(statistics.median(runs), 4),
+        "runs_s": [round(r, 4) for r in runs],
+        "errors": errors,
+        **extra,
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -83,6 +94,7 @@ def ratios(scenario: str, results: Dict[str, Dict[str, Any]], base: str) -> None
 
 
 # --- insert: 100k rows in one transaction ------------------------------------
+
 
 def bench_insert(rows_n: int, runs: int) -> None:
     rows = records(rows_n)
@@ -101,6 +113,7 @@ def bench_insert(rows_n: int, runs: int) -> None:
             con.close()
             cleanup(p)
             return dt
+
         return run
 
     std_executemany = executemany(lambda p: std_connect(p, "NORMAL"))
@@ -119,6 +132,7 @@ def bench_insert(rows_n: int, runs: int) -> None:
             db.close()
             cleanup(p)
             return dt
+
         return run
 
     variants: Dict[str, Callable[[], float]] = {
@@ -158,14 +172,14 @@ def bench_insert(rows_n: int, runs: int) -> None:
         # process CPU seconds (every thread; includes the untimed set-up and
         # checks of each run, the same for every variant): less sensitive
         # than wall time to a machine shared with other work
-        results[name] = emit("insert", name, wall, rows=rows_n,
-                             cpu_median_s=round(statistics.median(cpu), 4))
+        results[name] = emit("insert", name, wall, rows=rows_n, cpu_median_s=round(statistics.median(cpu), 4))
     ratios("insert", results, "sqlite3 executemany (WAL, NORMAL, one tx)")
     if "sqlite-utils insert_all dicts (WAL, NORMAL)" in results:
         ratios("insert", results, "sqlite-utils insert_all dicts (WAL, NORMAL)")
 
 
 # --- threads: single-row transactions under safe -------------------------------
+
 
 def threaded(connect: Callable[[str], Any], path: str, threads: int, per_thread: int) -> tuple:
     errors: List[str] = []
@@ -204,8 +218,9 @@ def bench_threads(threads: int, per_thread: int, runs: int) -> None:
         c.execute(schema)
         c.commit()
         c.close()
-        dt, errs = threaded(lambda path: std_connect(path, "FULL", timeout=30, check_same_thread=False),
-                            p, threads, per_thread)
+        dt, errs = threaded(
+            lambda path: std_connect(path, "FULL", timeout=30, check_same_thread=False), p, threads, per_thread
+        )
         n = sqlite3.connect(p).execute("SELECT count(*) FROM t").fetchone()[0]
         cleanup(p)
         return dt, errs, n
@@ -214,8 +229,9 @@ def bench_threads(threads: int, per_thread: int, runs: int) -> None:
         p = fresh("thr")
         c = litelane.dbapi.connect(p, profile="safe")
         c.execute(schema)
-        dt, errs = threaded(lambda path: litelane.dbapi.connect(path, profile="safe", timeout=30),
-                            p, threads, per_thread)
+        dt, errs = threaded(
+            lambda path: litelane.dbapi.connect(path, profile="safe", timeout=30), p, threads, per_thread
+        )
         n = c.execute("SELECT count(*) FROM t").fetchone()[0]
         m = c.engine.metrics()
         c.close()
@@ -223,8 +239,7 @@ def bench_threads(threads: int, per_thread: int, runs: int) -> None:
         return dt, errs, n, m["mean_group_size"]
 
     results = {}
-    for name, fn in (("sqlite3 (WAL, synchronous=FULL, timeout=30)", std_run),
-                     ("litelane.dbapi (safe)", ll_run)):
+    for name, fn in (("sqlite3 (WAL, synchronous=FULL, timeout=30)", std_run), ("litelane.dbapi (safe)", ll_run)):
         times, errors, extra = [], 0, {}
         for _ in range(runs):
             out = fn()
@@ -235,12 +250,14 @@ def bench_threads(threads: int, per_thread: int, runs: int) -> None:
                 extra["mean_group_size_last_run"] = round(out[3], 2)
             if out[1]:
                 extra["first_error"] = out[1][0]
-        results[name] = emit("threads", name, times, errors, threads=threads,
-                             transactions=threads * per_thread, **extra)
+        results[name] = emit(
+            "threads", name, times, errors, threads=threads, transactions=threads * per_thread, **extra
+        )
     ratios("threads", results, "sqlite3 (WAL, synchronous=FULL, timeout=30)")
 
 
 # --- report 002's script, as published ---------------------------------------
+
 
 def bench_report002(runs: int) -> None:
     results = {}
@@ -248,18 +265,23 @@ def bench_report002(runs: int) -> None:
         times, errors = [], 0
         for _ in range(runs):
             d = tempfile.mkdtemp(prefix="llbench-002-")
-            proc = subprocess.run([sys.executable, os.path.join(HERE, "run_report002.py"),
-                                   "--driver", driver, "--dir", d], capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, os.path.join(HERE, "run_report002.py"), "--driver", driver, "--dir", d],
+                capture_output=True,
+                text=True,
+            )
             summary = json.loads(proc.stdout.strip().splitlines()[-1])
             times.append(summary["seconds"])
             errors += summary["errors"]
             shutil.rmtree(d, ignore_errors=True)
-        results[driver] = emit("report002", driver, times, errors,
-                               note="seconds = the script's main(): both of its runs")
+        results[driver] = emit(
+            "report002", driver, times, errors, note="seconds = the script's main(): both of its runs"
+        )
     ratios("report002", results, "sqlite3")
 
 
 # --- asyncio: aiosqlite vs litelane ------------------------------------------
+
 
 def bench_async(rows_n: int, runs: int) -> None:
     schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)"
@@ -284,8 +306,8 @@ def bench_async(rows_n: int, runs: int) -> None:
             return dt
 
         results["aiosqlite: await execute per row, one tx"] = emit(
-            "async", "aiosqlite: await execute per row, one tx",
-            [asyncio.run(aio()) for _ in range(runs)], rows=rows_n)
+            "async", "aiosqlite: await execute per row, one tx", [asyncio.run(aio()) for _ in range(runs)], rows=rows_n
+        )
     except ImportError:
         print(json.dumps({"scenario": "async", "note": "aiosqlite not installed: skipped"}))
 
@@ -300,9 +322,11 @@ def bench_async(rows_n: int, runs: int) -> None:
                     for i in range(rows_n):
                         await tx.execute("INSERT INTO t(v) VALUES (?)", (i,))
             elif kind == "awrite":
+
                 def fill(tx: Any) -> None:
                     for i in range(rows_n):
                         tx.execute("INSERT INTO t(v) VALUES (?)", (i,))
+
                 await db.awrite(fill)
             elif kind == "ainsert_many":
                 await db.ainsert_many("t", ((None, i) for i in range(rows_n)))
@@ -311,11 +335,14 @@ def bench_async(rows_n: int, runs: int) -> None:
             db.close()
             cleanup(p)
             return dt
+
         return asyncio.run(main())
 
-    for kind, name in (("tx", "litelane: await tx.execute per row, one tx"),
-                       ("awrite", "litelane: await db.awrite(fn), one hop"),
-                       ("ainsert_many", "litelane: await db.ainsert_many, one hop")):
+    for kind, name in (
+        ("tx", "litelane: await tx.execute per row, one tx"),
+        ("awrite", "litelane: await db.awrite(fn), one hop"),
+        ("ainsert_many", "litelane: await db.ainsert_many, one hop"),
+    ):
         results[name] = emit("async", name, [ll(kind) for _ in range(runs)], rows=rows_n)
     base = "aiosqlite: await execute per row, one tx"
     if base in results:
@@ -330,9 +357,18 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--per-thread", type=int, default=100)
     a = ap.parse_args()
-    print(json.dumps({"python": sys.version.split()[0], "sqlite3_lib": sqlite3.sqlite_version,
-                      "litelane_sqlite": litelane.sqlite_version(), "cpus": os.cpu_count(),
-                      "loadavg": os.getloadavg()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "sqlite3_lib": sqlite3.sqlite_version,
+                "litelane_sqlite": litelane.sqlite_version(),
+                "cpus": os.cpu_count(),
+                "loadavg": os.getloadavg(),
+            }
+        ),
+        flush=True,
+    )
     if a.scenario in ("insert", "all"):
         bench_insert(a.rows or 100_000, a.runs or 5)
     if a.scenario in ("threads", "all"):

@@ -112,8 +112,17 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--child", d, "--txns", str(a.txns)] + (["--calls"] if a.calls else [])
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             runs[d].append(json.loads(out.strip().splitlines()[-1]))
-    print(json.dumps({"python": sys.version.split()[0], "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
-                      "txns": a.txns, "runs": a.runs}))
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "cpus": os.cpu_count(),
+                "loadavg": os.getloadavg(),
+                "txns": a.txns,
+                "runs": a.runs,
+            }
+        )
+    )
     for d in drivers:
         rs = runs[d]
         names = sorted({k for r in rs for k in r["threads_us"]})
@@ -122,8 +131,9 @@ def main() -> None:
             "main_us": round(statistics.median(r["main_us"] for r in rs), 2),
             "all_us": round(statistics.median(r["all_us"] for r in rs), 2),
             "wall_us": round(statistics.median(r["wall_us"] for r in rs), 2),
-            "other_threads_us": {n: round(statistics.median(r["threads_us"].get(n, 0.0) for r in rs), 2)
-                                 for n in names},
+            "other_threads_us": {
+                n: round(statistics.median(r["threads_us"].get(n, 0.0) for r in rs), 2) for n in names
+            },
         }
         if a.calls:
             line["calls_per_txn"] = statistics.median(r["calls_per_txn"] for r in rs)

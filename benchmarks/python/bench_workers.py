@@ -82,8 +82,7 @@ def _busy(us: int) -> None:
         pass
 
 
-def _worker(driver: str, path: str, profile: str, shape: str, work_us: int, me: int, txns: int,
-            start, out) -> None:
+def _worker(driver: str, path: str, profile: str, shape: str, work_us: int, me: int, txns: int, start, out) -> None:
     """Runs ``txns`` transactions, each after ``work_us`` µs of CPU;
     reports (acknowledged seqs, errors)."""
     autocommit = shape in ("autocommit", "immediate")
@@ -150,16 +149,17 @@ class Cell(NamedTuple):
     switches_per_tx: float
 
 
-def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int,
-             work_us: int = 0) -> Cell:
+def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int, work_us: int = 0) -> Cell:
     """One run of ``processes`` workers of ``txns`` transactions each, each
     transaction after ``work_us`` µs of CPU."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d, path = fresh_app_db("llworkers-")
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(driver, path, profile, shape, work_us, i, txns, start, out))
-             for i in range(processes)]
+    procs = [
+        ctx.Process(target=_worker, args=(driver, path, profile, shape, work_us, i, txns, start, out))
+        for i in range(processes)
+    ]
     for p in procs:
         p.start()
     time.sleep(1.0)  # every worker connected and waiting
@@ -198,9 +198,18 @@ def main() -> None:
     a = ap.parse_args()
     import litelane
 
-    print(json.dumps({"python": sys.version.split()[0], "sqlite3_lib": sqlite3.sqlite_version,
-                      "litelane_sqlite": litelane.sqlite_version(), "cpus": os.cpu_count(),
-                      "loadavg": os.getloadavg()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "sqlite3_lib": sqlite3.sqlite_version,
+                "litelane_sqlite": litelane.sqlite_version(),
+                "cpus": os.cpu_count(),
+                "loadavg": os.getloadavg(),
+            }
+        ),
+        flush=True,
+    )
     table = []
     drivers = ("sqlite3", "litelane.dbapi")
     for profile in a.profiles.split(","):
@@ -220,24 +229,42 @@ def main() -> None:
                     for k, n in run.errors.items():
                         errors[k] = errors.get(k, 0) + n
                 medians[driver] = statistics.median(rates)
-                print(json.dumps({
-                    "scenario": "workers", "shape": a.shape, "profile": profile,
-                    "processes": processes, "work_us": a.work_us,
-                    "driver": driver, "txns_per_process": a.txns,
-                    "median_tx_per_s": round(medians[driver], 1),
-                    "runs_tx_per_s": [round(r, 1) for r in rates],
-                    "errors": errors, "lost": sum(r.lost for r in runs[driver]),
-                    "cpu_us_per_tx": round(statistics.median(r.cpu_us_per_tx for r in runs[driver]), 1),
-                    "switches_per_tx": round(statistics.median(r.switches_per_tx for r in runs[driver]), 2),
-                }), flush=True)
-            pairs = [ours.tx_per_s / base.tx_per_s
-                     for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
-            table.append((profile, processes, medians["sqlite3"], medians["litelane.dbapi"],
-                          statistics.median(pairs), min(pairs), max(pairs)))
-    print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} "
-          f"{'ratio':>6} {'pair ratios':>12}")
+                print(
+                    json.dumps(
+                        {
+                            "scenario": "workers",
+                            "shape": a.shape,
+                            "profile": profile,
+                            "processes": processes,
+                            "work_us": a.work_us,
+                            "driver": driver,
+                            "txns_per_process": a.txns,
+                            "median_tx_per_s": round(medians[driver], 1),
+                            "runs_tx_per_s": [round(r, 1) for r in rates],
+                            "errors": errors,
+                            "lost": sum(r.lost for r in runs[driver]),
+                            "cpu_us_per_tx": round(statistics.median(r.cpu_us_per_tx for r in runs[driver]), 1),
+                            "switches_per_tx": round(statistics.median(r.switches_per_tx for r in runs[driver]), 2),
+                        }
+                    ),
+                    flush=True,
+                )
+            pairs = [ours.tx_per_s / base.tx_per_s for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
+            table.append(
+                (
+                    profile,
+                    processes,
+                    medians["sqlite3"],
+                    medians["litelane.dbapi"],
+                    statistics.median(pairs),
+                    min(pairs),
+                    max(pairs),
+                )
+            )
+    print(f"\n{'profile':9} {'procs':>5} {'sqlite3 tx/s':>13} {'litelane tx/s':>14} {'ratio':>6} {'pair ratios':>12}")
     for profile, processes, base, ours, ratio, low, high in table:
         print(f"{profile:9} {processes:5} {base:13.0f} {ours:14.0f} {ratio:6.2f}   {low:.2f}-{high:.2f}")
+
 
 if __name__ == "__main__":
     main()

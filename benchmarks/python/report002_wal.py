@@ -27,38 +27,24 @@ def read_data(db_file, num_reads):
     conn = sqlite3.connect(db_file)
     cursor = conn.cursor()
     for _ in range(num_reads):
-        cursor.execute(
-            "SELECT * FROM test_table WHERE id = ?", (random.randint(1, 10000),)
-        )
+        cursor.execute("SELECT * FROM test_table WHERE id = ?", (random.randint(1, 10000),))
         cursor.fetchone()
     conn.close()
 
 
-def concurrent_operations(
-    db_file, num_writers, num_readers, records_per_writer, reads_per_reader
-):
-    with concurrent.futures.ThreadPoolExecutor(
-        max_workers=num_writers + num_readers
-    ) as executor:
+def concurrent_operations(db_file, num_writers, num_readers, records_per_writer, reads_per_reader):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=num_writers + num_readers) as executor:
         # Start write operations
-        write_futures = [
-            executor.submit(insert_data, db_file, records_per_writer)
-            for _ in range(num_writers)
-        ]
+        write_futures = [executor.submit(insert_data, db_file, records_per_writer) for _ in range(num_writers)]
 
         # Start read operations
-        read_futures = [
-            executor.submit(read_data, db_file, reads_per_reader)
-            for _ in range(num_readers)
-        ]
+        read_futures = [executor.submit(read_data, db_file, reads_per_reader) for _ in range(num_readers)]
 
         # Wait for all operations to complete
         concurrent.futures.wait(write_futures + read_futures)
 
 
-def run_benchmark(
-    db_file, enable_wal, num_writers, num_readers, records_per_writer, reads_per_reader
-):
+def run_benchmark(db_file, enable_wal, num_writers, num_readers, records_per_writer, reads_per_reader):
     if os.path.exists(db_file):
         os.remove(db_file)
 
@@ -71,9 +57,7 @@ def run_benchmark(
     conn.close()
 
     start_time = time.time()
-    concurrent_operations(
-        db_file, num_writers, num_readers, records_per_writer, reads_per_reader
-    )
+    concurrent_operations(db_file, num_writers, num_readers, records_per_writer, reads_per_reader)
     end_time = time.time()
 
     total_time = end_time - start_time
@@ -126,4 +110,3 @@ def main():
 
 if __name__ == "__main__":
     main()
-

@@ -65,8 +65,17 @@ def main() -> int:
         con = std.connect(name)
         rows[name] = con.execute("SELECT count(*) FROM test_table").fetchone()[0]
         con.close()
-    print(json.dumps({"driver": args.driver, "errors": len(errors), "first_errors": errors[:3],
-                      "rows": rows, "seconds": round(seconds, 3)}))
+    print(
+        json.dumps(
+            {
+                "driver": args.driver,
+                "errors": len(errors),
+                "first_errors": errors[:3],
+                "rows": rows,
+                "seconds": round(seconds, 3),
+            }
+        )
+    )
     return 0 if not errors else 1
 
 

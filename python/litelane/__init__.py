@@ -67,10 +67,24 @@ if hasattr(os, "register_at_fork"):
 atexit.register(_litelane.remove_shared_memory_files)
 
 __all__ = [
-    "open", "Database", "Transaction", "AsyncTransaction", "Executed", "sqlite_version",
-    "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
-    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "OutcomeUnknown", "WritesStopped",
+    "open",
+    "Database",
+    "Transaction",
+    "AsyncTransaction",
+    "Executed",
+    "sqlite_version",
+    "Warning",
+    "Error",
+    "InterfaceError",
+    "DatabaseError",
+    "DataError",
+    "OperationalError",
+    "IntegrityError",
+    "InternalError",
+    "ProgrammingError",
+    "NotSupportedError",
+    "OutcomeUnknown",
+    "WritesStopped",
 ]
 
 __version__: str = _litelane.__version__

@@ -69,6 +69,4 @@ def adapt(obj: Any, position: int) -> Any:
     if isinstance(obj, datetime.date):
         _deprecated_default("date")
         return obj.isoformat()
-    raise ProgrammingError(
-        f"Error binding parameter {position}: type {type(obj).__name__!r} is not supported"
-    )
+    raise ProgrammingError(f"Error binding parameter {position}: type {type(obj).__name__!r} is not supported")

@@ -98,7 +98,7 @@ class Blob:
         if self._readonly:
             raise OperationalError("attempt to write a readonly database")
         whole = bytearray(self._read_at(0, self._len))
-        whole[offset:offset + len(data)] = data
+        whole[offset : offset + len(data)] = data
         name, table, _ = self._target
         self._run(
             f"UPDATE {_ident(name)}.{_ident(table)} SET {self._column} = ? WHERE rowid = ?",
@@ -203,4 +203,3 @@ class Blob:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self._len} bytes"
         return f"<litelane.dbapi.Blob {state}>"
-

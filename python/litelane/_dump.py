@@ -36,8 +36,7 @@ def iterdump(query: Query) -> Iterator[str]:
     writable_schema = False
     sequence = False
     tables = query(
-        'SELECT "name", "sql" FROM "sqlite_master" '
-        "WHERE \"sql\" NOT NULL AND \"type\" == 'table' ORDER BY \"name\""
+        'SELECT "name", "sql" FROM "sqlite_master" WHERE "sql" NOT NULL AND "type" == \'table\' ORDER BY "name"'
     )
     for name, sql in tables:
         if name == "sqlite_sequence":

@@ -48,17 +48,51 @@ from ._errors import (
 )
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Row", "Blob", "PrepareProtocol",
-    "apilevel", "threadsafety", "paramstyle",
-    "sqlite_version", "sqlite_version_info",
-    "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
-    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "OutcomeUnknown", "WritesStopped",
-    "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
-    "Binary", "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID",
-    "register_adapter", "register_converter", "adapters", "converters",
-    "complete_statement", "enable_callback_tracebacks", "adapt",
-    "PARSE_DECLTYPES", "PARSE_COLNAMES", "LEGACY_TRANSACTION_CONTROL",
+    "connect",
+    "Connection",
+    "Cursor",
+    "Row",
+    "Blob",
+    "PrepareProtocol",
+    "apilevel",
+    "threadsafety",
+    "paramstyle",
+    "sqlite_version",
+    "sqlite_version_info",
+    "Warning",
+    "Error",
+    "InterfaceError",
+    "DatabaseError",
+    "DataError",
+    "OperationalError",
+    "IntegrityError",
+    "InternalError",
+    "ProgrammingError",
+    "NotSupportedError",
+    "OutcomeUnknown",
+    "WritesStopped",
+    "Date",
+    "Time",
+    "Timestamp",
+    "DateFromTicks",
+    "TimeFromTicks",
+    "TimestampFromTicks",
+    "Binary",
+    "STRING",
+    "BINARY",
+    "NUMBER",
+    "DATETIME",
+    "ROWID",
+    "register_adapter",
+    "register_converter",
+    "adapters",
+    "converters",
+    "complete_statement",
+    "enable_callback_tracebacks",
+    "adapt",
+    "PARSE_DECLTYPES",
+    "PARSE_COLNAMES",
+    "LEGACY_TRANSACTION_CONTROL",
 ]
 
 apilevel = "2.0"
@@ -87,6 +121,7 @@ def _deprecated(what: str) -> None:
     if sys.version_info >= (3, 12):
         warnings.warn(what, DeprecationWarning, skip_file_prefixes=_HERE)
 
+
 PARSE_DECLTYPES = 1
 PARSE_COLNAMES = 2
 LEGACY_TRANSACTION_CONTROL = -1
@@ -96,6 +131,7 @@ LEGACY_TRANSACTION_CONTROL = -1
 _SQLITE_CONSTANTS: Dict[str, int] = dict(_litelane.constants())
 globals().update(_SQLITE_CONSTANTS)
 __all__ += sorted(_SQLITE_CONSTANTS)
+
 
 def _date_of(value: bytes) -> datetime.date:
     year, month, day = value.split(b"-")
@@ -160,7 +196,7 @@ def _converter_for(name: str, decltype: Optional[str], detect: int) -> Optional[
         end = name.find("]")
         start = name.rfind("[", 0, end) if end >= 0 else -1
         if start >= 0:
-            conv = converters.get(name[start + 1:end].upper())
+            conv = converters.get(name[start + 1 : end].upper())
             if conv is not None:
                 return conv
     if detect & PARSE_DECLTYPES and decltype:
@@ -174,7 +210,7 @@ def _column_name(name: str, detect: int) -> str:
     if detect & PARSE_COLNAMES:
         i = name.find("[")
         if i >= 0:
-            return name[:i - 1] if i > 0 and name[i - 1] == " " else name[:i]
+            return name[: i - 1] if i > 0 and name[i - 1] == " " else name[:i]
     return name
 
 
@@ -221,9 +257,7 @@ def __getattr__(name: str) -> Any:
         _deprecated(f"{name} is deprecated and will be removed in Python 3.14")
         return _VERSIONS[name]
     if name == "OptimizedUnicode":
-        warnings.warn(
-            "OptimizedUnicode is deprecated; use str instead.", DeprecationWarning, stacklevel=2
-        )
+        warnings.warn("OptimizedUnicode is deprecated; use str instead.", DeprecationWarning, stacklevel=2)
         return str
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -312,9 +346,7 @@ _KEYWORD = re.compile(r"(?:[ \t\n\f\r]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za
 # The first keyword after what SQLite itself skips before a statement:
 # also empty statements (";") and a byte-order mark. Transaction control
 # (BEGIN, COMMIT, SAVEPOINT...) is what SQLite runs, so it is found this way.
-_SQLITE_KEYWORD = re.compile(
-    r"(?:[ \t\n\f\r;\ufeff]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S
-)
+_SQLITE_KEYWORD = re.compile(r"(?:[ \t\n\f\r;\ufeff]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*([A-Za-z]*)", re.S)
 _kinds: Dict[str, Tuple[str, str]] = {}
 
 
@@ -330,10 +362,10 @@ def _classify(sql: str) -> Tuple[str, str]:
     if not dml:
         m = _SQLITE_KEYWORD.match(sql)
     kw = m.group(1).upper()
-    rest = sql[m.end():].split()
+    rest = sql[m.end() :].split()
     words = [w.upper().rstrip(";") for w in rest]
     name = ""
-    if not kw and not sql[m.end():].strip():
+    if not kw and not sql[m.end() :].strip():
         kind = "empty"  # only whitespace and comments: runs nothing, as in sqlite3
     elif dml:
         kind = "dml"
@@ -355,7 +387,7 @@ def _classify(sql: str) -> Tuple[str, str]:
         kind = "journal_mode"
         jm = _JOURNAL_MODE_SET.match(sql, m.end())
         name = _unquote(jm.group(1) or jm.group(2))
-    elif kw == "PRAGMA" and _sets_connection_state(sql[m.end():]):
+    elif kw == "PRAGMA" and _sets_connection_state(sql[m.end() :]):
         kind = "local"
     elif kw == "SAVEPOINT":
         kind = "savepoint"
@@ -409,7 +441,7 @@ def _sets_connection_state(rest: str) -> bool:
 
 
 def _unquote(name: str) -> str:
-    if len(name) >= 2 and name[0] in "\"'`[" :
+    if len(name) >= 2 and name[0] in "\"'`[":
         return name[1:-1]
     return name
 
@@ -424,6 +456,7 @@ _UNSHARED = contextlib.nullcontext()
 
 
 # --- Row --------------------------------------------------------------------
+
 
 class Row:
     """A row that can be indexed by position or (case-insensitively) by
@@ -514,18 +547,14 @@ def _check_isolation(level: Optional[str]) -> Optional[str]:
     if not isinstance(level, str):
         raise TypeError(f"isolation_level must be str or None, not {type(level).__name__}")
     if str.upper(level) not in _ISOLATION_LEVELS:
-        raise ValueError(
-            "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'"
-        )
+        raise ValueError("isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'")
     return str.upper(level)
 
 
 def _check_autocommit(value: Any) -> Any:
     if value is True or value is False or value == LEGACY_TRANSACTION_CONTROL:
         return value
-    raise ValueError(
-        "autocommit must be True, False, or sqlite3.LEGACY_TRANSACTION_CONTROL"
-    )
+    raise ValueError("autocommit must be True, False, or sqlite3.LEGACY_TRANSACTION_CONTROL")
 
 
 #: The open connections that share their file's engine, by file (see
@@ -1017,9 +1046,7 @@ class Connection(_litelane.ConnectionBase):
             raise ProgrammingError("executemany() can only execute DML statements.")
         if self._txn is None:
             ac = self._autocommit
-            legacy_dml = (
-                ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None and kind == "dml"
-            )
+            legacy_dml = ac == LEGACY_TRANSACTION_CONTROL and self._isolation_level is not None and kind == "dml"
             if not (legacy_dml or ac is False):
                 return self._autocommit_many(engine, sql, seq)
             return self._begun_for(sql, lambda txn: txn.executemany(sql, seq))
@@ -1414,9 +1441,7 @@ class Cursor(_litelane.CursorBase):
         # A zero-length BLOB reaches no converter: sqlite3 reads it as NULL
         # (sqlite3_column_blob gives no pointer for it).
         return tuple(
-            _text(v, tf) if conv is None
-            else None if v is None or v == b""
-            else conv(_as_bytes(v))
+            _text(v, tf) if conv is None else None if v is None or v == b"" else conv(_as_bytes(v))
             for v, conv in zip(row, convs)
         )
 
@@ -1441,13 +1466,13 @@ class Cursor(_litelane.CursorBase):
     def fetchmany(self, size: Optional[int] = None) -> List[Any]:
         self._check_result()
         n = self.arraysize if size is None else size
-        chunk = self._rows[self._pos:self._pos + max(n, 0)]
+        chunk = self._rows[self._pos : self._pos + max(n, 0)]
         self._pos += len(chunk)
         return [self._convert(r) for r in chunk]
 
     def fetchall(self) -> List[Any]:
         self._check_result()
-        chunk = self._rows[self._pos:]
+        chunk = self._rows[self._pos :]
         self._pos = len(self._rows)
         return [self._convert(r) for r in chunk]
 
@@ -1511,6 +1536,7 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     """
     factory = args[5] if len(args) > 5 else kwargs.get("factory")
     return (factory or Connection)(*args, **kwargs)
+
 
 #: ``sqlite3.dbapi2`` is the module itself under another name; programs and
 #: libraries import it (``from sqlite3 import dbapi2``: SQLAlchemy's pysqlite

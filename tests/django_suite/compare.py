@@ -53,8 +53,16 @@ def main(argv=None):
     unexplained = [t for t in worse if t not in allowed]
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"sqlite3": cs, "litelane": cl, "differ": {t: [stock.get(t), lite.get(t)] for t in differ},
-                       "unexplained": unexplained}, f, indent=1)
+            json.dump(
+                {
+                    "sqlite3": cs,
+                    "litelane": cl,
+                    "differ": {t: [stock.get(t), lite.get(t)] for t in differ},
+                    "unexplained": unexplained,
+                },
+                f,
+                indent=1,
+            )
     if unexplained:
         print(f"\n{len(unexplained)} differences are not in the known list")
         return 1

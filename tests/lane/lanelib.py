@@ -75,9 +75,7 @@ class Conn:
     def __init__(self, lib: Lib, path: str, busy_timeout_ms: int, vfs: str | None):
         self.lib = lib
         self.db = ctypes.c_void_p()
-        rc = lib.dll.sqlite3_open_v2(
-            path.encode(), ctypes.byref(self.db), OPEN_FLAGS, vfs.encode() if vfs else None
-        )
+        rc = lib.dll.sqlite3_open_v2(path.encode(), ctypes.byref(self.db), OPEN_FLAGS, vfs.encode() if vfs else None)
         if rc != SQLITE_OK:
             raise RuntimeError(f"cannot open {path}: {rc}")
         lib.dll.sqlite3_extended_result_codes(self.db, 1)

@@ -278,12 +278,23 @@ def test_rollback_journal_databases_lock_as_stock_and_get_no_lock_file(lane_lib,
 def test_the_lock_file_goes_with_the_last_connection_as_wal_and_shm_do(lane_lib, tmp_path):
     db = make_db(lane_lib, tmp_path / "gone.db")
     lane = db + "-lane"
-    first = Child(lane_lib, [["open", db, 1000], ["exec", "INSERT INTO t VALUES(1)"],
-                             ["say", "open"], ["wait"], ["close"], ["exists", lane]])
+    first = Child(
+        lane_lib,
+        [
+            ["open", db, 1000],
+            ["exec", "INSERT INTO t VALUES(1)"],
+            ["say", "open"],
+            ["wait"],
+            ["close"],
+            ["exists", lane],
+        ],
+    )
     assert first.read()["rc"] == 0
     assert first.read() == {"say": "open"}
-    second = run(lane_lib, [["open", db, 1000], ["exec", "INSERT INTO t VALUES(2)"], ["close"],
-                            ["exists", lane], ["exists", db + "-wal"]])
+    second = run(
+        lane_lib,
+        [["open", db, 1000], ["exec", "INSERT INTO t VALUES(2)"], ["close"], ["exists", lane], ["exists", db + "-wal"]],
+    )
     # The other program still has the database open: both stay.
     assert second[0]["rc"] == 0 and second[1:3] == [{"exists": True}, {"exists": True}], second
     first.go()

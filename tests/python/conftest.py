@@ -16,7 +16,5 @@ def db_path(tmp_path):
 def dbapi20_path():
     path = os.environ.get("LITELANE_DBAPI20")
     if not path or not os.path.exists(path):
-        pytest.fail(
-            "LITELANE_DBAPI20 must name dbapi20.py (scripts/test fetches it from psycopg2's sdist)"
-        )
+        pytest.fail("LITELANE_DBAPI20 must name dbapi20.py (scripts/test fetches it from psycopg2's sdist)")
     return path

@@ -51,8 +51,9 @@ def test_atransaction_commit_rollback_and_concurrent_writers(db_path):
                 await asyncio.sleep(0)
                 await tx.execute("INSERT INTO t(v) VALUES (?)", (1000 + i,))
 
-        await asyncio.gather(*(one(i) for i in range(20)),
-                             *(db.aexecute("INSERT INTO t(v) VALUES (?)", (5000 + i,)) for i in range(50)))
+        await asyncio.gather(
+            *(one(i) for i in range(20)), *(db.aexecute("INSERT INTO t(v) VALUES (?)", (5000 + i,)) for i in range(50))
+        )
         assert await db.aquery("SELECT count(*) FROM t") == [(3 + 40 + 50,)]
         assert db.metrics()["busy_errors"] == 0
         db.close()
@@ -104,9 +105,6 @@ def test_importing_litelane_loads_neither_asyncio_nor_json():
     import subprocess
     import sys
 
-    code = (
-        "import sys, litelane, litelane.dbapi\n"
-        "print(sorted(m for m in ('asyncio', 'json') if m in sys.modules))"
-    )
+    code = "import sys, litelane, litelane.dbapi\nprint(sorted(m for m in ('asyncio', 'json') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -17,6 +17,7 @@ def make_table(path, sql="CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQU
 
 # --- module attributes ------------------------------------------------------
 
+
 def test_module_attributes_that_sqlalchemy_and_programs_probe():
     assert dbapi.apilevel == "2.0"
     assert dbapi.paramstyle == "qmark"
@@ -28,9 +29,18 @@ def test_module_attributes_that_sqlalchemy_and_programs_probe():
     assert dbapi.complete_statement("select 1;")
     assert not dbapi.complete_statement("select ';'")
     assert not dbapi.complete_statement("select 1 /* ; */")
-    for name in ("Warning", "Error", "InterfaceError", "DatabaseError", "DataError",
-                 "OperationalError", "IntegrityError", "InternalError",
-                 "ProgrammingError", "NotSupportedError"):
+    for name in (
+        "Warning",
+        "Error",
+        "InterfaceError",
+        "DatabaseError",
+        "DataError",
+        "OperationalError",
+        "IntegrityError",
+        "InternalError",
+        "ProgrammingError",
+        "NotSupportedError",
+    ):
         assert issubclass(getattr(dbapi, name), Exception)
     assert issubclass(dbapi.IntegrityError, dbapi.DatabaseError)
     assert issubclass(dbapi.DatabaseError, dbapi.Error)
@@ -38,16 +48,17 @@ def test_module_attributes_that_sqlalchemy_and_programs_probe():
 
 # --- basic statements -------------------------------------------------------
 
+
 def test_roundtrip_of_every_type(db_path):
     con = dbapi.connect(db_path)
     con.execute("CREATE TABLE v(a, b, c, d, e)")
     values = (None, 2**63 - 1, 1.5, "héllo \u0000 nul", b"\x00\xffbytes")
     con.execute("INSERT INTO v VALUES (?,?,?,?,?)", values)
-    con.execute("INSERT INTO v VALUES (?,?,?,?,?)", (True, -2**63, float("inf"), "", bytearray(b"ba")))
+    con.execute("INSERT INTO v VALUES (?,?,?,?,?)", (True, -(2**63), float("inf"), "", bytearray(b"ba")))
     con.execute("INSERT INTO v VALUES (?,?,?,?,?)", (None, 0, 0.0, "x", memoryview(b"mv")))
     rows = con.execute("SELECT * FROM v ORDER BY rowid").fetchall()
     assert rows[0] == values
-    assert rows[1] == (1, -2**63, float("inf"), "", b"ba")
+    assert rows[1] == (1, -(2**63), float("inf"), "", b"ba")
     assert rows[2][4] == b"mv"
     con.close()
 
@@ -113,12 +124,12 @@ def test_adapters_and_default_datetime_adapters(db_path):
     con.execute("INSERT INTO d VALUES (?)", (Point(1, 2),))
     con.execute("INSERT INTO d VALUES (?)", (datetime.date(2024, 1, 2),))
     con.execute("INSERT INTO d VALUES (?)", (datetime.datetime(2024, 1, 2, 3, 4, 5),))
-    assert [r[0] for r in con.execute("SELECT x FROM d ORDER BY rowid")] == [
-        "1;2", "2024-01-02", "2024-01-02 03:04:05"]
+    assert [r[0] for r in con.execute("SELECT x FROM d ORDER BY rowid")] == ["1;2", "2024-01-02", "2024-01-02 03:04:05"]
     con.commit()
 
 
 # --- transactions: the standard library's rules -----------------------------
+
 
 def test_legacy_implicit_begin_before_dml_and_rollback(db_path):
     make_table(db_path)
@@ -408,15 +419,22 @@ def test_not_a_database_is_an_error_and_the_file_is_untouched(tmp_path):
 
 
 STOCK_CASES = [
-    ("foreign keys", "CREATE TABLE p(id INTEGER PRIMARY KEY); "
-     "CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));",
-     "INSERT INTO c(p) VALUES (42)"),
+    (
+        "foreign keys",
+        "CREATE TABLE p(id INTEGER PRIMARY KEY); CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id));",
+        "INSERT INTO c(p) VALUES (42)",
+    ),
     ("double-quoted literal", "", 'SELECT "hello"'),
-    ("double-quoted literal in a view", 'CREATE TABLE t(a); CREATE VIEW v AS SELECT a, "x" AS tag FROM t;',
-     "SELECT * FROM v"),
-    ("trigger on an FTS shadow table (defensive off)",
-     "CREATE VIRTUAL TABLE f USING fts5(x);",
-     "CREATE TRIGGER tr AFTER INSERT ON f_data BEGIN SELECT 1; END"),
+    (
+        "double-quoted literal in a view",
+        'CREATE TABLE t(a); CREATE VIEW v AS SELECT a, "x" AS tag FROM t;',
+        "SELECT * FROM v",
+    ),
+    (
+        "trigger on an FTS shadow table (defensive off)",
+        "CREATE VIRTUAL TABLE f USING fts5(x);",
+        "CREATE TRIGGER tr AFTER INSERT ON f_data BEGIN SELECT 1; END",
+    ),
 ]
 
 

@@ -23,8 +23,7 @@ DB = os.path.join(_DIR, "site.db")
 
 if not settings.configured:
     settings.configure(
-        DATABASES={"default": {"ENGINE": "litelane.django", "NAME": DB, "CONN_MAX_AGE": 0,
-                               "OPTIONS": {"timeout": 30}}},
+        DATABASES={"default": {"ENGINE": "litelane.django", "NAME": DB, "CONN_MAX_AGE": 0, "OPTIONS": {"timeout": 30}}},
         INSTALLED_APPS=["litelane_django_app"],
         USE_TZ=False,
         DEFAULT_AUTO_FIELD="django.db.models.AutoField",
@@ -298,21 +297,37 @@ def test_init_command_runs_once_per_engine_and_litelanes_own_pragmas_are_skipped
     from litelane.django.base import DatabaseWrapper
 
     path = str(tmp_path / "init.db")
-    cfg = {"NAME": path, "OPTIONS": {"init_command": "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;"
-                                     "PRAGMA user_version = 7; PRAGMA cache_size = -8000;"
-                                     "CREATE TABLE IF NOT EXISTS \"inits\"(\"n\")"}}
-    for key in ("ENGINE", "CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "AUTOCOMMIT", "ATOMIC_REQUESTS", "TIME_ZONE",
-                "USER", "PASSWORD", "HOST", "PORT", "TEST"):
+    cfg = {
+        "NAME": path,
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;"
+            "PRAGMA user_version = 7; PRAGMA cache_size = -8000;"
+            'CREATE TABLE IF NOT EXISTS "inits"("n")'
+        },
+    }
+    for key in (
+        "ENGINE",
+        "CONN_MAX_AGE",
+        "CONN_HEALTH_CHECKS",
+        "AUTOCOMMIT",
+        "ATOMIC_REQUESTS",
+        "TIME_ZONE",
+        "USER",
+        "PASSWORD",
+        "HOST",
+        "PORT",
+        "TEST",
+    ):
         cfg.setdefault(key, connection.settings_dict[key])
     assert issubclass(DatabaseWrapper, Stock)
     w = DatabaseWrapper(cfg, alias="init")
     for _ in range(3):
         w.ensure_connection()
         with w.cursor() as c:
-            c.execute("INSERT INTO \"inits\" VALUES (1)")
+            c.execute('INSERT INTO "inits" VALUES (1)')
         w.close()
     db = litelane.open(path)
-    assert db.query("SELECT count(*) FROM \"inits\"") == [(3,)]
+    assert db.query('SELECT count(*) FROM "inits"') == [(3,)]
     assert db.query("PRAGMA journal_mode") == [("wal",)]  # the profile's, not init_command's
     assert db.query("PRAGMA user_version") == [(7,)]
     with db.transaction() as tx:  # on the writer

@@ -31,7 +31,5 @@ def test_there_are_snippets_to_check():
 
 @pytest.mark.parametrize("code", SNIPPETS)
 def test_snippet_runs_as_written(code, tmp_path):
-    run = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"

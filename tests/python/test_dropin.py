@@ -31,8 +31,18 @@ def test_every_constant_of_the_standard_library_is_there_with_its_value():
 
 @pytest.mark.parametrize(
     "name",
-    ["Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
-     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError"],
+    [
+        "Warning",
+        "Error",
+        "InterfaceError",
+        "DatabaseError",
+        "DataError",
+        "OperationalError",
+        "IntegrityError",
+        "InternalError",
+        "ProgrammingError",
+        "NotSupportedError",
+    ],
 )
 def test_exceptions_are_the_standard_librarys_too(name):
     ours = getattr(dbapi, name)
@@ -67,9 +77,7 @@ def test_detect_types_decltypes_and_colnames(mod, db_path):
     try:
         con = mod.connect(db_path, detect_types=mod.PARSE_DECLTYPES | mod.PARSE_COLNAMES)
         con.execute("CREATE TABLE t(p point, n NUMBER(10), d date, ts timestamp, plain)")
-        con.execute(
-            "INSERT INTO t VALUES ('1;2', 3, '2024-01-05', '2024-01-05 10:20:30', 'x')"
-        )
+        con.execute("INSERT INTO t VALUES ('1;2', 3, '2024-01-05', '2024-01-05 10:20:30', 'x')")
         cur = con.execute("SELECT p, n, d, ts, plain FROM t")
         row = cur.fetchone()
         assert row[0] == (1.0, 2.0)
@@ -78,7 +86,7 @@ def test_detect_types_decltypes_and_colnames(mod, db_path):
         assert [d[0] for d in cur.description] == ["p", "n", "d", "ts", "plain"]
         # Column names name the converter ("x [type]"); the description drops it.
         seen.clear()
-        cur = con.execute("SELECT '5;6' AS \"v [point]\", NULL AS \"w [point]\", 7 AS \"i [POINT]\"")
+        cur = con.execute('SELECT \'5;6\' AS "v [point]", NULL AS "w [point]", 7 AS "i [POINT]"')
         with pytest.raises(ValueError):
             cur.fetchone()  # 7 has no ';': the converter ran, on b"7"
         assert seen == [b"5;6", b"7"]  # NULL never reaches a converter
@@ -148,8 +156,7 @@ def test_default_date_and_timestamp_converters(mod, db_path):
         "INSERT INTO t VALUES (?, ?, ?)",
         (day.isoformat(), at.isoformat(" "), "2024-01-05 10:20:30"),
     )
-    assert con.execute("SELECT d, ts, ts0 FROM t").fetchone() == (
-        day, at, datetime.datetime(2024, 1, 5, 10, 20, 30))
+    assert con.execute("SELECT d, ts, ts0 FROM t").fetchone() == (day, at, datetime.datetime(2024, 1, 5, 10, 20, 30))
     con.close()
 
 
@@ -197,9 +204,7 @@ def test_a_single_thread_never_sees_database_is_locked_even_with_timeout_zero(db
         "print(c.execute('SELECT count(*) FROM t').fetchone()[0])\n"
     )
     env = dict(os.environ, LITELANE_TXN_YIELDS="0")
-    out = subprocess.run(
-        [sys.executable, "-c", code, db_path], env=env, capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run([sys.executable, "-c", code, db_path], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "300"
 
@@ -245,7 +250,10 @@ def test_iterdump_gives_what_sqlite3_gives_and_restores(tmp_path):
     copy = std.connect(":memory:")
     copy.executescript("\n".join(dumps[dbapi]))
     assert copy.execute("SELECT * FROM t ORDER BY a").fetchall() == [
-        (1, "x'y", b"\x01\x02", 1.5), (2, None, None, 1e300), (3, "é", b"", -0.0)]
+        (1, "x'y", b"\x01\x02", 1.5),
+        (2, None, None, 1e300),
+        (3, "é", b"", -0.0),
+    ]
 
 
 def test_uri_read_only_reads_and_refuses_writes_leaving_the_file_as_it_was(mod, db_path):
@@ -308,9 +316,7 @@ def test_executescript_runs_statement_by_statement_as_sqlite3(mod, db_path):
     con.close()
 
 
-@pytest.mark.parametrize(
-    "target_kind", ["litelane-file", "litelane-memory", "sqlite3-file", "sqlite3-memory"]
-)
+@pytest.mark.parametrize("target_kind", ["litelane-file", "litelane-memory", "sqlite3-file", "sqlite3-memory"])
 def test_backup_into_a_connection_replaces_its_content(tmp_path, target_kind):
     src = dbapi.connect(str(tmp_path / "src.db"))
     src.execute("CREATE TABLE t(a, b)")
@@ -381,8 +387,7 @@ def test_blobopen_reads_writes_and_refuses_as_sqlite3(mod, db_path):
     for call, exc, text in refusals:
         with pytest.raises(exc, match=text):
             call()
-    assert (len(blob), blob.read(3), blob.tell(), blob[0], blob[1:3], blob[-1]) == (
-        10, b"\0\0\0", 3, 0, b"\0\0", 0)
+    assert (len(blob), blob.read(3), blob.tell(), blob[0], blob[1:3], blob[-1]) == (10, b"\0\0\0", 3, 0, b"\0\0", 0)
     blob.seek(0)
     blob.write(b"ab")
     blob[5] = ord("z")
@@ -442,47 +447,61 @@ PARITY = [
     ("cursor factory None", lambda m, c: c.cursor(None), ("TypeError", "")),
     ("cursor factory returns no cursor", lambda m, c: c.cursor(lambda con: None), ("TypeError", "")),
     ("Row of a fake cursor", lambda m, c: m.Row(_fake_cursor(m), ()), ("TypeError", "")),
-    ("Row index of another type", lambda m, c: _row(m, c, "SELECT 1 AS a")[1j],
-     ("IndexError", "")),
-    ("Row names fold ASCII case only",
-     lambda m, c: _row(m, c, "SELECT 1 AS \xff")["\u0178"], ("IndexError", "")),
-    ("Row is a Sequence", lambda m, c: isinstance(_row(m, c, "SELECT 1"), collections.abc.Sequence),
-     True),
-    ("isolation_level of any case", lambda m, c: setattr(c, "isolation_level", "deferred")
-     or c.isolation_level, "DEFERRED"),
+    ("Row index of another type", lambda m, c: _row(m, c, "SELECT 1 AS a")[1j], ("IndexError", "")),
+    ("Row names fold ASCII case only", lambda m, c: _row(m, c, "SELECT 1 AS \xff")["\u0178"], ("IndexError", "")),
+    ("Row is a Sequence", lambda m, c: isinstance(_row(m, c, "SELECT 1"), collections.abc.Sequence), True),
+    (
+        "isolation_level of any case",
+        lambda m, c: setattr(c, "isolation_level", "deferred") or c.isolation_level,
+        "DEFERRED",
+    ),
     ("isolation_level not a str", lambda m, c: setattr(c, "isolation_level", 1), ("TypeError", "")),
-    ("parameters of a plain sequence", lambda m, c: c.execute("SELECT ?", _L()).fetchall(),
-     [("x",)]),
-    ("parameters of no sequence", lambda m, c: c.execute("SELECT ?", 5),
-     ("ProgrammingError", "^parameters are of unsupported type$")),
-    ("a statement and comments", lambda m, c: c.execute("SELECT 1; -- c\n /* d").fetchall(),
-     [(1,)]),
-    ("two statements", lambda m, c: c.execute("SELECT 1; SELECT 2"),
-     ("ProgrammingError", "one statement at a time")),
+    ("parameters of a plain sequence", lambda m, c: c.execute("SELECT ?", _L()).fetchall(), [("x",)]),
+    (
+        "parameters of no sequence",
+        lambda m, c: c.execute("SELECT ?", 5),
+        ("ProgrammingError", "^parameters are of unsupported type$"),
+    ),
+    ("a statement and comments", lambda m, c: c.execute("SELECT 1; -- c\n /* d").fetchall(), [(1,)]),
+    ("two statements", lambda m, c: c.execute("SELECT 1; SELECT 2"), ("ProgrammingError", "one statement at a time")),
     ("a NUL in SQL", lambda m, c: c.execute("SELECT 1\0"), ("ProgrammingError", "null character")),
-    ("a lone surrogate in SQL", lambda m, c: c.execute("SELECT '\ud8ff'"),
-     ("UnicodeEncodeError", "")),
+    ("a lone surrogate in SQL", lambda m, c: c.execute("SELECT '\ud8ff'"), ("UnicodeEncodeError", "")),
     ("executescript of bytes", lambda m, c: c.executescript(b"SELECT 1;"), ("TypeError", "")),
-    ("Connection without __init__",
-     lambda m, c: m.Connection.__new__(m.Connection).cursor(),
-     ("ProgrammingError", "Base Connection.__init__ not called")),
-    ("Cursor without __init__", lambda m, c: m.Cursor.__new__(m.Cursor).close(),
-     ("ProgrammingError", "Base Cursor.__init__ not called")),
-    ("a script over the SQL length limit",
-     lambda m, c: (c.setlimit(m.SQLITE_LIMIT_SQL_LENGTH, 50), c.executescript("SELECT 1;" + " " * 60)),
-     ("DataError", "query string is too large")),
-    ("closing a cursor of a closed connection",
-     lambda m, c: (lambda cur: (c.close(), cur.close()))(c.cursor()),
-     ("ProgrammingError", "closed database")),
-    ("a TypeError in __conform__",
-     lambda m, c: c.execute("SELECT ?", (type("Bad", (), {"__conform__": lambda s, p: 1 + ""})(),)),
-     ("ProgrammingError", "")),
-    ("another exception in __conform__",
-     lambda m, c: c.execute("SELECT ?", (type("Bad", (), {"__conform__": lambda s, p: 1 / 0})(),)),
-     ("ZeroDivisionError", "")),
-    ("text that is not UTF-8",
-     lambda m, c: c.execute("SELECT 'xxx' || ? || 'yyy' AS colname", (bytes([250]),)).fetchone(),
-     ("OperationalError", "Could not decode to UTF-8 column 'colname' with text 'xxx")),
+    (
+        "Connection without __init__",
+        lambda m, c: m.Connection.__new__(m.Connection).cursor(),
+        ("ProgrammingError", "Base Connection.__init__ not called"),
+    ),
+    (
+        "Cursor without __init__",
+        lambda m, c: m.Cursor.__new__(m.Cursor).close(),
+        ("ProgrammingError", "Base Cursor.__init__ not called"),
+    ),
+    (
+        "a script over the SQL length limit",
+        lambda m, c: (c.setlimit(m.SQLITE_LIMIT_SQL_LENGTH, 50), c.executescript("SELECT 1;" + " " * 60)),
+        ("DataError", "query string is too large"),
+    ),
+    (
+        "closing a cursor of a closed connection",
+        lambda m, c: (lambda cur: (c.close(), cur.close()))(c.cursor()),
+        ("ProgrammingError", "closed database"),
+    ),
+    (
+        "a TypeError in __conform__",
+        lambda m, c: c.execute("SELECT ?", (type("Bad", (), {"__conform__": lambda s, p: 1 + ""})(),)),
+        ("ProgrammingError", ""),
+    ),
+    (
+        "another exception in __conform__",
+        lambda m, c: c.execute("SELECT ?", (type("Bad", (), {"__conform__": lambda s, p: 1 / 0})(),)),
+        ("ZeroDivisionError", ""),
+    ),
+    (
+        "text that is not UTF-8",
+        lambda m, c: c.execute("SELECT 'xxx' || ? || 'yyy' AS colname", (bytes([250]),)).fetchone(),
+        ("OperationalError", "Could not decode to UTF-8 column 'colname' with text 'xxx"),
+    ),
 ]
 
 
@@ -569,8 +588,7 @@ def test_the_trace_callback_sees_the_transaction_statements_sqlite3_runs(mod, le
     con.execute("SELECT 1")
     implicit = [] if level is None else [f"BEGIN {level}"]
     commit = [] if level is None else ["COMMIT"]
-    assert traced == [*implicit, "INSERT INTO t VALUES (1)", *commit,
-                      "BEGIN", "INSERT INTO t VALUES (2)", "ROLLBACK"]
+    assert traced == [*implicit, "INSERT INTO t VALUES (1)", *commit, "BEGIN", "INSERT INTO t VALUES (2)", "ROLLBACK"]
 
 
 def test_dbapi2_is_the_module_itself_as_in_sqlite3():

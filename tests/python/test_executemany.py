@@ -149,9 +149,7 @@ SCHEMAS = {
         " BEGIN SELECT RAISE(IGNORE); END;"
         "CREATE TRIGGER logged AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.k); END"
     ),
-    "strict check": (
-        "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE, v TEXT NOT NULL CHECK (v <> 'bad')) STRICT"
-    ),
+    "strict check": ("CREATE TABLE t(id INTEGER PRIMARY KEY, k INT UNIQUE, v TEXT NOT NULL CHECK (v <> 'bad')) STRICT"),
 }
 VERBS = ["INSERT", "INSERT OR IGNORE", "INSERT OR REPLACE", "INSERT OR FAIL", "INSERT OR ROLLBACK", "REPLACE"]
 BREAKS = {
@@ -209,8 +207,7 @@ def test_a_python_function_in_a_trigger_runs_once_per_set_even_when_a_set_fails(
         seen = []
         con.create_function("seen", 1, seen.append)
         con.executescript(
-            "CREATE TABLE t(k INT UNIQUE);"
-            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT seen(NEW.k); END;"
+            "CREATE TABLE t(k INT UNIQUE);CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT seen(NEW.k); END;"
         )
         with pytest.raises(mod.IntegrityError):
             con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(M)] + [(5,)])

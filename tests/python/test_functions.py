@@ -24,8 +24,6 @@ def both(tmp_path, **kw):
     return std, ll
 
 
-
-
 # --- scalar functions -------------------------------------------------------
 
 RETURNS = [
@@ -214,6 +212,7 @@ def test_a_function_created_by_another_connection_during_a_transaction(db_path):
 
 # --- deterministic functions in the schema ------------------------------------
 
+
 def test_a_deterministic_function_in_an_index_and_a_generated_column(tmp_path):
     std, ll = both(tmp_path)
     for con in (std, ll):
@@ -225,9 +224,7 @@ def test_a_deterministic_function_in_an_index_and_a_generated_column(tmp_path):
             INSERT INTO people(name) VALUES ('  Ada '), ('GRACE'), ('alan');
             """
         )
-        plan = con.execute(
-            "EXPLAIN QUERY PLAN SELECT name FROM people WHERE norm(name) = 'grace'"
-        ).fetchall()
+        plan = con.execute("EXPLAIN QUERY PLAN SELECT name FROM people WHERE norm(name) = 'grace'").fetchall()
         assert any("people_norm" in row[3] for row in plan), plan
     q = "SELECT name, key FROM people WHERE norm(name) = 'grace'"
     assert ll.execute(q).fetchall() == std.execute(q).fetchall() == [("GRACE", "grace")]
@@ -280,6 +277,7 @@ def _barrier_fn(n):
 
 
 # --- aggregates and window functions --------------------------------------------
+
 
 class Sum:
     def __init__(self):
@@ -353,8 +351,14 @@ class Concat:
         return ",".join(self.parts)
 
 
-AGGREGATES = [("agg_sum", 1, Sum), ("agg_bad_init", 1, BadInit), ("agg_bad_step", 1, BadStep),
-              ("agg_bad_final", 1, BadFinalize), ("agg_no_step", 1, NoStep), ("agg_cat", -1, Concat)]
+AGGREGATES = [
+    ("agg_sum", 1, Sum),
+    ("agg_bad_init", 1, BadInit),
+    ("agg_bad_step", 1, BadStep),
+    ("agg_bad_final", 1, BadFinalize),
+    ("agg_no_step", 1, NoStep),
+    ("agg_cat", -1, Concat),
+]
 AGG_SQL = [
     "SELECT agg_sum(x) FROM t",
     "SELECT agg_sum(x) FROM t WHERE x > 100",  # no row: NULL, finalize not called
@@ -368,8 +372,12 @@ AGG_SQL = [
     "SELECT agg_cat() FROM t",
 ]
 
-WINDOWS = [("w_sum", 1, Sum), ("w_bad_value", 1, BadValue), ("w_bad_inverse", 1, BadInverse),
-           ("w_no_inverse", 1, NoInverse)]
+WINDOWS = [
+    ("w_sum", 1, Sum),
+    ("w_bad_value", 1, BadValue),
+    ("w_bad_inverse", 1, BadInverse),
+    ("w_no_inverse", 1, NoInverse),
+]
 WINDOW_SQL = [
     "SELECT x, w_sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM t",
     "SELECT x, w_sum(x) OVER (ORDER BY x) FROM t",
@@ -395,9 +403,10 @@ def test_aggregates_and_window_functions_match_sqlite3(tmp_path):
     assert outcome(ll, AGG_SQL[0]) == [(15,)]
     assert outcome(ll, WINDOW_SQL[0]) == [(1, 3), (2, 6), (3, 9), (4, 12), (5, 9)]
     assert outcome(ll, "SELECT agg_bad_step(x) FROM t") == (
-        "OperationalError", "user-defined aggregate's 'step' method raised error")
-    assert outcome(ll, WINDOW_SQL[-1]) == (
-        "OperationalError", "user-defined aggregate's 'inverse' method not defined")
+        "OperationalError",
+        "user-defined aggregate's 'step' method raised error",
+    )
+    assert outcome(ll, WINDOW_SQL[-1]) == ("OperationalError", "user-defined aggregate's 'inverse' method not defined")
     # None removes them.
     ll.create_aggregate("agg_sum", 1, None)
     ll.create_window_function("w_sum", 1, None)
@@ -418,6 +427,7 @@ def test_an_aggregate_runs_on_every_reader(db_path):
 
 
 # --- collations -------------------------------------------------------------------
+
 
 def reverse_order(a, b):
     return (a < b) - (a > b)
@@ -455,8 +465,7 @@ def test_a_collation_in_the_schema_works_on_every_reader(db_path):
     con.create_collation("rev", reverse_order)
     con.create_function("meet", 0, _barrier_fn(n))
     con.executescript(
-        "CREATE TABLE t(s TEXT COLLATE rev); CREATE INDEX t_s ON t(s);"
-        "INSERT INTO t VALUES ('a'), ('c'), ('b');"
+        "CREATE TABLE t(s TEXT COLLATE rev); CREATE INDEX t_s ON t(s);INSERT INTO t VALUES ('a'), ('c'), ('b');"
     )
     got = run_on_readers(db_path, n, "SELECT group_concat(s, '') || meet() FROM (SELECT s FROM t ORDER BY s)")
     assert got == [[("cba1",)]] * n
@@ -464,6 +473,7 @@ def test_a_collation_in_the_schema_works_on_every_reader(db_path):
 
 
 # --- authorizer -------------------------------------------------------------------
+
 
 def deny_reading_secret(action, arg1, arg2, dbname, source):
     if action == C.SQLITE_READ and arg1 == "secret":
@@ -475,8 +485,7 @@ def test_an_authorizer_denying_a_read_matches_sqlite3(tmp_path):
     std, ll = both(tmp_path)
     for con in (std, ll):
         con.executescript(
-            "CREATE TABLE secret(x); INSERT INTO secret VALUES (1);"
-            "CREATE TABLE open(y); INSERT INTO open VALUES (2);"
+            "CREATE TABLE secret(x); INSERT INTO secret VALUES (1);CREATE TABLE open(y); INSERT INTO open VALUES (2);"
         )
         con.set_authorizer(deny_reading_secret)
     for sql in ("SELECT x FROM secret", "SELECT y FROM open", "SELECT * FROM open, secret"):
@@ -552,6 +561,7 @@ def test_an_authorizer_applies_only_to_its_own_connection(db_path):
 
 # --- progress handler ---------------------------------------------------------------
 
+
 def test_a_progress_handler_matches_sqlite3(tmp_path):
     std, ll = both(tmp_path)
     sql = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) SELECT sum(n) FROM c"
@@ -591,6 +601,7 @@ def test_a_progress_handler_counts_opcodes_and_applies_only_to_its_connection(db
 
 # --- trace callback -------------------------------------------------------------------
 
+
 def test_a_trace_callback_sees_each_statement_with_its_values(tmp_path):
     std, ll = both(tmp_path, isolation_level=None)
     traced = {"std": [], "ll": []}
@@ -628,6 +639,7 @@ def test_a_trace_callback_applies_only_to_its_connection_and_its_errors_are_igno
 
 
 # --- exceptions in callbacks --------------------------------------------------------
+
 
 def test_callback_tracebacks_go_to_the_unraisable_hook_when_enabled(tmp_path, monkeypatch):
     caught = []
@@ -793,9 +805,7 @@ def test_a_statement_too_long_to_expand_is_traced_as_written_and_reported(tmp_pa
     callback gets the statement as written, and a DataError is reported
     as unraisable (with callback tracebacks on), as in sqlite3."""
     seen = []
-    monkeypatch.setattr(
-        sys, "unraisablehook", lambda u: seen.append((u.exc_type.__name__, str(u.exc_value)))
-    )
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append((u.exc_type.__name__, str(u.exc_value))))
     std, ll = both(tmp_path)
     results = {}
     for name, module, con in (("std", sqlite3, std), ("ll", dbapi, ll)):

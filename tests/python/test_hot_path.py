@@ -234,7 +234,10 @@ def test_trace_callback_sees_the_implicit_begin(mod, db_path):
     con.execute("INSERT INTO t VALUES (1)")
     con.commit()
     assert [s for s in seen if s.split()[0] in ("BEGIN", "INSERT", "COMMIT")] == [
-        "BEGIN ", "INSERT INTO t VALUES (1)", "COMMIT"]
+        "BEGIN ",
+        "INSERT INTO t VALUES (1)",
+        "COMMIT",
+    ]
     con.close()
 
 
@@ -473,9 +476,7 @@ def test_a_statement_that_does_not_prepare_leaves_no_implicit_transaction(mod, d
 
 
 @pytest.mark.parametrize("how", ["execute", "executemany"])
-def test_a_mistyped_statement_queued_behind_another_thread_leaves_no_transaction(
-    mod, db_path, how
-):
+def test_a_mistyped_statement_queued_behind_another_thread_leaves_no_transaction(mod, db_path, how):
     """The same when the implicit transaction had to queue for the writer
     (another thread's transaction held it): once its turn came and the
     statement failed to prepare, nothing stays open."""
@@ -512,8 +513,16 @@ def test_a_mistyped_statement_queued_behind_another_thread_leaves_no_transaction
 
 
 @pytest.mark.parametrize("begin", ["BEGIN", "BEGIN IMMEDIATE", "begin deferred", "  BEGIN EXCLUSIVE TRANSACTION"])
-@pytest.mark.parametrize("end,kept", [("COMMIT", True), ("END", True), ("commit transaction", True),
-                                      ("ROLLBACK", False), ("rollback transaction", False)])
+@pytest.mark.parametrize(
+    "end,kept",
+    [
+        ("COMMIT", True),
+        ("END", True),
+        ("commit transaction", True),
+        ("ROLLBACK", False),
+        ("rollback transaction", False),
+    ],
+)
 def test_explicit_begin_commit_rollback_as_sqlite3(mod, db_path, begin, end, kept):
     """BEGIN, COMMIT and ROLLBACK run through execute with
     isolation_level=None (the natively run control statements): what the

@@ -184,8 +184,7 @@ def test_an_sqlite_failure_carries_its_code(tmp_path):
     csv.write_text("a\n1\n")
     with litelane.open(str(tmp_path / "t.db")) as db:
         db.executescript(
-            "CREATE TABLE u(a INTEGER);"
-            "CREATE TRIGGER tu BEFORE INSERT ON u BEGIN SELECT no_such_function(); END;"
+            "CREATE TABLE u(a INTEGER);CREATE TRIGGER tu BEFORE INSERT ON u BEGIN SELECT no_such_function(); END;"
         )
         with pytest.raises(litelane.OperationalError, match="no_such_function") as info:
             db.import_file(str(csv), "u", mode="append")

@@ -25,8 +25,7 @@ def test_open_execute_query_tuples_and_dicts(db):
     assert r == litelane.Executed(rowcount=1, lastrowid=1)
     db.execute("INSERT INTO t(name, n) VALUES (:name, :n)", {"name": "b", "n": 2})
     assert db.query("SELECT name, n FROM t ORDER BY n") == [("a", 1), ("b", 2)]
-    assert db.query("SELECT name, n FROM t ORDER BY n", dicts=True) == [
-        {"name": "a", "n": 1}, {"name": "b", "n": 2}]
+    assert db.query("SELECT name, n FROM t ORDER BY n", dicts=True) == [{"name": "a", "n": 1}, {"name": "b", "n": 2}]
     assert db.query_one("SELECT n FROM t WHERE name = ?", ("b",)) == (2,)
     assert db.query_one("SELECT n FROM t WHERE name = 'zz'") is None
     # a write through query (RETURNING) runs on the writer
@@ -35,8 +34,14 @@ def test_open_execute_query_tuples_and_dicts(db):
 
 def test_profiles_and_options(tmp_path):
     for profile in ("safe", "balanced", "fast"):
-        with litelane.open(str(tmp_path / f"{profile}.db"), profile=profile, readers=3,
-                           busy_timeout=1.5, group_commit=False, cache_size_kib=2048) as d:
+        with litelane.open(
+            str(tmp_path / f"{profile}.db"),
+            profile=profile,
+            readers=3,
+            busy_timeout=1.5,
+            group_commit=False,
+            cache_size_kib=2048,
+        ) as d:
             assert d.profile == profile
             assert d._engine.readers == 3
             mode = d.query("PRAGMA journal_mode")[0][0]
@@ -103,6 +108,7 @@ def test_abandoned_transaction_rolls_back_when_collected(db):
     tx.execute("INSERT INTO t(name, n) VALUES ('a', 1)")
     del tx
     import gc
+
     gc.collect()
     # the writer is free again and nothing was committed
     db.execute("INSERT INTO t(name, n) VALUES ('b', 2)")
@@ -255,8 +261,9 @@ def test_the_litelane_console_script_is_the_command(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("n\n1\n2\n")
     db = tmp_path / "t.db"
-    run = subprocess.run([script, "import", str(csv), "--db", str(db), "--json"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [script, "import", str(csv), "--db", str(db), "--json"], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["rows_inserted"] == 2
 
@@ -284,7 +291,7 @@ def test_executemany_executescript_and_explicit_transaction_calls(db):
     assert db.query("SELECT count(*) FROM t WHERE name = 'f'") == [(0,)]
 
 
-EXIT_SCRIPT = r'''
+EXIT_SCRIPT = r"""
 import asyncio, sys, threading
 import litelane, litelane.dbapi as sq
 p = sys.argv[1]
@@ -304,13 +311,12 @@ async def main():
 
 asyncio.run(main())
 print("done", flush=True)
-'''
+"""
 
 
 def test_process_exits_cleanly_with_everything_left_open(tmp_path):
     path = str(tmp_path / "exit.db")
-    proc = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, path],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, path], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done"
     with litelane.open(path) as d:
@@ -394,9 +400,7 @@ def test_a_backup_restored_by_rename_while_closed_is_what_reopens(tmp_path):
 
 def test_a_read_that_pins_the_wal_shows_in_the_metrics_and_writers_never_wait(tmp_path):
     path = str(tmp_path / "pin.db")
-    with litelane.open(
-        path, checkpoint_after_pages=5, wal_limit_pages=20, over_limit="grow", max_read_age=None
-    ) as d:
+    with litelane.open(path, checkpoint_after_pages=5, wal_limit_pages=20, over_limit="grow", max_read_age=None) as d:
         d.execute("CREATE TABLE t(pad BLOB)")
         d.insert_many("t", [(b"x",)] * 10)
         rows = d.iterate("SELECT pad FROM t", batch=1)

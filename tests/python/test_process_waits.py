@@ -53,9 +53,7 @@ def stopped_holder(request, db_path):
     con.execute("CREATE TABLE t(x)")
     con.commit()
     con.close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, db_path, profile], stdout=subprocess.PIPE, text=True
-    )
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, db_path, profile], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "HOLDING"
         os.kill(holder.pid, signal.SIGSTOP)
@@ -88,9 +86,7 @@ def test_the_connections_timeout_bounds_a_wait_for_a_stopped_process(db_path, st
         if mode == "transaction":
             con.rollback()
         # The native API of the same handle (an execute of its own).
-        _fails_locked_in(
-            timeout, stopped_holder, lambda: con.engine.execute("INSERT INTO t(x) VALUES ('me')")
-        )
+        _fails_locked_in(timeout, stopped_holder, lambda: con.engine.execute("INSERT INTO t(x) VALUES ('me')"))
     finally:
         con.close()
 
@@ -98,9 +94,7 @@ def test_the_connections_timeout_bounds_a_wait_for_a_stopped_process(db_path, st
 @pytest.mark.parametrize("stopped_holder", ["safe", "balanced"], indirect=True)
 def test_ctrl_c_ends_an_autocommit_write_waiting_for_another_process(db_path, stopped_holder):
     profile = "safe"
-    waiter = subprocess.Popen(
-        [sys.executable, "-c", WAITER, db_path, profile], stdout=subprocess.PIPE, text=True
-    )
+    waiter = subprocess.Popen([sys.executable, "-c", WAITER, db_path, profile], stdout=subprocess.PIPE, text=True)
     try:
         assert waiter.stdout.readline().strip() == "WAITING"
         time.sleep(0.5)  # inside the wait by now

@@ -44,9 +44,20 @@ except sqlite3.Error as e:
 
 def _as_nobody(module, path):
     out = subprocess.run(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-         sys.executable, "-c", CHILD, module, path],
-        capture_output=True, text=True, timeout=60,
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            CHILD,
+            module,
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()

@@ -58,7 +58,11 @@ def test_a_new_connection_opens_the_file_now_at_a_deleted_path(tmp_path):
         return out
 
     assert both(run, tmp_path) == (
-        [("u",)], [(2,)], [(1,)], [("u",)], [("ok",)],
+        [("u",)],
+        [(2,)],
+        [(1,)],
+        [("u",)],
+        [("ok",)],
     )
 
 
@@ -173,8 +177,16 @@ def test_busy_timeout_is_the_connections_timeout(tmp_path):
         return out
 
     assert both(run, tmp_path) == [
-        [(2500,)], [(5000,)], [(700,)], [(700,)], [(300,)], [(0,)], [(1200,)], [(1,)],
-        [(5000,)], "timeout",
+        [(2500,)],
+        [(5000,)],
+        [(700,)],
+        [(700,)],
+        [(300,)],
+        [(0,)],
+        [(1200,)],
+        [(1,)],
+        [(5000,)],
+        "timeout",
     ]
 
 
@@ -307,11 +319,15 @@ def test_the_sql_functions_and_modules_of_a_stock_build(tmp_path):
     def run(m, tmp):
         c = m.connect(":memory:")
         out = (
-            outcome(c, "SELECT sqrt(16), pow(2, 10), floor(-1.5), ceil(1.2), ln(1), "
-                       "round(log10(1000), 9), round(pi(), 6), mod(7, 3)"),
+            outcome(
+                c,
+                "SELECT sqrt(16), pow(2, 10), floor(-1.5), ceil(1.2), ln(1), "
+                "round(log10(1000), 9), round(pi(), 6), mod(7, 3)",
+            ),
             outcome(c, "SELECT sqrt(-1)"),
-            outcome(c, "SELECT sqlite_compileoption_used('ENABLE_FTS4'), "
-                       "sqlite_compileoption_used('ENABLE_MATH_FUNCTIONS')"),
+            outcome(
+                c, "SELECT sqlite_compileoption_used('ENABLE_FTS4'), sqlite_compileoption_used('ENABLE_MATH_FUNCTIONS')"
+            ),
             outcome(c, "CREATE VIRTUAL TABLE f USING fts4(a, b)"),
             outcome(c, "INSERT INTO f VALUES ('alpha beta', 'gamma')"),
             outcome(c, "SELECT a FROM f WHERE f MATCH 'b:gamma'"),
@@ -348,8 +364,9 @@ def test_the_files_of_a_killed_process_go_with_the_next_one(tmp_path):
             "print(os.getpid(), flush=True)\n"
             "sys.stdin.read()\n"
         )
-        child = subprocess.Popen([sys.executable, "-c", opens], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", opens], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         pid = child.stdout.readline().split()[0]
         child.send_signal(signal.SIGTERM)
         child.wait()
@@ -357,8 +374,13 @@ def test_the_files_of_a_killed_process_go_with_the_next_one(tmp_path):
         child.stdout.close()
         where = shm or str(tmp)
         left_after_kill = bool([f for f in os.listdir(where) if f"-{pid}-" in f])
-        nxt = subprocess.run([sys.executable, "-c", opens.replace("killed", "next")],
-                             input="", capture_output=True, text=True, check=True)
+        nxt = subprocess.run(
+            [sys.executable, "-c", opens.replace("killed", "next")],
+            input="",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         left = [f for f in os.listdir(where) if f"-{pid}-" in f or f"-{nxt.stdout.split()[0]}-" in f]
         # The kill did leave them (else this test would show nothing).
         assert left_after_kill == (m is dbapi and shm is not None)

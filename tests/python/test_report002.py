@@ -13,7 +13,9 @@ RUNNER = os.path.join(ROOT, "benchmarks", "python", "run_report002.py")
 def test_report002_script_on_litelane_dbapi(tmp_path):
     proc = subprocess.run(
         [sys.executable, RUNNER, "--driver", "litelane.dbapi", "--dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout.strip().splitlines()

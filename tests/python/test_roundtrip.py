@@ -19,10 +19,9 @@ def random_value(rng):
     if kind == 0:
         return None
     if kind == 1:
-        return rng.choice([0, 1, -1, 2**63 - 1, -2**63, 2**31, rng.randrange(-2**63, 2**63)])
+        return rng.choice([0, 1, -1, 2**63 - 1, -(2**63), 2**31, rng.randrange(-(2**63), 2**63)])
     if kind == 2:
-        return rng.choice([0.0, -0.0, 1.5, 1e308, -1e-308, float("inf"), float("-inf"),
-                           rng.uniform(-1e12, 1e12)])
+        return rng.choice([0.0, -0.0, 1.5, 1e308, -1e-308, float("inf"), float("-inf"), rng.uniform(-1e12, 1e12)])
     if kind == 3:
         alphabet = ["a", "Z", "'", '"', ";", "\x00", "\n", "é", "中", "\U0001f600", "--", "/*", "?", ":x"]
         return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))

@@ -148,9 +148,7 @@ INTROSPECTION = [
 
 
 @pytest.mark.parametrize("pragma,after", INTROSPECTION, ids=[p for p, _ in INTROSPECTION])
-def test_dbapi_introspection_pragmas_see_the_connections_own_schema_change_on_every_reader(
-    db_path, pragma, after
-):
+def test_dbapi_introspection_pragmas_see_the_connections_own_schema_change_on_every_reader(db_path, pragma, after):
     con = dbapi.connect(db_path, isolation_level=None, check_same_thread=False)
     holder = dbapi.connect(db_path, isolation_level=None)
     con.execute("CREATE TABLE t(x PRIMARY KEY)")

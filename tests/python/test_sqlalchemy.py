@@ -49,9 +49,7 @@ def test_orm_create_query_update_delete(engine):
         assert a.id is not None and all(bk.id for bk in a.books)
 
     with Session(engine) as s:
-        counts = dict(s.execute(
-            select(Author.name, func.count(Book.id)).join(Book).group_by(Author.name)
-        ).all())
+        counts = dict(s.execute(select(Author.name, func.count(Book.id)).join(Book).group_by(Author.name)).all())
         assert counts == {"Le Guin": 2, "Lem": 1}
         lem = s.scalars(select(Author).where(Author.name == "Lem")).one()
         lem.books[0].title = "Solaris (1961)"

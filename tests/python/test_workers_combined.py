@@ -55,7 +55,9 @@ def test_worker_processes_in_autocommit_combine_and_see_sqlite3_outcomes(db_path
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", CHILD, db_path, str(w), str(ROWS), str(DUP_AT), setup],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
             env=dict(os.environ),
         )
         for w in range(WORKERS)

@@ -118,11 +118,14 @@ class PythonPackage(unittest.TestCase):
     def package(self, late_import):
         tmp = tempfile.mkdtemp()
         pkg = os.path.join(tmp, "pkg")
-        write(pkg, {
-            "__init__.py": "from .x import X\n",
-            "x.py": "from . import y\nX = 1\n",
-            "y.py": "def f():\n    " + late_import + "\n    return X\n",
-        })
+        write(
+            pkg,
+            {
+                "__init__.py": "from .x import X\n",
+                "x.py": "from . import y\nX = 1\n",
+                "y.py": "def f():\n    " + late_import + "\n    return X\n",
+            },
+        )
         return pkg
 
     def test_no_circle_passes(self):

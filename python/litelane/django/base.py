@@ -96,8 +96,7 @@ class DatabaseWrapper(_stock.DatabaseWrapper):
         name = kwargs["database"]
         if not isinstance(name, (str, bytes, os.PathLike)):
             raise ImproperlyConfigured(
-                f"settings.DATABASES[{self.alias!r}]['NAME'] must be a path or a file: URI, "
-                f"not {type(name).__name__}"
+                f"settings.DATABASES[{self.alias!r}]['NAME'] must be a path or a file: URI, not {type(name).__name__}"
             )
         kwargs["database"] = os.fsdecode(os.fspath(name))
         # litelane's connection settings (foreign keys on, as Django turns

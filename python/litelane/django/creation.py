@@ -126,4 +126,3 @@ class DatabaseCreation(_StockCreation):
                 pass  # other workers' copies are still there
         elif test_database_name and not self.is_in_memory_db(test_database_name):
             _remove_database_files(test_database_name)
-
