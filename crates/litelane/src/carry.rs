@@ -123,6 +123,17 @@ enum Keeping {
     UntilWanted(WantedBell, u32),
 }
 
+/// The last presence check (`ProcessTurn::others_present`), by what it
+/// found; at most one is set.
+#[derive(Default, Clone, Copy)]
+struct Looks {
+    /// It found no other process on the file: when, and the wanted bell's
+    /// count read before it.
+    alone: Option<(Instant, u32)>,
+    /// It found another process there: when.
+    crowded: Option<Instant>,
+}
+
 #[derive(Default)]
 struct State {
     held: Option<HeldProcessTurn>,
@@ -140,9 +151,8 @@ struct State {
     /// Times the writer went idle: the reaper parks only after a linger in
     /// which this did not change.
     idles: u64,
-    /// The last look that found no other process on the file: when, and
-    /// the wanted bell's count read before it.
-    alone_at: Option<(Instant, u32)>,
+    /// What the last presence check found.
+    looks: Looks,
     /// The writer is gone: the reaper ends, nothing is kept.
     closed: bool,
 }
@@ -160,42 +170,53 @@ impl Carry {
         })
     }
 
-    /// How an idle writer may keep `held`: one `fcntl` under
-    /// [`Keep::WhileAlone`] (none when `alone_at`, the last look that found
-    /// this process alone, is younger than [`ALONE_POLL`] and the bell has
-    /// not rung since), none otherwise; and the look to remember. The
-    /// wanted bell is read before the presence check: a writer of a process
-    /// that opens the database after the check rings it after that read.
-    fn keeping(
-        &self,
-        held: &HeldProcessTurn,
-        alone_at: Option<(Instant, u32)>,
-    ) -> (Keeping, Option<(Instant, u32)>) {
-        #[cfg(target_os = "linux")]
+    /// How an idle writer may keep `held`, and updates `looks`: at most one
+    /// `fcntl` (the presence check), none when the last look is younger
+    /// than [`ALONE_POLL`] (found alone, with the bell not rung since; or,
+    /// under [`Keep::ForBudget`], found others there). The wanted bell is
+    /// read before the presence check: a writer of a process that opens the
+    /// database after the check rings it after that read.
+    #[cfg(target_os = "linux")]
+    fn keeping(&self, held: &HeldProcessTurn, looks: &mut Looks) -> Keeping {
         let bell = held.turn.wanted_bell().map(|b| {
             let seen = b.seen();
             (b, seen)
         });
-        #[cfg(target_os = "linux")]
         if let Some((bell, seen)) = &bell {
-            if still_alone(alone_at, *seen) {
-                return (Keeping::UntilWanted(bell.clone(), *seen), alone_at);
+            if still_alone(looks.alone, *seen) {
+                return Keeping::UntilWanted(bell.clone(), *seen);
             }
         }
+        let crowded_lately = looks.crowded.is_some_and(|at| at.elapsed() < ALONE_POLL);
+        if self.keep == Keep::ForBudget && crowded_lately {
+            return Keeping::ForLinger;
+        }
         let looked = Instant::now();
+        *looks = Looks::default();
         if held.turn.others_present() {
-            let keeping = match self.keep {
+            looks.crowded = Some(looked);
+            return match self.keep {
                 Keep::ForBudget => Keeping::ForLinger,
                 Keep::WhileAlone => Keeping::No,
             };
-            return (keeping, None);
         }
-        #[cfg(target_os = "linux")]
-        if let Some((bell, seen)) = bell {
-            return (Keeping::UntilWanted(bell, seen), Some((looked, seen)));
+        match bell {
+            Some((bell, seen)) => {
+                looks.alone = Some((looked, seen));
+                Keeping::UntilWanted(bell, seen)
+            }
+            None => Keeping::ForLinger,
         }
-        let _ = (looked, alone_at);
-        (Keeping::ForLinger, None)
+    }
+
+    /// Elsewhere no process is known to be alone: lingers as with others.
+    #[cfg(not(target_os = "linux"))]
+    fn keeping(&self, held: &HeldProcessTurn, _: &mut Looks) -> Keeping {
+        match self.keep {
+            Keep::ForBudget => Keeping::ForLinger,
+            Keep::WhileAlone if held.turn.others_present() => Keeping::No,
+            Keep::WhileAlone => Keeping::ForLinger,
+        }
     }
 
     /// True when the last look found this process alone on the file less
@@ -207,7 +228,7 @@ impl Carry {
         {
             let st = self.lock();
             if let Some(bell) = st.held.as_ref().and_then(|h| h.turn.wanted_bell()) {
-                return still_alone(st.alone_at, bell.seen());
+                return still_alone(st.looks.alone, bell.seen());
             }
         }
         false
@@ -250,12 +271,10 @@ impl Carry {
         }
         let keeping = {
             let mut st = self.lock();
-            let alone_at = st.alone_at;
-            let decided = st.held.as_ref().map(|h| self.keeping(h, alone_at));
-            decided.map(|(keeping, alone_at)| {
-                st.alone_at = alone_at;
-                keeping
-            })
+            let mut looks = st.looks;
+            let decided = st.held.as_ref().map(|h| self.keeping(h, &mut looks));
+            st.looks = looks;
+            decided
         };
         let now = Instant::now();
         let mut st = self.lock();
