@@ -26,9 +26,10 @@
 //! every commit. (Leaders of one process still hand the turn on to each
 //! other within the budget.) In every profile a process alone keeps the
 //! turn with no deadline (before session 19, [`Keep::ForBudget`] lingered
-//! alone as with others: a reaper wake-up, and every budget a give-back and
-//! a new turn, between the transactions of a single-threaded worker): its reaper sleeps on the lock file's *wanted* bell, which a
-//! writer of another process rings when it has to wait for the turn
+//! alone as with others: a reaper wake-up, and every budget a give-back
+//! and a new turn, between the transactions of a single-threaded worker):
+//! its reaper sleeps on the lock file's *wanted* bell, which a writer of
+//! another process rings when it has to wait for the turn
 //! (`xproc/doorbell.rs`), and gives the turn back at once then. Waking
 //! every linger instead cost a thread wake-up per transaction: measured on
 //! a single-threaded `safe` worker (4,000 transactions of a lookup and an
@@ -41,7 +42,10 @@
 //! most, not once per transaction: an idle writer that found itself alone
 //! less than that ago, with the wanted bell unchanged since, keeps the turn
 //! without looking again, and no budget applies to a turn kept alone (no
-//! other process waits for it, or the bell would have rung).
+//! other process waits for it, or the bell would have rung). Under
+//! [`Keep::ForBudget`] a look that found another process is trusted as
+//! long: there it decides only whether the next idle lingers for a while
+//! or keeps the turn until wanted.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
