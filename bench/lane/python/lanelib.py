@@ -70,9 +70,14 @@ def ensure(need: Iterable[str]) -> None:
         if not shutil.which("node") or not shutil.which("npm"):
             raise Fail("node and npm are needed for the better-sqlite3 client")
         for lib in ("stock", "lane"):
-            if (node_module(lib) / "build/Release/better_sqlite3.node").exists():
+            addon = node_module(lib) / "build/Release/better_sqlite3.node"
+            amal_c = LANE_SQLITE / lib / "amalgamation" / "sqlite3.c"
+            if addon.exists() and addon.stat().st_mtime >= amal_c.stat().st_mtime:
                 continue
+            # Missing, or older than the amalgamation it was built on (a
+            # rebuilt lane SQLite): built again.
             d = CACHE / f"node-{lib}"
+            shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True, exist_ok=True)
             for f in ("package.json", "package-lock.json"):
                 shutil.copy(ROOT / "bench/lane/node" / f, d / f)

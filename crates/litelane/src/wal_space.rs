@@ -56,20 +56,6 @@ const WAL_HEADER: u64 = 32;
 /// A frame's header, before its page: 24 bytes.
 const FRAME_HEADER: u64 = 24;
 
-/// How the WAL file is extended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fill {
-    /// With zeros written: for commits that are synced, whose `fdatasync`
-    /// then finds the blocks written and the size unchanged (no metadata).
-    Zeros,
-    /// With blocks reserved (`fallocate`), nothing written: for commits that
-    /// are not synced (`NORMAL`, `OFF`), where zeros would only cost the
-    /// writer time (about 1.7 ms per MiB here, paid in steps of up to 4 MiB
-    /// inside a transaction) and a commit gains only not growing the file.
-    /// Where `fallocate` is not available, as [`Fill::Zeros`].
-    Allocate,
-}
-
 /// What the writer knows of its WAL file's allocated size.
 pub(crate) struct WalSpace {
     path: PathBuf,
@@ -79,19 +65,17 @@ pub(crate) struct WalSpace {
     limit: u64,
     /// The file's size when last looked at or extended, in bytes.
     allocated: u64,
-    fill: Fill,
 }
 
 impl WalSpace {
     /// For the database file at `db_path` (its WAL is `<db>-wal`), pages of
-    /// `page_size` bytes, extended up to `limit` bytes as `fill` says.
-    pub fn new(db_path: &str, page_size: u64, limit: u64, fill: Fill) -> WalSpace {
+    /// `page_size` bytes, extended up to `limit` bytes.
+    pub fn new(db_path: &str, page_size: u64, limit: u64) -> WalSpace {
         WalSpace {
             path: PathBuf::from(format!("{db_path}-wal")),
             frame: page_size + FRAME_HEADER,
             limit,
             allocated: 0,
-            fill,
         }
     }
 
@@ -121,19 +105,6 @@ impl WalSpace {
         }
         self.allocated = len;
         let target = (used + step(len)).min(self.limit);
-        #[cfg(target_os = "linux")]
-        if self.fill == Fill::Allocate {
-            // Mode 0 only allocates: it never changes a byte already there,
-            // and the file's new size reads as zeros.
-            use nix::fcntl::{fallocate, FallocateFlags};
-            let (Ok(at), Ok(n)) = (i64::try_from(len), i64::try_from(target - len)) else {
-                return;
-            };
-            if fallocate(&file, FallocateFlags::empty(), at, n).is_ok() {
-                self.allocated = target;
-                return;
-            }
-        }
         let mut at = len;
         let zeros = vec![0u8; 256 * 1024];
         while at < target {
@@ -157,7 +128,7 @@ mod tests {
         let db = dir.path().join("w.db");
         let wal = dir.path().join("w.db-wal");
         std::fs::write(&wal, b"").unwrap();
-        let mut space = WalSpace::new(db.to_str().unwrap(), 4096, 64 * 1024 * 1024, Fill::Zeros);
+        let mut space = WalSpace::new(db.to_str().unwrap(), 4096, 64 * 1024 * 1024);
         space.before_commit(0);
         assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
         // Once SQLite wrote its header and a frame, the next commit extends.
@@ -171,19 +142,12 @@ mod tests {
 
     #[test]
     fn extends_only_past_the_end_and_never_past_the_limit() {
-        extends_as(Fill::Zeros);
-        extends_as(Fill::Allocate);
-    }
-
-    /// Steps of `fill`: past the end only, what was there untouched, the
-    /// new space reading as zeros, never past the limit.
-    fn extends_as(fill: Fill) {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("w.db");
         let wal = dir.path().join("w.db-wal");
         std::fs::write(&wal, b"frames").unwrap();
         let limit = 24 * 1024 * 1024;
-        let mut space = WalSpace::new(db.to_str().unwrap(), 4096, limit, fill);
+        let mut space = WalSpace::new(db.to_str().unwrap(), 4096, limit);
         space.before_commit(10);
         let bytes = std::fs::read(&wal).unwrap();
         assert_eq!(&bytes[..6], b"frames", "what was there is untouched");
@@ -231,7 +195,7 @@ mod tests {
     fn never_creates_the_wal() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("none.db");
-        WalSpace::new(db.to_str().unwrap(), 4096, 64 << 20, Fill::Allocate).before_commit(0);
+        WalSpace::new(db.to_str().unwrap(), 4096, 64 << 20).before_commit(0);
         assert!(!dir.path().join("none.db-wal").exists());
     }
 }

@@ -52,7 +52,7 @@ use crate::queue::{
 use crate::schema_epoch::{schema_version, SchemaEpoch};
 use crate::tx::{control, undo_savepoint, Job, Ran, Tx};
 use crate::unpoisoned::lock;
-use crate::wal_space::{Fill, WalSpace};
+use crate::wal_space::WalSpace;
 use crate::xproc::{CountedCommit, ProcessQueue, ProcessTurn};
 
 static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
@@ -542,23 +542,14 @@ fn end_stale_transaction(conn: &Connection) -> Result<()> {
 
 /// The WAL space of a file database (see `wal_space.rs`), sized from the
 /// connection's page size and `journal_size_limit` (no limit: 64 MiB).
-/// `synced_commits`: every commit is synced (by the writer after its turn
-/// under shared sync), else judged from the connection's `synchronous`.
-fn wal_space_of(conn: &Connection, synced_commits: bool) -> Option<WalSpace> {
+fn wal_space_of(conn: &Connection) -> Option<WalSpace> {
     let path = conn.path().filter(|p| !p.is_empty())?;
-    let pragma = |name: &str| -> Option<i64> {
-        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
-            .ok()
-    };
-    let page_size = u64::try_from(pragma("page_size")?).ok()?;
-    let limit = u64::try_from(pragma("journal_size_limit")?).unwrap_or(64 * 1024 * 1024);
-    // FULL (2) and EXTRA (3) sync the WAL at every commit.
-    let fill = if synced_commits || pragma("synchronous")? >= 2 {
-        Fill::Zeros
-    } else {
-        Fill::Allocate
-    };
-    Some(WalSpace::new(path, page_size, limit, fill))
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).ok()?;
+    let limit: i64 = conn
+        .query_row("PRAGMA journal_size_limit", [], |r| r.get(0))
+        .ok()?;
+    let limit = u64::try_from(limit).unwrap_or(64 * 1024 * 1024);
+    Some(WalSpace::new(path, u64::try_from(page_size).ok()?, limit))
 }
 
 /// For a writer the plan puts under shared sync ([`SharedSync::On`]):
@@ -642,13 +633,13 @@ impl Writer {
             !allowed
         }))
         .context(|| "installing the writer's commit hook".into())?;
+        let wal_space = wal_space_of(&conn);
         let db_path = conn.path().unwrap_or_default().to_string();
         // The plan decided (`durability_plan.rs`); the queue must be open.
         let shared_sync = match (&process_queue, shared_sync) {
             (Some(_), SharedSync::On) => shared_sync_of(&conn)?,
             _ => None,
         };
-        let wal_space = wal_space_of(&conn, shared_sync.is_some());
         let syncer = match shared_sync {
             Some(_) => Some(Mutex::new(open_wal(open_syncer()?)?)),
             None => None,
