@@ -27,10 +27,15 @@ time.sleep(300)
 """
 
 # Waits in an autocommit INSERT (timeout=30) behind the stopped holder;
-# prints how long after WAITING the KeyboardInterrupt came.
+# prints how long after WAITING the KeyboardInterrupt came. It installs
+# Python's own Ctrl-C handler first, whatever it inherited: a shell's
+# background job starts with SIGINT ignored, and Python then keeps it
+# ignored (the three clean-clone CI runs of session 19, started from such a
+# job, failed here).
 WAITER = r"""
-import sys, time
+import signal, sys, time
 import litelane.dbapi as dbapi
+signal.signal(signal.SIGINT, signal.default_int_handler)
 con = dbapi.connect(sys.argv[1], timeout=30, isolation_level=None, profile=sys.argv[2])
 print("WAITING", flush=True)
 start = time.monotonic()
