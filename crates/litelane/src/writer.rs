@@ -1015,16 +1015,20 @@ impl Writer {
         let (out, counted) = self.with_turn(label, false, |conn| {
             self.committed.store(false, Ordering::Release);
             self.committing.store(true, Ordering::Release);
+            let version = crate::ffi::data_version(conn);
             let out = catch_unwind(AssertUnwindSafe(|| f(conn)));
             self.committing.store(false, Ordering::Release);
             // A commit is counted once its COMMIT returned, with or without
             // the turn among processes: a shared fsync that starts after the
             // count covers it. Only when something committed (a connection
-            // `PRAGMA` commits nothing and costs no fsync).
+            // `PRAGMA` commits nothing and costs no fsync): the commit hook
+            // saw it, or the file changed without one (`VACUUM` commits
+            // below the hook).
+            let wrote = self.committed.load(Ordering::Acquire)
+                || version.is_none()
+                || crate::ffi::data_version(conn) != version;
             let counted = match (&self.shared_sync, &self.process_queue) {
-                (Some(_), Some(q)) if self.committed.load(Ordering::Acquire) => {
-                    Some(q.count_commit())
-                }
+                (Some(_), Some(q)) if wrote => Some(q.count_commit()),
                 _ => None,
             };
             (out.unwrap_or_else(|p| resume_unwind(p)), counted)

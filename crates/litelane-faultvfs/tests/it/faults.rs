@@ -1193,3 +1193,27 @@ fn a_vacuum_whose_fsync_failed_is_an_unknown_outcome() {
     let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
     assert_eq!(ids(&db), left, "reads go on");
 }
+
+/// With the cross-process queue, `safe` shares one fsync among processes
+/// (the writer commits with `synchronous=NORMAL`): a `VACUUM` run outside a
+/// transaction must still be synced before it returns, and a failed sync is
+/// an unknown outcome that stops the handle's writes, as for any commit.
+#[test]
+fn a_vacuum_under_the_shared_fsync_is_synced_before_it_returns() {
+    let vfs = FaultVfs::register().unwrap();
+    let (_dir, db) = open(&vfs, Profile::Safe, |_| {});
+    let want = committed(&db, 0, 20);
+    db.write(|tx| Ok(tx.execute("DELETE FROM t WHERE id >= 10", [])?))
+        .unwrap();
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = db
+        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
+        .unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(err.is_outcome_unknown(), "{err}");
+    vfs.clear_faults();
+    assert_stopped(&insert(&db, 100, 10).unwrap_err(), &[]);
+    let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
+    assert_eq!(ids(&db), left, "reads go on");
+}

@@ -35,6 +35,6 @@ pub(crate) use shared_page::{
     futex_wait, futex_wake_all, futex_wake_one, futex_wake_one_move_rest, SharedPage,
 };
 pub(crate) use sqlite::{
-    disable_memstatus, has_deferred_fk_violations, is_complete, set_last_insert_rowid,
-    set_persistent_wal, sync_journal,
+    data_version, disable_memstatus, has_deferred_fk_violations, is_complete,
+    set_last_insert_rowid, set_persistent_wal, sync_journal,
 };

@@ -66,6 +66,20 @@ pub(crate) fn set_persistent_wal(conn: &rusqlite::Connection, on: bool) -> Resul
     }
 }
 
+/// The data version of `conn`'s main database (`SQLITE_FCNTL_DATA_VERSION`,
+/// through rusqlite's safe `file_control`): it changes with every change to
+/// the file, this connection's own included, even those no commit hook
+/// sees (`VACUUM`). `None` when the VFS cannot tell.
+pub(crate) fn data_version(conn: &rusqlite::Connection) -> Option<u32> {
+    let mut v: std::ffi::c_uint = 0;
+    conn.file_control(
+        Some(rusqlite::MAIN_DB),
+        rusqlite::FileControl::DataVersion(&mut v),
+    )
+    .ok()
+    .map(|()| v)
+}
+
 /// Syncs the WAL (or rollback journal) of `conn`'s main database through
 /// the connection's own VFS: `xSync(SQLITE_SYNC_NORMAL)` on the file that
 /// `SQLITE_FCNTL_JOURNAL_POINTER` returns, the call SQLite's `COMMIT` makes
