@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use litelane::{Error, Result};
 use pyo3::prelude::*;
@@ -125,30 +125,75 @@ fn next_chunk(sets: &mut Bound<'_, pyo3::types::PyIterator>) -> (Vec<Params>, Py
     (chunk, Ok(()))
 }
 
-/// How many times a thread waiting for the other side of a transaction
-/// yields its CPU before it goes to sleep on the channel. A statement's
-/// round trip is then one handover instead of two sleeps and wake-ups
-/// (measured with benchmarks/python/bench.py report002: see docs/python.md).
-const YIELDS: u32 = 64;
+/// How long a thread waiting for the other side of a transaction (the
+/// caller for a result, the worker for the next statement) spins on the
+/// channel before it yields, in microseconds (`LITELANE_TXN_SPIN_US`).
+/// The other side, running on another CPU, usually answers within it.
+const SPIN_US: u64 = 10;
 
-/// Polls `rx` a few times, yielding the CPU in between; `None` when nothing
+/// How many times it then yields its CPU before it sleeps on the channel
+/// (`LITELANE_TXN_YIELDS`): enough for another side queued on this CPU to
+/// run, few enough that a niced background job given the CPU by each
+/// yield (for a whole time slice) costs little. A statement's round trip
+/// is then one handover instead of two sleeps and wake-ups; the measured
+/// choice is in docs/python.md, "Report 002's script".
+const YIELDS: u32 = 8;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The spin and yields for [`recv_soon`]: no spin on a machine with one
+/// CPU, where the other side cannot run while this thread spins.
+fn patience() -> (Duration, u32) {
+    static P: std::sync::OnceLock<(Duration, u32)> = std::sync::OnceLock::new();
+    *P.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let us = if cpus > 1 {
+            env_or("LITELANE_TXN_SPIN_US", SPIN_US)
+        } else {
+            0
+        };
+        (
+            Duration::from_micros(us),
+            env_or("LITELANE_TXN_YIELDS", YIELDS),
+        )
+    })
+}
+
+/// Polls `rx`, spinning then yielding ([`patience`]); `None` when nothing
 /// came (or the sender is gone: the blocking receive reports that).
 fn recv_soon<T>(rx: &Receiver<T>) -> Option<T> {
-    static N: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    let n = *N.get_or_init(|| {
-        std::env::var("LITELANE_TXN_YIELDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(YIELDS)
-    });
-    for _ in 0..n {
-        match rx.try_recv() {
-            Ok(v) => return Some(v),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+    let (spin, yields) = patience();
+    let poll = || match rx.try_recv() {
+        Ok(v) => Some(Some(v)),
+        Err(mpsc::TryRecvError::Disconnected) => Some(None),
+        Err(mpsc::TryRecvError::Empty) => None,
+    };
+    if !spin.is_zero() {
+        let start = Instant::now();
+        loop {
+            for _ in 0..32 {
+                if let Some(got) = poll() {
+                    return got;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= spin {
+                break;
+            }
         }
     }
-    None
+    for _ in 0..yields {
+        if let Some(got) = poll() {
+            return got;
+        }
+        std::thread::yield_now();
+    }
+    poll().flatten()
 }
 
 /// Calls `callback(ok, value)` with the GIL.
