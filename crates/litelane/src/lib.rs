@@ -864,7 +864,7 @@ impl Database {
     ) -> Result<T> {
         let writer = &self.inner.writer;
         writer.check_writable()?;
-        writer.settle_outside(writer.outside_transaction(label, f))
+        writer.settle_outside(writer.outside_transaction(label, false, |c| f(c)))
     }
 
     /// Replaces this database's content with a copy of the database file

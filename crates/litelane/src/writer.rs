@@ -999,10 +999,12 @@ impl Writer {
     }
 
     /// Runs `f` on the writer's connection outside any transaction, in a
-    /// turn of its own taken in arrival order: each statement `f` runs
+    /// turn of its own taken in arrival order (`priority`: ahead of every
+    /// queued writer, as [`Writer::with_turn`]): each statement `f` runs
     /// commits on its own (the commit hook lets it), and under shared sync
     /// what it committed is made durable before this returns
-    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction)).
+    /// ([`Database::write_outside_transaction`](crate::Database::write_outside_transaction),
+    /// [`Database::restore_from`](crate::Database::restore_from)).
     /// It does not take the turn among processes: a statement that changes
     /// only the connection (`PRAGMA foreign_keys`) must not wait for another
     /// process's transaction, and one that writes waits for SQLite's write
@@ -1010,9 +1012,10 @@ impl Writer {
     pub(crate) fn outside_transaction<T>(
         &self,
         label: &str,
-        f: impl FnOnce(&Connection) -> Result<T>,
+        priority: bool,
+        f: impl FnOnce(&mut Connection) -> Result<T>,
     ) -> Result<T> {
-        let (out, counted) = self.with_turn(label, false, |conn| {
+        let (out, counted) = self.with_turn(label, priority, |conn| {
             self.committed.store(false, Ordering::Release);
             self.committing.store(true, Ordering::Release);
             let version = crate::ffi::data_version(conn);

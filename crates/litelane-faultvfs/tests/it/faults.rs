@@ -1217,3 +1217,29 @@ fn a_vacuum_under_the_shared_fsync_is_synced_before_it_returns() {
     let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
     assert_eq!(ids(&db), left, "reads go on");
 }
+
+/// `restore_from` under the shared fsync is synced before it returns too
+/// (the backup API commits below the commit hook, as `VACUUM` does): a
+/// failed sync is an unknown outcome that stops the handle's writes.
+#[test]
+fn a_restore_under_the_shared_fsync_is_synced_before_it_returns() {
+    let vfs = FaultVfs::register().unwrap();
+    let (dir, db) = open(&vfs, Profile::Safe, |_| {});
+    committed(&db, 0, 5);
+    let src = dir.path().join("src.db");
+    {
+        let c = rusqlite::Connection::open(&src).unwrap();
+        c.execute_batch(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB);
+             INSERT INTO t VALUES (100, x'00'), (101, x'01');",
+        )
+        .unwrap();
+    }
+    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
+        .unwrap();
+    let err = db.restore_from(&src, 8, &mut |_| {}).unwrap_err();
+    assert_eq!(vfs.faults_fired(), 1);
+    assert!(err.is_outcome_unknown(), "{err}");
+    vfs.clear_faults();
+    assert_stopped(&insert(&db, 200, 10).unwrap_err(), &[]);
+}
