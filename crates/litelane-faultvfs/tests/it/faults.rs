@@ -1175,33 +1175,26 @@ fn an_import_whose_batch_fsync_failed_says_so_and_resume_finishes_it() {
 /// stops the handle's writes.
 #[test]
 fn a_vacuum_whose_fsync_failed_is_an_unknown_outcome() {
-    let vfs = FaultVfs::register().unwrap();
-    let (_dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = false);
-    let want = committed(&db, 0, 20);
-    db.write(|tx| Ok(tx.execute("DELETE FROM t WHERE id >= 10", [])?))
-        .unwrap();
-    vfs.arm(Fault::new(Op::Sync, Effect::IoError).file(FileKind::Wal))
-        .unwrap();
-    let err = db
-        .write_outside_transaction("vacuum", |c| Ok(c.execute_batch("VACUUM")?))
-        .unwrap_err();
-    assert_eq!(vfs.faults_fired(), 1);
-    assert!(err.is_outcome_unknown(), "{err}");
+    let err = vacuum_with_a_failing_wal_sync(false);
     assert_eq!(err.sqlite_extended_code(), Some(SQLITE_IOERR_FSYNC));
-    vfs.clear_faults();
-    assert_stopped(&insert(&db, 100, 10).unwrap_err(), &[]);
-    let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
-    assert_eq!(ids(&db), left, "reads go on");
 }
 
 /// With the cross-process queue, `safe` shares one fsync among processes
 /// (the writer commits with `synchronous=NORMAL`): a `VACUUM` run outside a
-/// transaction must still be synced before it returns, and a failed sync is
-/// an unknown outcome that stops the handle's writes, as for any commit.
+/// transaction must still be synced before it returns (it commits below
+/// SQLite's commit hook), and a failed sync is an unknown outcome that stops
+/// the handle's writes, as for any commit.
 #[test]
 fn a_vacuum_under_the_shared_fsync_is_synced_before_it_returns() {
+    vacuum_with_a_failing_wal_sync(true);
+}
+
+/// Runs a `VACUUM` under `safe` (with the cross-process queue or not)
+/// whose WAL sync fails; checks that it is an unknown outcome, that it
+/// stops the handle's writes and that reads go on; returns its error.
+fn vacuum_with_a_failing_wal_sync(queue: bool) -> Error {
     let vfs = FaultVfs::register().unwrap();
-    let (_dir, db) = open(&vfs, Profile::Safe, |_| {});
+    let (_dir, db) = open(&vfs, Profile::Safe, |o| o.process_queue = queue);
     let want = committed(&db, 0, 20);
     db.write(|tx| Ok(tx.execute("DELETE FROM t WHERE id >= 10", [])?))
         .unwrap();
@@ -1216,6 +1209,7 @@ fn a_vacuum_under_the_shared_fsync_is_synced_before_it_returns() {
     assert_stopped(&insert(&db, 100, 10).unwrap_err(), &[]);
     let left: BTreeSet<i64> = want.into_iter().filter(|&i| i < 10).collect();
     assert_eq!(ids(&db), left, "reads go on");
+    err
 }
 
 /// `restore_from` under the shared fsync is synced before it returns too
