@@ -20,10 +20,8 @@ import datetime
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
-import urllib.parse
 import warnings
 import weakref
 from threading import get_ident as _get_ident
@@ -584,6 +582,8 @@ def _open_after(error: "OperationalError", path: str, profile: Any, readers: Any
     if code is None or (code & 0xFF) != _SQLITE_CONSTANTS["SQLITE_READONLY"] or not plain or not os.path.exists(path):
         raise error
     if not os.access(path, os.W_OK):
+        import urllib.parse  # here: its import (with ipaddress) costs every program about 5 ms
+
         uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
         return _litelane.open(uri, profile, readers, options or None, default_profile="safe", default_stock=True)
     folder = os.path.dirname(os.path.abspath(path))
@@ -1286,6 +1286,8 @@ class Connection(_litelane.ConnectionBase):
             raise OperationalError(f"unknown database {name}")
         if target.in_transaction:
             raise OperationalError("target is in transaction")
+        import tempfile  # here: its import (with shutil, bz2, lzma) costs every program about 10 ms
+
         with tempfile.TemporaryDirectory(prefix="litelane-backup-") as tmp:
             copy = os.path.join(tmp, "copy.db")
             self._check().backup(copy)
