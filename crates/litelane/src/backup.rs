@@ -454,15 +454,12 @@ pub(crate) fn restore(
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .context(|| format!("opening {} to restore from", src.display()))?;
-    let writer = db.writer();
-    writer.check_writable()?;
     // Made durable before it returns, as any commit (the backup API commits
     // below the writer's commit hook: `outside_transaction` sees the file
     // change).
-    let (pages, _steps) =
-        writer.settle_outside(writer.outside_transaction("restore", true, |conn| {
-            copy_pages(&from, conn, pages_per_step, false, progress)
-        }))?;
+    let (pages, _steps) = db.writer().outside_transaction("restore", true, |conn| {
+        copy_pages(&from, conn, pages_per_step, false, progress)
+    })?;
     Ok(pages)
 }
 

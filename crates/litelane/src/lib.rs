@@ -862,9 +862,9 @@ impl Database {
         label: &str,
         f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
     ) -> Result<T> {
-        let writer = &self.inner.writer;
-        writer.check_writable()?;
-        writer.settle_outside(writer.outside_transaction(label, false, |c| f(c)))
+        self.inner
+            .writer
+            .outside_transaction(label, false, |c| f(c))
     }
 
     /// Replaces this database's content with a copy of the database file

@@ -1008,8 +1008,21 @@ impl Writer {
     /// It does not take the turn among processes: a statement that changes
     /// only the connection (`PRAGMA foreign_keys`) must not wait for another
     /// process's transaction, and one that writes waits for SQLite's write
-    /// lock as any SQLite connection does (the busy timeout).
+    /// lock as any SQLite connection does (the busy timeout). Refused, as
+    /// any write, once the writer stopped ([`Writer::check_writable`]); a
+    /// failed sync stops it ([`Writer::settle_outside`]).
     pub(crate) fn outside_transaction<T>(
+        &self,
+        label: &str,
+        priority: bool,
+        f: impl FnOnce(&mut Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.check_writable()?;
+        self.settle_outside(self.outside_turn(label, priority, f))
+    }
+
+    /// [`Writer::outside_transaction`]'s turn and its sync.
+    fn outside_turn<T>(
         &self,
         label: &str,
         priority: bool,
@@ -1744,7 +1757,7 @@ impl Writer {
     /// an fsync failure of a statement that committed on its own (a
     /// `VACUUM` under `synchronous=FULL`) is an [`Error::OutcomeUnknown`]
     /// and stops the writer, as at a `COMMIT`.
-    pub(crate) fn settle_outside<T>(&self, r: Result<T>) -> Result<T> {
+    fn settle_outside<T>(&self, r: Result<T>) -> Result<T> {
         match r {
             Err(e) if e.is_sync_failure() => {
                 let file = format!("{}-wal (or its journal)", self.db_path);
