@@ -13,15 +13,16 @@
 //! 1. Right after its `COMMIT`, the process *counts* its commit:
 //!    `seq = ++counted`.
 //! 2. It hands its turn on (the next process commits while this one syncs).
-//!    If `synced >= seq` already, it is done. Otherwise it takes the *syncer*
-//!    lock (a mutex of the process, then an open-file-description lock on
-//!    byte [`SYNCER_BYTE`]) and looks again. A process that found itself
-//!    alone on the file takes only the mutex: two `fcntl` calls fewer per
-//!    commit. While another process holds the byte, it sleeps on one of
+//!    If `synced >= seq` already, it is done. Otherwise it tries the
+//!    *syncer* lock (a mutex of the process, then an open-file-description
+//!    lock on byte [`SYNCER_BYTE`]) without waiting for it, and looks again
+//!    once it holds it. A process that found itself alone on the file takes
+//!    only the mutex: two `fcntl` calls fewer per commit. While another
+//!    thread or process holds the lock, it sleeps on one of
 //!    two *bells* (futex words beside the counters): the *done* bell when
 //!    the running sync's target (published in the page) covers its commit,
 //!    the *next* bell when it does not. A syncer, once it raised `synced`
-//!    and let go of the byte, rings the done bell (wakes every sleeper
+//!    and let go of the lock, rings the done bell (wakes every sleeper
 //!    there: their commits are durable) and then wakes one sleeper of the
 //!    next bell, to run the next sync, and moves the others to the done
 //!    bell (`FUTEX_CMP_REQUEUE`): that sync covers them, and they wake once,
@@ -30,7 +31,7 @@
 //!    byte and let it go woke the rest again: 2.1 context switches per
 //!    transaction of 8 `safe` workers, measured in docs/concurrency.md.)
 //!    The bells only say "look again": a waiter looks at the counters and
-//!    tries the byte at every wake-up and at least every [`SYNC_POLL`] (a
+//!    tries the lock at every wake-up and at least every [`SYNC_POLL`] (a
 //!    syncer that dies rings nothing; the kernel drops its lock).
 //! 3. Still not covered: it reads `target = counted`, runs the WAL's sync
 //!    (`fdatasync`), and raises `synced` to `target`: every commit counted so
@@ -67,7 +68,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{lock_file, NotDurable};
 use crate::ffi::{futex_wait, futex_wake_all, futex_wake_one_move_rest, SharedPage};
-use crate::unpoisoned::lock;
+use crate::unpoisoned::try_lock;
 
 /// Byte 2 of the lock file: held by the process running an fsync for all.
 pub const SYNCER_BYTE: u64 = 2;
@@ -91,6 +92,21 @@ pub struct Counters {
     page: Arc<SharedPage>,
     /// The syncer lock among this process's threads.
     local: Mutex<()>,
+}
+
+/// The syncer lock, held: this process's mutex and, among processes, the
+/// [`SYNCER_BYTE`] lock of a description of the lock file (let go first).
+struct Syncer<'a> {
+    _local: std::sync::MutexGuard<'a, ()>,
+    byte: Option<&'a File>,
+}
+
+impl Drop for Syncer<'_> {
+    fn drop(&mut self) {
+        if let Some(file) = self.byte {
+            let _ = lock_file::unlock(file, SYNCER_BYTE, 1);
+        }
+    }
 }
 
 impl Counters {
@@ -124,55 +140,80 @@ impl Counters {
         seq: u64,
         sync: impl FnOnce() -> io::Result<()>,
     ) -> io::Result<Result<bool, NotDurable>> {
-        if let Some(done) = self.settled(seq) {
-            return Ok(done.map(|()| false));
-        }
-        let _local = lock(&self.local);
-        if !alone {
-            loop {
-                // Read before the looks: a ring after them wakes the sleep.
-                let (done_seen, next_seen) = (self.done().load(SeqCst), self.next().load(SeqCst));
-                if let Some(done) = self.settled(seq) {
-                    return Ok(done.map(|()| false));
-                }
-                if lock_file::lock_byte_now(file, SYNCER_BYTE)? {
-                    break;
-                }
-                if self.page.word(SYNCING).load(SeqCst) >= seq {
-                    futex_wait(self.done(), done_seen, SYNC_POLL);
-                } else {
-                    futex_wait(self.next(), next_seen, SYNC_POLL);
-                }
+        loop {
+            // Read before the looks: a ring after them wakes the sleep.
+            let (done_seen, next_seen) = (self.done().load(SeqCst), self.next().load(SeqCst));
+            if let Some(done) = self.settled(seq) {
+                return Ok(done.map(|()| false));
+            }
+            if let Some(syncer) = self.try_syncer(file, alone)? {
+                let out = self.sync_for(syncer, file, seq, sync);
+                self.ring();
+                return Ok(out);
+            }
+            if self.page.word(SYNCING).load(SeqCst) >= seq {
+                futex_wait(self.done(), done_seen, SYNC_POLL);
+            } else {
+                futex_wait(self.next(), next_seen, SYNC_POLL);
             }
         }
-        let out = match self.settled(seq) {
-            Some(done) => done.map(|()| false),
-            None => {
-                // Every commit counted by now was written before the sync.
-                let target = self.page.word(COUNTED).load(SeqCst);
-                self.page.word(SYNCING).fetch_max(target, SeqCst);
-                match sync() {
-                    Ok(()) => {
-                        self.page.word(SYNCED).fetch_max(target, SeqCst);
-                        Ok(true)
-                    }
-                    Err(e) => {
-                        let at = target.max(seq);
-                        self.page.word(FAILED).fetch_max(at, SeqCst);
-                        persist_mark(file);
-                        Err(NotDurable::SyncFailed {
-                            error: Some(e),
-                            failed_at: at,
-                        })
-                    }
-                }
+    }
+
+    /// The syncer lock, if no thread of this process holds it and (unless
+    /// `alone`) no other process holds [`SYNCER_BYTE`]; never waits. (A
+    /// thread that waited for the mutex instead was woken by the syncer's
+    /// release alone, and each covered waiter then woke the next one in
+    /// turn: the next sync began only after that chain of wake-ups.)
+    fn try_syncer<'a>(&'a self, file: &'a File, alone: bool) -> io::Result<Option<Syncer<'a>>> {
+        let Some(local) = try_lock(&self.local) else {
+            return Ok(None);
+        };
+        let byte = match alone {
+            true => None,
+            false if lock_file::lock_byte_now(file, SYNCER_BYTE)? => Some(file),
+            false => return Ok(None),
+        };
+        Ok(Some(Syncer {
+            _local: local,
+            byte,
+        }))
+    }
+
+    /// Step 3 under the syncer lock, which it lets go of before returning,
+    /// so that the waiter the caller's ring wakes can take it.
+    fn sync_for(
+        &self,
+        syncer: Syncer<'_>,
+        file: &File,
+        seq: u64,
+        sync: impl FnOnce() -> io::Result<()>,
+    ) -> Result<bool, NotDurable> {
+        if let Some(done) = self.settled(seq) {
+            return done.map(|()| false);
+        }
+        // Every commit counted by now was written before the sync.
+        let target = self.page.word(COUNTED).load(SeqCst);
+        self.page.word(SYNCING).fetch_max(target, SeqCst);
+        // The outcome is published before the lock is let go: a syncer
+        // after a failed sync must find the failure mark, or its own sync
+        // could confirm commits whose frames the failure dropped.
+        let out = match sync() {
+            Ok(()) => {
+                self.page.word(SYNCED).fetch_max(target, SeqCst);
+                Ok(true)
+            }
+            Err(e) => {
+                let at = target.max(seq);
+                self.page.word(FAILED).fetch_max(at, SeqCst);
+                persist_mark(file);
+                Err(NotDurable::SyncFailed {
+                    error: Some(e),
+                    failed_at: at,
+                })
             }
         };
-        if !alone {
-            let _ = lock_file::unlock(file, SYNCER_BYTE, 1);
-            self.ring();
-        }
-        Ok(out)
+        drop(syncer);
+        out
     }
 
     /// After a sync among processes: wakes the waiters it covered, and one
@@ -409,6 +450,66 @@ mod tests {
         });
         assert_eq!(syncs.load(Ordering::SeqCst), 1, "one fsync for both");
         assert!(c.page.word(SYNCED).load(SeqCst) >= later[1]);
+    }
+
+    /// Alone, threads of a process that wait for a sync sleep on the bells
+    /// too: when a sync ends, the commits it covered are told at once, even
+    /// while a waiter it did not cover runs the next sync (waiting for the
+    /// syncer's mutex instead kept them behind that next sync whenever its
+    /// runner got the mutex first), and that runner needed no wake-up
+    /// from them.
+    #[test]
+    fn alone_a_covered_waiter_does_not_wait_for_the_next_sync() {
+        let (_d, f, c) = lock_file();
+        let (f, c) = (&f, &c);
+        let first = c.count();
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (go_first, go_first_rx) = std::sync::mpsc::channel::<()>();
+        let (go_next, go_next_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let syncing = s.spawn(move || {
+                c.wait_durable(f, true, first, || {
+                    started_tx.send(()).unwrap();
+                    go_first_rx.recv().unwrap();
+                    Ok(())
+                })
+            });
+            started.recv().unwrap();
+            // Counted after the running sync began: not covered by it.
+            let later = c.count();
+            let next = s.spawn(move || {
+                c.wait_durable(f, true, later, || {
+                    go_next_rx.recv().unwrap();
+                    Ok(())
+                })
+            });
+            let covered: Vec<_> = (0..3)
+                .map(|_| s.spawn(move || c.wait_durable(f, true, first, || panic!("covered"))))
+                .collect();
+            assert!(still_waiting(
+                &covered.iter().chain([&next]).collect::<Vec<_>>()
+            ));
+            go_first.send(()).unwrap();
+            assert!(syncing.join().unwrap().unwrap().unwrap());
+            let start = std::time::Instant::now();
+            while !covered.iter().all(|w| w.is_finished())
+                && start.elapsed() < std::time::Duration::from_secs(2)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let told = covered.iter().filter(|w| w.is_finished()).count();
+            let next_running = !next.is_finished();
+            go_next.send(()).unwrap();
+            assert_eq!(told, 3, "covered commits told while the next sync runs");
+            assert!(
+                next_running,
+                "the uncovered commit's sync was still running"
+            );
+            for w in covered {
+                assert!(!w.join().unwrap().unwrap().unwrap(), "ran no fsync");
+            }
+            assert!(next.join().unwrap().unwrap().unwrap(), "ran the next sync");
+        });
     }
 
     /// A commit waiting on a bell for another process's sync, which then
