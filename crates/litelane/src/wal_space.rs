@@ -50,6 +50,13 @@ fn headroom(len: u64) -> u64 {
     (step(len) / 2).min(HEADROOM)
 }
 
+/// What an extension writes, 256 KiB at a time: zero-initialized static
+/// memory (the program's `.bss`), so no extension allocates or clears a
+/// buffer (a `vec![0; 256 KiB]` per extension cost about 1,600 instructions
+/// per transaction of a one-row Python transaction loop, in `calloc`'s
+/// `memset`).
+static ZEROS: [u8; 256 * 1024] = [0; 256 * 1024];
+
 /// The WAL header, before the first frame: 32 bytes.
 const WAL_HEADER: u64 = 32;
 
@@ -106,10 +113,9 @@ impl WalSpace {
         self.allocated = len;
         let target = (used + step(len)).min(self.limit);
         let mut at = len;
-        let zeros = vec![0u8; 256 * 1024];
         while at < target {
-            let n = (target - at).min(zeros.len() as u64) as usize;
-            if file.write_all_at(&zeros[..n], at).is_err() {
+            let n = (target - at).min(ZEROS.len() as u64) as usize;
+            if file.write_all_at(&ZEROS[..n], at).is_err() {
                 return;
             }
             at += n as u64;
