@@ -24,12 +24,9 @@
 //! commit's fsync runs after the turn, so that another process commits
 //! during it, but a process alone saves taking and giving back the turn on
 //! every commit. (Leaders of one process still hand the turn on to each
-//! other within the budget.) In every profile a process alone keeps the
-//! turn with no deadline (before session 19, [`Keep::ForBudget`] lingered
-//! alone as with others: a reaper wake-up, and every budget a give-back
-//! and a new turn, between the transactions of a single-threaded worker):
-//! its reaper sleeps on the lock file's *wanted* bell, which a writer of
-//! another process rings when it has to wait for the turn
+//! other within the budget.) A process alone keeps the turn with no
+//! deadline: its reaper sleeps on the lock file's *wanted* bell, which a
+//! writer of another process rings when it has to wait for the turn
 //! (`xproc/doorbell.rs`), and gives the turn back at once then. Waking
 //! every linger instead cost a thread wake-up per transaction: measured on
 //! a single-threaded `safe` worker (4,000 transactions of a lookup and an
@@ -42,10 +39,7 @@
 //! most, not once per transaction: an idle writer that found itself alone
 //! less than that ago, with the wanted bell unchanged since, keeps the turn
 //! without looking again, and no budget applies to a turn kept alone (no
-//! other process waits for it, or the bell would have rung). Under
-//! [`Keep::ForBudget`] a look that found another process is trusted as
-//! long: there it decides only whether the next idle lingers for a while
-//! or keeps the turn until wanted.
+//! other process waits for it, or the bell would have rung).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -77,10 +71,8 @@ pub(crate) struct HeldProcessTurn {
 /// How long a kept turn is kept when other processes want it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Keep {
-    /// For a linger, within the budget, while other processes have the
-    /// database open: a hand-off to a sleeping process costs more than the
-    /// wait it spares (`balanced`, `fast`). Alone, until another process
-    /// wants it.
+    /// For the whole budget: a hand-off to a sleeping process costs more
+    /// than the wait it spares (`balanced`, `fast`).
     ForBudget,
     /// Only while no other process has the database open (`safe` with
     /// shared fsyncs: another process commits during this one's fsync).
@@ -127,17 +119,6 @@ enum Keeping {
     UntilWanted(WantedBell, u32),
 }
 
-/// The last presence check (`ProcessTurn::others_present`), by what it
-/// found; at most one is set.
-#[derive(Default, Clone, Copy)]
-struct Looks {
-    /// It found no other process on the file: when, and the wanted bell's
-    /// count read before it.
-    alone: Option<(Instant, u32)>,
-    /// It found another process there: when.
-    crowded: Option<Instant>,
-}
-
 #[derive(Default)]
 struct State {
     held: Option<HeldProcessTurn>,
@@ -155,8 +136,9 @@ struct State {
     /// Times the writer went idle: the reaper parks only after a linger in
     /// which this did not change.
     idles: u64,
-    /// What the last presence check found.
-    looks: Looks,
+    /// The last look that found no other process on the file: when, and
+    /// the wanted bell's count read before it.
+    alone_at: Option<(Instant, u32)>,
     /// The writer is gone: the reaper ends, nothing is kept.
     closed: bool,
 }
@@ -174,53 +156,41 @@ impl Carry {
         })
     }
 
-    /// How an idle writer may keep `held`, and updates `looks`: at most one
-    /// `fcntl` (the presence check), none when the last look is younger
-    /// than [`ALONE_POLL`] (found alone, with the bell not rung since; or,
-    /// under [`Keep::ForBudget`], found others there). The wanted bell is
-    /// read before the presence check: a writer of a process that opens the
-    /// database after the check rings it after that read.
-    #[cfg(target_os = "linux")]
-    fn keeping(&self, held: &HeldProcessTurn, looks: &mut Looks) -> Keeping {
+    /// How an idle writer may keep `held`: one `fcntl` under
+    /// [`Keep::WhileAlone`] (none when `alone_at`, the last look that found
+    /// this process alone, is younger than [`ALONE_POLL`] and the bell has
+    /// not rung since), none otherwise; and the look to remember. The
+    /// wanted bell is read before the presence check: a writer of a process
+    /// that opens the database after the check rings it after that read.
+    fn keeping(
+        &self,
+        held: &HeldProcessTurn,
+        alone_at: Option<(Instant, u32)>,
+    ) -> (Keeping, Option<(Instant, u32)>) {
+        if self.keep == Keep::ForBudget {
+            return (Keeping::ForLinger, None);
+        }
+        #[cfg(target_os = "linux")]
         let bell = held.turn.wanted_bell().map(|b| {
             let seen = b.seen();
             (b, seen)
         });
+        #[cfg(target_os = "linux")]
         if let Some((bell, seen)) = &bell {
-            if still_alone(looks.alone, *seen) {
-                return Keeping::UntilWanted(bell.clone(), *seen);
+            if still_alone(alone_at, *seen) {
+                return (Keeping::UntilWanted(bell.clone(), *seen), alone_at);
             }
-        }
-        let crowded_lately = looks.crowded.is_some_and(|at| at.elapsed() < ALONE_POLL);
-        if self.keep == Keep::ForBudget && crowded_lately {
-            return Keeping::ForLinger;
         }
         let looked = Instant::now();
-        *looks = Looks::default();
         if held.turn.others_present() {
-            looks.crowded = Some(looked);
-            return match self.keep {
-                Keep::ForBudget => Keeping::ForLinger,
-                Keep::WhileAlone => Keeping::No,
-            };
+            return (Keeping::No, None);
         }
-        match bell {
-            Some((bell, seen)) => {
-                looks.alone = Some((looked, seen));
-                Keeping::UntilWanted(bell, seen)
-            }
-            None => Keeping::ForLinger,
+        #[cfg(target_os = "linux")]
+        if let Some((bell, seen)) = bell {
+            return (Keeping::UntilWanted(bell, seen), Some((looked, seen)));
         }
-    }
-
-    /// Elsewhere no process is known to be alone: lingers as with others.
-    #[cfg(not(target_os = "linux"))]
-    fn keeping(&self, held: &HeldProcessTurn, _: &mut Looks) -> Keeping {
-        match self.keep {
-            Keep::ForBudget => Keeping::ForLinger,
-            Keep::WhileAlone if held.turn.others_present() => Keeping::No,
-            Keep::WhileAlone => Keeping::ForLinger,
-        }
+        let _ = (looked, alone_at);
+        (Keeping::ForLinger, None)
     }
 
     /// True when the last look found this process alone on the file less
@@ -232,7 +202,7 @@ impl Carry {
         {
             let st = self.lock();
             if let Some(bell) = st.held.as_ref().and_then(|h| h.turn.wanted_bell()) {
-                return still_alone(st.looks.alone, bell.seen());
+                return still_alone(st.alone_at, bell.seen());
             }
         }
         false
@@ -275,10 +245,12 @@ impl Carry {
         }
         let keeping = {
             let mut st = self.lock();
-            let mut looks = st.looks;
-            let decided = st.held.as_ref().map(|h| self.keeping(h, &mut looks));
-            st.looks = looks;
-            decided
+            let alone_at = st.alone_at;
+            let decided = st.held.as_ref().map(|h| self.keeping(h, alone_at));
+            decided.map(|(keeping, alone_at)| {
+                st.alone_at = alone_at;
+                keeping
+            })
         };
         let now = Instant::now();
         let mut st = self.lock();
@@ -439,8 +411,7 @@ mod tests {
 
     #[test]
     fn a_linger_gives_the_turn_back_when_it_ends() {
-        let (dir, q) = queue();
-        let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        let (_dir, q) = queue();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -471,8 +442,7 @@ mod tests {
 
     #[test]
     fn a_slow_writer_stops_lingering_and_close_gives_back() {
-        let (dir, q) = queue();
-        let _other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
+        let (_dir, q) = queue();
         let carry = idle_with_turn(
             &q,
             Duration::from_secs(5),
@@ -492,32 +462,6 @@ mod tests {
         never.put(Some(turn(&q)));
         never.close();
         assert!(q.holder().is_none());
-        carry.close();
-    }
-
-    #[test]
-    fn for_budget_alone_an_idle_writer_keeps_the_turn_past_linger_and_budget() {
-        let (dir, q) = queue();
-        let budget = Duration::from_millis(50);
-        let carry = idle_with_turn(&q, budget, Duration::from_millis(1), Keep::ForBudget);
-        let ticket = q.holder().expect("kept").ticket;
-        let start = Instant::now();
-        while start.elapsed() < budget * 4 {
-            // Each pause outlasts the linger.
-            std::thread::sleep(Duration::from_millis(5));
-            let held = carry.take().expect("alone: kept past the linger");
-            assert_eq!(held.turn.ticket(), ticket, "the same turn, past its budget");
-            carry.put(Some(held));
-            carry.idle();
-        }
-        // Another process opens the database: the reaper's poll gives the
-        // turn back, with no write of this process.
-        let other = ProcessQueue::open(&dir.path().join("c.db")).unwrap();
-        assert!(
-            given_back_within_5s(&q),
-            "given back once another process is there"
-        );
-        drop(other);
         carry.close();
     }
 
