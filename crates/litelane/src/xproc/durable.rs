@@ -86,6 +86,13 @@ const SYNCING: usize = 96;
 /// How often a waiter for another process's sync tries the syncer byte by
 /// itself (a syncer that died rang nothing): 1 ms.
 pub const SYNC_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often a thread waiting while another thread of its process holds
+/// the syncer lock looks by itself: 50 ms. That thread rings when it lets
+/// go, so this only bounds a ring that never came (a panic in the sync).
+/// Polling at [`SYNC_POLL`] there woke every waiting thread a thousand
+/// times a second during a long fsync, and under CPU contention the short
+/// soak's `safe` writes fell to a quarter.
+const LOCAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The counters of one lock file.
 pub struct Counters {
@@ -95,9 +102,12 @@ pub struct Counters {
 }
 
 /// The syncer lock, held: this process's mutex and, among processes, the
-/// [`SYNCER_BYTE`] lock of a description of the lock file (let go first).
+/// [`SYNCER_BYTE`] lock of a description of the lock file. Letting go (in
+/// `Drop`: the byte, then the mutex) rings the bells, so that the threads
+/// of this process sleeping on them while it was held look again at once.
 struct Syncer<'a> {
-    _local: std::sync::MutexGuard<'a, ()>,
+    counters: &'a Counters,
+    local: Option<std::sync::MutexGuard<'a, ()>>,
     byte: Option<&'a File>,
 }
 
@@ -106,6 +116,8 @@ impl Drop for Syncer<'_> {
         if let Some(file) = self.byte {
             let _ = lock_file::unlock(file, SYNCER_BYTE, 1);
         }
+        drop(self.local.take());
+        self.counters.ring();
     }
 }
 
@@ -142,45 +154,58 @@ impl Counters {
     ) -> io::Result<Result<bool, NotDurable>> {
         loop {
             // Read before the looks: a ring after them wakes the sleep.
-            let (done_seen, next_seen) = (self.done().load(SeqCst), self.next().load(SeqCst));
+            let seen = self.bells_seen();
             if let Some(done) = self.settled(seq) {
                 return Ok(done.map(|()| false));
             }
-            if let Some(syncer) = self.try_syncer(file, alone)? {
-                let out = self.sync_for(syncer, file, seq, sync);
-                self.ring();
-                return Ok(out);
+            let Some(local) = try_lock(&self.local) else {
+                // Another thread of this process holds the syncer lock; it
+                // rings the bells when it lets go.
+                self.sleep(seq, seen, LOCAL_POLL);
+                continue;
+            };
+            let mut syncer = Syncer {
+                counters: self,
+                local: Some(local),
+                byte: None,
+            };
+            if !alone {
+                // One thread per process waits for another process's sync
+                // (the others sleep on the bells), polling the byte.
+                loop {
+                    let seen = self.bells_seen();
+                    if let Some(done) = self.settled(seq) {
+                        return Ok(done.map(|()| false));
+                    }
+                    if lock_file::lock_byte_now(file, SYNCER_BYTE)? {
+                        syncer.byte = Some(file);
+                        break;
+                    }
+                    self.sleep(seq, seen, SYNC_POLL);
+                }
             }
-            if self.page.word(SYNCING).load(SeqCst) >= seq {
-                futex_wait(self.done(), done_seen, SYNC_POLL);
-            } else {
-                futex_wait(self.next(), next_seen, SYNC_POLL);
-            }
+            return Ok(self.sync_for(syncer, file, seq, sync));
         }
     }
 
-    /// The syncer lock, if no thread of this process holds it and (unless
-    /// `alone`) no other process holds [`SYNCER_BYTE`]; never waits. (A
-    /// thread that waited for the mutex instead was woken by the syncer's
-    /// release alone, and each covered waiter then woke the next one in
-    /// turn: the next sync began only after that chain of wake-ups.)
-    fn try_syncer<'a>(&'a self, file: &'a File, alone: bool) -> io::Result<Option<Syncer<'a>>> {
-        let Some(local) = try_lock(&self.local) else {
-            return Ok(None);
-        };
-        let byte = match alone {
-            true => None,
-            false if lock_file::lock_byte_now(file, SYNCER_BYTE)? => Some(file),
-            false => return Ok(None),
-        };
-        Ok(Some(Syncer {
-            _local: local,
-            byte,
-        }))
+    /// The two bells' counts, read before a look at the counters: a ring
+    /// after the look then ends the sleep at once.
+    fn bells_seen(&self) -> (u32, u32) {
+        (self.done().load(SeqCst), self.next().load(SeqCst))
     }
 
-    /// Step 3 under the syncer lock, which it lets go of before returning,
-    /// so that the waiter the caller's ring wakes can take it.
+    /// Sleeps on the done bell when the running sync covers `seq`, on the
+    /// next bell when it does not, for at most `poll`.
+    fn sleep(&self, seq: u64, (done_seen, next_seen): (u32, u32), poll: std::time::Duration) {
+        if self.page.word(SYNCING).load(SeqCst) >= seq {
+            futex_wait(self.done(), done_seen, poll);
+        } else {
+            futex_wait(self.next(), next_seen, poll);
+        }
+    }
+
+    /// Step 3 under the syncer lock, which it lets go of (ringing the
+    /// bells) before returning.
     fn sync_for(
         &self,
         syncer: Syncer<'_>,
