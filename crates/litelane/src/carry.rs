@@ -237,6 +237,21 @@ impl Carry {
         debug_assert!(old.is_none(), "one cross-process turn at a time");
     }
 
+    /// The writer went idle after a turn that was not a write (a read on
+    /// the writer's connection handed the turn by a write's leader): a turn
+    /// that leader [`put`](Carry::put) for the next writer of this process,
+    /// and nobody took, is kept or given back as by [`idle`](Carry::idle);
+    /// nothing happens otherwise (a read must not start or end a linger).
+    pub fn idle_if_left(self: &Arc<Self>) {
+        let left = {
+            let st = self.lock();
+            st.held.is_some() && matches!(st.linger, Linger::None)
+        };
+        if left {
+            self.idle();
+        }
+    }
+
     /// The writer went idle: keep the turn for a linger, or give it back.
     pub fn idle(self: &Arc<Self>) {
         if self.linger.is_zero() {

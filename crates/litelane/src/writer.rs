@@ -753,7 +753,13 @@ impl Writer {
             unreachable!("only job waiters are run by others");
         };
         let out = self.read_in_turn(&turn, f, true);
-        let _ = turn.release(); // not write activity (see `try_read`)
+        // Not `released`: not write activity (see `try_read`). But this
+        // turn may have come from a write's leader, who left the turn among
+        // processes for the next writer of this process; with nobody queued
+        // now, it is kept or given back as after that write.
+        if turn.release() == Released::Idle {
+            self.carry.idle_if_left();
+        }
         out
     }
 

@@ -308,3 +308,65 @@ fn readers_fewer_than_reading_threads_all_finish() {
         assert_eq!(t.join().unwrap(), 300 * 6);
     }
 }
+
+/// A read on the writer's connection (`read_on_writer`) that was queued
+/// behind a write gets the writer's turn from that write's leader, who left
+/// the cross-process turn to the next writer of its process. When the read
+/// ends with nobody else queued, that turn must be kept or given back as
+/// after a write: another process (here a second `Database` on the file)
+/// gets it within its timeout although the first never writes again.
+#[test]
+fn a_read_on_the_writer_after_a_write_does_not_keep_the_turn_from_other_processes() {
+    for profile in [Profile::Balanced, Profile::Safe] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.db");
+        let first = litelane::Database::open(&path, Options::with_profile(profile)).unwrap();
+        exec(&first, "CREATE TABLE t(who TEXT)");
+        let other = litelane::Database::open(
+            &path,
+            Options {
+                busy_timeout: std::time::Duration::from_secs(2),
+                ..Options::with_profile(profile)
+            },
+        )
+        .unwrap();
+        let (held_tx, held_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let writer = {
+            let first = first.clone();
+            thread::spawn(move || {
+                first
+                    .write(move |tx| {
+                        tx.execute("INSERT INTO t VALUES ('first')", [])?;
+                        held_tx.send(()).unwrap();
+                        go_rx.recv().unwrap();
+                        Ok(())
+                    })
+                    .unwrap()
+            })
+        };
+        held_rx.recv().unwrap();
+        let reader = {
+            let first = first.clone();
+            thread::spawn(move || {
+                first
+                    .read_on_writer(|c| {
+                        Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?)
+                    })
+                    .unwrap()
+            })
+        };
+        wait_for_queue_depth(&first, 1);
+        go_tx.send(()).unwrap();
+        writer.join().unwrap();
+        assert_eq!(reader.join().unwrap(), 1);
+        let start = std::time::Instant::now();
+        let r = other.write(|tx| Ok(tx.execute("INSERT INTO t VALUES ('other')", [])?));
+        assert!(
+            r.is_ok(),
+            "{profile:?}: the other process never got the turn: {r:?} after {:?}",
+            start.elapsed()
+        );
+        assert_eq!(query_i64(&other, "SELECT count(*) FROM t"), 2);
+    }
+}
