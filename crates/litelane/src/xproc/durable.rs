@@ -89,9 +89,8 @@ pub const SYNC_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// How often a thread waiting while another thread of its process holds
 /// the syncer lock looks by itself: 50 ms. That thread rings when it lets
 /// go, so this only bounds a ring that never came (a panic in the sync).
-/// Polling at [`SYNC_POLL`] there woke every waiting thread a thousand
-/// times a second during a long fsync, and under CPU contention the short
-/// soak's `safe` writes fell to a quarter.
+/// Polling at [`SYNC_POLL`] there would wake every waiting thread a
+/// thousand times a second during a long fsync.
 const LOCAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The counters of one lock file.
