@@ -1124,10 +1124,29 @@ impl Writer {
             "a turn ends with no transaction open"
         );
         drop(slot);
+        // A process alone on the file (no other queue open: one
+        // `F_OFD_GETLK`) makes the group durable before it hands this
+        // process's turn on: the writers that queued meanwhile then form
+        // one larger group for the next fsync, where handing the turn on
+        // first let the next leader commit a few of them during this fsync
+        // and sync them in one of their own (more, smaller fsyncs, and more
+        // CPU: docs/concurrency.md). With another process there, that one
+        // may commit during this fsync, so the turn is handed on first.
+        let sync_in_turn = to_sync.is_some()
+            && process_turn
+                .as_ref()
+                .is_some_and(|held| !held.turn.others_present());
         // The next leader of this process may take the cross-process turn
         // over (no system call); if nobody of this process is waiting, it
         // goes back to the queue at once.
         self.carry.put(process_turn);
+        let to_sync = match to_sync {
+            Some((g, counted)) if sync_in_turn => {
+                self.settle_durable(g, counted);
+                None
+            }
+            after_the_turn => after_the_turn,
+        };
         self.release(turn);
         if let Some((g, counted)) = to_sync {
             self.settle_durable(g, counted);

@@ -271,3 +271,44 @@ fn a_lone_writer_commits_alone_every_time() {
     assert_eq!(m.commits - before.commits, 50);
     assert_eq!(m.group_sizes[0] - before.group_sizes[0], 50);
 }
+
+#[test]
+fn alone_on_the_file_each_group_is_made_durable_before_the_next_commits() {
+    // `safe`, with no other process on the file: a leader syncs its group
+    // before it hands the turn on, so no commit is ever covered by an
+    // fsync that another group ran (handing the turn on first let the next
+    // leader commit during the sync: many commits were covered so).
+    let (_dir, db) = setup(Options::with_profile(Profile::Safe));
+    if db.metrics().process_queue_off.is_some() {
+        return; // no cross-process queue here: SQLite syncs in `COMMIT`
+    }
+    let before = db.metrics();
+    let (threads, writes) = (8, 60);
+    thread::scope(|s| {
+        for t in 0..threads {
+            let db = &db;
+            s.spawn(move || {
+                for i in 0..writes {
+                    db.write(|tx| Ok(tx.execute("INSERT INTO t(who) VALUES (?)", [t * 1000 + i])?))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let m = db.metrics();
+    let commits = m.commits - before.commits;
+    assert_eq!(
+        m.syncs_shared - before.syncs_shared,
+        0,
+        "a commit was covered by another group's fsync ({commits} commits)"
+    );
+    assert!(
+        m.wal_syncs - before.wal_syncs >= commits,
+        "every commit synced: {} fsyncs for {commits} commits",
+        m.wal_syncs - before.wal_syncs
+    );
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM t"),
+        (threads * writes) as i64
+    );
+}
