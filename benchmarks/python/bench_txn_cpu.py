@@ -4,6 +4,11 @@ for the standard library's ``sqlite3`` (WAL, ``synchronous=NORMAL``) and
 ``litelane.dbapi`` (``profile="balanced"``). Not a test: run it by hand.
 
     python benchmarks/python/bench_txn_cpu.py [--txns 20000] [--runs 11] [--calls]
+        [--shape transaction|immediate]
+
+``--shape immediate``: bench_workers.py's explicit transaction instead
+(``isolation_level=None``; ``BEGIN IMMEDIATE``, a one-row insert, a
+``SELECT`` of it by key, ``COMMIT``).
 
 Each run is a fresh interpreter (the drivers alternate, run after run). CPU
 time comes from ``/proc/self/task/*/schedstat`` (nanoseconds each thread
@@ -47,18 +52,26 @@ def _threads() -> Dict[str, int]:
     return out
 
 
-def _child(driver: str, txns: int, calls: bool) -> None:
+def _child(driver: str, txns: int, calls: bool, shape: str) -> None:
     d, path = fresh_app_db("lltxncpu-")
+    level = {"isolation_level": None} if shape == "immediate" else {}
     if driver == "sqlite3":
-        con = sqlite3.connect(path, timeout=30)
+        con = sqlite3.connect(path, timeout=30, **level)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
     else:
         import litelane.dbapi
 
-        con = litelane.dbapi.connect(path, timeout=30, profile="balanced")
+        con = litelane.dbapi.connect(path, timeout=30, profile="balanced", **level)
 
     def run(lo: int, hi: int) -> None:
+        if shape == "immediate":
+            for seq in range(lo, hi):
+                con.execute("BEGIN IMMEDIATE")
+                con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (0, seq, seq))
+                con.execute("SELECT v FROM log WHERE worker = ? AND seq = ?", (0, seq)).fetchone()
+                con.execute("COMMIT")
+            return
         for seq in range(lo, hi):
             row = con.execute("SELECT v FROM kv WHERE k = ?", (seq % 100,)).fetchone()
             con.execute("INSERT INTO log(worker, seq, v) VALUES (?, ?, ?)", (0, seq, row[0] if row else 0))
@@ -100,16 +113,18 @@ def main() -> None:
     ap.add_argument("--txns", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--calls", action="store_true", help="count the Python-level calls of a transaction")
+    ap.add_argument("--shape", default="transaction", choices=["transaction", "immediate"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.txns, a.calls)
+        _child(a.child, a.txns, a.calls, a.shape)
         return
     drivers = ("sqlite3", "litelane.dbapi")
     runs: Dict[str, List[dict]] = {d: [] for d in drivers}
     for _ in range(a.runs):
         for d in drivers:
-            cmd = [sys.executable, __file__, "--child", d, "--txns", str(a.txns)] + (["--calls"] if a.calls else [])
+            cmd = [sys.executable, __file__, "--child", d, "--txns", str(a.txns), "--shape", a.shape]
+            cmd += ["--calls"] if a.calls else []
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             runs[d].append(json.loads(out.strip().splitlines()[-1]))
     print(
@@ -120,6 +135,7 @@ def main() -> None:
                 "loadavg": os.getloadavg(),
                 "txns": a.txns,
                 "runs": a.runs,
+                "shape": a.shape,
             }
         )
     )
