@@ -469,6 +469,53 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_writing_in_a_loop_keeps_the_turn_for_a_linger_then_the_head_gets_it() {
+        let (_dir, path) = db();
+        // A long linger, so that what it decides shows on a loaded machine.
+        let linger = Duration::from_millis(300);
+        let lane = Lane::with_limits(
+            ProcessQueue::open_turns_only(&path).unwrap(),
+            std::process::id(),
+            FORKS.load(Ordering::Relaxed),
+            Duration::from_secs(4),
+            linger,
+        );
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l, s) = (lane.clone(), stop.clone());
+        let looping = std::thread::spawn(move || {
+            let mut turns = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let Acquired::Turn(t) = l.acquire("loop", deadline, |_| String::new()) else {
+                    panic!("the looping writer got no turn");
+                };
+                turns += 1;
+                std::thread::sleep(Duration::from_micros(200));
+                drop(t);
+            }
+            turns
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(10);
+        let Acquired::Turn(t) = lane.acquire("head", deadline, |_| String::new()) else {
+            panic!("the head got no turn");
+        };
+        let waited = start.elapsed();
+        drop(t);
+        stop.store(true, Ordering::Relaxed);
+        assert!(looping.join().unwrap() > 1);
+        // Not woken at each of the loop's turns (it would have had the
+        // turn within a few of them), and not kept waiting past its
+        // patience by writers taking the turn ahead of it.
+        assert!(
+            waited >= linger - Duration::from_millis(50),
+            "woken before its patience ended: {waited:?}"
+        );
+        assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+    }
+
+    #[test]
     fn a_lock_file_it_may_not_trust_turns_the_queue_off_and_is_reported_once() {
         let (dir, path) = db();
         // A lock file with a second hard link is refused (xproc/trust.rs).
