@@ -93,13 +93,14 @@ pub struct Lane {
 /// bell's count read before it.
 type Look = Option<(Instant, u32)>;
 
+#[derive(Default)]
 struct State {
     /// A connection of this process holds the turn (or is taking it).
     busy: bool,
     /// This process's writers waiting, in arrival order.
     line: VecDeque<Waiter>,
-    /// When the head of `line` became its head.
-    head_since: Instant,
+    /// When the head of `line` became its head (`None`: nobody waits).
+    head_since: Option<Instant>,
     next: u64,
     /// The turn, kept between two writes of this process (alone on the
     /// file, or for a linger).
@@ -142,8 +143,8 @@ enum Watch {
 }
 
 /// A writer of this process waiting in line: woken alone, when it becomes
-/// the head, and as the head when the turn is free and it has waited out
-/// its patience or no writer of this process is expected back soon.
+/// the head, and as the head when the turn is free and its linger as the
+/// head is over or no writer of this process is expected back soon.
 struct Waiter {
     n: u64,
     wake: Arc<Condvar>,
@@ -209,22 +210,7 @@ impl Lane {
             forks,
             budget,
             linger,
-            state: Mutex::new(State {
-                busy: false,
-                line: VecDeque::new(),
-                head_since: Instant::now(),
-                next: 0,
-                kept: None,
-                keeps: 0,
-                watch: Watch::default(),
-                keeper: false,
-                alone_at: None,
-                others_at: None,
-                since: None,
-                idle_since: None,
-                last_gap: Duration::ZERO,
-                retired: false,
-            }),
+            state: Mutex::new(State::default()),
             kept_one: Condvar::new(),
         })
     }
@@ -253,7 +239,7 @@ impl Lane {
             st.next += 1;
             let wake = Arc::new(Condvar::new());
             if st.line.is_empty() {
-                st.head_since = start;
+                st.head_since = Some(start);
             }
             st.line.push_back(Waiter {
                 n: me,
@@ -274,14 +260,14 @@ impl Lane {
                     drop(st);
                     return Acquired::TimedOut(busy_message(start.elapsed()));
                 }
-                // The head wakes when its patience ends, to take a turn
-                // left free or to stop the barging; the others when they
-                // become the head.
-                let patience_ends = st.head_since + self.linger;
-                let until = if head && now < patience_ends {
-                    patience_ends.min(deadline)
-                } else {
-                    deadline
+                // The head wakes when its linger as the head ends, to take
+                // a turn left free or to stop writers taking it ahead; the
+                // others when they become the head.
+                let until = match st.head_since.map(|h| h + self.linger) {
+                    Some(patience_ends) if head && now < patience_ends => {
+                        patience_ends.min(deadline)
+                    }
+                    _ => deadline,
                 };
                 st = wake
                     .wait_timeout(st, until - now)
@@ -340,26 +326,29 @@ impl Lane {
     /// the head of the line: there is none, or it has been the head for
     /// less than a linger.
     fn head_patient(&self, st: &State, now: Instant) -> bool {
-        st.line.is_empty() || now.saturating_duration_since(st.head_since) < self.linger
+        match (st.line.front(), st.head_since) {
+            (Some(_), Some(since)) => now.saturating_duration_since(since) < self.linger,
+            _ => true,
+        }
     }
 
     /// The head of the line left it (it took the turn, or gave up): the
     /// next one, if any, is the head from `now` and is woken to time its
-    /// patience.
+    /// linger as the head.
     fn new_head(&self, st: &mut State, now: Instant) {
-        st.head_since = now;
-        if let Some(w) = st.line.front() {
+        st.head_since = st.line.front().map(|w| {
             w.wake.notify_one();
-        }
+            now
+        });
     }
 
     /// The turn is free: wakes the head of the line, if any, unless a
     /// writer of this process is expected back within a linger (the last
     /// pause between a turn's end and the next acquire was shorter) and
-    /// the head is still patient. Then that writer takes the turn without
+    /// the head is still within its linger. Then that writer takes the turn without
     /// a switch to another thread, and the head, asleep, is not woken to
     /// find the turn taken again (a wake-up per write, with 16 connections
-    /// in one process); it wakes by itself when its patience ends. A
+    /// in one process); it wakes by itself when that linger ends. A
     /// notification is a system call: only when someone waits.
     fn wake_head(&self, st: &State) {
         if st.busy {
