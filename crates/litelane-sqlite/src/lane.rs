@@ -60,9 +60,10 @@ use std::time::{Duration, Instant};
 pub const ALONE_POLL: Duration = Duration::from_millis(10);
 
 /// How long a process may keep the turn over several of its writes while
-/// other processes want it: 4 ms. With 8 processes writing, a writer then
-/// waits about 7 budgets for the others, plus the hand-offs (measured on
-/// 2 cores: 52–66 ms longest, docs/lane-sqlite-bench.md).
+/// other processes want it, its last [`LINGER`] included: 4 ms. With 8
+/// processes writing, a writer then waits about 7 budgets for the others,
+/// plus the hand-offs (measured on 2 cores, longest write: 44–53 ms; 52–62
+/// ms while a linger could end past the budget; docs/lane-sqlite-bench.md).
 pub const BUDGET: Duration = Duration::from_millis(4);
 
 /// How long a process keeps a turn that others want after a write, for
@@ -395,9 +396,11 @@ impl Lane {
                     st.alone_at = None;
                     st.others_at = Some(now);
                 }
+                // The linger must end within the budget: a turn is kept
+                // for a budget in all, its last linger included.
                 let within = st
                     .since
-                    .is_some_and(|s| now.duration_since(s) < self.budget)
+                    .is_some_and(|s| now.duration_since(s) + self.linger <= self.budget)
                     && st.last_gap < self.linger;
                 turn.wanted_bell().filter(|_| within).map(|bell| {
                     let seen = bell.seen();

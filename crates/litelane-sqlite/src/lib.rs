@@ -469,6 +469,58 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_others_want_is_kept_for_a_budget_in_all_its_last_linger_included() {
+        let (_dir, path) = db();
+        let other = ProcessQueue::open_turns_only(&path).unwrap();
+        // A write every second, a linger of 1.5 s, a budget of 2 s: the
+        // linger after the first write ends within the budget, the one
+        // after the second would not, so the turn goes at the second
+        // write's end (about 1 s), not at the third's (about 2 s).
+        let lane = Lane::with_limits(
+            ProcessQueue::open_turns_only(&path).unwrap(),
+            std::process::id(),
+            FORKS.load(Ordering::Relaxed),
+            Duration::from_secs(2),
+            Duration::from_millis(1500),
+        );
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l, s) = (lane.clone(), stop.clone());
+        let writer = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let Acquired::Turn(t) = l.acquire("writer", deadline, |_| String::new()) else {
+                    panic!("the writer got no turn");
+                };
+                drop(t);
+                let _ = first_tx.send(());
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        first_rx.recv().unwrap();
+        let start = Instant::now();
+        let got = other
+            .acquire(
+                "other",
+                litelane::xproc::Wait::Barging(Duration::from_secs(20)),
+            )
+            .unwrap()
+            .expect("no turn for the other queue");
+        let waited = start.elapsed();
+        drop(got);
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "the first linger was not kept: {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_millis(1700),
+            "kept past its budget by a linger: {waited:?}"
+        );
+    }
+
+    #[test]
     fn a_thread_writing_in_a_loop_keeps_the_turn_for_a_linger_then_the_head_gets_it() {
         let (_dir, path) = db();
         // A long linger, so that what it decides shows on a loaded machine.
