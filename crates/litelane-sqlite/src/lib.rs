@@ -421,6 +421,17 @@ mod tests {
         assert!(!status(&path).contains(&me), "{}", status(&path));
     }
 
+    /// A lane of `path` in this process with its own budget and linger.
+    fn lane_with_limits(path: &Path, budget: Duration, linger: Duration) -> Arc<Lane> {
+        Lane::with_limits(
+            ProcessQueue::open_turns_only(path).unwrap(),
+            std::process::id(),
+            FORKS.load(Ordering::Relaxed),
+            budget,
+            linger,
+        )
+    }
+
     #[test]
     fn a_process_writing_without_pause_gives_the_turn_up_after_its_budget() {
         let (_dir, path) = db();
@@ -428,13 +439,7 @@ mod tests {
         // A linger longer than the test: only the budget ends this
         // process's keeping while the other queue waits.
         let budget = Duration::from_millis(20);
-        let lane = Lane::with_limits(
-            ProcessQueue::open_turns_only(&path).unwrap(),
-            std::process::id(),
-            FORKS.load(Ordering::Relaxed),
-            budget,
-            Duration::from_secs(60),
-        );
+        let lane = lane_with_limits(&path, budget, Duration::from_secs(60));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (l, s) = (lane.clone(), stop.clone());
         let writer = std::thread::spawn(move || {
@@ -476,13 +481,7 @@ mod tests {
         // linger after the first write ends within the budget, the one
         // after the second would not, so the turn goes at the second
         // write's end (about 1 s), not at the third's (about 2 s).
-        let lane = Lane::with_limits(
-            ProcessQueue::open_turns_only(&path).unwrap(),
-            std::process::id(),
-            FORKS.load(Ordering::Relaxed),
-            Duration::from_secs(2),
-            Duration::from_millis(1500),
-        );
+        let lane = lane_with_limits(&path, Duration::from_secs(2), Duration::from_millis(1500));
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (l, s) = (lane.clone(), stop.clone());
@@ -525,13 +524,7 @@ mod tests {
         let (_dir, path) = db();
         // A long linger, so that what it decides shows on a loaded machine.
         let linger = Duration::from_millis(300);
-        let lane = Lane::with_limits(
-            ProcessQueue::open_turns_only(&path).unwrap(),
-            std::process::id(),
-            FORKS.load(Ordering::Relaxed),
-            Duration::from_secs(4),
-            linger,
-        );
+        let lane = lane_with_limits(&path, Duration::from_secs(4), linger);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (l, s) = (lane.clone(), stop.clone());
         let looping = std::thread::spawn(move || {
