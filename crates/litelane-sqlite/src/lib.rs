@@ -432,6 +432,39 @@ mod tests {
         )
     }
 
+    /// A thread taking turns of `lane` in a loop, each held for `hold`,
+    /// then a `pause`, until the returned flag is set; it signals on the
+    /// returned receiver after each turn and returns how many it had.
+    fn writing_in_a_loop(
+        lane: &Arc<Lane>,
+        hold: Duration,
+        pause: Duration,
+    ) -> (
+        Arc<std::sync::atomic::AtomicBool>,
+        std::sync::mpsc::Receiver<()>,
+        std::thread::JoinHandle<u64>,
+    ) {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (turn_tx, turn_rx) = std::sync::mpsc::channel();
+        let (l, s) = (lane.clone(), stop.clone());
+        let writer = std::thread::spawn(move || {
+            let mut turns = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let Acquired::Turn(t) = l.acquire("loop", deadline, |_| String::new()) else {
+                    panic!("the looping writer got no turn");
+                };
+                turns += 1;
+                std::thread::sleep(hold);
+                drop(t);
+                let _ = turn_tx.send(());
+                std::thread::sleep(pause);
+            }
+            turns
+        });
+        (stop, turn_rx, writer)
+    }
+
     #[test]
     fn a_process_writing_without_pause_gives_the_turn_up_after_its_budget() {
         let (_dir, path) = db();
@@ -440,21 +473,8 @@ mod tests {
         // process's keeping while the other queue waits.
         let budget = Duration::from_millis(20);
         let lane = lane_with_limits(&path, budget, Duration::from_secs(60));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (l, s) = (lane.clone(), stop.clone());
-        let writer = std::thread::spawn(move || {
-            let mut turns = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                let Acquired::Turn(t) = l.acquire("writer", deadline, |_| String::new()) else {
-                    panic!("the writer got no turn");
-                };
-                turns += 1;
-                drop(t);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            turns
-        });
+        let (stop, _turns, writer) =
+            writing_in_a_loop(&lane, Duration::ZERO, Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(50));
         let start = Instant::now();
         let got = other
@@ -482,21 +502,9 @@ mod tests {
         // after the second would not, so the turn goes at the second
         // write's end (about 1 s), not at the third's (about 2 s).
         let lane = lane_with_limits(&path, Duration::from_secs(2), Duration::from_millis(1500));
-        let (first_tx, first_rx) = std::sync::mpsc::channel();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (l, s) = (lane.clone(), stop.clone());
-        let writer = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let deadline = Instant::now() + Duration::from_secs(20);
-                let Acquired::Turn(t) = l.acquire("writer", deadline, |_| String::new()) else {
-                    panic!("the writer got no turn");
-                };
-                drop(t);
-                let _ = first_tx.send(());
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        });
-        first_rx.recv().unwrap();
+        let (stop, turns, writer) =
+            writing_in_a_loop(&lane, Duration::ZERO, Duration::from_secs(1));
+        turns.recv().unwrap();
         let start = Instant::now();
         let got = other
             .acquire(
@@ -508,7 +516,7 @@ mod tests {
         let waited = start.elapsed();
         drop(got);
         stop.store(true, Ordering::Relaxed);
-        writer.join().unwrap();
+        assert!(writer.join().unwrap() >= 1);
         assert!(
             waited >= Duration::from_millis(500),
             "the first linger was not kept: {waited:?}"
@@ -525,21 +533,8 @@ mod tests {
         // A long linger, so that what it decides shows on a loaded machine.
         let linger = Duration::from_millis(300);
         let lane = lane_with_limits(&path, Duration::from_secs(4), linger);
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (l, s) = (lane.clone(), stop.clone());
-        let looping = std::thread::spawn(move || {
-            let mut turns = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                let Acquired::Turn(t) = l.acquire("loop", deadline, |_| String::new()) else {
-                    panic!("the looping writer got no turn");
-                };
-                turns += 1;
-                std::thread::sleep(Duration::from_micros(200));
-                drop(t);
-            }
-            turns
-        });
+        let (stop, _turns, looping) =
+            writing_in_a_loop(&lane, Duration::from_micros(200), Duration::ZERO);
         std::thread::sleep(Duration::from_millis(50));
         let start = Instant::now();
         let deadline = start + Duration::from_secs(10);
