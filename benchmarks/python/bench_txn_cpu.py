@@ -6,6 +6,9 @@ for the standard library's ``sqlite3`` (WAL, ``synchronous=NORMAL``) and
     python benchmarks/python/bench_txn_cpu.py [--txns 20000] [--runs 11] [--calls]
         [--shape transaction|immediate]
 
+``LLBENCH_OPTIONS`` (JSON, as for bench_workers.py): more keyword
+arguments for ``litelane.dbapi.connect``.
+
 ``--shape immediate``: bench_workers.py's explicit transaction instead
 (``isolation_level=None``; ``BEGIN IMMEDIATE``, a one-row insert, a
 ``SELECT`` of it by key, ``COMMIT``).
@@ -62,7 +65,8 @@ def _child(driver: str, txns: int, calls: bool, shape: str) -> None:
     else:
         import litelane.dbapi
 
-        con = litelane.dbapi.connect(path, timeout=30, profile="balanced", **level)
+        extra = json.loads(os.environ.get("LLBENCH_OPTIONS", "{}"))
+        con = litelane.dbapi.connect(path, timeout=30, profile="balanced", **level, **extra)
 
     def run(lo: int, hi: int) -> None:
         if shape == "immediate":
