@@ -337,7 +337,12 @@ fn open_role(
         if stock { "OFF" } else { "ON" },
         if stock { "ON" } else { "OFF" },
     );
-    if !target.is_memory() {
+    // Only readers map the database. A connection that maps it looks each
+    // page up in the WAL index before its own page cache (SQLite's
+    // `getPageMMap`) and never caches a mapped page; the writer's cache
+    // survives its own commits, so the map would only add those lookups
+    // (docs/performance.md, "The memory map").
+    if !target.is_memory() && role == Role::Reader {
         pragmas.push_str(&format!(" PRAGMA mmap_size = {};", opts.mmap_size));
     }
     conn.execute_batch(&pragmas)

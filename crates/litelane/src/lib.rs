@@ -46,7 +46,6 @@ mod durability_plan;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
-mod mapping;
 mod metrics;
 mod multirow;
 mod options;
@@ -299,7 +298,8 @@ impl Database {
     /// `journal_mode` and `synchronous` (one plan per open,
     /// `durability_plan.rs`), `foreign_keys=ON`, defensive mode,
     /// `trusted_schema=OFF`, double-quoted string literals off, the cache,
-    /// mmap and busy-timeout of `opts`. Readers are `query_only`.
+    /// mmap (readers only) and busy-timeout of `opts`. Readers are
+    /// `query_only`.
     ///
     /// Fails with a clear [`Error`] (never a panic) when the file is not a
     /// database (`SQLITE_NOTADB`), is read-only ([`Error::ReadOnly`]), or

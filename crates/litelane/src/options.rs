@@ -248,11 +248,11 @@ pub struct Options {
     /// Page cache per connection, in KiB (written as `PRAGMA cache_size=-N`).
     /// Default 16,384 KiB (16 MiB) for the writer; readers get the same.
     pub cache_size_kib: u32,
-    /// Memory-mapped I/O size in bytes (`PRAGMA mmap_size`). Default 256 MiB.
-    /// 0 turns mmap off. Under `safe` with the cross-process queue on, the
-    /// writer maps the database only while no other process has it open
-    /// (SQLite drops the map whenever another process committed;
-    /// docs/performance.md).
+    /// Memory-mapped I/O size of each reader, in bytes (`PRAGMA
+    /// mmap_size`). Default 256 MiB; 0 turns mmap off. The writer never
+    /// maps: a mapping connection looks each page up in the WAL index
+    /// instead of finding it in its own cache (docs/performance.md, "The
+    /// memory map").
     pub mmap_size: u64,
     /// How long a connection waits for a lock held by *another process*
     /// before it reports `SQLITE_BUSY`. Writers of this process never wait on

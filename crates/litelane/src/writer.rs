@@ -42,7 +42,6 @@ use crate::connection::Tracer;
 use crate::durability_plan::{SharedSync, SHARED_SYNC_WRITER_SYNCHRONOUS};
 use crate::error::{Context, Error, OsError, Result};
 use crate::ffi::{enter_with_job, JobRef};
-use crate::mapping::Mapping;
 use crate::metrics::{LongWait, Recorder};
 use crate::options::GroupCommit;
 use crate::queue::{
@@ -420,9 +419,6 @@ struct Slot {
     config_seen: u64,
     /// The WAL file's space ahead of the frames (None: not a file).
     wal_space: Option<WalSpace>,
-    /// The memory map of the database, kept only while alone on the file
-    /// (under `shared_sync`; None: kept as configured).
-    mapping: Option<Mapping>,
 }
 
 pub(crate) struct Writer {
@@ -646,13 +642,12 @@ impl Writer {
         };
         // Under `shared_sync` another process commits while this one syncs,
         // so an idle writer hands the turn on while others are present: it
-        // keeps the turn (`carry.rs`) and maps the database (`mapping.rs`)
-        // only while alone. Otherwise a process keeps both for a budget.
+        // keeps the turn (`carry.rs`) only while alone. Otherwise a process
+        // keeps it for a budget.
         let keep = match shared_sync {
             Some(_) => Keep::WhileAlone,
             None => Keep::ForBudget,
         };
-        let mapping = (keep == Keep::WhileAlone).then(|| Mapping::of(&conn));
         Ok(Writer {
             id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed),
             slot: Guarded::new(
@@ -663,7 +658,6 @@ impl Writer {
                     wait_attributed: false,
                     config_seen,
                     wal_space,
-                    mapping,
                 },
             ),
             queue,
@@ -835,7 +829,6 @@ impl Writer {
             return Err(e);
         }
         let carried = self.carry.take();
-        let fresh = carried.is_none();
         let process_turn = match carried {
             Some(held) => Some(held),
             None => match self.process_turn(label) {
@@ -853,9 +846,6 @@ impl Writer {
         let begun = {
             let mut slot = self.slot.enter(&turn);
             self.catch_up(&mut slot);
-            if fresh {
-                self.map_while_alone(&mut slot);
-            }
             self.start_labeled(&mut slot, label, start);
             end_stale_transaction(&slot.conn).and_then(|()| {
                 control(&slot.conn, "BEGIN IMMEDIATE").context(|| "BEGIN IMMEDIATE".into())
@@ -881,23 +871,6 @@ impl Writer {
     /// Before each job (and each turn of its own), with no statement
     /// running: applies what `Database::configure` recorded since the writer
     /// last looked, so a job queued after a `configure` always runs with it.
-    /// After taking the cross-process turn from the queue: under
-    /// `shared_sync` the writer maps the database only while no other
-    /// process has it open (`mapping.rs`).
-    fn map_while_alone(&self, slot: &mut Slot) {
-        if let (
-            Some(q),
-            Slot {
-                conn,
-                mapping: Some(mapping),
-                ..
-            },
-        ) = (&self.process_queue, slot)
-        {
-            mapping.fit(conn, || q.others_present());
-        }
-    }
-
     fn catch_up(&self, slot: &mut Slot) {
         let Slot {
             conn, config_seen, ..
@@ -1186,9 +1159,6 @@ impl Writer {
                 }
             },
         };
-        if fresh {
-            self.map_while_alone(&mut slot);
-        }
         slot.wait_attributed = fresh
             && process_turn
                 .as_ref()
