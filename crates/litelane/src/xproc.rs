@@ -1681,7 +1681,9 @@ impl ProcessQueue {
             if let Err(why) = patience.check() {
                 return Awaited::Stopped(why);
             }
-            let nap = patience.nap(doorbell::POLL.min(untaken_for.max(doorbell::POLL)));
+            // Look again at least every `UNTAKEN_WAIT` (1 ms): the giving
+            // up above is timed in that unit.
+            let nap = patience.nap(jobs::UNTAKEN_WAIT);
             match (&self.shared.bells, seen) {
                 (Some(b), Some(seen)) => b.wait(bell, seen, nap),
                 _ => std::thread::sleep(nap),

@@ -20,7 +20,7 @@
 //! holder that dies rings nothing, so a waiter on a doorbell also looks
 //! every [`POLL`]; and after [`WINDOW`] it hands its wait to the kernel
 //! wait, which wakes at once on a death. A dead holder is therefore noticed
-//! within `POLL` (1 ms) early in a wait and at once later.
+//! within `POLL` (5 ms) early in a wait and at once later.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
@@ -38,9 +38,14 @@ pub const BELLS: u64 = 64;
 const WANTED_AT: usize = BELLS_AT + BELLS as usize * 4;
 /// Offset of the count of threads sleeping on the wanted bell.
 const LISTENERS_AT: usize = WANTED_AT + 4;
-/// How often a waiter on a doorbell checks the ticket ahead by itself (a
-/// holder that died rang nothing): 1 ms.
-pub const POLL: Duration = Duration::from_millis(1);
+/// How often a waiter on a doorbell or on the turn bell looks by itself (a
+/// holder that died rang nothing): 5 ms. Every live holder rings, so this
+/// only bounds how late a death is noticed early in a wait; each look is a
+/// thread wake-up. With 1 ms (until session 23), 8 processes of one-row
+/// transactions on 2 cores made 0.39 voluntary context switches per
+/// transaction, 0.26 with 5 ms; lane SQLite's `go-8-NORMAL` cell went from
+/// 0.60–0.76× stock to 0.81–0.96× (docs/lane-sqlite-bench.md, "Session 23").
+pub const POLL: Duration = Duration::from_millis(5);
 /// How long a waiter waits on the doorbell, on its own thread, before it
 /// hands the wait to the kernel's lock wait (on a helper thread when it has
 /// a timeout): 20 ms, longer than a queue of short transactions takes.

@@ -13,7 +13,7 @@
 //! first page. More spinners would only take CPU from the holder and the
 //! syncer. A spin lasts at most [`SPIN`]; then the writer sleeps on the bell
 //! as before. It spins only while turns are moving: on its first wait, or
-//! after a wait that a ring ended; a wait that ran out its sleep (the 1 ms
+//! after a wait that a ring ended; a wait that ran out its sleep (the 5 ms
 //! poll) met a long turn, and the next one sleeps at once. Nobody spins on
 //! a machine with one CPU: the holder could not run meanwhile.
 //!

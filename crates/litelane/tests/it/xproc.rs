@@ -613,7 +613,7 @@ fn killed_holder_passes_the_turn_at_once() {
 
 /// The same with 6 ms turns: the waiters are still on the doorbell of the
 /// turn ahead (`xproc/doorbell.rs`), which a dead holder never rings; they
-/// notice the death by looking again every millisecond.
+/// notice the death by looking again every 5 ms (`doorbell::POLL`).
 #[test]
 fn killed_holder_of_a_short_turn_passes_it_to_a_waiter_on_the_doorbell() {
     let (kills, procs) = if long() { (200, 6) } else { (15, 3) };
