@@ -34,6 +34,17 @@ fn invalid(message: String) -> Error {
 
 /// The first word of `sql` after whitespace and comments, as written.
 fn leading_word(sql: &str) -> &str {
+    // Nearly every statement starts with its keyword: the word is then the
+    // run of ASCII letters it begins with, as the loop below finds too.
+    let letters = sql.bytes().take_while(u8::is_ascii_alphabetic).count();
+    if letters > 0 {
+        return &sql[..letters];
+    }
+    word_after_blanks_and_comments(sql)
+}
+
+/// [`leading_word`] the long way: skips whitespace and comments first.
+fn word_after_blanks_and_comments(sql: &str) -> &str {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -406,6 +417,33 @@ mod tests {
             message: "no such table: nope".into(),
             context: context.into(),
             os: Some(std::io::Error::from_raw_os_error(5).into()),
+        }
+    }
+
+    /// The first word as written, after whitespace and comments; the
+    /// shortcut for a statement that starts with its keyword finds what
+    /// the long way finds.
+    #[test]
+    fn leading_word_skips_blanks_and_comments() {
+        let cases = [
+            ("BEGIN IMMEDIATE", "BEGIN"),
+            ("begin", "begin"),
+            ("  \n\tCOMMIT", "COMMIT"),
+            ("-- note\nINSERT INTO t VALUES (1)", "INSERT"),
+            ("/* a */ /* b */select 1", "select"),
+            ("/* never closed", ""),
+            ("-- only a comment", ""),
+            ("", ""),
+            ("; begin", ""),
+            ("\u{feff}begin", ""),
+            ("\u{a0}END", "END"),
+            ("Ärger", ""),
+            ("x1", "x"),
+            ("SELECT", "SELECT"),
+        ];
+        for (sql, word) in cases {
+            assert_eq!(leading_word(sql), word, "{sql:?}");
+            assert_eq!(word_after_blanks_and_comments(sql), word, "{sql:?}");
         }
     }
 
