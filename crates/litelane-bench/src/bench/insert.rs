@@ -181,7 +181,6 @@ pub fn engine_pragmas(profile: Profile) -> Vec<String> {
         "PRAGMA temp_store = MEMORY".to_string(),
         "PRAGMA foreign_keys = ON".to_string(),
         "PRAGMA trusted_schema = OFF".to_string(),
-        format!("PRAGMA mmap_size = {}", o.mmap_size),
         format!("PRAGMA journal_mode = {}", profile.journal_mode()),
         format!("PRAGMA synchronous = {}", profile.synchronous()),
         format!("PRAGMA journal_size_limit = {}", o.journal_size_limit),
