@@ -10,7 +10,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::configure::Registry;
 use crate::durability_plan::{
-    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, TargetKind, WriterSettings,
+    DurabilityPlan, JournalMode, OtherSettings, RestoreOnClose, Synchronous, TargetKind,
+    WriterSettings,
 };
 use crate::error::{Context, Error, Result};
 use crate::ffi;
@@ -300,11 +301,9 @@ fn open_role(
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let opened = match opts.vfs.as_deref() {
-        Some(vfs) if !target.is_memory() => {
-            Connection::open_with_flags_and_vfs(&target.open_name, flags, vfs)
-        }
-        _ => Connection::open_with_flags(&target.open_name, flags),
+    let opened = match vfs_for(role, plan, opts, target) {
+        Some(vfs) => Connection::open_with_flags_and_vfs(&target.open_name, flags, vfs),
+        None => Connection::open_with_flags(&target.open_name, flags),
     };
     let mut conn = opened.context(|| format!("opening {name}"))?;
     let ctx = |what: &str| format!("configuring {name}: {what}");
@@ -363,6 +362,29 @@ fn open_role(
 
     install_tracer(&mut conn, role, tracer, reader_trace.cloned())?;
     Ok((conn, found))
+}
+
+/// The VFS a connection of `role` opens its file with: the one asked for
+/// (`Options::vfs`); otherwise, for the checkpointer of a file whose
+/// checkpoints sync, the paced VFS (`ffi/paced_vfs.rs`: the database file
+/// synced every MiB a checkpoint copies, so that the commits' syncs beside
+/// it never wait for a whole checkpoint's writes); otherwise the default
+/// (`None`). In-memory databases open as `connection.rs` names them.
+fn vfs_for<'o>(
+    role: Role,
+    plan: &DurabilityPlan,
+    opts: &'o Options,
+    target: &Target,
+) -> Option<&'o str> {
+    if target.is_memory() {
+        return None;
+    }
+    let syncs = plan.checkpointer.synchronous != Synchronous::Off;
+    match opts.vfs.as_deref() {
+        Some(vfs) => Some(vfs),
+        None if role == Role::Checkpointer && syncs => ffi::paced_vfs(),
+        None => None,
+    }
 }
 
 /// The writer's journal mode (the plan's, refused as [`Error::ReadOnly`]
@@ -526,6 +548,46 @@ fn install_tracer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Profile;
+
+    /// Only the checkpointer of a file whose checkpoints sync is paced,
+    /// and a VFS the caller names always wins.
+    #[test]
+    fn the_checkpointer_of_a_synced_file_opens_in_the_paced_vfs() {
+        let paced = ffi::paced_vfs().expect("registered");
+        let file = Target::new(Path::new("app.db"));
+        let memory = Target::new(Path::new(":memory:"));
+        let asked = Options {
+            vfs: Some("unix-none".into()),
+            ..Options::default()
+        };
+        let plain = Options::default();
+        for profile in Profile::ALL {
+            let plan = DurabilityPlan::new(profile, file.kind(), true);
+            let syncs = plan.checkpointer.synchronous != Synchronous::Off;
+            let want = syncs.then_some(paced);
+            assert_eq!(
+                vfs_for(Role::Checkpointer, &plan, &plain, &file),
+                want,
+                "{profile}"
+            );
+            for role in [Role::Writer, Role::Reader] {
+                assert_eq!(
+                    vfs_for(role, &plan, &plain, &file),
+                    None,
+                    "{profile} {role:?}"
+                );
+            }
+            for role in [Role::Writer, Role::Reader, Role::Checkpointer] {
+                assert_eq!(vfs_for(role, &plan, &asked, &file), Some("unix-none"));
+                let in_memory = DurabilityPlan::new(profile, memory.kind(), true);
+                assert_eq!(vfs_for(role, &in_memory, &plain, &memory), None);
+            }
+        }
+        let mut off = DurabilityPlan::new(Profile::Balanced, file.kind(), true);
+        off.checkpointer.synchronous = Synchronous::Off;
+        assert_eq!(vfs_for(Role::Checkpointer, &off, &plain, &file), None);
+    }
 
     #[test]
     fn uri_targets() {

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
+use super::vfs_forward::{wrapping, Wraps};
 
 /// The prefixes of the names litelane gives its in-memory databases
 /// (`connection.rs`): the only files [`memory_vfs`] opens in `memdb`.
@@ -61,30 +62,15 @@ fn register_memory_vfs() -> Option<&'static str> {
     // SAFETY: both are valid VFS objects (checked non-null above).
     let (m, d) = unsafe { (&*vfs.memdb, &*vfs.default) };
     let routing = Box::new(ffi::sqlite3_vfs {
-        iVersion: 2,
         // A file object is made by one of the two: room for either.
         szOsFile: m.szOsFile.max(d.szOsFile),
         mxPathname: m.mxPathname.max(d.mxPathname),
-        pNext: ptr::null_mut(),
-        zName: NAME.as_ptr(),
-        pAppData: ptr::null_mut(),
         xOpen: Some(memory_vfs_open),
         xDelete: Some(memory_vfs_delete),
         xAccess: Some(memory_vfs_access),
         xFullPathname: Some(memory_vfs_full_pathname),
         // The rest as the default VFS does them (memdb hands them to it).
-        xDlOpen: Some(memory_vfs_dl_open),
-        xDlError: Some(memory_vfs_dl_error),
-        xDlSym: Some(memory_vfs_dl_sym),
-        xDlClose: Some(memory_vfs_dl_close),
-        xRandomness: Some(memory_vfs_randomness),
-        xSleep: Some(memory_vfs_sleep),
-        xCurrentTime: Some(memory_vfs_current_time),
-        xGetLastError: Some(memory_vfs_get_last_error),
-        xCurrentTimeInt64: Some(memory_vfs_current_time_int64),
-        xSetSystemCall: None,
-        xGetSystemCall: None,
-        xNextSystemCall: None,
+        ..wrapping::<MemoryVfs>(NAME, 0)
     });
     // SAFETY: a fully initialized VFS object, leaked: connections keep
     // pointers to it for as long as they live.
@@ -119,14 +105,16 @@ unsafe fn route(name: *const std::ffi::c_char) -> *mut ffi::sqlite3_vfs {
     }
 }
 
-/// The default VFS, for the methods that do not depend on a file's name.
-fn default_vfs() -> *mut ffi::sqlite3_vfs {
-    MEMORY_VFS.get().expect("registered before use").default
+/// The rest of the routing VFS's methods are the default VFS's.
+impl Wraps for MemoryVfs {
+    fn inner() -> *mut ffi::sqlite3_vfs {
+        MEMORY_VFS.get().expect("registered before use").default
+    }
 }
 
-// The routing VFS's methods: each calls the same method of the VFS that
-// handles the name (or of the default VFS), passing that VFS itself (memdb's
-// methods find the default VFS through their own `pAppData`).
+// The routing VFS's methods that depend on a file's name: each calls the
+// same method of the VFS that handles the name, passing that VFS itself
+// (memdb's methods find the default VFS through their own `pAppData`).
 // SAFETY (all of them): SQLite calls them with the arguments its VFS
 // interface documents, which are passed on unchanged; every method of a
 // registered VFS it calls is present (memdb and the unix VFS fill each one
@@ -173,94 +161,4 @@ unsafe extern "C" fn memory_vfs_full_pathname(
 ) -> c_int {
     let vfs = route(name);
     ((*vfs).xFullPathname.expect("xFullPathname"))(vfs, name, n_out, out)
-}
-
-unsafe extern "C" fn memory_vfs_dl_open(
-    _: *mut ffi::sqlite3_vfs,
-    name: *const std::ffi::c_char,
-) -> *mut std::ffi::c_void {
-    let vfs = default_vfs();
-    match (*vfs).xDlOpen {
-        Some(f) => f(vfs, name),
-        None => ptr::null_mut(),
-    }
-}
-
-unsafe extern "C" fn memory_vfs_dl_error(
-    _: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut std::ffi::c_char,
-) {
-    let vfs = default_vfs();
-    if let Some(f) = (*vfs).xDlError {
-        f(vfs, n, out);
-    }
-}
-
-unsafe extern "C" fn memory_vfs_dl_sym(
-    _: *mut ffi::sqlite3_vfs,
-    handle: *mut std::ffi::c_void,
-    symbol: *const std::ffi::c_char,
-) -> Option<
-    unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut std::ffi::c_void, *const std::ffi::c_char),
-> {
-    let vfs = default_vfs();
-    match (*vfs).xDlSym {
-        Some(f) => f(vfs, handle, symbol),
-        None => None,
-    }
-}
-
-unsafe extern "C" fn memory_vfs_dl_close(_: *mut ffi::sqlite3_vfs, handle: *mut std::ffi::c_void) {
-    let vfs = default_vfs();
-    if let Some(f) = (*vfs).xDlClose {
-        f(vfs, handle);
-    }
-}
-
-unsafe extern "C" fn memory_vfs_randomness(
-    _: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut std::ffi::c_char,
-) -> c_int {
-    let vfs = default_vfs();
-    ((*vfs).xRandomness.expect("xRandomness"))(vfs, n, out)
-}
-
-unsafe extern "C" fn memory_vfs_sleep(_: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    let vfs = default_vfs();
-    ((*vfs).xSleep.expect("xSleep"))(vfs, micros)
-}
-
-unsafe extern "C" fn memory_vfs_current_time(_: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    let vfs = default_vfs();
-    ((*vfs).xCurrentTime.expect("xCurrentTime"))(vfs, out)
-}
-
-unsafe extern "C" fn memory_vfs_get_last_error(
-    _: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut std::ffi::c_char,
-) -> c_int {
-    let vfs = default_vfs();
-    match (*vfs).xGetLastError {
-        Some(f) => f(vfs, n, out),
-        None => 0,
-    }
-}
-
-unsafe extern "C" fn memory_vfs_current_time_int64(
-    _: *mut ffi::sqlite3_vfs,
-    out: *mut ffi::sqlite3_int64,
-) -> c_int {
-    let vfs = default_vfs();
-    match (*vfs).xCurrentTimeInt64 {
-        Some(f) => f(vfs, out),
-        None => {
-            let mut days = 0.0;
-            let rc = ((*vfs).xCurrentTime.expect("xCurrentTime"))(vfs, &mut days);
-            *out = (days * 86_400_000.0) as ffi::sqlite3_int64;
-            rc
-        }
-    }
 }

@@ -12,24 +12,31 @@
 //!   of them.
 //! - [`memory_vfs`]: the VFS of in-memory databases, SQLite's `memdb` for
 //!   their own names and the default VFS for every other file (`ATTACH`).
+//! - [`paced_vfs`]: the checkpointer's VFS, the default VFS with the
+//!   database file synced every MiB written.
 //!
 //! One file per concern: `sqlite` (C calls rusqlite lacks), `log` (the
 //! error log), `shared_page` (a mapped page and its futexes), `job_ref`
 //! (group commit's borrowed closures), `bulk_statement` (the bulk insert's
-//! statement), `memory_vfs` (the in-memory databases' VFS).
+//! statement), `memory_vfs` (the in-memory databases' VFS), `paced_vfs` (the
+//! checkpointer's), `vfs_forward` (what both VFSs hand on to the one they
+//! wrap).
 
 mod bulk_statement;
 mod job_ref;
 mod log;
 mod memory_vfs;
+mod paced_vfs;
 #[cfg(target_os = "linux")]
 mod shared_page;
 mod sqlite;
+mod vfs_forward;
 
 pub(crate) use bulk_statement::BulkStatement;
 pub(crate) use job_ref::{enter_with_job, JobRef};
 pub(crate) use log::{capture_os_errors, take_logged_os_error};
 pub(crate) use memory_vfs::memory_vfs;
+pub(crate) use paced_vfs::paced_vfs;
 #[cfg(target_os = "linux")]
 pub(crate) use shared_page::{
     futex_wait, futex_wake_all, futex_wake_one, futex_wake_one_move_rest, SharedPage,

@@ -1,0 +1,167 @@
+//! A VFS object for a VFS that wraps another: every method hands the call
+//! to the wrapped VFS, passing the wrapped VFS object (its methods may read
+//! their own `pAppData`). The wrapping VFS then replaces the methods it
+//! does itself (at least `xOpen`).
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ptr;
+
+use rusqlite::ffi;
+
+/// A VFS that wraps another.
+pub(super) trait Wraps {
+    /// The wrapped VFS: registered, so alive for the life of the process.
+    fn inner() -> *mut ffi::sqlite3_vfs;
+}
+
+/// A VFS object named `name` whose methods are `W`'s wrapped VFS's, with
+/// file objects of `os_file` bytes. Its `xOpen` is the wrapped one's only
+/// in name: SQLite hands it this VFS's file objects, so the caller must set
+/// its own.
+pub(super) fn wrapping<W: Wraps>(name: &'static CStr, os_file: c_int) -> ffi::sqlite3_vfs {
+    // SAFETY: `W::inner` is a registered VFS object.
+    let inner = unsafe { &*W::inner() };
+    ffi::sqlite3_vfs {
+        iVersion: 2,
+        szOsFile: os_file,
+        mxPathname: inner.mxPathname,
+        pNext: ptr::null_mut(),
+        zName: name.as_ptr(),
+        pAppData: ptr::null_mut(),
+        xOpen: None,
+        xDelete: Some(delete::<W>),
+        xAccess: Some(access::<W>),
+        xFullPathname: Some(full_pathname::<W>),
+        xDlOpen: Some(dl_open::<W>),
+        xDlError: Some(dl_error::<W>),
+        xDlSym: Some(dl_sym::<W>),
+        xDlClose: Some(dl_close::<W>),
+        xRandomness: Some(randomness::<W>),
+        xSleep: Some(sleep::<W>),
+        xCurrentTime: Some(current_time::<W>),
+        xGetLastError: Some(get_last_error::<W>),
+        xCurrentTimeInt64: Some(current_time_int64::<W>),
+        xSetSystemCall: None,
+        xGetSystemCall: None,
+        xNextSystemCall: None,
+    }
+}
+
+// SAFETY (all of them): SQLite calls them with the arguments its VFS
+// interface documents, which are passed on unchanged, with the wrapped VFS
+// in place of the wrapping one; a method the wrapped VFS lacks is answered
+// as SQLite's own wrappers answer for a missing one (the unix VFS and
+// memdb fill every one that `expect`s).
+
+unsafe extern "C" fn delete<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    sync_dir: c_int,
+) -> c_int {
+    let vfs = W::inner();
+    match (*vfs).xDelete {
+        Some(delete) => delete(vfs, name, sync_dir),
+        None => ffi::SQLITE_OK, // memdb: nothing on disk
+    }
+}
+
+unsafe extern "C" fn access<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    flags: c_int,
+    out: *mut c_int,
+) -> c_int {
+    let vfs = W::inner();
+    ((*vfs).xAccess.expect("xAccess"))(vfs, name, flags, out)
+}
+
+unsafe extern "C" fn full_pathname<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    n_out: c_int,
+    out: *mut c_char,
+) -> c_int {
+    let vfs = W::inner();
+    ((*vfs).xFullPathname.expect("xFullPathname"))(vfs, name, n_out, out)
+}
+
+unsafe extern "C" fn dl_open<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+) -> *mut c_void {
+    let vfs = W::inner();
+    match (*vfs).xDlOpen {
+        Some(f) => f(vfs, name),
+        None => ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn dl_error<W: Wraps>(_: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) {
+    let vfs = W::inner();
+    if let Some(f) = (*vfs).xDlError {
+        f(vfs, n, out);
+    }
+}
+
+unsafe extern "C" fn dl_sym<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    handle: *mut c_void,
+    symbol: *const c_char,
+) -> Option<unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char)> {
+    let vfs = W::inner();
+    (*vfs).xDlSym.and_then(|f| f(vfs, handle, symbol))
+}
+
+unsafe extern "C" fn dl_close<W: Wraps>(_: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
+    let vfs = W::inner();
+    if let Some(f) = (*vfs).xDlClose {
+        f(vfs, handle);
+    }
+}
+
+unsafe extern "C" fn randomness<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    let vfs = W::inner();
+    ((*vfs).xRandomness.expect("xRandomness"))(vfs, n, out)
+}
+
+unsafe extern "C" fn sleep<W: Wraps>(_: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
+    let vfs = W::inner();
+    ((*vfs).xSleep.expect("xSleep"))(vfs, micros)
+}
+
+unsafe extern "C" fn current_time<W: Wraps>(_: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    let vfs = W::inner();
+    ((*vfs).xCurrentTime.expect("xCurrentTime"))(vfs, out)
+}
+
+unsafe extern "C" fn get_last_error<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    let vfs = W::inner();
+    match (*vfs).xGetLastError {
+        Some(f) => f(vfs, n, out),
+        None => 0,
+    }
+}
+
+unsafe extern "C" fn current_time_int64<W: Wraps>(
+    _: *mut ffi::sqlite3_vfs,
+    out: *mut ffi::sqlite3_int64,
+) -> c_int {
+    let vfs = W::inner();
+    match (*vfs).xCurrentTimeInt64 {
+        Some(f) => f(vfs, out),
+        None => {
+            let mut days = 0.0;
+            let rc = ((*vfs).xCurrentTime.expect("xCurrentTime"))(vfs, &mut days);
+            *out = (days * 86_400_000.0) as ffi::sqlite3_int64;
+            rc
+        }
+    }
+}
