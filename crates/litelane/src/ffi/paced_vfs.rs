@@ -30,9 +30,9 @@ use super::vfs_forward::{wrapping, Wraps};
 const NAME: &std::ffi::CStr = c"litelane-paced";
 
 /// Bytes written into a database file between two syncs of it: 1 MiB
-/// (256 pages of 4 KiB). On the development machine's ext4, a sync after
-/// writing 4 MiB took 17.5 ms (median) and commits beside it waited up to
-/// 16–19 ms; the figures behind the choice are in docs/durability.md.
+/// (256 pages of 4 KiB), a few more syncs for a checkpoint of tens of MiB.
+/// Not tuned: the soaks in docs/durability.md ("Pacing the checkpoint's
+/// write-back") ran this value only.
 const PACE_BYTES: i64 = 1 << 20;
 
 /// The VFS whose connections' database files are synced every
