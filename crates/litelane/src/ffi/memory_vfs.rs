@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{wrapping, Wraps};
+use super::vfs_forward::{delete_in, wrapping, Wraps};
 
 /// The prefixes of the names litelane gives its in-memory databases
 /// (`connection.rs`): the only files [`memory_vfs`] opens in `memdb`.
@@ -136,11 +136,7 @@ unsafe extern "C" fn memory_vfs_delete(
     name: *const std::ffi::c_char,
     sync_dir: c_int,
 ) -> c_int {
-    let vfs = route(name);
-    match (*vfs).xDelete {
-        Some(delete) => delete(vfs, name, sync_dir),
-        None => ffi::SQLITE_OK, // memdb: nothing on disk
-    }
+    delete_in(route(name), name, sync_dir)
 }
 
 unsafe extern "C" fn memory_vfs_access(

@@ -93,17 +93,27 @@ fn register() -> Option<&'static str> {
     if default.is_null() {
         return None;
     }
-    let inner = INNER.get_or_init(|| Inner(default)).0;
-    // SAFETY: a registered VFS object, valid for the life of the process.
-    let os_file = c_int::try_from(REAL_OFFSET).ok()? + unsafe { (*inner).szOsFile };
+    INNER.get_or_init(|| Inner(default));
+    register_over::<Inner>(NAME).then_some("litelane-paced")
+}
+
+/// Registers a paced VFS named `name` over `W`'s VFS (the default VFS in
+/// [`register`], a faulty one in the tests): whether SQLite took it.
+fn register_over<W: Wraps>(name: &'static std::ffi::CStr) -> bool {
+    let Ok(header) = c_int::try_from(REAL_OFFSET) else {
+        return false;
+    };
+    // SAFETY: `W::inner` is a registered VFS object, valid for the life of
+    // the process.
+    let os_file = header + unsafe { (*W::inner()).szOsFile };
     let paced = Box::new(ffi::sqlite3_vfs {
-        xOpen: Some(paced_open),
-        ..wrapping::<Inner>(NAME, os_file)
+        xOpen: Some(paced_open::<W>),
+        ..wrapping::<W>(name, os_file)
     });
     // SAFETY: a fully initialized VFS object, leaked: connections keep
     // pointers to it for as long as they live.
     let rc = unsafe { ffi::sqlite3_vfs_register(Box::into_raw(paced), 0) };
-    (rc == ffi::SQLITE_OK).then_some("litelane-paced")
+    rc == ffi::SQLITE_OK
 }
 
 /// The methods of a paced file whose wrapped file has methods of
@@ -152,7 +162,7 @@ unsafe fn real_methods(file: *mut ffi::sqlite3_file) -> &'static ffi::sqlite3_io
     &*(*real(file)).pMethods
 }
 
-unsafe extern "C" fn paced_open(
+unsafe extern "C" fn paced_open<W: Wraps>(
     _: *mut ffi::sqlite3_vfs,
     name: *const c_char,
     file: *mut ffi::sqlite3_file,
@@ -162,7 +172,7 @@ unsafe extern "C" fn paced_open(
     let paced = file as *mut PacedFile;
     let real = (file as *mut u8).add(REAL_OFFSET) as *mut ffi::sqlite3_file;
     (*paced).base.pMethods = ptr::null();
-    let vfs = Inner::inner();
+    let vfs = W::inner();
     let rc = ((*vfs).xOpen.expect("xOpen"))(vfs, name, real, flags, out_flags);
     if rc != ffi::SQLITE_OK {
         // "If xOpen sets pMethods, xClose is invoked even if xOpen failed":
@@ -393,6 +403,241 @@ mod tests {
             wal.is_err() || wal.unwrap() == 0,
             "the WAL was copied back and truncated"
         );
+    }
+
+    /// The paced VFS's promise that a failed paced sync fails the write: a
+    /// checkpoint whose paced sync fails stops there with the sync's error
+    /// (no later sync is tried), and nothing committed is lost, neither in
+    /// the files the failure leaves (read back as after a crash there) nor
+    /// once the fault is cleared and the checkpoint run again. The failing
+    /// sync is the first of the checkpoint's paced syncs or a later one.
+    #[test]
+    fn a_failed_paced_sync_fails_the_checkpoint_and_loses_nothing() {
+        // (case, which of the checkpoint's paced syncs fails, from 1)
+        let cases: [(&str, u64); 2] = [("the first pace", 1), ("a later pace", 3)];
+        let pace = PACE_BYTES as u64;
+        let vfs = paced_faulty_vfs();
+        for (case, fail_at) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("faulty.db");
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+            let conn = Connection::open_with_flags_and_vfs(&path, flags, vfs).unwrap();
+            conn.execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+                 PRAGMA wal_autocheckpoint = 0;
+                 CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB);",
+            )
+            .unwrap();
+            // Four commits of a MiB of rows each.
+            for _ in 0..4 {
+                conn.execute(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                     INSERT INTO t(b) SELECT randomblob(1000) FROM n",
+                    [PACE_BYTES / 1000],
+                )
+                .unwrap();
+            }
+            let committed = rows(&conn);
+            // Every page is in the WAL: the checkpoint copies them all.
+            let bytes: i64 = conn
+                .query_row(
+                    "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let bytes = u64::try_from(bytes).unwrap();
+            assert!(
+                bytes > (fail_at + 1) * pace,
+                "{case}: more to copy than {fail_at} paces ({bytes} bytes)"
+            );
+
+            FAULT.arm(fail_at);
+            let failed = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+            let syncs = FAULT.disarm();
+            let err = match failed {
+                Ok(busy) => panic!("{case}: the checkpoint went past a failed sync (busy {busy})"),
+                Err(err) => err,
+            };
+            assert_eq!(
+                err.sqlite_error().map(|e| e.extended_code),
+                Some(ffi::SQLITE_IOERR_FSYNC),
+                "{case}: the checkpoint fails with the sync's error: {err}"
+            );
+            assert_eq!(
+                syncs, fail_at,
+                "{case}: the checkpoint stopped at the failed sync"
+            );
+
+            // The files as a crash right after the failure would leave them:
+            // the database file partly copied into, the WAL whole.
+            let crashed = dir.path().join("crashed");
+            std::fs::create_dir(&crashed).unwrap();
+            for file in ["faulty.db", "faulty.db-wal"] {
+                std::fs::copy(dir.path().join(file), crashed.join(file)).unwrap();
+            }
+            let written = std::fs::metadata(crashed.join("faulty.db")).unwrap().len();
+            assert!(
+                written >= fail_at * pace,
+                "{case}: {fail_at} paces copied before the failure ({written} bytes)"
+            );
+            assert_holds(&crashed.join("faulty.db"), &committed, case);
+
+            // The fault cleared, the same connection's checkpoint completes.
+            let (busy, log, copied): (i64, i64, i64) = conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .unwrap();
+            assert_eq!(
+                (busy, log, copied),
+                (0, 0, 0),
+                "{case}: a complete checkpoint"
+            );
+            drop(conn);
+            assert_holds(&path, &committed, case);
+        }
+    }
+
+    /// Every row of `t`, in `id` order.
+    fn rows(conn: &Connection) -> Vec<(i64, Vec<u8>)> {
+        let mut stmt = conn.prepare("SELECT id, b FROM t ORDER BY id").unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    /// The database at `path`, opened through the default VFS, holds
+    /// exactly the `committed` rows and passes its integrity check.
+    fn assert_holds(path: &std::path::Path, committed: &[(i64, Vec<u8>)], case: &str) {
+        let plain = Connection::open(path).unwrap();
+        let found = rows(&plain);
+        assert_eq!(found.len(), committed.len(), "{case}: every committed row");
+        assert!(found == committed, "{case}: the committed rows, unchanged");
+        let check: String = plain
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok", "{case}");
+    }
+
+    /// When the faulty VFS's main database files' syncs fail.
+    struct Fault {
+        /// Syncs of a main database file since [`Fault::arm`].
+        syncs: AtomicU64,
+        /// Which of them fails (only that one), counted from 1; 0: none.
+        fail_at: AtomicU64,
+    }
+
+    /// The faulty VFS's fault: none until a test arms it (one test does).
+    static FAULT: Fault = Fault {
+        syncs: AtomicU64::new(0),
+        fail_at: AtomicU64::new(0),
+    };
+
+    impl Fault {
+        /// Makes the `nth` main-database sync from now fail, only that one.
+        fn arm(&self, nth: u64) {
+            self.syncs.store(0, Ordering::SeqCst);
+            self.fail_at.store(nth, Ordering::SeqCst);
+        }
+
+        /// Clears the fault: how many main-database syncs were asked for
+        /// since [`Fault::arm`], the failed one included.
+        fn disarm(&self) -> u64 {
+            self.fail_at.store(0, Ordering::SeqCst);
+            self.syncs.load(Ordering::SeqCst)
+        }
+    }
+
+    /// The faulty VFS, for [`register_over`]: the paced VFS wraps it.
+    struct Faulty;
+
+    /// The faulty VFS object, registered by [`paced_faulty_vfs`].
+    static FAULTY_VFS: OnceLock<Inner> = OnceLock::new();
+
+    impl Wraps for Faulty {
+        fn inner() -> *mut ffi::sqlite3_vfs {
+            FAULTY_VFS.get().expect("registered before use").0
+        }
+    }
+
+    /// A paced VFS over a faulty one, registered once: its name. The faulty
+    /// VFS is the default VFS, whose main database files' syncs fail as
+    /// [`FAULT`] says.
+    fn paced_faulty_vfs() -> &'static str {
+        static REGISTERED: OnceLock<()> = OnceLock::new();
+        REGISTERED.get_or_init(|| {
+            // Registers the default VFS as `Inner`, which the faulty one wraps.
+            paced_vfs().expect("registered");
+            // SAFETY: `Inner` is a registered VFS object.
+            let os_file = unsafe { (*Inner::inner()).szOsFile };
+            let faulty = Box::into_raw(Box::new(ffi::sqlite3_vfs {
+                xOpen: Some(faulty_open),
+                ..wrapping::<Inner>(c"litelane-faulty", os_file)
+            }));
+            // SAFETY: a fully initialized VFS object, leaked.
+            let rc = unsafe { ffi::sqlite3_vfs_register(faulty, 0) };
+            assert_eq!(rc, ffi::SQLITE_OK);
+            FAULTY_VFS.get_or_init(|| Inner(faulty));
+            assert!(register_over::<Faulty>(c"litelane-paced-faulty"));
+        });
+        "litelane-paced-faulty"
+    }
+
+    /// A main database file's methods in the faulty VFS: the default VFS's
+    /// file methods with `xSync` replaced, and the replaced one.
+    #[repr(C)]
+    struct FaultyMethods {
+        /// First, so that a file's `pMethods` points to the whole.
+        methods: ffi::sqlite3_io_methods,
+        /// The default VFS's `xSync`, which [`faulty_sync`] calls.
+        real_sync: unsafe extern "C" fn(*mut ffi::sqlite3_file, c_int) -> c_int,
+    }
+
+    /// The default VFS's open, then, for a main database file, its methods
+    /// replaced by a copy whose `xSync` is [`faulty_sync`] (leaked: one per
+    /// open, a few in the tests). The file object is the default VFS's own,
+    /// so its other methods work on it unchanged (the unix VFS compares a
+    /// file's methods with its own only in the macOS locking styles).
+    ///
+    /// # Safety
+    /// As the default VFS's `xOpen`, with a file object of its size.
+    unsafe extern "C" fn faulty_open(
+        _: *mut ffi::sqlite3_vfs,
+        name: *const c_char,
+        file: *mut ffi::sqlite3_file,
+        flags: c_int,
+        out_flags: *mut c_int,
+    ) -> c_int {
+        let vfs = Inner::inner();
+        let rc = ((*vfs).xOpen.expect("xOpen"))(vfs, name, file, flags, out_flags);
+        if rc == ffi::SQLITE_OK && flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+            let real = &*(*file).pMethods;
+            let faulty = Box::leak(Box::new(FaultyMethods {
+                methods: ffi::sqlite3_io_methods {
+                    xSync: Some(faulty_sync),
+                    ..*real
+                },
+                real_sync: real.xSync.expect("xSync"),
+            }));
+            (*file).pMethods = &faulty.methods;
+        }
+        rc
+    }
+
+    /// A main database file's sync in the faulty VFS: `SQLITE_IOERR_FSYNC`
+    /// when [`FAULT`] says this one fails, else the default VFS's sync.
+    ///
+    /// # Safety
+    /// `file` was opened by [`faulty_open`] as a main database file.
+    unsafe extern "C" fn faulty_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+        let nth = FAULT.syncs.fetch_add(1, Ordering::SeqCst) + 1;
+        if nth == FAULT.fail_at.load(Ordering::SeqCst) {
+            return ffi::SQLITE_IOERR_FSYNC;
+        }
+        let methods = &*((*file).pMethods as *const FaultyMethods);
+        (methods.real_sync)(file, flags)
     }
 
     /// A file the wrapped VFS cannot open fails to open, with its error,

@@ -58,7 +58,20 @@ unsafe extern "C" fn delete<W: Wraps>(
     name: *const c_char,
     sync_dir: c_int,
 ) -> c_int {
-    let vfs = W::inner();
+    delete_in(W::inner(), name, sync_dir)
+}
+
+/// `vfs`'s `xDelete` of `name`; a VFS without one has nothing on disk to
+/// delete (memdb). Shared with the in-memory databases' routing VFS.
+///
+/// # Safety
+/// `vfs` is a registered VFS object; `name` and `sync_dir` are as SQLite
+/// passes them to `xDelete`.
+pub(super) unsafe fn delete_in(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    sync_dir: c_int,
+) -> c_int {
     match (*vfs).xDelete {
         Some(delete) => delete(vfs, name, sync_dir),
         None => ffi::SQLITE_OK, // memdb: nothing on disk
