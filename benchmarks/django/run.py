@@ -252,7 +252,7 @@ def main() -> int:
     med = statistics.median
     print(f"\nmedians of {args.runs} runs, {args.clients} clients, {args.seconds:g} s per cell")
     head = ("workers", "backend", "req/s", "p50 ms", "p99 ms", "500s", "other", "lost")
-    print(" ".join(f"{h:>{n}}" for h, n in zip(head, (7, 9, 8, 8, 8, 6, 6, 5))))
+    print(" ".join(f"{h:>{n}}" for h, n in zip(head, (7, 9, 8, 8, 8, 6, 6, 5), strict=True)))
     for w in workers:
         for b in backends:
             rs = results[(b, w)]

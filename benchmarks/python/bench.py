@@ -98,7 +98,7 @@ def ratios(scenario: str, results: Dict[str, Dict[str, Any]], base: str) -> None
 
 def bench_insert(rows_n: int, runs: int) -> None:
     rows = records(rows_n)
-    dict_rows = [dict(zip(("id", "code", "name", "amount", "flag"), r)) for r in rows]
+    dict_rows = [dict(zip(("id", "code", "name", "amount", "flag"), r, strict=True)) for r in rows]
 
     def executemany(connect: Callable[[str], Any]) -> Callable[[], float]:
         def run() -> float:

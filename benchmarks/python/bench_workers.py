@@ -249,7 +249,10 @@ def main() -> None:
                     ),
                     flush=True,
                 )
-            pairs = [ours.tx_per_s / base.tx_per_s for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"])]
+            pairs = [
+                ours.tx_per_s / base.tx_per_s
+                for base, ours in zip(runs["sqlite3"], runs["litelane.dbapi"], strict=True)
+            ]
             table.append(
                 (
                     profile,

@@ -184,7 +184,7 @@ class Blob:
                 self._write_at(start, data)
                 return
             whole = bytearray(self._read_at(0, self._len))
-            for p, b in zip(positions, data):
+            for p, b in zip(positions, data, strict=False):
                 whole[p] = b
             self._write_at(0, bytes(whole))
             return

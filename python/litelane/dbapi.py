@@ -392,7 +392,7 @@ def _classify(sql: str) -> Tuple[str, str]:
         name = rest[0].rstrip(";") if rest else ""
     elif kw == "RELEASE":
         kind = "release"
-        names = [w for w, u in zip(rest, words) if u != "SAVEPOINT"]
+        names = [w for w, u in zip(rest, words, strict=False) if u != "SAVEPOINT"]
         name = names[0].rstrip(";") if names else ""
     else:
         kind = "other"
@@ -501,7 +501,7 @@ class Row:
         return hash((self._names, self._values))
 
     def __repr__(self) -> str:
-        return f"<litelane.dbapi.Row {dict(zip(self._names, self._values))!r}>"
+        return f"<litelane.dbapi.Row {dict(zip(self._names, self._values, strict=False))!r}>"
 
 
 collections.abc.Sequence.register(Row)
@@ -1444,7 +1444,7 @@ class Cursor(_litelane.CursorBase):
         # (sqlite3_column_blob gives no pointer for it).
         return tuple(
             _text(v, tf) if conv is None else None if v is None or v == b"" else conv(_as_bytes(v))
-            for v, conv in zip(row, convs)
+            for v, conv in zip(row, convs, strict=False)
         )
 
     def _check_result(self) -> None:

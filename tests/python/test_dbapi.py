@@ -105,7 +105,7 @@ def test_iteration_and_row_factory(db_path):
     con.row_factory = dbapi.Row
     row = con.execute("SELECT name, n FROM t WHERE n = 3").fetchone()
     assert row["NAME"] == "n3" and row[1] == 3 and row.keys() == ["name", "n"]
-    con.row_factory = lambda cur, r: {d[0]: v for d, v in zip(cur.description, r)}
+    con.row_factory = lambda cur, r: {d[0]: v for d, v in zip(cur.description, r, strict=True)}
     assert con.execute("SELECT n FROM t WHERE n = 4").fetchone() == {"n": 4}
     con.row_factory = None
     con.text_factory = bytes

@@ -221,7 +221,7 @@ def test_row_factory_text_factory_and_converters_still_apply(mod, db_path):
     row = con.execute("SELECT id, name FROM t").fetchone()
     assert (row["name"], row[0], row.keys()) == ("x", 1, ["id", "name"])
     cur = con.cursor()
-    cur.row_factory = lambda c, r: {d[0]: v for d, v in zip(c.description, r)}
+    cur.row_factory = lambda c, r: {d[0]: v for d, v in zip(c.description, r, strict=True)}
     assert cur.execute("SELECT name FROM t").fetchone() == {"name": "x"}
     con.close()
 

@@ -53,20 +53,20 @@ def test_values_roundtrip_like_sqlite3(tmp_path, seed):
     std.executemany("INSERT INTO v(a, b, c, d) VALUES (?, ?, ?, ?)", rows)
     expected = std.execute("SELECT a, b, c, d FROM v ORDER BY i").fetchall()
     # sqlite3 stores what it was given (bools as 0/1)
-    assert all(same(normalized(x), y) for r, e in zip(rows, expected) for x, y in zip(r, e))
+    assert all(same(normalized(x), y) for r, e in zip(rows, expected, strict=True) for x, y in zip(r, e, strict=True))
 
     path = str(tmp_path / f"rt{seed}.db")
     con = dbapi.connect(path)
     con.execute("CREATE TABLE v(i INTEGER PRIMARY KEY, a, b, c, d)")
     half = len(rows) // 2
     for r in rows[:half]:
-        con.execute("INSERT INTO v(a, b, c, d) VALUES (:a, :b, :c, :d)", dict(zip("abcd", r)))
+        con.execute("INSERT INTO v(a, b, c, d) VALUES (:a, :b, :c, :d)", dict(zip("abcd", r, strict=True)))
     con.executemany("INSERT INTO v(a, b, c, d) VALUES (?, ?, ?, ?)", rows[half:])
     con.commit()
     got = con.execute("SELECT a, b, c, d FROM v ORDER BY i").fetchall()
     assert len(got) == len(expected)
-    for g, e in zip(got, expected):
-        assert all(same(x, y) for x, y in zip(g, e)), (g, e)
+    for g, e in zip(got, expected, strict=True):
+        assert all(same(x, y) for x, y in zip(g, e, strict=True)), (g, e)
 
     db = litelane.open(str(tmp_path / f"rt{seed}-native.db"))
     db.execute("CREATE TABLE v(i INTEGER PRIMARY KEY, a, b, c, d)")
@@ -75,8 +75,8 @@ def test_values_roundtrip_like_sqlite3(tmp_path, seed):
         for r in rows[half:]:
             tx.execute("INSERT INTO v(a, b, c, d) VALUES (?, ?, ?, ?)", r)
     got = db.query("SELECT a, b, c, d FROM v ORDER BY i")
-    for g, e in zip(got, expected):
-        assert all(same(x, y) for x, y in zip(g, e)), (g, e)
+    for g, e in zip(got, expected, strict=True):
+        assert all(same(x, y) for x, y in zip(g, e, strict=True)), (g, e)
     # parameters come back unchanged through a SELECT too
     for r in rows[:10]:
         assert db.query("SELECT ?, ?, ?, ?", r)[0] == tuple(normalized(x) for x in r)

@@ -464,20 +464,12 @@ fn fast_execute(
     let Some(kind) = kinds.bind(py).get_item(text)? else {
         return Ok(false);
     };
-    let kind = kind.get_item(0)?;
-    let dml = kind.eq(intern!(py, "dml"))?;
-    if !dml && !kind.eq(intern!(py, "other"))? {
-        let control = if kind.eq(intern!(py, "begin"))? {
-            Control::Begin
-        } else if kind.eq(intern!(py, "commit"))? {
-            Control::Commit
-        } else if kind.eq(intern!(py, "rollback"))? {
-            Control::Rollback
-        } else {
-            return Ok(false);
-        };
-        return fast_control(slf, &conn, v, control);
-    }
+    let dml = match Kind::of(&kind.get_item(0)?)? {
+        None => return Ok(false),
+        Some(Kind::Dml) => true,
+        Some(Kind::Other) => false,
+        Some(Kind::Control(control)) => return fast_control(slf, &conn, v, control),
+    };
     let Ok(sql) = text.to_cow() else {
         return Ok(false); // a lone surrogate: the Python path reports it
     };
@@ -520,6 +512,43 @@ enum Control {
     Begin,
     Commit,
     Rollback,
+}
+
+/// The kinds of statement (`_classify`'s first item) the fast path runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `"dml"`: INSERT, UPDATE, DELETE, REPLACE.
+    Dml,
+    /// `"other"`: any statement without a kind of its own.
+    Other,
+    /// `"begin"`, `"commit"`, `"rollback"`.
+    Control(Control),
+}
+
+impl Kind {
+    /// The kind `_classify` named, or None for the kinds the Python path
+    /// runs. The names are string constants of `litelane.dbapi`, interned
+    /// by the interpreter as `intern!` interns them, so identity nearly
+    /// always decides; equality is the fallback (a name built at run time).
+    fn of(name: &Bound<'_, PyAny>) -> PyResult<Option<Kind>> {
+        let py = name.py();
+        let kinds = [
+            (intern!(py, "dml"), Kind::Dml),
+            (intern!(py, "other"), Kind::Other),
+            (intern!(py, "begin"), Kind::Control(Control::Begin)),
+            (intern!(py, "commit"), Kind::Control(Control::Commit)),
+            (intern!(py, "rollback"), Kind::Control(Control::Rollback)),
+        ];
+        if let Some((_, kind)) = kinds.iter().find(|(n, _)| name.is(n)) {
+            return Ok(Some(*kind));
+        }
+        for (n, kind) in &kinds {
+            if name.eq(n)? {
+                return Ok(Some(*kind));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// `BEGIN`, `COMMIT` and `ROLLBACK` (in any of their spellings) as
