@@ -932,3 +932,26 @@ mod split_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod version_tests {
+    /// SQLite 3.7.0 through 3.51.2 can corrupt a WAL database when one
+    /// connection checkpoints while another commits a transaction that
+    /// starts the WAL over (the "WAL-reset bug", fixed in 3.51.3:
+    /// <https://sqlite.org/wal.html#walresetbug>). litelane's checkpointer
+    /// and writer are exactly two such connections, so the SQLite it is
+    /// built with (and lane SQLite, built from the same source) must have
+    /// the fix.
+    #[test]
+    fn the_bundled_sqlite_has_the_wal_reset_fix() {
+        let version: Vec<u32> = super::sqlite_version()
+            .split('.')
+            .map(|part| part.parse().expect("a numeric version part"))
+            .collect();
+        assert!(
+            version.as_slice() >= [3, 51, 3].as_slice(),
+            "SQLite {} predates the WAL-reset fix (3.51.3)",
+            super::sqlite_version()
+        );
+    }
+}
