@@ -351,29 +351,8 @@ mod tests {
     fn a_checkpoint_syncs_every_pace_and_leaves_the_same_database() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("paced.db");
-        let vfs = paced_vfs().expect("registered");
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
-        let conn = Connection::open_with_flags_and_vfs(&path, flags, vfs).unwrap();
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-             PRAGMA wal_autocheckpoint = 0;
-             CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB);",
-        )
-        .unwrap();
-        let rows = 3 * PACE_BYTES / 1000;
-        conn.execute(
-            "INSERT INTO t(b) SELECT randomblob(1000) FROM generate_series(1, ?1)",
-            [rows],
-        )
-        .unwrap_or_else(|_| {
-            // Without the series extension: a recursive count.
-            conn.execute(
-                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-                 INSERT INTO t(b) SELECT randomblob(1000) FROM n",
-                [rows],
-            )
-            .unwrap()
-        });
+        let conn = open_wal(&path, paced_vfs().expect("registered"));
+        insert_blobs(&conn, 3 * PACE_BYTES / 1000);
         let sum: i64 = conn
             .query_row("SELECT sum(length(b)) + sum(id) FROM t", [], |r| r.get(0))
             .unwrap();
@@ -420,22 +399,10 @@ mod tests {
         for (case, fail_at) in cases {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("faulty.db");
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
-            let conn = Connection::open_with_flags_and_vfs(&path, flags, vfs).unwrap();
-            conn.execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-                 PRAGMA wal_autocheckpoint = 0;
-                 CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB);",
-            )
-            .unwrap();
+            let conn = open_wal(&path, vfs);
             // Four commits of a MiB of rows each.
             for _ in 0..4 {
-                conn.execute(
-                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-                     INSERT INTO t(b) SELECT randomblob(1000) FROM n",
-                    [PACE_BYTES / 1000],
-                )
-                .unwrap();
+                insert_blobs(&conn, PACE_BYTES / 1000);
             }
             let committed = rows(&conn);
             // Every page is in the WAL: the checkpoint copies them all.
@@ -499,6 +466,30 @@ mod tests {
             drop(conn);
             assert_holds(&path, &committed, case);
         }
+    }
+
+    /// A new database at `path` opened through `vfs`, in WAL mode with no
+    /// automatic checkpoint, with an empty table `t(id, b)`.
+    fn open_wal(path: &std::path::Path, vfs: &str) -> Connection {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let conn = Connection::open_with_flags_and_vfs(path, flags, vfs).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+             PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB);",
+        )
+        .unwrap();
+        conn
+    }
+
+    /// Commits `rows` rows of 1,000 random bytes into `t`.
+    fn insert_blobs(conn: &Connection, rows: i64) {
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+             INSERT INTO t(b) SELECT randomblob(1000) FROM n",
+            [rows],
+        )
+        .unwrap();
     }
 
     /// Every row of `t`, in `id` order.
