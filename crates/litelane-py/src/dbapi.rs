@@ -515,7 +515,7 @@ enum Control {
 }
 
 /// The kinds of statement (`_classify`'s first item) the fast path runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Kind {
     /// `"dml"`: INSERT, UPDATE, DELETE, REPLACE.
     Dml,

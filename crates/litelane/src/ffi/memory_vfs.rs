@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{delete_in, wrapping, Wraps};
+use super::vfs_forward::{delete_in, open_in, wrapping, Wraps};
 
 /// The prefixes of the names litelane gives its in-memory databases
 /// (`connection.rs`): the only files [`memory_vfs`] opens in `memdb`.
@@ -127,8 +127,7 @@ unsafe extern "C" fn memory_vfs_open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    let vfs = route(name);
-    ((*vfs).xOpen.expect("xOpen"))(vfs, name, file, flags, out_flags)
+    open_in(route(name), name, file, flags, out_flags)
 }
 
 unsafe extern "C" fn memory_vfs_delete(

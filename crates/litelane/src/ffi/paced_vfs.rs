@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{wrapping, Wraps};
+use super::vfs_forward::{open_in, wrapping, Wraps};
 
 /// The VFS's registered name.
 const NAME: &std::ffi::CStr = c"litelane-paced";
@@ -172,8 +172,7 @@ unsafe extern "C" fn paced_open<W: Wraps>(
     let paced = file as *mut PacedFile;
     let real = (file as *mut u8).add(REAL_OFFSET) as *mut ffi::sqlite3_file;
     (*paced).base.pMethods = ptr::null();
-    let vfs = W::inner();
-    let rc = ((*vfs).xOpen.expect("xOpen"))(vfs, name, real, flags, out_flags);
+    let rc = open_in(W::inner(), name, real, flags, out_flags);
     if rc != ffi::SQLITE_OK {
         // "If xOpen sets pMethods, xClose is invoked even if xOpen failed":
         // ours stays NULL, so close the wrapped file here.
@@ -601,8 +600,7 @@ mod tests {
         flags: c_int,
         out_flags: *mut c_int,
     ) -> c_int {
-        let vfs = Inner::inner();
-        let rc = ((*vfs).xOpen.expect("xOpen"))(vfs, name, file, flags, out_flags);
+        let rc = open_in(Inner::inner(), name, file, flags, out_flags);
         if rc == ffi::SQLITE_OK && flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
             let real = &*(*file).pMethods;
             let faulty = Box::leak(Box::new(FaultyMethods {

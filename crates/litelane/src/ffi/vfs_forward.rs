@@ -61,6 +61,22 @@ unsafe extern "C" fn delete<W: Wraps>(
     delete_in(W::inner(), name, sync_dir)
 }
 
+/// `vfs`'s `xOpen` of `name` into `file` (a file object of `vfs`'s size):
+/// how each of litelane's VFSs opens a file in the VFS under it.
+///
+/// # Safety
+/// `vfs` is a registered VFS object; the other arguments are as SQLite
+/// passes them to `xOpen`, `file` sized for `vfs`.
+pub(super) unsafe fn open_in(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    ((*vfs).xOpen.expect("xOpen"))(vfs, name, file, flags, out_flags)
+}
+
 /// `vfs`'s `xDelete` of `name`; a VFS without one has nothing on disk to
 /// delete (memdb). Shared with the in-memory databases' routing VFS.
 ///
