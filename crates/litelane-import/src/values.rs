@@ -165,6 +165,68 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
 /// Parses a finite decimal number (`1.5`, `-.5`, `3`, `6.02e23`). Words such
 /// as `inf` or `NaN` and surrounding spaces are not numbers.
 pub fn parse_real(b: &[u8]) -> Option<f64> {
+    plain_decimal(b).or_else(|| parse_real_general(b))
+}
+
+/// Exact powers of ten as doubles: `10^0` to `10^22` (`5^22` < 2^53).
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common case of [`parse_real`], without the general parser: a sign,
+/// digits and a decimal point (`-73.880364`, `27.6`, `.5`), no exponent, at
+/// most 19 significant digits whose value fits a double's 53-bit mantissa, at most 22
+/// of them after the point, no leading zero before another digit. Then the
+/// digits as an integer and the power of ten are both exact doubles, and
+/// one IEEE division rounds their quotient correctly (Clinger's fast
+/// path), which is the same double as the general parse. `None` leaves
+/// the field to [`parse_real_general`]: it is not the simple case, whether
+/// or not it is a number.
+fn plain_decimal(b: &[u8]) -> Option<f64> {
+    let (negative, body) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if body.len() > 1 && body[0] == b'0' && body[1].is_ascii_digit() {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut any_digit = false;
+    // Digits from the first nonzero one: 19 always fit a u64.
+    let mut significant = 0usize;
+    let mut after_point: Option<usize> = None;
+    for &c in body {
+        match c {
+            b'0'..=b'9' => {
+                any_digit = true;
+                if mantissa != 0 || c != b'0' {
+                    significant += 1;
+                    if significant > 19 {
+                        return None;
+                    }
+                }
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                if let Some(n) = after_point.as_mut() {
+                    *n += 1;
+                }
+            }
+            b'.' if after_point.is_none() => after_point = Some(0),
+            _ => return None,
+        }
+    }
+    let scale = after_point.unwrap_or(0);
+    if !any_digit || mantissa > 1 << 53 || scale >= EXACT_POWERS_OF_TEN.len() {
+        return None;
+    }
+    let v = mantissa as f64 / EXACT_POWERS_OF_TEN[scale];
+    Some(if negative { -v } else { v })
+}
+
+/// [`parse_real`] for every input: the text checked for the characters of a
+/// number, then the standard library's parse.
+fn parse_real_general(b: &[u8]) -> Option<f64> {
     if b.is_empty() || b.len() > 512 || is_big_integer(b) {
         return None;
     }
@@ -538,6 +600,51 @@ mod tests {
         }
     }
 
+    /// Where the fast path stops: each field, whether the fast path takes
+    /// it, and the double both paths must give (or `None`).
+    #[test]
+    fn the_fast_path_takes_plain_decimals_and_leaves_the_rest() {
+        let cases: [(&str, bool, Option<f64>); 18] = [
+            ("-73.880364", true, Some(-73.880364)),
+            ("27.6", true, Some(27.6)),
+            ("0.1", true, Some(0.1)),
+            (".5", true, Some(0.5)),
+            ("5.", true, Some(5.0)),
+            ("+5", true, Some(5.0)),
+            ("-0.0", true, Some(-0.0)),
+            ("0.0000000000000000000001", true, Some(1e-22)),
+            // 2^53 is exact; one more is not, and 23 places are not either.
+            ("9007199254740992", true, Some(9007199254740992.0)),
+            ("9007199254740993", false, Some(9007199254740992.0)),
+            ("0.00000000000000000000001", false, Some(1e-23)),
+            ("1e5", false, Some(100000.0)),
+            (
+                "12345678901234567890.5",
+                false,
+                Some(12345678901234567890.5),
+            ),
+            ("007", false, None),
+            ("-01.5", false, None),
+            (".", false, None),
+            ("1.2.3", false, None),
+            ("--5", false, None),
+        ];
+        for (text, fast, want) in cases {
+            let b = text.as_bytes();
+            assert_eq!(plain_decimal(b).is_some(), fast, "{text}: fast path");
+            assert_eq!(
+                parse_real(b).map(f64::to_bits),
+                want.map(f64::to_bits),
+                "{text}"
+            );
+            assert_eq!(
+                parse_real_general(b).map(f64::to_bits),
+                want.map(f64::to_bits),
+                "{text}: general"
+            );
+        }
+    }
+
     #[test]
     fn inference_picks_the_narrowest_type_that_fits_every_value() {
         let decide = |vals: &[&str]| {
@@ -642,6 +749,19 @@ mod props {
             let mut inf = Inference::default();
             inf.observe_bytes(v.to_string().as_bytes());
             prop_assert_eq!(inf.decide(), ColType::Integer);
+        }
+
+        /// The fast path gives the general parse's double, bit for bit, or
+        /// leaves the field to it.
+        #[test]
+        fn plain_decimals_parse_as_the_general_parser_does(
+            text in "[+-]?[0-9]{0,21}(\\.[0-9]{0,24})?|[+-]?0*[0-9]{0,3}\\.?[0-9]{0,3}|[0-9.+-]{0,8}"
+        ) {
+            let general = parse_real_general(text.as_bytes()).map(f64::to_bits);
+            if let Some(fast) = plain_decimal(text.as_bytes()) {
+                prop_assert_eq!(Some(fast.to_bits()), general, "{}", text);
+            }
+            prop_assert_eq!(parse_real(text.as_bytes()).map(f64::to_bits), general, "{}", text);
         }
 
         #[test]
