@@ -475,15 +475,27 @@ impl Inference {
         self.non_null += 1;
         let t = trim_spaces(f);
         let padded = t.len() != f.len() && !t.is_empty();
-        self.not_bool |= parse_bool(f).is_none();
-        self.not_date |= !is_iso_date(f);
-        self.not_ts |= !(is_iso_date(f) || is_iso_timestamp(f));
-        let int = parse_int(t).is_some();
-        let real = parse_real(t).is_some();
-        self.not_int |= !int || (t.len() != f.len() && !padded);
-        self.not_real |= !real || (t.len() != f.len() && !padded);
-        if padded && real {
-            self.padded += 1;
+        // Each "not" is final once set: a type already ruled out is not
+        // tested again (the padded count still needs `real`).
+        if !self.not_bool {
+            self.not_bool = parse_bool(f).is_none();
+        }
+        if !self.not_date {
+            self.not_date = !is_iso_date(f);
+        }
+        if !self.not_ts {
+            self.not_ts = !(is_iso_date(f) || is_iso_timestamp(f));
+        }
+        if !self.not_int {
+            let int = parse_int(t).is_some();
+            self.not_int = !int || (t.len() != f.len() && !padded);
+        }
+        if !self.not_real || padded {
+            let real = parse_real(t).is_some();
+            self.not_real |= !real || (t.len() != f.len() && !padded);
+            if padded && real {
+                self.padded += 1;
+            }
         }
     }
 

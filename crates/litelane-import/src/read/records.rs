@@ -765,9 +765,11 @@ impl Records {
             None => return Ok(None),
             Some(RawRef::Csv(_, at) | RawRef::Json(_, at)) => at,
         };
+        // Copies, not `take`s: the reader's buffers keep their capacity, so
+        // the next record is not grown from empty again.
         Ok(Some(match self {
-            Records::Csv { rec, .. } => RawOwned::Csv(std::mem::take(rec), place),
-            Records::Ndjson { buf, .. } => RawOwned::Json(std::mem::take(buf), place),
+            Records::Csv { rec, .. } => RawOwned::Csv(rec.clone(), place),
+            Records::Ndjson { buf, .. } => RawOwned::Json(buf.clone(), place),
         }))
     }
 }
