@@ -175,9 +175,9 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 ];
 
 /// The common case of [`parse_real`], without the general parser: a sign,
-/// digits and a decimal point (`-73.880364`, `27.6`, `.5`), no exponent, at
-/// most 19 significant digits whose value fits a double's 53-bit mantissa, at most 22
-/// of them after the point, no leading zero before another digit. Then the
+/// digits and a decimal point (`-73.880364`, `27.6`, `.5`), no exponent,
+/// the digits' value within a double's 53-bit mantissa, at most 22 of them
+/// after the point, no leading zero before another digit. Then the
 /// digits as an integer and the power of ten are both exact doubles, and
 /// one IEEE division rounds their quotient correctly (Clinger's fast
 /// path), which is the same double as the general parse. `None` leaves
@@ -192,32 +192,34 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
     if body.len() > 1 && body[0] == b'0' && body[1].is_ascii_digit() {
         return None;
     }
+    // The digits as one integer; more than fit a u64 leave the field to the
+    // general parser (leading zeros add nothing).
     let mut mantissa: u64 = 0;
-    let mut any_digit = false;
-    // Digits from the first nonzero one: 19 always fit a u64.
-    let mut significant = 0usize;
-    let mut after_point: Option<usize> = None;
-    for &c in body {
-        match c {
-            b'0'..=b'9' => {
-                any_digit = true;
-                if mantissa != 0 || c != b'0' {
-                    significant += 1;
-                    if significant > 19 {
-                        return None;
-                    }
-                }
-                mantissa = mantissa * 10 + u64::from(c - b'0');
-                if let Some(n) = after_point.as_mut() {
-                    *n += 1;
-                }
-            }
-            b'.' if after_point.is_none() => after_point = Some(0),
-            _ => return None,
+    let mut digits = |from: usize| -> Option<usize> {
+        let mut i = from;
+        while let Some(d) = body
+            .get(i)
+            .and_then(|c| c.checked_sub(b'0'))
+            .filter(|d| *d < 10)
+        {
+            mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(d))?;
+            i += 1;
         }
-    }
-    let scale = after_point.unwrap_or(0);
-    if !any_digit || mantissa > 1 << 53 || scale >= EXACT_POWERS_OF_TEN.len() {
+        Some(i)
+    };
+    let whole = digits(0)?;
+    let (end, scale) = match body.get(whole) {
+        Some(b'.') => {
+            let end = digits(whole + 1)?;
+            (end, end - whole - 1)
+        }
+        _ => (whole, 0),
+    };
+    if end != body.len()
+        || whole + scale == 0
+        || mantissa > 1 << 53
+        || scale >= EXACT_POWERS_OF_TEN.len()
+    {
         return None;
     }
     let v = mantissa as f64 / EXACT_POWERS_OF_TEN[scale];
