@@ -3,7 +3,7 @@ write transactions (a key lookup, then a one-row insert, then commit)
 through a module written for the standard library's ``sqlite3``. Not a test:
 run it by hand and read the medians and ratios.
 
-    python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 300] [--runs 3]
+    python benchmarks/python/bench_workers.py [--processes 1,4,8] [--txns 5000] [--runs 3]
         [--shape transaction|autocommit|immediate] [--work-us 0]
 
 ``--shape autocommit``: each worker connects with ``isolation_level=None``
@@ -27,6 +27,11 @@ lost (acknowledged by ``commit()`` but not in the database afterwards: must
 be 0); then per cell the median of the ratios litelane / sqlite3 of runs
 made in pairs (the drivers alternate, so the machine's drift falls on both),
 and the lowest and highest of those ratios.
+
+``--txns`` is per process, 5,000 by default: one process runs 2,000 in about
+0.1 s, where start-up and the machine's noise swamp the difference between
+the drivers (an A/B of two builds at 2,000 gave pair ratios from 0.59 to
+1.03 in one cell); the tables in docs/performance.md use 10,000.
 
 Each JSON line also has the workers' CPU time per transaction and their
 voluntary context switches per transaction (medians over the runs, from
@@ -190,7 +195,7 @@ def run_cell(driver: str, profile: str, shape: str, processes: int, txns: int, w
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--processes", default="1,4,8")
-    ap.add_argument("--txns", type=int, default=300, help="transactions per process")
+    ap.add_argument("--txns", type=int, default=5000, help="transactions per process")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profiles", default="balanced,safe")
     ap.add_argument("--shape", default="transaction", choices=["transaction", "autocommit", "immediate"])
