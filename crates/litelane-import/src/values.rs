@@ -482,11 +482,10 @@ impl Inference {
         if !self.not_bool {
             self.not_bool = parse_bool(f).is_none();
         }
-        if !self.not_date {
-            self.not_date = !is_iso_date(f);
-        }
-        if !self.not_ts {
-            self.not_ts = !(is_iso_date(f) || is_iso_timestamp(f));
+        if !self.not_date || !self.not_ts {
+            let date = is_iso_date(f);
+            self.not_date |= !date;
+            self.not_ts |= !(date || is_iso_timestamp(f));
         }
         if !self.not_int {
             let int = parse_int(t).is_some();
