@@ -169,7 +169,7 @@ pub fn parse_real(b: &[u8]) -> Option<f64> {
 }
 
 /// Exact powers of ten as doubles: `10^0` to `10^22` (`5^22` < 2^53).
-const EXACT_POWERS_OF_TEN: [f64; 23] = [
+pub(crate) const EXACT_POWERS_OF_TEN: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];

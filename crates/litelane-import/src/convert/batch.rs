@@ -96,6 +96,15 @@ impl Batch {
         Cell::Text(start, t.len() as u32)
     }
 
+    /// Appends `v` as its `Display` writes it (no string of its own) and
+    /// returns its cell.
+    pub fn push_shown(&mut self, v: &impl std::fmt::Display) -> Cell {
+        use std::io::Write;
+        let start = self.text.len();
+        write!(self.text, "{v}").expect("writing to a Vec cannot fail");
+        Cell::Text(start as u32, (self.text.len() - start) as u32)
+    }
+
     /// Records that the last `ncols` cells pushed form a row.
     pub fn finish_row(&mut self, at: Place, record: u64) {
         debug_assert_eq!(self.cells.len(), (self.rows as usize + 1) * self.ncols);

@@ -55,6 +55,8 @@ pub struct Converter {
     /// No two columns have the same key (so a key equal to the expected
     /// column's is that column).
     unique_keys: bool,
+    /// NDJSON: column i's key has no character JSON escapes.
+    plain_keys: Vec<bool>,
 }
 
 impl Converter {
@@ -83,6 +85,11 @@ impl Converter {
             .map(|(i, c)| (c.key.to_ascii_lowercase(), i))
             .collect();
         let unique_keys = by_name.len() == plan.columns.len();
+        let plain_keys = plan
+            .columns
+            .iter()
+            .map(|c| !c.key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20))
+            .collect();
         let null_stride = nulls.iter().map(Vec::len).max().unwrap_or(1);
         Converter {
             plan,
@@ -93,6 +100,7 @@ impl Converter {
             by_name,
             by_lower,
             unique_keys,
+            plain_keys,
         }
     }
 
@@ -765,7 +773,7 @@ fn json_cell(
             // As written when at hand (long numbers keep their digits).
             match text {
                 Some(t) => Ok(b.push_text(t.as_bytes())),
-                None => Ok(b.push_text(nested.to_string().as_bytes())),
+                None => Ok(b.push_shown(nested)),
             }
         }
     }
@@ -809,7 +817,14 @@ fn json_number_cell(
         return Err(rewritten(col, t.as_bytes()).unwrap_or_default());
     }
     if col.ty == ColType::Text {
-        return Ok(b.push_text(n.to_string().as_bytes()));
+        // An integer as `Number`'s `Display` writes it (with itoa), without
+        // the formatter's machinery.
+        let mut digits = itoa::Buffer::new();
+        return Ok(match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => b.push_text(digits.format(u).as_bytes()),
+            (None, Some(i)) => b.push_text(digits.format(i).as_bytes()),
+            _ => b.push_shown(n),
+        });
     }
     if matches!(col.ty, ColType::Date | ColType::Timestamp) {
         return Err(date_number(col, &n.to_string()));
@@ -826,7 +841,7 @@ fn json_number_cell(
                 Ok(Cell::Real(f))
             }
         }
-        _ => Ok(b.push_text(n.to_string().as_bytes())),
+        _ => Ok(b.push_shown(n)),
     }
 }
 

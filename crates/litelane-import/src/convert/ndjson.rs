@@ -30,6 +30,8 @@ use crate::convert::batch::Batch;
 use crate::read::records::Place;
 use crate::values::Cell;
 
+mod scan;
+
 /// Columns already given on the line (a bit set).
 enum Seen {
     Bits(u128),
@@ -102,21 +104,31 @@ impl Visitor<'_> for KeySeed<'_> {
     }
 
     fn visit_str<E: de::Error>(self, k: &str) -> Result<Key, E> {
-        let c = self.conv;
-        if c.unique_keys {
-            if let Some(col) = c.plan.columns.get(self.next) {
+        Ok(self.conv.key_at(k, self.next))
+    }
+}
+
+impl Converter {
+    /// The key of column `i` when the plan's keys are unique and it has no
+    /// character JSON escapes (quote, backslash, control characters): then
+    /// the line's token for it is these bytes between quotes.
+    fn plain_key(&self, i: usize) -> Option<&[u8]> {
+        let k = self.plan.columns.get(i)?.key.as_bytes();
+        (self.unique_keys && self.plain_keys[i]).then_some(k)
+    }
+
+    /// The column key `k` names, trying first column `next` (the one after
+    /// the previous key's: keys usually come in the same order every line).
+    fn key_at(&self, k: &str, next: usize) -> Key {
+        if self.unique_keys {
+            if let Some(col) = self.plan.columns.get(next) {
                 if col.key == k {
-                    return Ok(Key::Column(self.next));
+                    return Key::Column(next);
                 }
             }
         }
-        if let Some(&i) = c.by_name.get(k) {
-            return Ok(Key::Column(i));
-        }
-        if let Some(&i) = c.by_lower.get(&k.to_ascii_lowercase()) {
-            return Ok(Key::Column(i));
-        }
-        Ok(Key::Unknown(k.to_string()))
+        self.column_of(k)
+            .map_or_else(|| Key::Unknown(k.to_string()), Key::Column)
     }
 }
 
@@ -128,13 +140,46 @@ struct CellSeed<'r, 'c, 'b> {
 
 impl CellSeed<'_, '_, '_> {
     fn put(self, v: JsonRef<'_>) {
-        let row = self.row;
-        let col = &row.conv.plan.columns[self.i];
-        match json_cell(col, v, None, row.b) {
-            Ok(cell) => row.b.cells[row.base + self.i] = cell,
+        self.row.put(self.i, v);
+    }
+}
+
+impl<'c, 'b> Row<'c, 'b> {
+    /// An empty row (every column NULL) at the end of `b`.
+    fn new(conv: &'c Converter, b: &'b mut Batch) -> Row<'c, 'b> {
+        let base = b.cells.len();
+        let ncols = conv.plan.columns.len();
+        // A key the line lacks is NULL.
+        b.cells.resize(base + ncols, Cell::Null);
+        Row {
+            conv,
+            b,
+            base,
+            seen: Seen::new(ncols),
+            next: 0,
+            unknown: None,
+            twice: false,
+            error: None,
+        }
+    }
+
+    /// Notes that the line gives column `i` (a second time: `twice`).
+    fn given(&mut self, i: usize) {
+        if !self.seen.mark(i) {
+            self.twice = true;
+        }
+        self.next = i + 1;
+    }
+
+    /// Converts `v` into column `i`, or keeps the error of the leftmost
+    /// column that failed.
+    fn put(&mut self, i: usize, v: JsonRef<'_>) {
+        let col = &self.conv.plan.columns[i];
+        match json_cell(col, v, None, self.b) {
+            Ok(cell) => self.b.cells[self.base + i] = cell,
             Err(reason) => {
-                if row.error.as_ref().is_none_or(|(j, _)| self.i < *j) {
-                    row.error = Some((self.i, reason));
+                if self.error.as_ref().is_none_or(|(j, _)| i < *j) {
+                    self.error = Some((i, reason));
                 }
             }
         }
@@ -227,10 +272,7 @@ impl<'de> Visitor<'de> for &mut Row<'_, '_> {
         })? {
             match key {
                 Key::Column(i) => {
-                    if !self.seen.mark(i) {
-                        self.twice = true;
-                    }
-                    self.next = i + 1;
+                    self.given(i);
                     map.next_value_seed(CellSeed { row: &mut *self, i })?;
                 }
                 Key::Unknown(k) => {
@@ -260,21 +302,18 @@ impl Converter {
             return false;
         };
         let mark = b.mark();
-        let ncols = self.plan.columns.len();
-        // A key the line lacks is NULL.
-        b.cells.resize(mark.0 + ncols, Cell::Null);
-        let mut row = Row {
-            conv: self,
-            b,
-            base: mark.0,
-            seen: Seen::new(ncols),
-            next: 0,
-            unknown: None,
-            twice: false,
-            error: None,
-        };
-        let mut de = serde_json::Deserializer::from_str(line);
-        let parsed = (&mut row).deserialize(&mut de).and_then(|()| de.end());
+        // The hand scanner first; what it leaves, serde_json's parser.
+        let mut row = Row::new(self, b);
+        let mut parsed = scan::object(line, &mut row).is_some();
+        if !parsed {
+            row.b.undo_to(mark);
+            row = Row::new(self, row.b);
+            let mut de = serde_json::Deserializer::from_str(line);
+            parsed = (&mut row)
+                .deserialize(&mut de)
+                .and_then(|()| de.end())
+                .is_ok();
+        }
         let Row {
             b,
             unknown,
@@ -282,7 +321,7 @@ impl Converter {
             error,
             ..
         } = row;
-        if parsed.is_err() {
+        if !parsed {
             b.undo_to(mark);
             return false;
         }
@@ -800,6 +839,98 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// Whether the hand scanner reads `line` itself (else it hands the
+    /// line to serde_json's parser).
+    fn scanned(c: &Converter, line: &str) -> bool {
+        let mut b = Batch::new(c.plan.columns.len(), 1);
+        let mut row = Row::new(c, &mut b);
+        scan::object(line, &mut row).is_some()
+    }
+
+    /// The scanner reads plain lines itself, hands tokens it does not know
+    /// to serde_json, and leaves whole lines it cannot place; every line
+    /// ends as the reference path's.
+    #[test]
+    fn the_scanner_reads_or_hands_over_as_it_should() {
+        let lax = three(false);
+        let strict = three(true);
+        let nested = |depth: usize| format!("{{\"s\":{}{}}}", "[".repeat(depth), "]".repeat(depth));
+        let (deepest, too_deep) = (nested(scan::MAX_DEPTH), nested(scan::MAX_DEPTH + 1));
+        let (near_limit, over_limit) = (nested(127), nested(128));
+        let cases: Vec<(&Converter, &str, bool)> = vec![
+            // Read by the scanner alone.
+            (&lax, r#"{"id":1,"x":2.5,"s":"a"}"#, true),
+            (&lax, " \t{ \"id\" :\r\n-7 , \"x\":-0.125}\n", true),
+            (&lax, r#"{"id":-0,"x":-0.0,"s":0}"#, true),
+            (
+                &lax,
+                r#"{"id":123456789012345678,"x":9007199254740992.5}"#,
+                true,
+            ),
+            (&lax, r#"{"x":0.0000000000000000001}"#, true),
+            (&lax, r#"{"s":"a\"b\u00e9\n","id":1}"#, true),
+            (&lax, r#"{"ID":1,"S":"b","X":null}"#, true),
+            (&lax, r#"{"s":true,"x":false,"id":null}"#, true),
+            (&lax, r#"{"s":[1,"]}",{"a":"[\"{"}],"id":2}"#, true),
+            (&lax, r#"{"x":1e5,"id":1E+2,"s":-2.5e-3}"#, true),
+            (
+                &lax,
+                r#"{"x":90071992547409931.5,"id":12345678901234567}"#,
+                true,
+            ),
+            (&lax, r#"{"zzz":[1,{"b":2}],"id":1}"#, true),
+            (&lax, r#"{"a\"b":1}"#, true),
+            (&lax, "{}", true),
+            (&lax, "{\"s\":\"é😀\"}", true),
+            (&strict, r#"{"id":2.5,"x":"1","s":{"a":1}}"#, true),
+            (&lax, &deepest, true),
+            // Left to serde_json's parser of the whole line.
+            (&lax, &too_deep, false),
+            (&lax, &near_limit, false),
+            (&lax, &over_limit, false),
+            (&lax, r#"{"s":{"a":1,"a":2}}"#, false),
+            (&lax, r#"{"id":01}"#, false),
+            (&lax, r#"{"id":1.}"#, false),
+            (&lax, r#"{"id":.5}"#, false),
+            (&lax, r#"{"id":-}"#, false),
+            (&lax, r#"{"id":+1}"#, false),
+            (&lax, r#"{"id":1.5.2}"#, false),
+            (&lax, r#"{"id":1e}"#, false),
+            (&lax, r#"{"id":1,}"#, false),
+            (&lax, r#"{,"id":1}"#, false),
+            (&lax, r#"{"id" 1}"#, false),
+            (&lax, r#"{"id":1 "x":2}"#, false),
+            (&lax, r#"{"id":tru}"#, false),
+            (&lax, r#"{"id":truex}"#, false),
+            (&lax, r#"{"id":nul}"#, false),
+            (&lax, r#"{"id":1}x"#, false),
+            (&lax, r#"{"id":1}{"id":2}"#, false),
+            (&lax, r#"{"id":1"#, false),
+            (&lax, r#"{"s":"abc"#, false),
+            (&lax, r#"{"s":"abc\"#, false),
+            (&lax, "{\"s\":\"a\tb\"}", false),
+            (&lax, "{\"s\":\"a\u{7f}\u{1f}\"}", false),
+            (&lax, r#"{"s":"\ud800"}"#, false),
+            (&lax, r#"{"s":"\x41"}"#, false),
+            (&lax, r#"{"s":[1,2}"#, false),
+            (&lax, r#"{"s":[1,2]]}"#, false),
+            (&lax, r#"{"s":'a'}"#, false),
+            (&lax, "{\"id\":1}\u{0b}", false),
+            (&lax, "\u{a0}{\"id\":1}", false),
+            (&lax, "[1]", false),
+            (&lax, "", false),
+        ];
+        let mut wrong = Vec::new();
+        for (i, (c, line, want)) in cases.into_iter().enumerate() {
+            let got = scanned(c, line);
+            let (out, _) = through(c, line.as_bytes());
+            if got != want || out != reference(c, line.as_bytes()) {
+                wrong.push(format!("case {i}: {line:?}: scanned {got}, {out:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     #[test]
     fn many_columns_and_repeated_keys_among_them() {
         let names: Vec<String> = (0..130).map(|i| format!("c{i}")).collect();
@@ -935,8 +1066,50 @@ mod tests {
         out
     }
 
+    /// A JSON number's characters, mostly as JSON writes them, some not.
+    fn number_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "-?(0|[1-9][0-9]{0,19})(\\.[0-9]{1,24})?([eE][+-]?[0-9]{1,3})?",
+            1 => "[0-9.eE+-]{1,8}",
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Numbers as written (long, exact, inexact, with exponents, and
+        /// not numbers at all) end in every column type as the reference
+        /// path stores or rejects them.
+        #[test]
+        fn numbers_convert_as_serde_json_reads_them(
+            a in number_text(),
+            b in number_text(),
+            c in number_text(),
+        ) {
+            let line = format!(r#"{{"id":{a},"x":{b},"s":{c},"n":{a},"any":{b},"b":{c}}}"#);
+            for conv in plans() {
+                let (got, _) = through(&conv, line.as_bytes());
+                prop_assert_eq!(got, reference(&conv, line.as_bytes()), "{}", line);
+            }
+        }
+
+        /// The eight-bytes-at-a-time search finds the first quote,
+        /// backslash or control character, as a byte at a time does.
+        #[test]
+        fn special_bytes_are_found_where_they_are(
+            bytes in prop::collection::vec(
+                prop_oneof![4 => 0x20u8..0x7f, 1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20, 1 => 0x7fu8..=0xff],
+                0..40,
+            ),
+            from in 0usize..41,
+        ) {
+            let from = from.min(bytes.len());
+            let want = bytes[from..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                .map(|p| from + p);
+            prop_assert_eq!(scan::special(&bytes, from), want);
+        }
 
         /// Random objects (and the same lines cut short or with a byte
         /// changed) give the same rows and rejects through `push_json` as
