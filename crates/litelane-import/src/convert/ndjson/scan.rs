@@ -33,15 +33,6 @@ pub(super) const MAX_DEPTH: usize = 64;
 /// numbers go to `serde_json` (10^18 fits an `i64`).
 const MAX_DIGITS: usize = 18;
 
-/// A value read from the line.
-enum Val<'a> {
-    Null,
-    Bool(bool),
-    Number(Number),
-    Str(Cow<'a, str>),
-    Nested(Json),
-}
-
 struct Scan<'a> {
     line: &'a str,
     s: &'a [u8],
@@ -71,20 +62,13 @@ pub(super) fn object(line: &str, row: &mut Row<'_, '_>) -> Option<()> {
             sc.ws();
             sc.eat(b':')?;
             sc.ws();
-            let v = sc.value()?;
             match key {
                 Key::Column(i) => {
                     row.given(i);
-                    let v = match &v {
-                        Val::Null => JsonRef::Null,
-                        Val::Bool(x) => JsonRef::Bool(*x),
-                        Val::Number(n) => JsonRef::Number(n),
-                        Val::Str(s) => JsonRef::String(s.as_ref()),
-                        Val::Nested(j) => JsonRef::Nested(j),
-                    };
-                    row.put(i, v);
+                    sc.value(|v| row.put(i, v))?;
                 }
                 Key::Unknown(k) => {
+                    sc.value(|_| {})?;
                     row.unknown.get_or_insert(k);
                 }
             }
@@ -168,19 +152,25 @@ impl<'a> Scan<'a> {
         self.by_serde::<String>(start).map(Cow::Owned)
     }
 
-    fn value(&mut self) -> Option<Val<'a>> {
+    /// Reads the value at the position and gives it to `put`.
+    fn value(&mut self, put: impl FnOnce(JsonRef<'_>)) -> Option<()> {
         match self.peek()? {
-            b'"' => self.string().map(Val::Str),
-            b'-' | b'0'..=b'9' => self.number(),
-            b't' => self.word(b"true", Val::Bool(true)),
-            b'f' => self.word(b"false", Val::Bool(false)),
-            b'n' => self.word(b"null", Val::Null),
-            b'[' | b'{' => self.nested(),
-            _ => None,
+            b'"' => put(JsonRef::String(&self.string()?)),
+            b'-' | b'0'..=b'9' => match self.number()? {
+                Some(n) => put(JsonRef::Number(&n)),
+                // A double out of range is null, as in the line's own parse.
+                None => put(JsonRef::Null),
+            },
+            b't' => put(self.word(b"true", JsonRef::Bool(true))?),
+            b'f' => put(self.word(b"false", JsonRef::Bool(false))?),
+            b'n' => put(self.word(b"null", JsonRef::Null)?),
+            b'[' | b'{' => put(JsonRef::Nested(&self.nested()?)),
+            _ => return None,
         }
+        Some(())
     }
 
-    fn word(&mut self, w: &[u8], v: Val<'a>) -> Option<Val<'a>> {
+    fn word<T>(&mut self, w: &[u8], v: T) -> Option<T> {
         self.s[self.pos..].starts_with(w).then(|| {
             self.pos += w.len();
             v
@@ -189,80 +179,79 @@ impl<'a> Scan<'a> {
 
     /// A number, converted as `serde_json` converts it: an integer as a
     /// `u64` (or an `i64` when negative; `-0` is the double -0.0), anything
-    /// with a point or an exponent as a double.
-    fn number(&mut self) -> Option<Val<'a>> {
+    /// with a point or an exponent as a double (`None`: null, as
+    /// `serde_json::Value` makes a double that is not finite).
+    fn number(&mut self) -> Option<Option<Number>> {
         let start = self.pos;
         let s = self.s;
         let negative = s[start] == b'-';
         let mut i = start + usize::from(negative);
-        let mut mantissa: u64 = 0;
-        let mut digits = 0;
         // Past MAX_DIGITS the mantissa wraps, unused: such numbers go to
         // serde_json.
-        let mut scan_digits = |i: &mut usize| {
-            while let Some(d @ b'0'..=b'9') = s.get(*i).copied() {
-                mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-                digits += 1;
-                *i += 1;
-            }
-        };
+        let mut mantissa: u64 = 0;
         let whole_start = i;
-        scan_digits(&mut i);
+        while i < s.len() && s[i].is_ascii_digit() {
+            mantissa = mantissa
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(s[i] - b'0'));
+            i += 1;
+        }
         let whole = i - whole_start;
-        let point = s.get(i) == Some(&b'.');
+        let point = i < s.len() && s[i] == b'.';
         let mut scale = 0;
         if point {
             i += 1;
             let frac_start = i;
-            scan_digits(&mut i);
-            scale = i - frac_start;
-            if scale == 0 {
-                return self.serde_number(start);
+            while i < s.len() && s[i].is_ascii_digit() {
+                mantissa = mantissa
+                    .wrapping_mul(10)
+                    .wrapping_add(u64::from(s[i] - b'0'));
+                i += 1;
             }
+            scale = i - frac_start;
         }
         let plain = whole > 0
-            && digits <= MAX_DIGITS
+            && (!point || scale > 0)
+            && whole + scale <= MAX_DIGITS
             && !(whole > 1 && s[whole_start] == b'0')
             && !matches!(s.get(i), Some(b'e' | b'E' | b'.' | b'+' | b'-'));
         if !plain {
             return self.serde_number(start);
         }
         self.pos = i;
-        let n = if point {
+        Some(if point {
             // A decimal, computed as serde_json computes it (its digits as
             // one integer, made a double, divided by the power of ten): the
             // correctly rounded value when that integer is at most 2^53.
             let v = mantissa as f64 / EXACT_POWERS_OF_TEN[scale];
-            Number::from_f64(if negative { -v } else { v })?
+            Number::from_f64(if negative { -v } else { v })
         } else if !negative {
-            Number::from(mantissa)
+            Some(Number::from(mantissa))
         } else if mantissa == 0 {
-            Number::from_f64(-0.0)?
+            Number::from_f64(-0.0)
         } else {
-            Number::from(-(mantissa as i64))
-        };
-        Some(Val::Number(n))
+            Some(Number::from(-(mantissa as i64)))
+        })
     }
 
     /// The number at `start`, as far as a number's characters go, parsed
     /// by `serde_json`.
-    fn serde_number(&mut self, start: usize) -> Option<Val<'a>> {
+    fn serde_number(&mut self, start: usize) -> Option<Option<Number>> {
         let mut i = start;
         while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.s.get(i) {
             i += 1;
         }
         self.pos = i;
         match self.by_serde::<Json>(start)? {
-            Json::Number(n) => Some(Val::Number(n)),
-            // A double out of range is null, as in the line's own parse.
-            Json::Null => Some(Val::Null),
+            Json::Number(n) => Some(Some(n)),
+            Json::Null => Some(None),
             _ => None,
         }
     }
 
     /// The array or object at the position, found by its brackets (strings
     /// skipped) and parsed by `serde_json` as the line's parser reads it.
-    fn nested(&mut self) -> Option<Val<'a>> {
+    fn nested(&mut self) -> Option<Json> {
         let start = self.pos;
         let mut depth = 0usize;
         let mut i = start;
@@ -295,8 +284,7 @@ impl<'a> Scan<'a> {
             i += 1;
         }
         self.pos = i + 1;
-        self.by_serde::<CheckedJson>(start)
-            .map(|j| Val::Nested(j.0))
+        self.by_serde::<CheckedJson>(start).map(|j| j.0)
     }
 }
 
