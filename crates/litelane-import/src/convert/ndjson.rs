@@ -2,13 +2,15 @@
 //! straight into the cells of a row, without building a `serde_json::Value`
 //! or a map per line.
 //!
-//! The line is read by `serde_json`'s own parser (so that it accepts and
-//! rejects exactly what the reference path, `serde_json::from_slice::<Value>`,
-//! does), through a visitor that looks each key up among the plan's columns
-//! (first at the position after the previous key's column: keys usually come
-//! in the same order on every line) and converts each value as it is read.
-//! Strings without escapes are borrowed from the line; numbers never become
-//! text unless their column is TEXT.
+//! A hand scanner ([`scan`]) reads the line first: plain tokens itself,
+//! other tokens through `serde_json`. A line it cannot place is read again
+//! by `serde_json`'s own parser (so that it accepts and rejects exactly
+//! what the reference path, `serde_json::from_slice::<Value>`, does),
+//! through a visitor. Both look each key up among the plan's columns
+//! (first at the position after the previous key's column: keys usually
+//! come in the same order on every line) and convert each value as it is
+//! read. Strings without escapes are borrowed from the line; numbers never
+//! become text unless their column is TEXT.
 //!
 //! Lines the fast path does not settle are left to the reference path, which
 //! then decides alone, so that every outcome and message stays the

@@ -2,14 +2,15 @@
 //! scalars, read by hand in one pass over the bytes, with no `serde`
 //! visitor per key and value.
 //!
-//! It reads plain tokens itself (strings without escapes, integers and
-//! decimals of at most 18 digits and no exponent, `true`, `false`, `null`) and hands every other token (a string with an
-//! escape, a number with an exponent or more digits, an array or object) to
-//! `serde_json` as a slice of its own, so that each value is what the
-//! `serde_json` parser of the whole line makes of it. Anything it cannot
-//! place (a byte out of the grammar, a token `serde_json` refuses, nesting
-//! deeper than [`MAX_DEPTH`]) ends the scan with `None`; the caller then
-//! undoes the row and reads the line with `serde_json`, which decides.
+//! It reads plain tokens itself: strings without escapes, integers and
+//! decimals of at most 18 digits and no exponent, `true`, `false`, `null`.
+//! Every other token (a string with an escape, a number with an exponent or
+//! more digits, an array or object) it hands to `serde_json` as a slice of
+//! its own, so that each value is what the `serde_json` parser of the whole
+//! line makes of it. Anything it cannot place (a byte out of the grammar, a
+//! token `serde_json` refuses, nesting deeper than [`MAX_DEPTH`]) ends the
+//! scan with `None`; the caller then undoes the row and reads the line with
+//! `serde_json`, which decides.
 //!
 //! So the scanner never accepts a line `serde_json` refuses: its own
 //! grammar is a subset of JSON's, checked token by token, and the tokens it
@@ -135,8 +136,8 @@ impl<'a> Scan<'a> {
                 self.pos = i + 1;
                 return Some(Cow::Borrowed(&self.line[start + 1..i]));
             }
-            // A control character must be escaped: serde_json decides.
             b'\\' => {}
+            // A control character, which JSON allows only escaped.
             _ => return None,
         }
         let mut i = i;
