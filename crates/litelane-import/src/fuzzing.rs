@@ -512,6 +512,7 @@ impl Run<'_> {
             }),
         };
         let spec = Spec::new(&plan);
+        let types: Vec<ColType> = plan.columns.iter().map(|c| c.ty).collect();
         let converter = Converter::new(plan);
         let mut batch = Batch::new(columns.len(), 64);
         let mut record = 0u64;
@@ -544,6 +545,11 @@ impl Run<'_> {
             match e.kind {
                 Kind::Row(r) => {
                     out.rows += 1;
+                    // A row said to keep no value as text keeps none.
+                    assert!(
+                        batch.may_keep[r as usize] || !batch.any_kept(r as usize, &types),
+                        "{cfg:?}: record {record} keeps a value as text unflagged"
+                    );
                     spec.check_row(&this.cfg, &batch, r as usize, &raw);
                 }
                 Kind::Reject(j) => {
@@ -854,6 +860,7 @@ fn clone_batch(b: &Batch) -> Batch {
         cells: b.cells.clone(),
         text: b.text.clone(),
         rows: b.rows,
+        may_keep: b.may_keep.clone(),
         ..Batch::default()
     }
 }

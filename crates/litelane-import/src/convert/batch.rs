@@ -75,6 +75,13 @@ pub struct Batch {
     /// Indexes into `null_counts` counted for the row being built (taken
     /// back if it is rejected).
     pub row_nulls: Vec<usize>,
+    /// Per row: whether a value of it may be [`kept_as_text`]. False says
+    /// none is, so the writer skips the check (for a DATE or TIMESTAMP
+    /// column that check parses the date again). Set by the converter, which
+    /// knows without looking again (see [`Batch::may_keep_text`]).
+    pub may_keep: Vec<bool>,
+    /// [`may_keep`](Batch::may_keep) of the row being built.
+    pub(crate) row_may_keep: bool,
 }
 
 impl Batch {
@@ -116,6 +123,23 @@ impl Batch {
         });
         self.rows += 1;
         self.row_nulls.clear();
+        self.may_keep.push(std::mem::take(&mut self.row_may_keep));
+    }
+
+    /// Whether a value of row `row` is [`kept_as_text`] (`types`: the
+    /// columns' types).
+    pub fn any_kept(&self, row: usize, types: &[ColType]) -> bool {
+        self.cells[row * self.ncols..(row + 1) * self.ncols]
+            .iter()
+            .zip(types)
+            .any(|(cell, ty)| kept_as_text(*ty, *cell, &self.text))
+    }
+
+    /// Notes that the row being built may hold a value [`kept_as_text`]:
+    /// text in a column whose type is not TEXT or ANY, unless it is a date
+    /// checked as one in a DATE or TIMESTAMP column.
+    pub fn may_keep_text(&mut self) {
+        self.row_may_keep = true;
     }
 
     /// Counts a field of the row being built read as NULL: column `col`'s
@@ -138,6 +162,7 @@ impl Batch {
         for i in self.row_nulls.drain(..) {
             self.null_counts[i] -= 1;
         }
+        self.row_may_keep = false;
     }
 
     /// Where the next row starts, for [`undo_to`](Batch::undo_to).
@@ -227,6 +252,11 @@ impl RowRef {
     /// row whose value is [`kept_as_text`] (`types`: the columns' types).
     pub fn count_kept(&self, types: &[ColType], counts: &mut [i64], add: bool) {
         let b = &*self.batch;
+        // A batch that does not say (built by hand) is checked in full.
+        if !b.may_keep.get(self.row as usize).copied().unwrap_or(true) {
+            debug_assert!(!b.any_kept(self.row as usize, types));
+            return;
+        }
         let row = &b.cells[self.row as usize * b.ncols..(self.row as usize + 1) * b.ncols];
         for ((cell, ty), n) in row.iter().zip(types).zip(counts.iter_mut()) {
             if kept_as_text(*ty, *cell, &b.text) {

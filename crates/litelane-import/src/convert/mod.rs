@@ -225,6 +225,9 @@ impl Converter {
                 return Err(reason);
             }
         }
+        if col.ty != ColType::Any {
+            b.may_keep_text();
+        }
         text_cell(col, raw, b)
     }
 
@@ -732,6 +735,21 @@ impl<'a> From<&'a Json> for JsonRef<'a> {
 /// One JSON value as a cell of `col`. `text` is the value as written, when
 /// the line was read for it ([`has_long_number`]).
 fn json_cell(
+    col: &ColumnPlan,
+    v: JsonRef<'_>,
+    text: Option<&str>,
+    b: &mut Batch,
+) -> Result<Cell, String> {
+    let cell = json_value_cell(col, v, text, b)?;
+    // Text in a typed column: possibly a value kept as text (the writer
+    // looks again; a date in a DATE column is not one).
+    if matches!(cell, Cell::Text(..)) && !matches!(col.ty, ColType::Text | ColType::Any) {
+        b.may_keep_text();
+    }
+    Ok(cell)
+}
+
+fn json_value_cell(
     col: &ColumnPlan,
     v: JsonRef<'_>,
     text: Option<&str>,

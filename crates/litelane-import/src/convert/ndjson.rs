@@ -445,6 +445,11 @@ mod tests {
             assert!(b.entries.is_empty() && b.cells.is_empty() && b.text.is_empty());
             c.push_json(&mut b, line, AT, 3);
         }
+        // A row not flagged as possibly keeping text keeps none.
+        let types: Vec<ColType> = c.plan.columns.iter().map(|c| c.ty).collect();
+        if b.rows == 1 {
+            assert!(b.may_keep[0] || !b.any_kept(0, &types));
+        }
         (outcome(&b), fast)
     }
 
