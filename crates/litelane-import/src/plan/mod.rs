@@ -17,7 +17,7 @@
 //! concern. Only [`read_header`] and [`read_sample`] read (from an already
 //! open [`Records`]); nothing here opens a file or touches the database.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 use litelane::quote_ident;
@@ -284,9 +284,11 @@ pub fn ndjson_inputs(
     table_exists: bool,
     display: &str,
 ) -> Result<Inputs, Error> {
+    // Keys in order of first appearance, each with its inference; `index`
+    // finds a key's place when it is not where the line's order puts it.
     let mut keys: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut by_key: HashMap<String, Inference> = HashMap::new();
+    let mut seen: Vec<Inference> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for raw in sample {
         if let RawOwned::Json(b, _) = raw {
             if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(b) {
@@ -295,12 +297,19 @@ pub fn ndjson_inputs(
                 } else {
                     None
                 };
-                for (k, v) in &o {
-                    if seen.insert(k.clone()) {
+                for (at, (k, v)) in o.iter().enumerate() {
+                    let i = if keys.get(at) == Some(k) {
+                        at
+                    } else if let Some(&i) = index.get(k) {
+                        i
+                    } else {
+                        index.insert(k.clone(), keys.len());
                         keys.push(k.clone());
-                    }
+                        seen.push(Inference::default());
+                        keys.len() - 1
+                    };
                     let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get());
-                    by_key.entry(k.clone()).or_default().observe_json(v, text);
+                    seen[i].observe_json(v, text);
                 }
             }
         }
@@ -311,11 +320,11 @@ pub fn ndjson_inputs(
             sample.len()
         )));
     }
-    let types = keys
+    let types = seen
         .iter()
-        .map(|k| match types {
+        .map(|inference| match types {
             Types::Text => ColType::Text,
-            Types::Infer => by_key[k].decide(),
+            Types::Infer => inference.decide(),
         })
         .collect();
     Ok(Inputs {

@@ -528,6 +528,22 @@ fn ndjson_columns_and_types_from_the_sample() {
             ]),
         ),
         (
+            "keys in another order, or fewer: each value typed under its own key",
+            &[
+                r#"{"a":1,"b":"t"}"#,
+                r#"{"b":"u","a":2}"#,
+                r#"{"c":1.5}"#,
+                r#"{"c":2,"b":"v","a":3}"#,
+            ],
+            Types::Infer,
+            false,
+            Ok(&[
+                ("a", ColType::Integer),
+                ("b", ColType::Text),
+                ("c", ColType::Real),
+            ]),
+        ),
+        (
             "integers and reals mixed: REAL; -0.0: REAL",
             &[r#"{"x":1,"z":-0.0}"#, r#"{"x":2.5,"z":0}"#],
             Types::Infer,
