@@ -447,6 +447,34 @@ pub fn looks_numeric_to_sqlite(b: &[u8]) -> bool {
     k == s.len()
 }
 
+/// What type inference notes of a JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    /// `null` (not noted).
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number that is an `i64`.
+    Integer,
+    /// Any other number.
+    Float,
+    /// A string, an array or an object.
+    Other,
+}
+
+impl JsonKind {
+    /// The kind of `v`.
+    pub fn of(v: &Json) -> JsonKind {
+        match v {
+            Json::Null => JsonKind::Null,
+            Json::Bool(_) => JsonKind::Bool,
+            Json::Number(n) if n.as_i64().is_some() => JsonKind::Integer,
+            Json::Number(_) => JsonKind::Float,
+            _ => JsonKind::Other,
+        }
+    }
+}
+
 /// What a sample showed about one column's values, and the type it
 /// decides: the one type inferer of the import. The sniffer notes CSV/TSV
 /// fields with [`observe_text`](Self::observe_text) (every type, spaces
@@ -516,25 +544,28 @@ impl Inference {
     /// written, when the line was read for it. A JSON column is INTEGER,
     /// REAL or TEXT (a boolean counts as an integer).
     pub fn observe_json(&mut self, v: &Json, text: Option<&str>) {
-        if matches!(v, Json::Null) {
+        self.observe_kind(JsonKind::of(v), text);
+    }
+
+    /// [`observe_json`](Self::observe_json) of a value of kind `kind`.
+    pub fn observe_kind(&mut self, kind: JsonKind, text: Option<&str>) {
+        if kind == JsonKind::Null {
             return;
         }
         self.non_null += 1;
         self.not_bool = true;
         self.not_date = true;
         self.not_ts = true;
-        match v {
-            Json::Bool(_) => {}
-            Json::Number(n) => {
-                if n.as_i64().is_none() {
-                    self.not_int = true;
-                    // An integer beyond 64 bits keeps its digits only as text.
-                    if text.is_some_and(|t| is_big_integer(t.as_bytes())) {
-                        self.not_real = true;
-                    }
+        match kind {
+            JsonKind::Null | JsonKind::Bool | JsonKind::Integer => {}
+            JsonKind::Float => {
+                self.not_int = true;
+                // An integer beyond 64 bits keeps its digits only as text.
+                if text.is_some_and(|t| is_big_integer(t.as_bytes())) {
+                    self.not_real = true;
                 }
             }
-            _ => {
+            JsonKind::Other => {
                 self.not_int = true;
                 self.not_real = true;
             }

@@ -17,7 +17,6 @@
 //! concern. Only [`read_header`] and [`read_sample`] read (from an already
 //! open [`Records`]); nothing here opens a file or touches the database.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use litelane::quote_ident;
@@ -31,11 +30,12 @@ use crate::plan::sniff::SniffPlan;
 use crate::plan::table::Existing;
 use crate::read::records::{RawOwned, RawRef, Records};
 use crate::read::source::Format;
-use crate::values::{ColType, Inference};
+use crate::values::ColType;
 
 pub mod alter;
 pub mod columns;
 pub mod conflict;
+mod json_sample;
 pub mod options;
 pub mod resume;
 pub mod sniff;
@@ -284,36 +284,13 @@ pub fn ndjson_inputs(
     table_exists: bool,
     display: &str,
 ) -> Result<Inputs, Error> {
-    // Keys in order of first appearance, each with its inference; `index`
-    // finds a key's place when it is not where the line's order puts it.
-    let mut keys: Vec<String> = Vec::new();
-    let mut seen: Vec<Inference> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut columns = json_sample::Columns::default();
     for raw in sample {
         if let RawOwned::Json(b, _) = raw {
-            if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(b) {
-                let raws = if crate::read::json::has_long_number(b) {
-                    crate::read::json::raw_values(b)
-                } else {
-                    None
-                };
-                for (at, (k, v)) in o.iter().enumerate() {
-                    let i = if keys.get(at) == Some(k) {
-                        at
-                    } else if let Some(&i) = index.get(k) {
-                        i
-                    } else {
-                        index.insert(k.clone(), keys.len());
-                        keys.push(k.clone());
-                        seen.push(Inference::default());
-                        keys.len() - 1
-                    };
-                    let text = raws.as_ref().and_then(|m| m.get(k)).map(|r| r.get());
-                    seen[i].observe_json(v, text);
-                }
-            }
+            columns.add(b);
         }
     }
+    let json_sample::Columns { keys, seen, .. } = columns;
     if keys.is_empty() && !table_exists {
         return Err(Error::Input(format!(
             "{display}: no JSON object among the first {} records to take the columns from",
