@@ -30,7 +30,7 @@ use serde_json::{Number, Value as Json};
 use super::{has_long_number, has_tiny_exponent, json_cell, CheckedJson, Converter, JsonRef};
 use crate::convert::batch::Batch;
 use crate::read::records::Place;
-use crate::values::Cell;
+use crate::values::{Cell, ColType};
 
 mod scan;
 
@@ -171,6 +171,21 @@ impl<'c, 'b> Row<'c, 'b> {
             self.twice = true;
         }
         self.next = i + 1;
+    }
+
+    /// [`put`](Row::put) of the integer `v`, written as `token` (plain
+    /// digits, which is how `serde_json` shows it), without the general
+    /// conversion for the columns where it is plain: the integer itself,
+    /// or its digits as text.
+    fn put_int(&mut self, i: usize, v: i64, token: &str) {
+        let cell = match self.conv.plan.columns[i].ty {
+            ColType::Integer | ColType::Numeric | ColType::Any | ColType::Boolean => Cell::Int(v),
+            ColType::Text => self.b.push_text(token.as_bytes()),
+            ColType::Real | ColType::Date | ColType::Timestamp => {
+                return self.put(i, JsonRef::Number(&Number::from(v)));
+            }
+        };
+        self.b.cells[self.base + i] = cell;
     }
 
     /// Converts `v` into column `i`, or keeps the error of the leftmost

@@ -34,6 +34,15 @@ pub(super) const MAX_DEPTH: usize = 64;
 /// numbers go to `serde_json` (10^18 fits an `i64`).
 const MAX_DIGITS: usize = 18;
 
+/// A number read from the line.
+enum Num {
+    /// An integer written as plain digits (at most 18, no `-0`): its text
+    /// is exactly how `serde_json` shows the number.
+    Int(i64),
+    /// Any other number; `None`: not finite (null).
+    Other(Option<Number>),
+}
+
 struct Scan<'a> {
     line: &'a str,
     s: &'a [u8],
@@ -66,10 +75,10 @@ pub(super) fn object(line: &str, row: &mut Row<'_, '_>) -> Option<()> {
             match key {
                 Key::Column(i) => {
                     row.given(i);
-                    sc.value(|v| row.put(i, v))?;
+                    sc.value(Some((&mut *row, i)))?;
                 }
                 Key::Unknown(k) => {
-                    sc.value(|_| {})?;
+                    sc.value(None)?;
                     row.unknown.get_or_insert(k);
                 }
             }
@@ -153,20 +162,48 @@ impl<'a> Scan<'a> {
         self.by_serde::<String>(start).map(Cow::Owned)
     }
 
-    /// Reads the value at the position and gives it to `put`.
-    fn value(&mut self, put: impl FnOnce(JsonRef<'_>)) -> Option<()> {
-        match self.peek()? {
-            b'"' => put(JsonRef::String(&self.string()?)),
+    /// Reads the value at the position into column `i` of `row` (`None`:
+    /// a key that names no column; the value is still read and checked).
+    fn value(&mut self, to: Option<(&mut Row<'_, '_>, usize)>) -> Option<()> {
+        let start = self.pos;
+        let v = match self.peek()? {
+            b'"' => {
+                let s = self.string()?;
+                if let Some((row, i)) = to {
+                    row.put(i, JsonRef::String(&s));
+                }
+                return Some(());
+            }
             b'-' | b'0'..=b'9' => match self.number()? {
-                Some(n) => put(JsonRef::Number(&n)),
+                Num::Int(v) => {
+                    if let Some((row, i)) = to {
+                        row.put_int(i, v, &self.line[start..self.pos]);
+                    }
+                    return Some(());
+                }
+                Num::Other(Some(n)) => {
+                    if let Some((row, i)) = to {
+                        row.put(i, JsonRef::Number(&n));
+                    }
+                    return Some(());
+                }
                 // A double out of range is null, as in the line's own parse.
-                None => put(JsonRef::Null),
+                Num::Other(None) => JsonRef::Null,
             },
-            b't' => put(self.word(b"true", JsonRef::Bool(true))?),
-            b'f' => put(self.word(b"false", JsonRef::Bool(false))?),
-            b'n' => put(self.word(b"null", JsonRef::Null)?),
-            b'[' | b'{' => put(JsonRef::Nested(&self.nested()?)),
+            b't' => self.word(b"true", JsonRef::Bool(true))?,
+            b'f' => self.word(b"false", JsonRef::Bool(false))?,
+            b'n' => self.word(b"null", JsonRef::Null)?,
+            b'[' | b'{' => {
+                let j = self.nested()?;
+                if let Some((row, i)) = to {
+                    row.put(i, JsonRef::Nested(&j));
+                }
+                return Some(());
+            }
             _ => return None,
+        };
+        if let Some((row, i)) = to {
+            row.put(i, v);
         }
         Some(())
     }
@@ -178,11 +215,11 @@ impl<'a> Scan<'a> {
         })
     }
 
-    /// A number, converted as `serde_json` converts it: an integer as a
-    /// `u64` (or an `i64` when negative; `-0` is the double -0.0), anything
-    /// with a point or an exponent as a double (`None`: null, as
-    /// `serde_json::Value` makes a double that is not finite).
-    fn number(&mut self) -> Option<Option<Number>> {
+    /// A number, converted as `serde_json` converts it: an integer of at
+    /// most 18 digits as [`Num::Int`] (`-0` is the double -0.0), anything
+    /// else as its `Number` (`None`: null, as `serde_json::Value` makes a
+    /// double that is not finite).
+    fn number(&mut self) -> Option<Num> {
         let start = self.pos;
         let s = self.s;
         let negative = s[start] == b'-';
@@ -225,27 +262,27 @@ impl<'a> Scan<'a> {
             // one integer, made a double, divided by the power of ten): the
             // correctly rounded value when that integer is at most 2^53.
             let v = mantissa as f64 / EXACT_POWERS_OF_TEN[scale];
-            Number::from_f64(if negative { -v } else { v })
-        } else if !negative {
-            Some(Number::from(mantissa))
-        } else if mantissa == 0 {
-            Number::from_f64(-0.0)
+            Num::Other(Number::from_f64(if negative { -v } else { v }))
+        } else if negative && mantissa == 0 {
+            Num::Other(Number::from_f64(-0.0))
         } else {
-            Some(Number::from(-(mantissa as i64)))
+            // At most 18 digits: within an i64.
+            let v = mantissa as i64;
+            Num::Int(if negative { -v } else { v })
         })
     }
 
     /// The number at `start`, as far as a number's characters go, parsed
     /// by `serde_json`.
-    fn serde_number(&mut self, start: usize) -> Option<Option<Number>> {
+    fn serde_number(&mut self, start: usize) -> Option<Num> {
         let mut i = start;
         while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.s.get(i) {
             i += 1;
         }
         self.pos = i;
         match self.by_serde::<Json>(start)? {
-            Json::Number(n) => Some(Some(n)),
-            Json::Null => Some(None),
+            Json::Number(n) => Some(Num::Other(Some(n))),
+            Json::Null => Some(Num::Other(None)),
             _ => None,
         }
     }
