@@ -188,6 +188,20 @@ impl<'c, 'b> Row<'c, 'b> {
         self.b.cells[self.base + i] = cell;
     }
 
+    /// [`put`](Row::put) of the finite double `v` (a JSON decimal), without
+    /// the general conversion for the columns that store it as it is.
+    fn put_real(&mut self, i: usize, v: f64) {
+        match self.conv.plan.columns[i].ty {
+            ColType::Real | ColType::Numeric | ColType::Any => {
+                self.b.cells[self.base + i] = Cell::Real(v);
+            }
+            _ => match Number::from_f64(v) {
+                Some(n) => self.put(i, JsonRef::Number(&n)),
+                None => self.put(i, JsonRef::Null),
+            },
+        }
+    }
+
     /// Converts `v` into column `i`, or keeps the error of the leftmost
     /// column that failed.
     fn put(&mut self, i: usize, v: JsonRef<'_>) {

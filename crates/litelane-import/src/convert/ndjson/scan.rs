@@ -39,6 +39,8 @@ enum Num {
     /// An integer written as plain digits (at most 18, no `-0`): its text
     /// is exactly how `serde_json` shows the number.
     Int(i64),
+    /// A decimal written as plain digits and a point (at most 18 digits).
+    Real(f64),
     /// Any other number; `None`: not finite (null).
     Other(Option<Number>),
 }
@@ -181,6 +183,12 @@ impl<'a> Scan<'a> {
                     }
                     return Some(());
                 }
+                Num::Real(v) => {
+                    if let Some((row, i)) = to {
+                        row.put_real(i, v);
+                    }
+                    return Some(());
+                }
                 Num::Other(Some(n)) => {
                     if let Some((row, i)) = to {
                         row.put(i, JsonRef::Number(&n));
@@ -216,9 +224,10 @@ impl<'a> Scan<'a> {
     }
 
     /// A number, converted as `serde_json` converts it: an integer of at
-    /// most 18 digits as [`Num::Int`] (`-0` is the double -0.0), anything
-    /// else as its `Number` (`None`: null, as `serde_json::Value` makes a
-    /// double that is not finite).
+    /// most 18 digits as [`Num::Int`] (`-0` is the double -0.0), a decimal
+    /// of at most 18 digits as [`Num::Real`], anything else as its `Number`
+    /// (`None`: null, as `serde_json::Value` makes a double that is not
+    /// finite).
     fn number(&mut self) -> Option<Num> {
         let start = self.pos;
         let s = self.s;
@@ -262,7 +271,7 @@ impl<'a> Scan<'a> {
             // one integer, made a double, divided by the power of ten): the
             // correctly rounded value when that integer is at most 2^53.
             let v = mantissa as f64 / EXACT_POWERS_OF_TEN[scale];
-            Num::Other(Number::from_f64(if negative { -v } else { v }))
+            Num::Real(if negative { -v } else { v })
         } else if negative && mantissa == 0 {
             Num::Other(Number::from_f64(-0.0))
         } else {
