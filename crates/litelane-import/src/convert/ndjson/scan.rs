@@ -237,25 +237,12 @@ impl<'a> Scan<'a> {
         // serde_json.
         let mut mantissa: u64 = 0;
         let whole_start = i;
-        while i < s.len() && s[i].is_ascii_digit() {
-            mantissa = mantissa
-                .wrapping_mul(10)
-                .wrapping_add(u64::from(s[i] - b'0'));
-            i += 1;
-        }
-        let whole = i - whole_start;
+        let whole = digits(s, &mut i, &mut mantissa);
         let point = i < s.len() && s[i] == b'.';
         let mut scale = 0;
         if point {
             i += 1;
-            let frac_start = i;
-            while i < s.len() && s[i].is_ascii_digit() {
-                mantissa = mantissa
-                    .wrapping_mul(10)
-                    .wrapping_add(u64::from(s[i] - b'0'));
-                i += 1;
-            }
-            scale = i - frac_start;
+            scale = digits(s, &mut i, &mut mantissa);
         }
         let plain = whole > 0
             && (!point || scale > 0)
@@ -333,6 +320,19 @@ impl<'a> Scan<'a> {
         self.pos = i + 1;
         self.by_serde::<CheckedJson>(start).map(|j| j.0)
     }
+}
+
+/// Reads the ASCII digits from `*i` on into `mantissa` (wrapping), moving
+/// `*i` past them; returns how many there were.
+fn digits(s: &[u8], i: &mut usize, mantissa: &mut u64) -> usize {
+    let from = *i;
+    while *i < s.len() && s[*i].is_ascii_digit() {
+        *mantissa = mantissa
+            .wrapping_mul(10)
+            .wrapping_add(u64::from(s[*i] - b'0'));
+        *i += 1;
+    }
+    *i - from
 }
 
 /// The index of the first byte at or after `from` that ends the plain part
