@@ -949,6 +949,33 @@ mod tests {
         }
     }
 
+    /// A number in a TEXT column is stored as `serde_json` shows it
+    /// (integers through itoa, the rest through `Display`).
+    #[test]
+    fn numbers_in_text_columns_are_stored_as_serde_json_shows_them() {
+        let col = &plan(Format::Ndjson, false).columns[2];
+        let numbers: Vec<serde_json::Number> = vec![
+            0u64.into(),
+            1u64.into(),
+            u64::MAX.into(),
+            (-1i64).into(),
+            i64::MIN.into(),
+            i64::MAX.into(),
+            serde_json::Number::from_f64(1.5).unwrap(),
+            serde_json::Number::from_f64(-0.0).unwrap(),
+            serde_json::Number::from_f64(1e300).unwrap(),
+            serde_json::Number::from_f64(123456789.0).unwrap(),
+        ];
+        for n in numbers {
+            let mut b = Batch::new(1, 1);
+            let Ok(Cell::Text(start, len)) = json_number_cell(col, &n, None, &mut b) else {
+                panic!("{n}: not stored as text");
+            };
+            let t = &b.text[start as usize..(start + len) as usize];
+            assert_eq!(t, n.to_string().as_bytes(), "{n}");
+        }
+    }
+
     fn at(line: u64) -> Place {
         Place {
             line,
