@@ -48,7 +48,8 @@ impl Columns {
         } else {
             None
         };
-        for (slot, kind) in std::mem::take(&mut self.record) {
+        // Drained, not taken: the record's buffer serves the next one.
+        for (slot, kind) in self.record.drain(..) {
             let i = match slot {
                 Slot::Known(i) => i,
                 Slot::New(k) => {
