@@ -57,3 +57,51 @@ pub fn has_tiny_exponent(raw: &[u8]) -> bool {
 pub fn raw_values(raw: &[u8]) -> Option<HashMap<String, &serde_json::value::RawValue>> {
     serde_json::from_slice(raw).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition [`has_tiny_exponent`] must agree with, byte by byte.
+    fn tiny_plain(raw: &[u8]) -> bool {
+        raw.windows(5).any(|w| {
+            matches!(w[0], b'e' | b'E') && w[1] == b'-' && w[2..].iter().all(u8::is_ascii_digit)
+        })
+    }
+
+    #[test]
+    fn tiny_exponents_found_anywhere() {
+        for (raw, want) in [
+            ("{\"a\":1e-400}", true),
+            ("{\"a\":1E-308}", true),
+            ("{\"a\":1e-40}", false),
+            ("{\"a\":1e-4000}", true),
+            ("{\"a\":\"e-123\"}", true),
+            ("e-12", false),
+            ("e-123", true),
+            ("E-", false),
+            ("-123", false),
+            ("{\"d\":\"2013-01-01\",\"x\":-123}", false),
+            ("1e+400", false),
+            ("ee--123", false),
+            ("e-e-123", true),
+            ("", false),
+        ] {
+            assert_eq!(has_tiny_exponent(raw.as_bytes()), want, "{raw:?}");
+            assert_eq!(tiny_plain(raw.as_bytes()), want, "{raw:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn tiny_exponent_scan_is_the_plain_one(
+            raw in proptest::collection::vec(
+                prop_oneof![Just(b'e'), Just(b'E'), Just(b'-'), Just(b'1'), Just(b'0'), Just(b'x'), any::<u8>()],
+                0..64,
+            )
+        ) {
+            prop_assert_eq!(has_tiny_exponent(&raw), tiny_plain(&raw));
+        }
+    }
+}
