@@ -170,21 +170,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<J> Waiter<J> {
     fn set(&self, status: Status) {
-        let mut slot = lock(&self.inner);
-        debug_assert!(
-            matches!(
-                (slot.status, status),
-                (Status::Waiting, Status::Granted) | (Status::Claimed, Status::Done)
-            ),
-            "waiter moved from {:?} to {:?}",
-            slot.status,
-            status
-        );
-        slot.status = status;
-        if status == Status::Granted {
-            // The owner runs its job itself; nobody else may hold it.
-            slot.job = None;
+        {
+            let mut slot = lock(&self.inner);
+            debug_assert!(
+                matches!(
+                    (slot.status, status),
+                    (Status::Waiting, Status::Granted) | (Status::Claimed, Status::Done)
+                ),
+                "waiter moved from {:?} to {:?}",
+                slot.status,
+                status
+            );
+            slot.status = status;
+            if status == Status::Granted {
+                // The owner runs its job itself; nobody else may hold it.
+                slot.job = None;
+            }
         }
+        // Woken once the lock is let go, so that the owner does not wake
+        // only to sleep again on this lock. It cannot miss the wake: it
+        // reads the status under the lock and sleeps in the same step.
         self.wake.notify_one();
     }
 }
@@ -266,6 +271,9 @@ impl<J> Queue<J> {
         };
         match next {
             Some(next) => {
+                // `held` stays set: the turn is `next`'s from here, and it
+                // is woken after the queue's lock is let go.
+                drop(state);
                 next.set(Status::Granted);
                 Released::HandedOn
             }
@@ -290,6 +298,7 @@ impl<J> Queue<J> {
         if !state.held {
             if let Some(next) = state.waiters.pop_front() {
                 state.held = true;
+                drop(state);
                 next.set(Status::Granted);
             }
         }
