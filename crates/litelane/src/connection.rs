@@ -368,8 +368,9 @@ fn open_role(
 /// (`Options::vfs`); otherwise, for the checkpointer of a file whose
 /// checkpoints sync, the paced VFS (`ffi/paced_vfs.rs`: the database file
 /// synced every MiB a checkpoint copies, so that the commits' syncs beside
-/// it never wait for a whole checkpoint's writes); otherwise the default
-/// (`None`). In-memory databases open as `connection.rs` names them.
+/// it never wait for a whole checkpoint's writes); for the writer, the
+/// gathering VFS (the same file: the WAL's appends of a transaction written
+/// with one system call); otherwise the default (`None`). In-memory databases open as `connection.rs` names them.
 fn vfs_for<'o>(
     role: Role,
     plan: &DurabilityPlan,
@@ -383,6 +384,7 @@ fn vfs_for<'o>(
     match opts.vfs.as_deref() {
         Some(vfs) => Some(vfs),
         None if role == Role::Checkpointer && syncs => ffi::paced_vfs(),
+        None if role == Role::Writer => ffi::gathering_vfs(),
         None => None,
     }
 }
@@ -551,10 +553,12 @@ mod tests {
     use crate::options::Profile;
 
     /// Only the checkpointer of a file whose checkpoints sync is paced,
-    /// and a VFS the caller names always wins.
+    /// the writer of a file gathers its WAL appends, and a VFS the caller
+    /// names always wins.
     #[test]
     fn the_checkpointer_of_a_synced_file_opens_in_the_paced_vfs() {
         let paced = ffi::paced_vfs().expect("registered");
+        let gathering = ffi::gathering_vfs().expect("registered");
         let file = Target::new(Path::new("app.db"));
         let memory = Target::new(Path::new(":memory:"));
         let asked = Options {
@@ -571,13 +575,16 @@ mod tests {
                 want,
                 "{profile}"
             );
-            for role in [Role::Writer, Role::Reader] {
-                assert_eq!(
-                    vfs_for(role, &plan, &plain, &file),
-                    None,
-                    "{profile} {role:?}"
-                );
-            }
+            assert_eq!(
+                vfs_for(Role::Writer, &plan, &plain, &file),
+                Some(gathering),
+                "{profile}"
+            );
+            assert_eq!(
+                vfs_for(Role::Reader, &plan, &plain, &file),
+                None,
+                "{profile}"
+            );
             for role in [Role::Writer, Role::Reader, Role::Checkpointer] {
                 assert_eq!(vfs_for(role, &plan, &asked, &file), Some("unix-none"));
                 let in_memory = DurabilityPlan::new(profile, memory.kind(), true);

@@ -36,7 +36,7 @@ pub(crate) use bulk_statement::BulkStatement;
 pub(crate) use job_ref::{enter_with_job, JobRef};
 pub(crate) use log::{capture_os_errors, take_logged_os_error};
 pub(crate) use memory_vfs::memory_vfs;
-pub(crate) use paced_vfs::paced_vfs;
+pub(crate) use paced_vfs::{gathering_vfs, paced_vfs};
 #[cfg(target_os = "linux")]
 pub(crate) use shared_page::{
     futex_wait, futex_wake_all, futex_wake_one, futex_wake_one_move_rest, SharedPage,
