@@ -13,14 +13,15 @@
 //! - [`memory_vfs`]: the VFS of in-memory databases, SQLite's `memdb` for
 //!   their own names and the default VFS for every other file (`ATTACH`).
 //! - [`paced_vfs`]: the checkpointer's VFS, the default VFS with the
-//!   database file synced every MiB written.
+//!   database file synced every MiB written; and [`gathering_vfs`], the
+//!   writer's, with a transaction's WAL frames written in one system call.
 //!
 //! One file per concern: `sqlite` (C calls rusqlite lacks), `log` (the
 //! error log), `shared_page` (a mapped page and its futexes), `job_ref`
 //! (group commit's borrowed closures), `bulk_statement` (the bulk insert's
 //! statement), `memory_vfs` (the in-memory databases' VFS), `paced_vfs` (the
-//! checkpointer's), `vfs_forward` (what both VFSs hand on to the one they
-//! wrap).
+//! checkpointer's and the writer's), `vfs_forward` (what these VFSs hand on
+//! to the one they wrap).
 
 mod bulk_statement;
 mod job_ref;
