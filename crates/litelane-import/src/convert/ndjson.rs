@@ -177,10 +177,10 @@ impl<'c, 'b> Row<'c, 'b> {
     /// digits, which is how `serde_json` shows it), without the general
     /// conversion for the columns where it is plain: the integer itself,
     /// or its digits as text.
-    fn put_int(&mut self, i: usize, v: i64, token: &str) {
+    fn put_int(&mut self, i: usize, v: i64, token: &[u8]) {
         let cell = match self.conv.plan.columns[i].ty {
             ColType::Integer | ColType::Numeric | ColType::Any | ColType::Boolean => Cell::Int(v),
-            ColType::Text => self.b.push_text(token.as_bytes()),
+            ColType::Text => self.b.push_text(token),
             ColType::Real | ColType::Date | ColType::Timestamp => {
                 return self.put(i, JsonRef::Number(&Number::from(v)));
             }

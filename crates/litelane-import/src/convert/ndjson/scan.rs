@@ -179,7 +179,7 @@ impl<'a> Scan<'a> {
             b'-' | b'0'..=b'9' => match self.number()? {
                 Num::Int(v) => {
                     if let Some((row, i)) = to {
-                        row.put_int(i, v, &self.line[start..self.pos]);
+                        row.put_int(i, v, &self.s[start..self.pos]);
                     }
                     return Some(());
                 }
