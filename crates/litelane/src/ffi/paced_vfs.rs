@@ -39,6 +39,7 @@ use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
 use super::vfs_forward::{open_in, wrapping, Wraps};
+use crate::unpoisoned::lock;
 
 /// The paced VFS's registered name.
 const NAME: &std::ffi::CStr = c"litelane-paced";
@@ -169,12 +170,6 @@ unsafe impl Send for Gathered {}
 /// SQLite opened them with: a WAL's name is in the same allocation, and
 /// `sqlite3_filename_database` gives that address back.
 static OPEN_DBS: Mutex<Vec<(usize, Arc<Mutex<Gathered>>)>> = Mutex::new(Vec::new());
-
-/// The lock of `m`, also after a panic elsewhere (the state is a buffer
-/// that a panic leaves consistent).
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Where the wrapped file starts in a [`PacedFile`]'s allocation.
 const REAL_OFFSET: usize = size_of::<PacedFile>().next_multiple_of(align_of::<u64>());
@@ -312,7 +307,7 @@ unsafe extern "C" fn paced_open<W: Wraps, const GATHER: bool>(
 /// database's for a WAL file (none when that database was not opened
 /// here: its appends are then written as they come).
 unsafe fn link_gathered(paced: &mut PacedFile, name: *const c_char, flags: c_int) {
-    let mut dbs = locked(&OPEN_DBS);
+    let mut dbs = lock(&OPEN_DBS);
     if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
         let g = Arc::new(Mutex::new(Gathered {
             real: ptr::null_mut(),
@@ -326,7 +321,7 @@ unsafe fn link_gathered(paced: &mut PacedFile, name: *const c_char, flags: c_int
     } else if flags & ffi::SQLITE_OPEN_WAL != 0 {
         let db = ffi::sqlite3_filename_database(name) as usize;
         if let Some((_, g)) = dbs.iter().find(|(at, _)| *at == db) {
-            let mut state = locked(g);
+            let mut state = lock(g);
             debug_assert!(state.buf.is_empty() && state.real.is_null());
             state.real = paced.real;
             state.end = 0;
@@ -345,9 +340,9 @@ unsafe extern "C" fn paced_close(file: *mut ffi::sqlite3_file) -> c_int {
     // The header's owned parts: dropped once, as the file is closed once.
     if let Some(g) = paced.gathered.take() {
         if paced.wal {
-            locked(&g).real = ptr::null_mut();
+            lock(&g).real = ptr::null_mut();
         } else {
-            locked(&OPEN_DBS).retain(|(_, open)| !Arc::ptr_eq(open, &g));
+            lock(&OPEN_DBS).retain(|(_, open)| !Arc::ptr_eq(open, &g));
         }
     }
     (*file).pMethods = ptr::null();
@@ -363,7 +358,7 @@ unsafe extern "C" fn paced_close(file: *mut ffi::sqlite3_file) -> c_int {
 /// result code.
 unsafe fn write_gathered(file: *mut ffi::sqlite3_file) -> c_int {
     match &(*(file as *mut PacedFile)).gathered {
-        Some(g) => flush(&mut locked(g)),
+        Some(g) => flush(&mut lock(g)),
         None => ffi::SQLITE_OK,
     }
 }
@@ -381,10 +376,14 @@ unsafe fn flush(g: &mut Gathered) -> c_int {
         "appends are gathered only while the WAL is open"
     );
     GATHERED_WRITES.fetch_add(1, Ordering::Relaxed);
-    let write = (*(*g.real).pMethods).xWrite.expect("xWrite");
-    let rc = write(g.real, g.buf.as_ptr().cast(), amount, g.start);
+    let rc = write_wal(g, g.buf.as_ptr().cast(), amount, g.start);
     g.buf.clear();
     rc
+}
+
+/// The wrapped WAL file's own write.
+unsafe fn write_wal(g: &Gathered, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
+    ((*(*g.real).pMethods).xWrite.expect("xWrite"))(g.real, buf, amount, offset)
 }
 
 /// Writes what `file`'s WAL has gathered, then runs `then` (the call that
@@ -418,7 +417,7 @@ unsafe extern "C" fn paced_write(
 ) -> c_int {
     let paced = &*(file as *mut PacedFile);
     if let (true, Some(g)) = (paced.wal, &paced.gathered) {
-        return gather_write(&mut locked(g), buf, amount, offset);
+        return gather_write(&mut lock(g), buf, amount, offset);
     }
     let rc = (real_methods(file).xWrite.expect("xWrite"))(real(file), buf, amount, offset);
     let paced = &mut *(file as *mut PacedFile);
@@ -460,7 +459,7 @@ unsafe fn gather_write(
         g.commit_header = false;
         let mut rc = flush(g);
         if rc == ffi::SQLITE_OK {
-            rc = (*(*g.real).pMethods).xWrite.expect("xWrite")(g.real, buf, amount, offset);
+            rc = write_wal(g, buf, amount, offset);
         }
         if rc == ffi::SQLITE_OK {
             let written = offset + i64::from(amount);
@@ -502,7 +501,7 @@ unsafe extern "C" fn paced_truncate(
     after_gathered(file, || {
         let paced = &*(file as *mut PacedFile);
         if let (true, Some(g)) = (paced.wal, &paced.gathered) {
-            let mut g = locked(g);
+            let mut g = lock(g);
             g.end = g.end.min(size);
         }
         (real_methods(file).xTruncate.expect("xTruncate"))(real(file), size)
@@ -796,37 +795,38 @@ mod tests {
     /// When the faulty VFS's main database files' syncs fail (or, for
     /// [`WAL_FAULT`], its WAL files' writes of more than one frame).
     struct Fault {
-        /// Syncs of a main database file since [`Fault::arm`].
-        syncs: AtomicU64,
+        /// Faultable calls (syncs of a main database file, or WAL writes)
+        /// since [`Fault::arm`].
+        calls: AtomicU64,
         /// Which of them fails (only that one), counted from 1; 0: none.
         fail_at: AtomicU64,
     }
 
     /// The faulty VFS's fault: none until a test arms it (one test does).
     static FAULT: Fault = Fault {
-        syncs: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
         fail_at: AtomicU64::new(0),
     };
 
     /// The faulty VFS's fault of WAL writes longer than one frame (the
     /// gathering VFS's): none until a test arms it (one test does).
     static WAL_FAULT: Fault = Fault {
-        syncs: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
         fail_at: AtomicU64::new(0),
     };
 
     impl Fault {
-        /// Makes the `nth` main-database sync from now fail, only that one.
+        /// Makes the `nth` faultable call from now fail, only that one.
         fn arm(&self, nth: u64) {
-            self.syncs.store(0, Ordering::SeqCst);
+            self.calls.store(0, Ordering::SeqCst);
             self.fail_at.store(nth, Ordering::SeqCst);
         }
 
-        /// Clears the fault: how many main-database syncs were asked for
+        /// Clears the fault: how many faultable calls were made
         /// since [`Fault::arm`], the failed one included.
         fn disarm(&self) -> u64 {
             self.fail_at.store(0, Ordering::SeqCst);
-            self.syncs.load(Ordering::SeqCst)
+            self.calls.load(Ordering::SeqCst)
         }
     }
 
@@ -941,7 +941,7 @@ mod tests {
         offset: ffi::sqlite3_int64,
     ) -> c_int {
         if amount > 4096 + FRAME_HEADER as c_int {
-            let nth = WAL_FAULT.syncs.fetch_add(1, Ordering::SeqCst) + 1;
+            let nth = WAL_FAULT.calls.fetch_add(1, Ordering::SeqCst) + 1;
             if nth == WAL_FAULT.fail_at.load(Ordering::SeqCst) {
                 return ffi::SQLITE_IOERR_WRITE;
             }
@@ -956,7 +956,7 @@ mod tests {
     /// # Safety
     /// `file` was opened by [`faulty_open`] as a main database file.
     unsafe extern "C" fn faulty_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-        let nth = FAULT.syncs.fetch_add(1, Ordering::SeqCst) + 1;
+        let nth = FAULT.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if nth == FAULT.fail_at.load(Ordering::SeqCst) {
             return ffi::SQLITE_IOERR_FSYNC;
         }
