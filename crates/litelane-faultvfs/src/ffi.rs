@@ -63,6 +63,28 @@ static IO_METHODS: sqlite3_io_methods = sqlite3_io_methods {
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
+/// Makes the registered VFS `name` the process's default VFS (SQLite moves
+/// a VFS registered again to the head of its list).
+pub(crate) fn make_default(name: &str) -> Result<(), String> {
+    let cname = CString::new(name).map_err(|_| format!("a VFS name with a NUL: {name:?}"))?;
+    // SAFETY: sqlite3_vfs_find returns a registered VFS object (alive for
+    // the life of the process) or NULL; registering a registered VFS again
+    // only moves it in SQLite's list.
+    let rc = unsafe {
+        let vfs = sq::sqlite3_vfs_find(cname.as_ptr());
+        if vfs.is_null() {
+            return Err(format!("no VFS named {name} is registered"));
+        }
+        sq::sqlite3_vfs_register(vfs, 1)
+    };
+    match rc {
+        sq::SQLITE_OK => Ok(()),
+        rc => Err(format!(
+            "sqlite3_vfs_register of {name} as the default failed with code {rc}"
+        )),
+    }
+}
+
 /// Registers a new shim over the default VFS; returns its name.
 pub(crate) fn register(shared: Arc<Shared>) -> Result<String, String> {
     // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS (initializing

@@ -235,6 +235,14 @@ impl fmt::Debug for FaultVfs {
     }
 }
 
+/// Makes the registered VFS `name` (a shim's [`FaultVfs::name`], or
+/// SQLite's `"unix"`) the process's default VFS: every connection opened
+/// after this without naming a VFS goes through it (for a test binary of
+/// its own: the default is the whole process's).
+pub fn make_default(name: &str) -> Result<(), Error> {
+    ffi::make_default(name).map_err(Error)
+}
+
 impl FaultVfs {
     /// Registers a new shim over the default VFS (not as the default).
     pub fn register() -> Result<FaultVfs, Error> {
@@ -246,6 +254,12 @@ impl FaultVfs {
     /// The name to open databases with (`Options::vfs`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The largest write asked of a file of `kind` so far (bytes, before
+    /// any short write), the writes of a cut or refused call included.
+    pub fn largest_write(&self, kind: FileKind) -> u64 {
+        self.shared.largest_write(kind)
     }
 
     /// Arms `fault`. Fails if its effect does not fit its op (a short write

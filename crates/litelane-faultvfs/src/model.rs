@@ -90,6 +90,8 @@ struct Model {
     report: Option<CutReport>,
     /// Successful syncs, by kind of file.
     syncs: HashMap<FileKind, u64>,
+    /// The largest write asked for, by kind of file (bytes).
+    largest_write: HashMap<FileKind, u64>,
     /// A disk that lies: syncs report success and make nothing durable.
     lying: bool,
 }
@@ -320,6 +322,10 @@ impl Shared {
         self.lock().syncs.get(&kind).copied().unwrap_or(0)
     }
 
+    pub(crate) fn largest_write(&self, kind: FileKind) -> u64 {
+        self.lock().largest_write.get(&kind).copied().unwrap_or(0)
+    }
+
     pub(crate) fn ops(&self) -> u64 {
         self.lock().ops
     }
@@ -482,6 +488,8 @@ impl Shared {
         if inode.is_some() && m.tick(&self.cut) {
             return sq::SQLITE_IOERR_WRITE;
         }
+        let largest = m.largest_write.entry(kind).or_default();
+        *largest = (*largest).max(data.len() as u64);
         let mut data = data;
         let mut rc_after = sq::SQLITE_OK;
         match m.due(Op::Write, kind, data.len()) {

@@ -309,11 +309,14 @@ pub struct Options {
     pub process_turn_linger: Duration,
     /// Name of a registered SQLite VFS to open every connection through
     /// (`sqlite3_open_v2`'s `zVfs`), e.g. a fault-injecting shim in tests.
-    /// Default `None`: SQLite's default VFS, wrapped for the checkpointer's
-    /// connection by one that syncs the database file every MiB a
-    /// checkpoint copies into it (docs/concurrency.md, "Checkpoints"; a VFS
-    /// named here is used as it is). Ignored for in-memory databases, which
-    /// always use `memdb`.
+    /// Default `None`: SQLite's default VFS. When that is SQLite's own
+    /// `unix` VFS, litelane wraps it for two of its connections: the
+    /// checkpointer's, to sync the database file every MiB a checkpoint
+    /// copies into it (docs/concurrency.md, "Checkpoints"), and the
+    /// writer's, to write a transaction's WAL frames in one call
+    /// (docs/architecture.md). A VFS named here, or one a program made the
+    /// default, is used as it is, handed SQLite's own writes. Ignored for
+    /// in-memory databases, which always use `memdb`.
     pub vfs: Option<String>,
     /// Open every connection with SQLite's stock settings — foreign keys
     /// off, double-quoted string literals accepted, defensive mode off,

@@ -1,6 +1,8 @@
-//! litelane's two VFSs over the default one: the checkpointer's, with the
-//! database file's write-back paced, and the writer's, with the WAL's
-//! appends gathered into one write.
+//! litelane's two VFSs over SQLite's `unix` VFS: the checkpointer's, with
+//! the database file's write-back paced, and the writer's, with the WAL's
+//! appends gathered into one write. A connection opens in one of them only
+//! while `unix` is the process's default VFS: a VFS a program made the
+//! default gets every write, as SQLite makes it.
 //!
 //! **Paced (the checkpointer's).** A checkpoint copies the WAL's pages into
 //! the database file (into the page cache: no disk write yet) and then
@@ -64,19 +66,35 @@ const FRAME_HEADER: usize = 24;
 const PACE_BYTES: i64 = 1 << 20;
 
 /// The VFS whose connections' database files are synced every
-/// [`PACE_BYTES`] written, registered once over the default VFS: its name,
-/// or `None` when there is no default VFS or registering failed.
+/// [`PACE_BYTES`] written, registered once over SQLite's `unix` VFS: its
+/// name, or `None` when `unix` is not the default VFS right now (see
+/// [`over_the_default`]) or registering failed.
 pub(crate) fn paced_vfs() -> Option<&'static str> {
     static REGISTERED: OnceLock<Option<&'static str>> = OnceLock::new();
-    *REGISTERED.get_or_init(|| register(Mode::Paced))
+    over_the_default(*REGISTERED.get_or_init(|| register(Mode::Paced)))
 }
 
 /// The VFS whose connections' WAL files gather their appends (see the
-/// module documentation), registered once over the default VFS: its name,
-/// or `None` when there is no default VFS or registering failed.
+/// module documentation), registered once over SQLite's `unix` VFS: its
+/// name, or `None` when `unix` is not the default VFS right now (see
+/// [`over_the_default`]) or registering failed.
 pub(crate) fn gathering_vfs() -> Option<&'static str> {
     static REGISTERED: OnceLock<Option<&'static str>> = OnceLock::new();
-    *REGISTERED.get_or_init(|| register(Mode::Gather))
+    over_the_default(*REGISTERED.get_or_init(|| register(Mode::Gather)))
+}
+
+/// `registered`, one of this module's VFSs, if the VFS it wraps is the
+/// process's default VFS at this moment: a program may make its own VFS
+/// the default (an encrypting one, or SQLite's cksumvfs, which checksums
+/// every write it takes for a page), before or after litelane registered
+/// its VFSs, and every connection must then go through that one, handed
+/// SQLite's own writes. `None` then: the connection opens in the default.
+fn over_the_default(registered: Option<&'static str>) -> Option<&'static str> {
+    let inner = INNER.get()?.0;
+    // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS, a registered
+    // VFS object, or NULL; only its address is compared.
+    let default = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
+    registered.filter(|_| default == inner)
 }
 
 /// What a VFS of this module does besides passing calls on.
@@ -111,7 +129,7 @@ pub(crate) fn paced_syncs() -> u64 {
     PACED_SYNCS.load(Ordering::Relaxed)
 }
 
-/// The VFS the paced one wraps (the default VFS when it was registered).
+/// The VFS this module's VFSs wrap: SQLite's `unix` VFS.
 struct Inner(*mut ffi::sqlite3_vfs);
 
 // SAFETY: a VFS object SQLite keeps for the life of the process; its
@@ -184,18 +202,18 @@ fn register(mode: Mode) -> Option<&'static str> {
     disable_memstatus();
     // SAFETY: sqlite3_vfs_find initializes SQLite if needed and returns a
     // registered VFS (which lives as long as the process) or NULL.
-    let default = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
-    if default.is_null() {
+    let unix = unsafe { ffi::sqlite3_vfs_find(c"unix".as_ptr()) };
+    if unix.is_null() {
         return None;
     }
-    INNER.get_or_init(|| Inner(default));
+    INNER.get_or_init(|| Inner(unix));
     match mode {
         Mode::Paced => register_over::<Inner, false>(NAME).then_some("litelane-paced"),
         Mode::Gather => register_over::<Inner, true>(GATHER_NAME).then_some("litelane-gather"),
     }
 }
 
-/// Registers a VFS named `name` over `W`'s VFS (the default VFS in
+/// Registers a VFS named `name` over `W`'s VFS (`unix` in
 /// [`register`], a faulty one in the tests), paced or (`GATHER`)
 /// gathering: whether SQLite took it.
 fn register_over<W: Wraps, const GATHER: bool>(name: &'static std::ffi::CStr) -> bool {
