@@ -246,6 +246,38 @@ impl ImportFlags {
     }
 }
 
+/// Ctrl-C during an import. Once rows are being written, the first one
+/// stops the import at the next record (what is committed stays, the
+/// transaction in progress is rolled back). Before that (the input's first
+/// records still being read to name and type the columns), and at a second
+/// Ctrl-C, the command exits at once with status 130: a read of a pipe
+/// whose writer goes on (`tail -f app.log | litelane import -`) would
+/// otherwise keep it waiting, and SQLite discards an uncommitted
+/// transaction as it does after a crash.
+#[derive(Clone, Default)]
+struct Interrupt {
+    /// Ctrl-C was pressed.
+    asked: Arc<AtomicBool>,
+    /// Rows are being written (the library called [`Progress::start`]).
+    writing: Arc<AtomicBool>,
+}
+
+impl Interrupt {
+    fn on_ctrl_c(&self) {
+        let again = self.asked.swap(true, Ordering::SeqCst);
+        let why = if !self.writing.load(Ordering::SeqCst) {
+            "interrupted (Ctrl-C) before any row was written; nothing was committed"
+        } else if again {
+            "interrupted again (Ctrl-C): stopped at once; the transaction in progress is \
+             discarded, what was committed stays"
+        } else {
+            return;
+        };
+        eprintln!("litelane: {why}");
+        std::process::exit(EXIT_INTERRUPTED);
+    }
+}
+
 /// The command's side of an import: a progress bar on a terminal, the
 /// library's notes and rejects as `litelane: ...` lines on stderr
 /// (`--quiet` keeps only rejects and interruptions), and Ctrl-C.
@@ -255,18 +287,21 @@ pub struct Stderr {
     /// The sniffer's line, held until the account of the run when no bar
     /// shows (said at once otherwise, so a wrong guess can be stopped).
     sniffed: Option<String>,
-    interrupted: Arc<AtomicBool>,
+    interrupt: Interrupt,
 }
 
 impl Stderr {
-    /// Reports on stderr (`quiet`: no bar, no account of the run); stops
-    /// when `interrupted` is set.
-    pub fn new(quiet: bool, interrupted: Arc<AtomicBool>) -> Stderr {
+    /// Reports on stderr (`quiet`: no bar, no account of the run), and
+    /// takes Ctrl-C over (see [`Interrupt`]).
+    fn new(quiet: bool) -> Stderr {
+        let interrupt = Interrupt::default();
+        let handler = interrupt.clone();
+        let _ = ctrlc::set_handler(move || handler.on_ctrl_c());
         Stderr {
             quiet,
             bar: None,
             sniffed: None,
-            interrupted,
+            interrupt,
         }
     }
 
@@ -277,6 +312,7 @@ impl Stderr {
 
 impl Progress for Stderr {
     fn start(&mut self, total_bytes: Option<u64>) {
+        self.interrupt.writing.store(true, Ordering::SeqCst);
         self.bar = Some(Bar::new(!self.quiet, total_bytes));
     }
 
@@ -325,18 +361,14 @@ impl Progress for Stderr {
     }
 
     fn should_stop(&self) -> bool {
-        self.interrupted.load(Ordering::Relaxed)
+        self.interrupt.asked.load(Ordering::Relaxed)
     }
 }
 
 /// Runs `litelane import`; returns the exit status (0 every record stored,
 /// 3 some rejected, 130 interrupted); an error is status 1.
 pub fn run(flags: ImportFlags) -> Result<i32, CliError> {
-    // Ctrl-C stops the import at the next record, keeping what is committed.
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = Arc::clone(&flag);
-    let _ = ctrlc::set_handler(move || set.store(true, Ordering::SeqCst));
-    let mut stderr = Stderr::new(flags.quiet, flag);
+    let mut stderr = Stderr::new(flags.quiet);
     let outcome = litelane_import::run(flags.options(), &mut stderr)?;
     if let (true, Some(summary)) = (flags.json, &outcome.summary) {
         if outcome.status != EXIT_INTERRUPTED {

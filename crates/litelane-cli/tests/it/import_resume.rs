@@ -2,7 +2,7 @@
 //! the resume point check, progress kept per source, flags that contradict
 //! a resumed plan, `--resume --json`, Ctrl-C, and a read-only directory.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -278,37 +278,83 @@ fn ctrl_c_says_what_was_committed_and_how_to_resume() {
     assert_eq!(count(&db, "SELECT count(*) FROM t"), 400_000);
 }
 
-#[test]
-fn ctrl_c_in_a_single_transaction_says_nothing_was_committed() {
-    let d = tempfile::tempdir().unwrap();
-    let src = d.path().join("big.csv");
-    write_rows(&src, 400_000, None);
-    let (src, db) = (
-        src.to_str().unwrap().to_string(),
-        d.path().join("t.db").to_str().unwrap().to_string(),
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_litelane"))
-        .args(["import", &src, "--db", &db, "--table", "t", "--quiet"])
+/// Imports `rows` CSV rows from a pipe that stays open, sends a Ctrl-C
+/// once the pipe took them all but its last 64 KiB (or, with few rows, once
+/// the database exists), and closes the pipe only after the import exited:
+/// the exit status and stderr. An end of input before the Ctrl-C was seen
+/// would end the import; however fast it is, it cannot end before it.
+fn ctrl_c_while_input_stays_open(db: &str, rows: u64) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args([
+            "import", "-", "--format", "csv", "--db", db, "--table", "t", "--quiet",
+        ])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the database to exist (the import has begun).
+    let mut input = child.stdin.take().unwrap();
+    let mut csv = String::from("id,v\n");
+    for i in 1..=rows {
+        csv.push_str(&format!("{i},xxxxxxxxxx\n"));
+    }
+    input.write_all(csv.as_bytes()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !Path::new(&db).exists() {
+    // The command catches Ctrl-C from before it opens the database.
+    while !Path::new(db).exists() {
         assert!(
             Instant::now() < deadline,
             "the import never opened the database"
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    std::thread::sleep(Duration::from_millis(100));
     sigint(child.id());
-    let o = child.wait_with_output().unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(130), "{err}");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the import did not stop within 60 s of a Ctrl-C while its input stayed open");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(input);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), err)
+}
+
+#[test]
+fn ctrl_c_while_the_first_records_are_read_stops_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db").to_str().unwrap().to_string();
+    // 100 rows: too few to name and type the columns, so the import waits
+    // for more input when the Ctrl-C comes.
+    let (code, err) = ctrl_c_while_input_stays_open(&db, 100);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains("interrupted (Ctrl-C) before any row was written; nothing was committed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_in_a_single_transaction_says_nothing_was_committed() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db").to_str().unwrap().to_string();
+    let (code, err) = ctrl_c_while_input_stays_open(&db, 400_000);
+    assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("interrupted (Ctrl-C)"), "{err}");
-    assert!(err.contains("nothing was"), "{err}");
+    assert!(
+        err.contains("nothing was imported (the transaction was rolled back)"),
+        "{err}"
+    );
     let c = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let tables: i64 = c
         .query_row(

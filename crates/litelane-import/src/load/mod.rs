@@ -411,16 +411,19 @@ fn converter(db: &Database, plan: &Plan) -> Result<Converter, Error> {
 
 /// The end of the rows' flow: the sink's counts once the parser thread is
 /// joined, or `None` when the caller stopped the import (said, as an
-/// interruption).
+/// interruption). A load that failed or was stopped does not wait for the
+/// parser: it may be blocked reading a pipe whose writer goes on (`tail -f
+/// log | litelane import -`), and it ends at its next batch, which nobody
+/// receives.
 fn rows_loaded(
     loaded: Result<(feed::Counts, Vec<u64>, feed::NullCounts), Error>,
     parser: std::thread::JoinHandle<()>,
     caller: &mut dyn Caller,
 ) -> Result<Option<(feed::Counts, Vec<u64>, feed::NullCounts)>, Error> {
-    let joined = parser.join();
+    let joined = loaded.is_ok().then(|| parser.join());
     caller.finish();
     match loaded {
-        Ok(c) if joined.is_ok() => Ok(Some(c)),
+        Ok(c) if joined.is_some_and(|j| j.is_ok()) => Ok(Some(c)),
         Ok(_) => Err(Error::Input("the parser thread panicked".into())),
         Err(e) if caller.should_stop() => {
             say::stopped(caller, &e.to_string());
