@@ -382,6 +382,9 @@ fn vfs_for<'o>(
     }
     let syncs = plan.checkpointer.synchronous != Synchronous::Off;
     match opts.vfs.as_deref() {
+        Some(vfs) if role == Role::Writer && opts.gather_over_vfs => {
+            Some(ffi::gathering_vfs_over(vfs).unwrap_or(vfs))
+        }
         Some(vfs) => Some(vfs),
         None if role == Role::Checkpointer && syncs => ffi::paced_vfs(),
         None if role == Role::Writer => ffi::gathering_vfs(),
@@ -554,7 +557,7 @@ mod tests {
 
     /// Only the checkpointer of a file whose checkpoints sync is paced,
     /// the writer of a file gathers its WAL appends, and a VFS the caller
-    /// names always wins.
+    /// names always wins (the writer gathers over it when asked to).
     #[test]
     fn the_checkpointer_of_a_synced_file_opens_in_the_paced_vfs() {
         let paced = ffi::paced_vfs().expect("registered");
@@ -584,6 +587,27 @@ mod tests {
                 vfs_for(Role::Reader, &plan, &plain, &file),
                 None,
                 "{profile}"
+            );
+            let gather_over = Options {
+                gather_over_vfs: true,
+                ..asked.clone()
+            };
+            assert_eq!(
+                vfs_for(Role::Writer, &plan, &gather_over, &file),
+                Some("litelane-gather+unix-none"),
+                "{profile}"
+            );
+            for role in [Role::Reader, Role::Checkpointer] {
+                assert_eq!(vfs_for(role, &plan, &gather_over, &file), Some("unix-none"));
+            }
+            // A VFS nobody registered is left for SQLite to refuse by name.
+            let unknown = Options {
+                vfs: Some("no-such-vfs".into()),
+                ..gather_over.clone()
+            };
+            assert_eq!(
+                vfs_for(Role::Writer, &plan, &unknown, &file),
+                Some("no-such-vfs")
             );
             for role in [Role::Writer, Role::Reader, Role::Checkpointer] {
                 assert_eq!(vfs_for(role, &plan, &asked, &file), Some("unix-none"));

@@ -318,6 +318,17 @@ pub struct Options {
     /// default, is used as it is, handed SQLite's own writes. Ignored for
     /// in-memory databases, which always use `memdb`.
     pub vfs: Option<String>,
+    /// With [`vfs`](Options::vfs) named: the writer's connection still
+    /// writes each transaction's WAL frames in one call, through a VFS of
+    /// litelane's over the named one (`litelane-gather+NAME`), as it does
+    /// over SQLite's `unix` VFS. Default `false`: a named VFS is handed
+    /// SQLite's own writes, one frame header and one page at a time, which
+    /// a VFS that reads meaning into a write's size needs (SQLite's
+    /// cksumvfs checksums every write of 512 bytes or more as one page).
+    /// Set it for a VFS that stores a write of any size as the same bytes
+    /// written piece by piece, as the unix VFSs and litelane's
+    /// fault-injecting test VFS do.
+    pub gather_over_vfs: bool,
     /// Open every connection with SQLite's stock settings — foreign keys
     /// off, double-quoted string literals accepted, defensive mode off,
     /// `trusted_schema` on — as a program written for stock SQLite expects,
@@ -352,6 +363,7 @@ impl Default for Options {
             process_turn_linger: Duration::from_micros(250),
             async_threads: 4,
             vfs: None,
+            gather_over_vfs: false,
             stock_settings: false,
         }
     }

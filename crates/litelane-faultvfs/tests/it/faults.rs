@@ -359,9 +359,10 @@ fn disk_full_mid_import_keeps_whole_batches_and_a_rerun_finishes() {
 /// One row's write fails with the armed fault, the row is not stored, and
 /// the next write succeeds.
 fn one_failed_write(profile: Profile, fault: Fault, code: i32, ext: i32, words: &[&str]) {
-    one_failed_write_with(profile, |_| {}, fault, code, ext, words)
+    one_failed_write_with(profile, |_| {}, fault, code, ext, words);
 }
 
+/// [`one_failed_write`] with `tweak` applied to the options: the shim.
 fn one_failed_write_with(
     profile: Profile,
     tweak: impl FnOnce(&mut Options),
@@ -369,7 +370,7 @@ fn one_failed_write_with(
     code: i32,
     ext: i32,
     words: &[&str],
-) {
+) -> FaultVfs {
     let vfs = FaultVfs::register().unwrap();
     let (_dir, db) = open(&vfs, profile, tweak);
     let mut want = committed(&db, 0, 5);
@@ -388,6 +389,41 @@ fn one_failed_write_with(
     want.insert(101);
     assert_eq!(ids(&db), want);
     integrity_ok(&db);
+    vfs
+}
+
+#[test]
+fn a_failed_gathered_wal_write_fails_its_commit_alone() {
+    // The writer's WAL frames written in one call over the shim, as over
+    // SQLite's own VFS: a row of 3,000 bytes is two frames or more, so only
+    // a write of more than one frame (over 4,096 bytes) fails.
+    let gather = |o: &mut Options| o.gather_over_vfs = true;
+    for profile in [Profile::Safe, Profile::Balanced] {
+        let vfs = one_failed_write_with(
+            profile,
+            gather,
+            Fault::new(Op::Write, Effect::IoError)
+                .file(FileKind::Wal)
+                .min_len(4097),
+            SQLITE_IOERR,
+            SQLITE_IOERR_WRITE,
+            &["i/o"],
+        );
+        assert!(
+            vfs.largest_write(FileKind::Wal) > 4096,
+            "{profile}: nothing gathered"
+        );
+    }
+    one_failed_write_with(
+        Profile::Safe,
+        gather,
+        Fault::new(Op::Write, Effect::ShortWrite)
+            .file(FileKind::Wal)
+            .min_len(4097),
+        SQLITE_FULL,
+        SQLITE_FULL,
+        &["full"],
+    );
 }
 
 #[test]

@@ -68,9 +68,16 @@ fn name(w: Workload) -> &'static str {
     }
 }
 
-fn options(profile: Profile, w: Workload, vfs: &FaultVfs) -> Options {
+/// Bytes of a page: a WAL write larger than this held several frames.
+const PAGE: u64 = 4096;
+
+/// `gather`: the writer writes each transaction's WAL frames in one call
+/// over the shim (`Options::gather_over_vfs`), as it does over SQLite's
+/// own VFS; otherwise the shim gets SQLite's writes one by one.
+fn options(profile: Profile, w: Workload, vfs: &FaultVfs, gather: bool) -> Options {
     let mut o = Options::with_profile(profile);
     o.vfs = Some(vfs.name().to_string());
+    o.gather_over_vfs = gather;
     o.readers = 2;
     o.async_threads = 1;
     o.cache_size_kib = 256;
@@ -127,6 +134,8 @@ struct Outcome {
     at_deadline: bool,
     /// Statements one handle committed for another (`Combined`).
     combined: u64,
+    /// The writer gathered WAL frames into writes larger than a page.
+    gathered: bool,
     report: CutReport,
 }
 
@@ -136,7 +145,9 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
     let vfs = Arc::new(FaultVfs::register().unwrap());
     vfs.set_lying_syncs(lying);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let db = Database::open(dir.path().join("db"), options(profile, w, &vfs)).unwrap();
+    // Every other seed: the writer's WAL frames gathered, as by default.
+    let gather = seed % 2 == 0;
+    let db = Database::open(dir.path().join("db"), options(profile, w, &vfs, gather)).unwrap();
     let acks: Arc<Mutex<Vec<Ack>>> = Arc::default();
     let setup =
         db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")?));
@@ -160,7 +171,9 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
     // Combined: a handle of its own per writer (the first is `db`).
     let handles_of_file: Vec<Database> = match w {
         Workload::Combined => (1..single_writers as usize)
-            .map(|_| Database::open(dir.path().join("db"), options(profile, w, &vfs)).unwrap())
+            .map(|_| {
+                Database::open(dir.path().join("db"), options(profile, w, &vfs, gather)).unwrap()
+            })
             .collect(),
         _ => Vec::new(),
     };
@@ -275,6 +288,11 @@ fn run_once(profile: Profile, w: Workload, seed: u64, lying: bool) -> Outcome {
     let mut o = check(profile, &out, &acks, final_wal_syncs, report);
     o.at_deadline = at_deadline;
     o.combined = combined;
+    o.gathered = vfs.largest_write(FileKind::Wal) > PAGE;
+    assert!(
+        gather || !o.gathered,
+        "seed {seed}: a WAL write larger than a page without gathering"
+    );
     o
 }
 
@@ -373,6 +391,8 @@ struct Tally {
     at_deadline: usize,
     /// Statements committed by another handle than their own.
     combined: u64,
+    /// Cuts whose writer gathered WAL frames into writes larger than a page.
+    gathered: usize,
 }
 
 fn campaign(profile: Profile, w: Workload, cuts: u64, base_seed: u64, lying: bool) -> Tally {
@@ -388,6 +408,7 @@ fn campaign(profile: Profile, w: Workload, cuts: u64, base_seed: u64, lying: boo
         t.files_lost += o.report.files_lost.len();
         t.at_deadline += usize::from(o.at_deadline);
         t.combined += o.combined;
+        t.gathered += usize::from(o.gathered);
         let promised = profile != Profile::Fast && !lying;
         if let Some(why) = &o.corrupt {
             t.corrupt += 1;
@@ -426,7 +447,9 @@ fn short_campaigns(profile: Profile, seed: u64) -> impl Iterator<Item = (Workloa
 
 #[test]
 fn safe_keeps_every_acknowledged_commit_through_power_cuts() {
+    let mut gathered = 0;
     for (w, t) in short_campaigns(Profile::Safe, 100) {
+        gathered += t.gathered;
         assert_eq!(t.lost, 0, "{w:?}: {t:?}");
         assert_eq!(t.corrupt, 0, "{w:?}: {t:?}");
         assert!(
@@ -440,6 +463,7 @@ fn safe_keeps_every_acknowledged_commit_through_power_cuts() {
             );
         }
     }
+    assert!(gathered > 0, "no cut came after a gathered WAL write");
 }
 
 #[test]
@@ -479,8 +503,8 @@ fn power_loss_table() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
-    println!("\n| profile | workload | cuts | corruptions | acknowledged commits | acknowledged commits lost | of which promised | torn writes | files lost | cut at the 10-s deadline |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n| profile | workload | cuts | corruptions | acknowledged commits | acknowledged commits lost | of which promised | torn writes | files lost | cut at the 10-s deadline | cuts after gathered WAL writes |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failures = Vec::new();
     let started = Instant::now();
     for profile in profiles_from_env() {
@@ -489,7 +513,7 @@ fn power_loss_table() {
             let t = std::panic::catch_unwind(|| campaign(profile, w, cuts, base, false));
             match t {
                 Ok(t) => println!(
-                    "| {profile} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {profile} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     name(w),
                     t.cuts,
                     t.corrupt,
@@ -498,7 +522,8 @@ fn power_loss_table() {
                     t.lost_required,
                     t.torn,
                     t.files_lost,
-                    t.at_deadline
+                    t.at_deadline,
+                    t.gathered
                 ),
                 Err(_) => failures.push(format!("{profile} / {w:?}")),
             }

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{delete_in, open_in, wrapping, Wraps};
+use super::vfs_forward::{delete_in, open_in, wrapping};
 
 /// The prefixes of the names litelane gives its in-memory databases
 /// (`connection.rs`): the only files [`memory_vfs`] opens in `memdb`.
@@ -61,6 +61,7 @@ fn register_memory_vfs() -> Option<&'static str> {
     let vfs = MEMORY_VFS.get_or_init(|| MemoryVfs { memdb, default });
     // SAFETY: both are valid VFS objects (checked non-null above).
     let (m, d) = unsafe { (&*vfs.memdb, &*vfs.default) };
+    // SAFETY: `vfs.default` is a registered VFS object.
     let routing = Box::new(ffi::sqlite3_vfs {
         // A file object is made by one of the two: room for either.
         szOsFile: m.szOsFile.max(d.szOsFile),
@@ -70,7 +71,7 @@ fn register_memory_vfs() -> Option<&'static str> {
         xAccess: Some(memory_vfs_access),
         xFullPathname: Some(memory_vfs_full_pathname),
         // The rest as the default VFS does them (memdb hands them to it).
-        ..wrapping::<MemoryVfs>(NAME, 0)
+        ..unsafe { wrapping(NAME, 0, vfs.default) }
     });
     // SAFETY: a fully initialized VFS object, leaked: connections keep
     // pointers to it for as long as they live.
@@ -102,13 +103,6 @@ unsafe fn route(name: *const std::ffi::c_char) -> *mut ffi::sqlite3_vfs {
         vfs.memdb
     } else {
         vfs.default
-    }
-}
-
-/// The rest of the routing VFS's methods are the default VFS's.
-impl Wraps for MemoryVfs {
-    fn inner() -> *mut ffi::sqlite3_vfs {
-        MEMORY_VFS.get().expect("registered before use").default
     }
 }
 

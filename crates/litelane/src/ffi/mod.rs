@@ -12,9 +12,11 @@
 //!   of them.
 //! - [`memory_vfs`]: the VFS of in-memory databases, SQLite's `memdb` for
 //!   their own names and the default VFS for every other file (`ATTACH`).
-//! - [`paced_vfs`]: the checkpointer's VFS, the default VFS with the
+//! - [`paced_vfs`]: the checkpointer's VFS, SQLite's `unix` VFS with the
 //!   database file synced every MiB written; and [`gathering_vfs`], the
-//!   writer's, with a transaction's WAL frames written in one system call.
+//!   writer's, with a transaction's WAL frames written in one system call
+//!   (both used only while `unix` is the default VFS);
+//!   [`gathering_vfs_over`] gathers over a VFS the caller names.
 //!
 //! One file per concern: `sqlite` (C calls rusqlite lacks), `log` (the
 //! error log), `shared_page` (a mapped page and its futexes), `job_ref`
@@ -37,7 +39,7 @@ pub(crate) use bulk_statement::BulkStatement;
 pub(crate) use job_ref::{enter_with_job, JobRef};
 pub(crate) use log::{capture_os_errors, take_logged_os_error};
 pub(crate) use memory_vfs::memory_vfs;
-pub(crate) use paced_vfs::{gathering_vfs, paced_vfs};
+pub(crate) use paced_vfs::{gathering_vfs, gathering_vfs_over, paced_vfs};
 #[cfg(target_os = "linux")]
 pub(crate) use shared_page::{
     futex_wait, futex_wake_all, futex_wake_one, futex_wake_one_move_rest, SharedPage,

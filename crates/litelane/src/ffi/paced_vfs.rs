@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{open_in, wrapping, Wraps};
+use super::vfs_forward::{inner_of, open_in, wrapping};
 use crate::unpoisoned::lock;
 
 /// The paced VFS's registered name.
@@ -81,6 +81,37 @@ pub(crate) fn paced_vfs() -> Option<&'static str> {
 pub(crate) fn gathering_vfs() -> Option<&'static str> {
     static REGISTERED: OnceLock<Option<&'static str>> = OnceLock::new();
     over_the_default(*REGISTERED.get_or_init(|| register(Mode::Gather)))
+}
+
+/// The gathering VFS over the registered VFS named `name` (see the module
+/// documentation), registered the first time it is asked for: its name
+/// (`litelane-gather+NAME`), or `None` when no VFS is named `name` or
+/// registering failed.
+pub(crate) fn gathering_vfs_over(name: &str) -> Option<&'static str> {
+    static OVER: Mutex<Vec<(String, &'static str)>> = Mutex::new(Vec::new());
+    let mut over = lock(&OVER);
+    if let Some((_, gathering)) = over.iter().find(|(inner, _)| inner == name) {
+        return Some(gathering);
+    }
+    let inner_name = std::ffi::CString::new(name).ok()?;
+    disable_memstatus();
+    // SAFETY: as in `register`.
+    let inner = unsafe { ffi::sqlite3_vfs_find(inner_name.as_ptr()) };
+    if inner.is_null() {
+        return None;
+    }
+    // Leaked, as the VFS object that points at it.
+    let gathering: &'static std::ffi::CStr = Box::leak(
+        std::ffi::CString::new(format!("litelane-gather+{name}"))
+            .ok()?
+            .into_boxed_c_str(),
+    );
+    if !register_over::<true>(inner, gathering) {
+        return None;
+    }
+    let gathering = gathering.to_str().ok()?;
+    over.push((name.to_string(), gathering));
+    Some(gathering)
 }
 
 /// `registered`, one of this module's VFSs, if the VFS it wraps is the
@@ -192,12 +223,6 @@ static OPEN_DBS: Mutex<Vec<(usize, Arc<Mutex<Gathered>>)>> = Mutex::new(Vec::new
 /// Where the wrapped file starts in a [`PacedFile`]'s allocation.
 const REAL_OFFSET: usize = size_of::<PacedFile>().next_multiple_of(align_of::<u64>());
 
-impl Wraps for Inner {
-    fn inner() -> *mut ffi::sqlite3_vfs {
-        INNER.get().expect("registered before use").0
-    }
-}
-
 fn register(mode: Mode) -> Option<&'static str> {
     disable_memstatus();
     // SAFETY: sqlite3_vfs_find initializes SQLite if needed and returns a
@@ -208,25 +233,30 @@ fn register(mode: Mode) -> Option<&'static str> {
     }
     INNER.get_or_init(|| Inner(unix));
     match mode {
-        Mode::Paced => register_over::<Inner, false>(NAME).then_some("litelane-paced"),
-        Mode::Gather => register_over::<Inner, true>(GATHER_NAME).then_some("litelane-gather"),
+        Mode::Paced => register_over::<false>(unix, NAME).then_some("litelane-paced"),
+        Mode::Gather => register_over::<true>(unix, GATHER_NAME).then_some("litelane-gather"),
     }
 }
 
-/// Registers a VFS named `name` over `W`'s VFS (`unix` in
-/// [`register`], a faulty one in the tests), paced or (`GATHER`)
+/// Registers a VFS named `name` over `inner` (`unix` in [`register`], a
+/// VFS named in [`Options::vfs`](crate::Options::vfs) in
+/// [`gathering_vfs_over`], a faulty one in the tests), paced or (`GATHER`)
 /// gathering: whether SQLite took it.
-fn register_over<W: Wraps, const GATHER: bool>(name: &'static std::ffi::CStr) -> bool {
+fn register_over<const GATHER: bool>(
+    inner: *mut ffi::sqlite3_vfs,
+    name: &'static std::ffi::CStr,
+) -> bool {
     let Ok(header) = c_int::try_from(REAL_OFFSET) else {
         return false;
     };
-    // SAFETY: `W::inner` is a registered VFS object, valid for the life of
-    // the process.
-    let os_file = header + unsafe { (*W::inner()).szOsFile };
-    let paced = Box::new(ffi::sqlite3_vfs {
-        xOpen: Some(paced_open::<W, GATHER>),
-        ..wrapping::<W>(name, os_file)
-    });
+    // SAFETY: `inner` is a registered VFS object, valid for the life of
+    // the process (every caller found it with sqlite3_vfs_find).
+    let paced = unsafe {
+        Box::new(ffi::sqlite3_vfs {
+            xOpen: Some(paced_open::<GATHER>),
+            ..wrapping(name, header + (*inner).szOsFile, inner)
+        })
+    };
     // SAFETY: a fully initialized VFS object, leaked: connections keep
     // pointers to it for as long as they live.
     let rc = unsafe { ffi::sqlite3_vfs_register(Box::into_raw(paced), 0) };
@@ -279,8 +309,8 @@ unsafe fn real_methods(file: *mut ffi::sqlite3_file) -> &'static ffi::sqlite3_io
     &*(*real(file)).pMethods
 }
 
-unsafe extern "C" fn paced_open<W: Wraps, const GATHER: bool>(
-    _: *mut ffi::sqlite3_vfs,
+unsafe extern "C" fn paced_open<const GATHER: bool>(
+    vfs: *mut ffi::sqlite3_vfs,
     name: *const c_char,
     file: *mut ffi::sqlite3_file,
     flags: c_int,
@@ -289,7 +319,7 @@ unsafe extern "C" fn paced_open<W: Wraps, const GATHER: bool>(
     let paced = file as *mut PacedFile;
     let real = (file as *mut u8).add(REAL_OFFSET) as *mut ffi::sqlite3_file;
     (*paced).base.pMethods = ptr::null();
-    let rc = open_in(W::inner(), name, real, flags, out_flags);
+    let rc = open_in(inner_of(vfs), name, real, flags, out_flags);
     if rc != ffi::SQLITE_OK {
         // "If xOpen sets pMethods, xClose is invoked even if xOpen failed":
         // ours stays NULL, so close the wrapped file here.
@@ -848,38 +878,27 @@ mod tests {
         }
     }
 
-    /// The faulty VFS, for [`register_over`]: the paced VFS wraps it.
-    struct Faulty;
-
-    /// The faulty VFS object, registered by [`paced_faulty_vfs`].
-    static FAULTY_VFS: OnceLock<Inner> = OnceLock::new();
-
-    impl Wraps for Faulty {
-        fn inner() -> *mut ffi::sqlite3_vfs {
-            FAULTY_VFS.get().expect("registered before use").0
-        }
-    }
-
     /// A paced VFS over a faulty one, registered once: its name. The faulty
     /// VFS is the default VFS, whose main database files' syncs fail as
     /// [`FAULT`] says.
     fn paced_faulty_vfs() -> &'static str {
         static REGISTERED: OnceLock<()> = OnceLock::new();
         REGISTERED.get_or_init(|| {
-            // Registers the default VFS as `Inner`, which the faulty one wraps.
+            // Registers `unix` as `INNER`, which the faulty one wraps.
             paced_vfs().expect("registered");
-            // SAFETY: `Inner` is a registered VFS object.
-            let os_file = unsafe { (*Inner::inner()).szOsFile };
-            let faulty = Box::into_raw(Box::new(ffi::sqlite3_vfs {
-                xOpen: Some(faulty_open),
-                ..wrapping::<Inner>(c"litelane-faulty", os_file)
+            let unix = INNER.get().expect("registered").0;
+            // SAFETY: `unix` is a registered VFS object.
+            let faulty = Box::into_raw(Box::new(unsafe {
+                ffi::sqlite3_vfs {
+                    xOpen: Some(faulty_open),
+                    ..wrapping(c"litelane-faulty", (*unix).szOsFile, unix)
+                }
             }));
             // SAFETY: a fully initialized VFS object, leaked.
             let rc = unsafe { ffi::sqlite3_vfs_register(faulty, 0) };
             assert_eq!(rc, ffi::SQLITE_OK);
-            FAULTY_VFS.get_or_init(|| Inner(faulty));
-            assert!(register_over::<Faulty, false>(c"litelane-paced-faulty"));
-            assert!(register_over::<Faulty, true>(c"litelane-gather-faulty"));
+            assert!(register_over::<false>(faulty, c"litelane-paced-faulty"));
+            assert!(register_over::<true>(faulty, c"litelane-gather-faulty"));
         });
         "litelane-paced-faulty"
     }
@@ -917,13 +936,13 @@ mod tests {
     /// # Safety
     /// As the default VFS's `xOpen`, with a file object of its size.
     unsafe extern "C" fn faulty_open(
-        _: *mut ffi::sqlite3_vfs,
+        vfs: *mut ffi::sqlite3_vfs,
         name: *const c_char,
         file: *mut ffi::sqlite3_file,
         flags: c_int,
         out_flags: *mut c_int,
     ) -> c_int {
-        let rc = open_in(Inner::inner(), name, file, flags, out_flags);
+        let rc = open_in(inner_of(vfs), name, file, flags, out_flags);
         let main_db = flags & ffi::SQLITE_OPEN_MAIN_DB != 0;
         let wal = flags & ffi::SQLITE_OPEN_WAL != 0;
         if rc == ffi::SQLITE_OK && (main_db || wal) {
