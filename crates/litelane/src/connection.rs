@@ -600,6 +600,14 @@ mod tests {
             for role in [Role::Reader, Role::Checkpointer] {
                 assert_eq!(vfs_for(role, &plan, &gather_over, &file), Some("unix-none"));
             }
+            // Gathering over a gathering VFS is that VFS.
+            for own in ["litelane-gather", "litelane-gather+unix-none"] {
+                let named = Options {
+                    vfs: Some(own.into()),
+                    ..gather_over.clone()
+                };
+                assert_eq!(vfs_for(Role::Writer, &plan, &named, &file), Some(own));
+            }
             // A VFS nobody registered is left for SQLite to refuse by name.
             let unknown = Options {
                 vfs: Some("no-such-vfs".into()),

@@ -79,19 +79,32 @@ pub(crate) fn paced_vfs() -> Option<&'static str> {
 /// name, or `None` when `unix` is not the default VFS right now (see
 /// [`over_the_default`]) or registering failed.
 pub(crate) fn gathering_vfs() -> Option<&'static str> {
+    over_the_default(gathering_vfs_registered())
+}
+
+/// The gathering VFS over `unix`, registered once: its name.
+fn gathering_vfs_registered() -> Option<&'static str> {
     static REGISTERED: OnceLock<Option<&'static str>> = OnceLock::new();
-    over_the_default(*REGISTERED.get_or_init(|| register(Mode::Gather)))
+    *REGISTERED.get_or_init(|| register(Mode::Gather))
 }
 
 /// The gathering VFS over the registered VFS named `name` (see the module
 /// documentation), registered the first time it is asked for: its name
 /// (`litelane-gather+NAME`), or `None` when no VFS is named `name` or
-/// registering failed.
+/// registering failed. A gathering VFS is its own: gathering over one
+/// would hand it writes of many frames, whose commit frames it could not
+/// find.
 pub(crate) fn gathering_vfs_over(name: &str) -> Option<&'static str> {
     static OVER: Mutex<Vec<(String, &'static str)>> = Mutex::new(Vec::new());
     let mut over = lock(&OVER);
-    if let Some((_, gathering)) = over.iter().find(|(inner, _)| inner == name) {
+    if let Some((_, gathering)) = over
+        .iter()
+        .find(|(inner, gathering)| inner == name || *gathering == name)
+    {
         return Some(gathering);
+    }
+    if GATHER_NAME.to_str() == Ok(name) {
+        return gathering_vfs_registered();
     }
     let inner_name = std::ffi::CString::new(name).ok()?;
     disable_memstatus();
