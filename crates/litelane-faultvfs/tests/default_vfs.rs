@@ -67,6 +67,35 @@ fn writes_go_through(vfs: &FaultVfs, path: &Path, profile: Profile, when: &str) 
     assert_eq!(count(path), 40);
 }
 
+/// Opens an in-memory database while `vfs` is the default, attaches the
+/// file `path` to its writer and writes 40 rows of 1 KiB into it: SQLite
+/// opens an attached file in its connection's VFS, so `vfs` must have taken
+/// the file's writes (the in-memory database's VFS routes every other name
+/// to the default of the moment it opened).
+fn attached_file_goes_through(vfs: &FaultVfs, path: &Path, when: &str) {
+    let before = vfs.io_ops();
+    let db = Database::open_in_memory(Options::default()).unwrap();
+    let sql = format!("ATTACH '{}' AS a", path.display());
+    db.read_on_writer(|c| Ok(c.execute_batch(&sql)?)).unwrap();
+    db.write(|tx| {
+        tx.execute_batch("CREATE TABLE a.t(id INTEGER PRIMARY KEY, body TEXT)")?;
+        for i in 0..40 {
+            tx.execute(
+                "INSERT INTO a.t(body) VALUES (?1)",
+                [format!("{i:04}").repeat(256)],
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    drop(db);
+    assert!(
+        vfs.largest_write(FileKind::MainDb) > 0 && vfs.io_ops() > before,
+        "{when}: the writes of a file attached to an in-memory database bypassed the default VFS"
+    );
+    assert_eq!(count(path), 40);
+}
+
 #[test]
 fn a_program_s_default_vfs_takes_every_write_as_sqlite_makes_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -74,6 +103,7 @@ fn a_program_s_default_vfs_takes_every_write_as_sqlite_makes_it() {
     let first = FaultVfs::register().unwrap();
     make_default(first.name()).unwrap();
     writes_go_through(&first, &dir.path().join("first.db"), Profile::Safe, "first");
+    attached_file_goes_through(&first, &dir.path().join("first-attached.db"), "first");
 
     // With `unix` the default again, litelane's own VFSs are used...
     make_default("unix").unwrap();
@@ -81,12 +111,18 @@ fn a_program_s_default_vfs_takes_every_write_as_sqlite_makes_it() {
     let kept = Database::open(&own, Options::with_profile(Profile::Safe)).unwrap();
     write_rows(&kept, 40);
 
-    // ...until a program makes its VFS the default.
+    // ...until a program makes its VFS the default. Each shim stays
+    // registered: the in-memory databases' VFS over it routes to it.
+    let mut shims = Vec::new();
     for profile in [Profile::Safe, Profile::Balanced] {
+        make_default("unix").unwrap();
         let later = FaultVfs::register().unwrap();
         make_default(later.name()).unwrap();
         let path = dir.path().join(format!("later-{profile:?}.db"));
         writes_go_through(&later, &path, profile, "later");
+        let attached = dir.path().join(format!("later-{profile:?}-attached.db"));
+        attached_file_goes_through(&later, &attached, "later");
+        shims.push(later);
     }
     // The database opened in between keeps its VFS and works beside them.
     write_rows(&kept, 40);

@@ -1,21 +1,25 @@
 //! The VFS of in-memory databases: SQLite's `memdb` for the names litelane
-//! gives them, the default VFS for every other file (`ATTACH`).
+//! gives them, the default VFS of the moment the connection opened for
+//! every other file (`ATTACH`).
 
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr, CString};
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{delete_in, open_in, wrapping};
+use super::vfs_forward::{delete_in, inner_of, open_in, wrapping};
+use crate::unpoisoned::lock;
 
 /// The prefixes of the names litelane gives its in-memory databases
 /// (`connection.rs`): the only files [`memory_vfs`] opens in `memdb`.
 pub(crate) const MEMORY_NAME_PREFIXES: [&str; 2] = ["/litelane-mem-", "/litelane-uri-"];
 
-/// The VFS litelane opens its in-memory databases with, registered once:
-/// named `litelane-memdb`, or `None` when SQLite has no `memdb`.
+/// The VFS litelane opens an in-memory database with: a routing VFS over
+/// the process's default VFS at this moment, registered the first time that
+/// VFS is the default (`litelane-memdb` over the first, then
+/// `litelane-memdb+NAME`), or `None` when SQLite has no `memdb`.
 ///
 /// An in-memory database opened in `memdb` (`file:/name?vfs=memdb`) makes
 /// `memdb` the VFS of its connection, and SQLite opens every database the
@@ -23,29 +27,12 @@ pub(crate) const MEMORY_NAME_PREFIXES: [&str; 2] = ["/litelane-mem-", "/litelane
 /// an empty in-memory database named `app.db` instead of the file (the
 /// standard library's `:memory:` connections attach files). This VFS sends
 /// the names litelane gives its in-memory databases
-/// ([`MEMORY_NAME_PREFIXES`]) to `memdb` and every other name to the
-/// default VFS, so that attached files are files.
+/// ([`MEMORY_NAME_PREFIXES`]) to `memdb` and every other name to the VFS
+/// that was the default when the connection opened, as SQLite opens an
+/// attached file in the VFS its connection opened with: a program that
+/// makes its own VFS the default (an encrypting one) has its attached
+/// files written through it, whenever it made it the default.
 pub(crate) fn memory_vfs() -> Option<&'static str> {
-    static NAME: OnceLock<Option<&'static str>> = OnceLock::new();
-    *NAME.get_or_init(register_memory_vfs)
-}
-
-/// `memdb` and the default VFS, for the routing VFS's methods.
-struct MemoryVfs {
-    memdb: *mut ffi::sqlite3_vfs,
-    default: *mut ffi::sqlite3_vfs,
-}
-
-// SAFETY: the two pointers are to VFS objects SQLite keeps for the life of
-// the process; their methods may be called from any thread.
-unsafe impl Send for MemoryVfs {}
-unsafe impl Sync for MemoryVfs {}
-
-static MEMORY_VFS: OnceLock<MemoryVfs> = OnceLock::new();
-
-fn register_memory_vfs() -> Option<&'static str> {
-    const NAME: &std::ffi::CStr = c"litelane-memdb";
-    // The memory statistics are set before SQLite initializes (below).
     disable_memstatus();
     // SAFETY: sqlite3_vfs_find initializes SQLite if needed and returns a
     // registered VFS (which lives as long as the process) or NULL.
@@ -58,10 +45,25 @@ fn register_memory_vfs() -> Option<&'static str> {
     if memdb.is_null() || default.is_null() {
         return None;
     }
-    let vfs = MEMORY_VFS.get_or_init(|| MemoryVfs { memdb, default });
-    // SAFETY: both are valid VFS objects (checked non-null above).
-    let (m, d) = unsafe { (&*vfs.memdb, &*vfs.default) };
-    // SAFETY: `vfs.default` is a registered VFS object.
+    let _ = MEMDB.set(Vfs(memdb));
+    static OVER: Mutex<Vec<(Vfs, &'static str)>> = Mutex::new(Vec::new());
+    let mut over = lock(&OVER);
+    if let Some((_, routing)) = over.iter().find(|(d, _)| d.0 == default) {
+        return Some(routing);
+    }
+    let name: &'static CStr = if over.is_empty() {
+        c"litelane-memdb"
+    } else {
+        // SAFETY: a registered VFS's name is a NUL-terminated string that
+        // lives as long as the VFS.
+        let default_name = unsafe { CStr::from_ptr((*default).zName) };
+        let name = format!("litelane-memdb+{}", default_name.to_string_lossy());
+        // Leaked, as the VFS object that points at it.
+        Box::leak(CString::new(name).ok()?.into_boxed_c_str())
+    };
+    // SAFETY: both are registered VFS objects (checked non-null above).
+    let (m, d) = unsafe { (&*memdb, &*default) };
+    // SAFETY: `default` is a registered VFS object.
     let routing = Box::new(ffi::sqlite3_vfs {
         // A file object is made by one of the two: room for either.
         szOsFile: m.szOsFile.max(d.szOsFile),
@@ -71,13 +73,30 @@ fn register_memory_vfs() -> Option<&'static str> {
         xAccess: Some(memory_vfs_access),
         xFullPathname: Some(memory_vfs_full_pathname),
         // The rest as the default VFS does them (memdb hands them to it).
-        ..unsafe { wrapping(NAME, 0, vfs.default) }
+        ..unsafe { wrapping(name, 0, default) }
     });
     // SAFETY: a fully initialized VFS object, leaked: connections keep
     // pointers to it for as long as they live.
     let rc = unsafe { ffi::sqlite3_vfs_register(Box::into_raw(routing), 0) };
-    (rc == ffi::SQLITE_OK).then_some("litelane-memdb")
+    if rc != ffi::SQLITE_OK {
+        return None;
+    }
+    let name = name.to_str().ok()?;
+    over.push((Vfs(default), name));
+    Some(name)
 }
+
+/// A registered VFS object, which SQLite keeps for the life of the process.
+#[derive(Clone, Copy)]
+struct Vfs(*mut ffi::sqlite3_vfs);
+
+// SAFETY: the pointer is to a VFS object SQLite keeps for the life of the
+// process; its methods may be called from any thread.
+unsafe impl Send for Vfs {}
+unsafe impl Sync for Vfs {}
+
+/// SQLite's `memdb`, for the routing VFSs' methods.
+static MEMDB: OnceLock<Vfs> = OnceLock::new();
 
 /// True for a name litelane gave one of its in-memory databases.
 ///
@@ -96,13 +115,15 @@ unsafe fn is_memory_name(name: *const std::ffi::c_char) -> bool {
 /// The VFS that handles `name`.
 ///
 /// # Safety
-/// As [`is_memory_name`]; the routing VFS is registered.
-unsafe fn route(name: *const std::ffi::c_char) -> *mut ffi::sqlite3_vfs {
-    let vfs = MEMORY_VFS.get().expect("registered before use");
+/// As [`is_memory_name`]; `routing` is one of [`memory_vfs`]'s VFSs.
+unsafe fn route(
+    routing: *mut ffi::sqlite3_vfs,
+    name: *const std::ffi::c_char,
+) -> *mut ffi::sqlite3_vfs {
     if is_memory_name(name) {
-        vfs.memdb
+        MEMDB.get().expect("found before any routing VFS").0
     } else {
-        vfs.default
+        inner_of(routing)
     }
 }
 
@@ -115,39 +136,39 @@ unsafe fn route(name: *const std::ffi::c_char) -> *mut ffi::sqlite3_vfs {
 // used here).
 
 unsafe extern "C" fn memory_vfs_open(
-    _: *mut ffi::sqlite3_vfs,
+    routing: *mut ffi::sqlite3_vfs,
     name: *const std::ffi::c_char,
     file: *mut ffi::sqlite3_file,
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    open_in(route(name), name, file, flags, out_flags)
+    open_in(route(routing, name), name, file, flags, out_flags)
 }
 
 unsafe extern "C" fn memory_vfs_delete(
-    _: *mut ffi::sqlite3_vfs,
+    routing: *mut ffi::sqlite3_vfs,
     name: *const std::ffi::c_char,
     sync_dir: c_int,
 ) -> c_int {
-    delete_in(route(name), name, sync_dir)
+    delete_in(route(routing, name), name, sync_dir)
 }
 
 unsafe extern "C" fn memory_vfs_access(
-    _: *mut ffi::sqlite3_vfs,
+    routing: *mut ffi::sqlite3_vfs,
     name: *const std::ffi::c_char,
     flags: c_int,
     out: *mut c_int,
 ) -> c_int {
-    let vfs = route(name);
+    let vfs = route(routing, name);
     ((*vfs).xAccess.expect("xAccess"))(vfs, name, flags, out)
 }
 
 unsafe extern "C" fn memory_vfs_full_pathname(
-    _: *mut ffi::sqlite3_vfs,
+    routing: *mut ffi::sqlite3_vfs,
     name: *const std::ffi::c_char,
     n_out: c_int,
     out: *mut std::ffi::c_char,
 ) -> c_int {
-    let vfs = route(name);
+    let vfs = route(routing, name);
     ((*vfs).xFullPathname.expect("xFullPathname"))(vfs, name, n_out, out)
 }
