@@ -110,16 +110,21 @@ pub(crate) fn register(shared: Arc<Shared>) -> Result<String, String> {
         xDelete: Some(x_delete),
         xAccess: Some(x_access),
         xFullPathname: Some(x_full_pathname),
-        // The unix VFS's remaining methods ignore their VFS argument.
-        xDlOpen: real_ref.xDlOpen,
-        xDlError: real_ref.xDlError,
-        xDlSym: real_ref.xDlSym,
-        xDlClose: real_ref.xDlClose,
-        xRandomness: real_ref.xRandomness,
-        xSleep: real_ref.xSleep,
-        xCurrentTime: real_ref.xCurrentTime,
-        xGetLastError: real_ref.xGetLastError,
-        xCurrentTimeInt64: real_ref.xCurrentTimeInt64,
+        // The remaining methods are the real VFS's, called with the real
+        // VFS (which may be a wrapper that reads its own `pAppData`).
+        xDlOpen: real_ref.xDlOpen.and(Some(x_dl_open)),
+        xDlError: real_ref.xDlError.and(Some(x_dl_error)),
+        xDlSym: real_ref.xDlSym.and(Some(x_dl_sym)),
+        xDlClose: real_ref.xDlClose.and(Some(x_dl_close)),
+        xRandomness: real_ref.xRandomness.and(Some(x_randomness)),
+        xSleep: real_ref.xSleep.and(Some(x_sleep)),
+        xCurrentTime: real_ref.xCurrentTime.and(Some(x_current_time)),
+        xGetLastError: real_ref.xGetLastError.and(Some(x_get_last_error)),
+        xCurrentTimeInt64: if real_ref.iVersion >= 2 {
+            real_ref.xCurrentTimeInt64.and(Some(x_current_time_int64))
+        } else {
+            None
+        },
         xSetSystemCall: None,
         xGetSystemCall: None,
         xNextSystemCall: None,
@@ -251,6 +256,60 @@ unsafe extern "C" fn x_access(
     let d = data(vfs);
     let f = (*d.real).xAccess.expect("the default VFS has xAccess");
     f(d.real, name, flags, out)
+}
+
+// The real VFS's methods that take no file, each present only when the real
+// one has it (see `register`), called with the real VFS.
+// SAFETY (all of them): `vfs` is our VFS; the arguments are as SQLite passes
+// them, handed on unchanged.
+
+unsafe extern "C" fn x_dl_open(vfs: *mut sqlite3_vfs, name: *const c_char) -> *mut c_void {
+    let real = data(vfs).real;
+    ((*real).xDlOpen.expect("checked at registration"))(real, name)
+}
+
+unsafe extern "C" fn x_dl_error(vfs: *mut sqlite3_vfs, n: c_int, out: *mut c_char) {
+    let real = data(vfs).real;
+    ((*real).xDlError.expect("checked at registration"))(real, n, out)
+}
+
+unsafe extern "C" fn x_dl_sym(
+    vfs: *mut sqlite3_vfs,
+    handle: *mut c_void,
+    symbol: *const c_char,
+) -> Option<unsafe extern "C" fn(*mut sqlite3_vfs, *mut c_void, *const c_char)> {
+    let real = data(vfs).real;
+    ((*real).xDlSym.expect("checked at registration"))(real, handle, symbol)
+}
+
+unsafe extern "C" fn x_dl_close(vfs: *mut sqlite3_vfs, handle: *mut c_void) {
+    let real = data(vfs).real;
+    ((*real).xDlClose.expect("checked at registration"))(real, handle)
+}
+
+unsafe extern "C" fn x_randomness(vfs: *mut sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    let real = data(vfs).real;
+    ((*real).xRandomness.expect("checked at registration"))(real, n, out)
+}
+
+unsafe extern "C" fn x_sleep(vfs: *mut sqlite3_vfs, micros: c_int) -> c_int {
+    let real = data(vfs).real;
+    ((*real).xSleep.expect("checked at registration"))(real, micros)
+}
+
+unsafe extern "C" fn x_current_time(vfs: *mut sqlite3_vfs, out: *mut f64) -> c_int {
+    let real = data(vfs).real;
+    ((*real).xCurrentTime.expect("checked at registration"))(real, out)
+}
+
+unsafe extern "C" fn x_get_last_error(vfs: *mut sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    let real = data(vfs).real;
+    ((*real).xGetLastError.expect("checked at registration"))(real, n, out)
+}
+
+unsafe extern "C" fn x_current_time_int64(vfs: *mut sqlite3_vfs, out: *mut sqlite3_int64) -> c_int {
+    let real = data(vfs).real;
+    ((*real).xCurrentTimeInt64.expect("checked at registration"))(real, out)
 }
 
 unsafe extern "C" fn x_full_pathname(

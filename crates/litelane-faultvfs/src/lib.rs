@@ -343,6 +343,13 @@ impl FaultVfs {
         self.shared.is_cut()
     }
 
+    /// Unregisters the shim, as a program may unregister its VFS while
+    /// other code's VFSs wrap it: connections already open keep using it,
+    /// and its counters stay readable. Dropping it unregisters it too.
+    pub fn unregister(&self) {
+        ffi::unregister(&self.name);
+    }
+
     /// The report of the cut, once it happened.
     pub fn cut_report(&self) -> Option<CutReport> {
         self.shared.report()
