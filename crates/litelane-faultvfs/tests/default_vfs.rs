@@ -124,6 +124,43 @@ fn a_program_s_default_vfs_takes_every_write_as_sqlite_makes_it() {
         attached_file_goes_through(&later, &attached, "later");
         shims.push(later);
     }
+    // A program unregisters its default VFS (a program may then free it)
+    // while litelane's in-memory databases' VFS over it stays registered,
+    // which SQLite then makes the default: files open in `unix`, as they
+    // would have without litelane, never in the unregistered VFS.
+    make_default("unix").unwrap();
+    let gone = FaultVfs::register().unwrap();
+    make_default(gone.name()).unwrap();
+    attached_file_goes_through(&gone, &dir.path().join("gone-attached.db"), "gone");
+    gone.unregister();
+    let ops = gone.io_ops();
+    let plain = dir.path().join("plain.db");
+    rusqlite::Connection::open(&plain)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    assert_eq!(count(&plain), 1);
+    let db = Database::open_in_memory(Options::default()).unwrap();
+    let attached = dir.path().join("after-gone.db");
+    let sql = format!("ATTACH '{}' AS a", attached.display());
+    db.read_on_writer(|c| Ok(c.execute_batch(&sql)?)).unwrap();
+    db.write(|tx| Ok(tx.execute_batch("CREATE TABLE a.t(x); INSERT INTO a.t VALUES (1);")?))
+        .unwrap();
+    drop(db);
+    assert_eq!(count(&attached), 1);
+    assert_eq!(
+        gone.io_ops(),
+        ops,
+        "files opened after their VFS was unregistered went through it"
+    );
+    // ...and a VFS the program registers next, over that default, gets
+    // every write.
+    let next = FaultVfs::register().unwrap();
+    make_default(next.name()).unwrap();
+    writes_go_through(&next, &dir.path().join("next.db"), Profile::Safe, "next");
+    attached_file_goes_through(&next, &dir.path().join("next-attached.db"), "next");
+    shims.push(next);
+
     // The database opened in between keeps its VFS and works beside them.
     write_rows(&kept, 40);
     drop(kept);

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use rusqlite::ffi;
 
 use super::sqlite::disable_memstatus;
-use super::vfs_forward::{delete_in, inner_of, open_in, wrapping};
+use super::vfs_forward::{delete_in, open_in, wrapping};
 use crate::unpoisoned::lock;
 
 /// The prefixes of the names litelane gives its in-memory databases
@@ -46,44 +46,108 @@ pub(crate) fn memory_vfs() -> Option<&'static str> {
         return None;
     }
     let _ = MEMDB.set(Vfs(memdb));
-    static OVER: Mutex<Vec<(Vfs, &'static str)>> = Mutex::new(Vec::new());
+    // SAFETY: a registered VFS's name is a NUL-terminated string that lives
+    // as long as the VFS; it is copied here.
+    let default_name = unsafe { CStr::from_ptr((*default).zName) }.to_owned();
+    static OVER: Mutex<Vec<&'static RoutingVfs>> = Mutex::new(Vec::new());
     let mut over = lock(&OVER);
-    if let Some((_, routing)) = over.iter().find(|(d, _)| d.0 == default) {
-        return Some(routing);
+    // The default may be one of these (its VFS was unregistered): it
+    // routes as it is.
+    if let Some(routing) = over
+        .iter()
+        .find(|r| ptr::eq(&r.base, default) || (r.files == default && r.files_name == default_name))
+    {
+        return routing.name();
     }
     let name: &'static CStr = if over.is_empty() {
         c"litelane-memdb"
     } else {
-        // SAFETY: a registered VFS's name is a NUL-terminated string that
-        // lives as long as the VFS.
-        let default_name = unsafe { CStr::from_ptr((*default).zName) };
-        let name = format!("litelane-memdb+{}", default_name.to_string_lossy());
+        let name = format!(
+            "litelane-memdb{}+{}",
+            over.len() + 1,
+            default_name.to_string_lossy()
+        );
         // Leaked, as the VFS object that points at it.
         Box::leak(CString::new(name).ok()?.into_boxed_c_str())
     };
     // SAFETY: both are registered VFS objects (checked non-null above).
     let (m, d) = unsafe { (&*memdb, &*default) };
-    // SAFETY: `default` is a registered VFS object.
-    let routing = Box::new(ffi::sqlite3_vfs {
-        // A file object is made by one of the two: room for either.
-        szOsFile: m.szOsFile.max(d.szOsFile),
-        mxPathname: m.mxPathname.max(d.mxPathname),
-        xOpen: Some(memory_vfs_open),
-        xDelete: Some(memory_vfs_delete),
-        xAccess: Some(memory_vfs_access),
-        xFullPathname: Some(memory_vfs_full_pathname),
-        // The rest as the default VFS does them (memdb hands them to it).
-        ..unsafe { wrapping(name, 0, default) }
+    let routing = Box::new(RoutingVfs {
+        // SAFETY: `memdb` is a registered VFS object.
+        base: ffi::sqlite3_vfs {
+            // A file object is made by memdb or the default: room for either.
+            szOsFile: m.szOsFile.max(d.szOsFile),
+            mxPathname: m.mxPathname.max(d.mxPathname),
+            xOpen: Some(memory_vfs_open),
+            xDelete: Some(memory_vfs_delete),
+            xAccess: Some(memory_vfs_access),
+            xFullPathname: Some(memory_vfs_full_pathname),
+            // The rest (time, randomness, sleep) as memdb does them: it
+            // hands them to SQLite's own default, which outlives the
+            // program's VFS.
+            ..unsafe { wrapping(name, 0, memdb) }
+        },
+        files: default,
+        files_name: default_name,
     });
-    // SAFETY: a fully initialized VFS object, leaked: connections keep
-    // pointers to it for as long as they live.
-    let rc = unsafe { ffi::sqlite3_vfs_register(Box::into_raw(routing), 0) };
+    // Leaked: connections keep pointers to it for as long as they live.
+    let routing: &'static RoutingVfs = Box::leak(routing);
+    // SAFETY: a fully initialized VFS object that lives as long as the
+    // process. SQLite only reads it (the `*mut` is its API's).
+    let rc = unsafe { ffi::sqlite3_vfs_register(ptr::from_ref(&routing.base).cast_mut(), 0) };
     if rc != ffi::SQLITE_OK {
         return None;
     }
-    let name = name.to_str().ok()?;
-    over.push((Vfs(default), name));
-    Some(name)
+    over.push(routing);
+    routing.name()
+}
+
+/// One of [`memory_vfs`]'s VFSs: the VFS object SQLite calls (first, so
+/// that a pointer to it is a pointer to this), and the VFS it opens files
+/// in, which the program may unregister.
+#[repr(C)]
+struct RoutingVfs {
+    base: ffi::sqlite3_vfs,
+    /// The default VFS when this one was registered.
+    files: *mut ffi::sqlite3_vfs,
+    /// Its name, copied: `files` may be freed once unregistered.
+    files_name: CString,
+}
+
+// SAFETY: the pointers are to VFS objects (this one lives for the process;
+// `files` is only used while SQLite still has it registered, see
+// `RoutingVfs::files`); their methods may be called from any thread.
+unsafe impl Send for RoutingVfs {}
+unsafe impl Sync for RoutingVfs {}
+
+impl RoutingVfs {
+    fn name(&self) -> Option<&'static str> {
+        // SAFETY: `zName` is a leaked or static C string.
+        unsafe { CStr::from_ptr(self.base.zName) }.to_str().ok()
+    }
+
+    /// The VFS files that are not litelane's in-memory databases open in:
+    /// the default VFS of the moment this one was registered while SQLite
+    /// still has it registered. A program may unregister its VFS (and free
+    /// it) while this one stays registered, and this one then becomes the
+    /// default VFS if it stood second in SQLite's list; files then open in
+    /// SQLite's `unix` VFS when its file objects fit this VFS's, as they
+    /// would have without litelane. NULL when there is no such VFS.
+    fn files(&self) -> *mut ffi::sqlite3_vfs {
+        // SAFETY: sqlite3_vfs_find returns a registered VFS object or NULL;
+        // only its address is compared.
+        unsafe {
+            if ffi::sqlite3_vfs_find(self.files_name.as_ptr()) == self.files {
+                return self.files;
+            }
+            let unix = ffi::sqlite3_vfs_find(c"unix".as_ptr());
+            if !unix.is_null() && (*unix).szOsFile <= self.base.szOsFile {
+                unix
+            } else {
+                ptr::null_mut()
+            }
+        }
+    }
 }
 
 /// A registered VFS object, which SQLite keeps for the life of the process.
@@ -112,7 +176,8 @@ unsafe fn is_memory_name(name: *const std::ffi::c_char) -> bool {
         .any(|p| bytes.starts_with(p.as_bytes()))
 }
 
-/// The VFS that handles `name`.
+/// The VFS that handles `name`, or NULL when none can (see
+/// [`RoutingVfs::files`]).
 ///
 /// # Safety
 /// As [`is_memory_name`]; `routing` is one of [`memory_vfs`]'s VFSs.
@@ -123,7 +188,7 @@ unsafe fn route(
     if is_memory_name(name) {
         MEMDB.get().expect("found before any routing VFS").0
     } else {
-        inner_of(routing)
+        (*routing.cast::<RoutingVfs>()).files()
     }
 }
 
@@ -142,7 +207,10 @@ unsafe extern "C" fn memory_vfs_open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    open_in(route(routing, name), name, file, flags, out_flags)
+    match route(routing, name) {
+        vfs if vfs.is_null() => ffi::SQLITE_CANTOPEN,
+        vfs => open_in(vfs, name, file, flags, out_flags),
+    }
 }
 
 unsafe extern "C" fn memory_vfs_delete(
@@ -150,7 +218,10 @@ unsafe extern "C" fn memory_vfs_delete(
     name: *const std::ffi::c_char,
     sync_dir: c_int,
 ) -> c_int {
-    delete_in(route(routing, name), name, sync_dir)
+    match route(routing, name) {
+        vfs if vfs.is_null() => ffi::SQLITE_IOERR_DELETE,
+        vfs => delete_in(vfs, name, sync_dir),
+    }
 }
 
 unsafe extern "C" fn memory_vfs_access(
@@ -159,8 +230,10 @@ unsafe extern "C" fn memory_vfs_access(
     flags: c_int,
     out: *mut c_int,
 ) -> c_int {
-    let vfs = route(routing, name);
-    ((*vfs).xAccess.expect("xAccess"))(vfs, name, flags, out)
+    match route(routing, name) {
+        vfs if vfs.is_null() => ffi::SQLITE_IOERR_ACCESS,
+        vfs => ((*vfs).xAccess.expect("xAccess"))(vfs, name, flags, out),
+    }
 }
 
 unsafe extern "C" fn memory_vfs_full_pathname(
@@ -169,6 +242,8 @@ unsafe extern "C" fn memory_vfs_full_pathname(
     n_out: c_int,
     out: *mut std::ffi::c_char,
 ) -> c_int {
-    let vfs = route(routing, name);
-    ((*vfs).xFullPathname.expect("xFullPathname"))(vfs, name, n_out, out)
+    match route(routing, name) {
+        vfs if vfs.is_null() => ffi::SQLITE_CANTOPEN,
+        vfs => ((*vfs).xFullPathname.expect("xFullPathname"))(vfs, name, n_out, out),
+    }
 }
