@@ -5,6 +5,7 @@ mod common;
 
 mod import;
 mod import_hostile;
+mod import_new_db;
 mod import_recurring;
 mod import_resume;
 mod import_sniff;

@@ -82,7 +82,7 @@ pub(crate) fn run_all(
     crate::read::guard::check_directory(&args.db)?;
     let owned = match shared {
         Some(_) => None,
-        None => Some(super::open_db(&args)?),
+        None => Some(super::open_db(&args.db, args.profile)?),
     };
     let journal_before = super::journal_mode_to_restore(owned.as_ref());
     let db = shared.or(owned.as_ref()).expect("opened above");

@@ -16,6 +16,7 @@
 //! Output paths, the per-table lock and reserved names are checked first
 //! ([`guard`]). See `docs/import.md`.
 
+mod aside;
 pub mod feed;
 pub mod files;
 pub mod rejects;
@@ -89,7 +90,10 @@ pub struct Outcome {
 /// `options.db` with the import's own engine options (`options.profile`,
 /// one reader), telling `progress` how it goes. Several files
 /// (`options.more`, or a glob pattern) are imported one after the other
-/// into one table. A bad input, option or table is an [`Error`] of kind
+/// into one table. A database that does not exist yet is written aside and
+/// linked into place when it is complete (one transaction under `safe` or
+/// `balanced`; `docs/import.md`, "A new database is written once"). A bad
+/// input, option or table is an [`Error`] of kind
 /// [`ErrorKind::Input`](crate::ErrorKind::Input) naming the file and line
 /// where known.
 pub fn run(options: ImportOptions, progress: &mut dyn Caller) -> Result<Outcome, Error> {
@@ -132,15 +136,15 @@ fn run_with(
     Ok(Outcome { status, summary })
 }
 
-/// The engine options of an import's database.
-fn open_db(args: &FileArgs) -> Result<Database, Error> {
+/// The database at `path`, opened with an import's engine options.
+fn open_db(path: &Path, profile: litelane::Profile) -> Result<Database, Error> {
     let opts = Options {
-        profile: args.profile,
+        profile,
         readers: 1,
         async_threads: 1,
         ..Options::default()
     };
-    Ok(Database::open(&args.db, opts)?)
+    Ok(Database::open(path, opts)?)
 }
 
 /// One file into the database `shared` holds open (several files in one
@@ -199,13 +203,23 @@ fn run_in(
     }
     guard::check_directory(&args.db)?;
     let _lock = guard::lock(&args.db, &table)?;
-    let owned = match shared {
+    // A database the import creates is written aside (`aside.rs`), without
+    // a WAL (the `fast` profile's journal), and linked into place at the end.
+    let aside = match shared {
         Some(_) => None,
-        None => Some(open_db(&args)?),
+        None => aside::Aside::for_import(&args, &table)?,
     };
-    let journal_before = journal_mode_to_restore(owned.as_ref());
+    let owned = match (shared, &aside) {
+        (Some(_), _) => None,
+        (None, Some(a)) => Some(open_db(a.path(), litelane::Profile::Fast)?),
+        (None, None) => Some(open_db(&args.db, args.profile)?),
+    };
+    let journal_before = match aside {
+        Some(_) => None,
+        None => journal_mode_to_restore(owned.as_ref()),
+    };
     let db = shared.or(owned.as_ref()).expect("opened above");
-    let result = import(&args, db, &table, input, start, progress);
+    let result = import(&args, db, &table, input, aside.is_none(), progress);
     drop(owned);
     if let Some(mode) = journal_before {
         if let Err(e) = restore_journal_mode(&args.db, &mode) {
@@ -215,7 +229,40 @@ fn run_in(
             });
         }
     }
-    result
+    let mut loaded = match result? {
+        Imported::Ended(status) => return Ok(status),
+        Imported::Loaded(loaded) => loaded,
+    };
+    if let Some(aside) = &aside {
+        loaded.wal = Some(match aside.publish(&args)? {
+            true => truncate_wal(&args.db),
+            false => WalAfter::Truncated,
+        });
+    }
+    Ok(report(&args, *loaded, start, progress))
+}
+
+/// How [`import`] ended.
+enum Imported {
+    /// Before any row was stored, or stopped: the exit status.
+    Ended(i32),
+    /// With its rows stored: what remains to report.
+    Loaded(Box<Loaded>),
+}
+
+/// What an import that stored its rows tells the caller.
+struct Loaded {
+    plan: Plan,
+    table: String,
+    display: String,
+    rejects_path: Option<String>,
+    counts: feed::Counts,
+    /// Per column: values kept as written (they did not fit its type).
+    kept: Vec<u64>,
+    null_counts: feed::NullCounts,
+    /// What became of the WAL; `None` until the database written aside is
+    /// in place.
+    wal: Option<WalAfter>,
 }
 
 /// What became of the WAL after an import.
@@ -335,27 +382,29 @@ fn source_key(source: &str) -> String {
 }
 
 /// The import proper, on an open database: prepare (fresh or resumed), run
-/// the parser thread and the sink, and report. Returns the exit status.
+/// the parser thread and the sink, and (when `truncate`) copy the WAL into
+/// the database and truncate it. What is left to report is reported by
+/// [`report`].
 fn import(
     args: &FileArgs,
     db: &Database,
     table: &str,
     input: source::Input,
-    start: Instant,
+    truncate: bool,
     caller: &mut dyn Caller,
-) -> Result<i32, Error> {
+) -> Result<Imported, Error> {
     let bytes_read = Arc::clone(&input.bytes_read);
     let size = input.size;
     let display = input.display.clone();
     let Some(prepared) = prepare(args, db, table, input, caller)? else {
-        return Ok(EXIT_OK);
+        return Ok(Imported::Ended(EXIT_OK));
     };
     if caller.should_stop() {
         say::stopped(
             caller,
             "interrupted (Ctrl-C) before any row was written; nothing was committed",
         );
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(Imported::Ended(EXIT_INTERRUPTED));
     }
     let (table, plan) = (prepared.table, prepared.plan);
     caller.start(size);
@@ -375,18 +424,44 @@ fn import(
     let sink = sink(args, db, &table, &plan, parts, caller, &display);
     let loaded = sink.run(rx);
     let Some((counts, kept, null_counts)) = rows_loaded(loaded, parser, caller)? else {
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(Imported::Ended(EXIT_INTERRUPTED));
     };
-    let wal = truncate_wal(&args.db);
+    let wal = truncate.then(|| truncate_wal(&args.db));
+    Ok(Imported::Loaded(Box::new(Loaded {
+        plan,
+        table,
+        display,
+        rejects_path,
+        counts,
+        kept,
+        null_counts,
+        wal,
+    })))
+}
+
+/// Tells the caller what an import that stored its rows did, and returns
+/// its exit status.
+fn report(args: &FileArgs, loaded: Loaded, start: Instant, caller: &mut dyn Caller) -> i32 {
+    let Loaded {
+        plan,
+        table,
+        display,
+        rejects_path,
+        counts,
+        kept,
+        null_counts,
+        wal,
+    } = loaded;
+    let wal = wal.expect("the WAL's outcome is known once the database is in place");
     let done = Finished::new(counts, kept, null_counts, wal, start);
     let rejects = rejects_path.as_deref();
     say_finished(args, &plan, &table, &display, &done, rejects, caller);
     files::emit(args, Summary::File(summary(args, &plan, &table, &done)));
-    Ok(if done.counts.rejected > 0 {
+    if done.counts.rejected > 0 {
         EXIT_REJECTS
     } else {
         EXIT_OK
-    })
+    }
 }
 
 /// What the sniffer decided (header, preamble, dialect) and why: said
