@@ -442,21 +442,14 @@ fn import(
 /// Tells the caller what an import that stored its rows did, and returns
 /// its exit status.
 fn report(args: &FileArgs, loaded: Loaded, start: Instant, caller: &mut dyn Caller) -> i32 {
-    let Loaded {
-        plan,
-        table,
-        display,
-        rejects_path,
-        counts,
-        kept,
-        null_counts,
-        wal,
-    } = loaded;
-    let wal = wal.expect("the WAL's outcome is known once the database is in place");
-    let done = Finished::new(counts, kept, null_counts, wal, start);
-    let rejects = rejects_path.as_deref();
-    say_finished(args, &plan, &table, &display, &done, rejects, caller);
-    files::emit(args, Summary::File(summary(args, &plan, &table, &done)));
+    let wal = loaded
+        .wal
+        .expect("the WAL's outcome is known once the database is in place");
+    let done = Finished::new(loaded.counts, loaded.kept, loaded.null_counts, wal, start);
+    let (plan, table) = (&loaded.plan, &loaded.table);
+    let rejects = loaded.rejects_path.as_deref();
+    say_finished(args, plan, table, &loaded.display, &done, rejects, caller);
+    files::emit(args, Summary::File(summary(args, plan, table, &done)));
     if done.counts.rejected > 0 {
         EXIT_REJECTS
     } else {
