@@ -318,7 +318,9 @@ fn statistics(s: &Stats, db: &str) -> Option<Finding> {
 }
 
 /// Files litelane leaves beside the database only when a run of it was
-/// killed: an import's lock file (`DB.litelane-import-HASH.lock`) and a
+/// killed: an import's lock file (`DB.litelane-import-HASH.lock`), the
+/// database a killed import was writing aside (`DB.litelane-import-HASH.importing`,
+/// stale when its table's lock file is not held), and a
 /// recover's working directory (`.litelane-recover-*`, made beside its
 /// output; those in the database's directory are looked at), each reported
 /// only when no running litelane holds its lock (probed with a shared lock,
@@ -357,6 +359,26 @@ pub fn leftovers(db: &std::path::Path) -> Vec<Finding> {
                 message: format!(
                     "{shown} is the lock file of an import that was killed (no import holds \
                      it): harmless, but nothing uses it"
+                ),
+                sql: None,
+                command: format!("rm -- {}", shell_quote(&shown)),
+            });
+        } else if let Some(table) = name
+            .strip_prefix(&lock_prefix)
+            .and_then(|n| n.strip_suffix(".importing"))
+        {
+            let lock = dir.join(format!("{lock_prefix}{table}.lock"));
+            if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) || held(&lock) {
+                continue;
+            }
+            let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+            out.push(Finding {
+                check: "stale_import_aside".into(),
+                severity: "warning",
+                message: format!(
+                    "{shown} ({}) is the database an import that was killed was writing aside \
+                     (no import of its table is running): nothing uses it, remove it",
+                    human_bytes(bytes)
                 ),
                 sql: None,
                 command: format!("rm -- {}", shell_quote(&shown)),

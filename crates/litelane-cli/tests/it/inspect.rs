@@ -226,6 +226,16 @@ fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
     let running = d.path().join("h.db.litelane-import-fedcba9876543210.lock");
     let held = std::fs::File::create(&running).unwrap();
     assert!(fs4::fs_std::FileExt::try_lock_exclusive(&held).unwrap());
+    // A killed import's database aside is stale; a running import's (its
+    // lock file held) is not.
+    let aside = d
+        .path()
+        .join("h.db.litelane-import-0123456789abcdef.importing");
+    std::fs::write(&aside, vec![0u8; 8192]).unwrap();
+    let running_aside = d
+        .path()
+        .join("h.db.litelane-import-fedcba9876543210.importing");
+    std::fs::write(&running_aside, b"").unwrap();
     let scratch = d.path().join(".litelane-recover-12345");
     std::fs::create_dir(&scratch).unwrap();
     std::fs::write(scratch.join("work.db"), vec![0u8; 4096]).unwrap();
@@ -245,6 +255,9 @@ fn doctor_reports_what_killed_runs_left_and_an_oversized_wal() {
     let locks = of("stale_import_lock");
     assert_eq!(locks.len(), 1, "{r}");
     assert!(locks[0].starts_with("rm -- ") && locks[0].contains("0123456789abcdef"));
+    let asides = of("stale_import_aside");
+    assert_eq!(asides.len(), 1, "{r}");
+    assert!(asides[0].starts_with("rm -- ") && asides[0].contains("0123456789abcdef.importing"));
     let dirs = of("stale_recover_dir");
     assert_eq!(dirs.len(), 1, "{r}");
     assert!(dirs[0].starts_with("rm -r -- ") && dirs[0].contains(".litelane-recover-12345"));
