@@ -220,3 +220,48 @@ fn a_killed_import_leaves_no_database_and_the_next_import_removes_its_file_aside
         "the killed import's file aside was not removed"
     );
 }
+
+#[test]
+fn imports_of_two_tables_into_one_new_database_at_once_both_land() {
+    // However the two interleave, one links its database into place and
+    // the other finds the name taken and copies its table in, or each
+    // finds the database there when it starts: both tables end up whole.
+    let d = Dir::new();
+    let db = d.db();
+    let mut inputs = Vec::new();
+    for (name, rows) in [("a", 20_000), ("b", 30_000)] {
+        let mut csv = String::from("id,v\n");
+        for n in 1..=rows {
+            csv.push_str(&format!("{n},{name}{n}\n"));
+        }
+        inputs.push((name, rows, d.write(&format!("{name}.csv"), csv)));
+    }
+    for round in 0..3 {
+        let _ = std::fs::remove_file(&db);
+        let children: Vec<_> = inputs
+            .iter()
+            .map(|(name, _, src)| {
+                Command::new(env!("CARGO_BIN_EXE_litelane"))
+                    .args(["import", src, "--db", &db, "--table", name, "--quiet"])
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "round {round}: {}", stderr(&o));
+        }
+        for (name, rows, _) in &inputs {
+            assert_eq!(
+                query(
+                    &db,
+                    &format!("SELECT count(*), count(DISTINCT v) FROM {name}")
+                ),
+                vec![vec![Value::Integer(*rows), Value::Integer(*rows)]],
+                "round {round}"
+            );
+        }
+        assert_eq!(names_ending(&d, ".importing"), Vec::<String>::new());
+    }
+}
