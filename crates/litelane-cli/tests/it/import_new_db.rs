@@ -166,6 +166,28 @@ fn an_existing_database_is_written_in_place() {
 }
 
 #[test]
+fn an_in_memory_database_is_no_file() {
+    // `--db :memory:` imports into a database that ends with the process (a
+    // dry run): nothing may appear in the working directory.
+    let d = Dir::new();
+    let src = d.write("in.csv", "id\n1\n");
+    let o = Command::new(env!("CARGO_BIN_EXE_litelane"))
+        .args([
+            "import", &src, "--db", ":memory:", "--table", "t", "--quiet",
+        ])
+        .current_dir(d.path("."))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(d.path("."))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["in.csv".to_string()]);
+}
+
+#[test]
 fn a_killed_import_leaves_no_database_and_the_next_import_removes_its_file_aside() {
     let d = Dir::new();
     let db = d.db();

@@ -52,7 +52,8 @@ fn remove_files(path: &Path) {
 
 impl Aside {
     /// The file aside for an import of `table` into `args.db`, when the
-    /// import writes its database aside: nothing is at `args.db` (not even
+    /// import writes its database aside: `args.db` names a file (not
+    /// `:memory:` or a URI), nothing is at it (not even
     /// a link) nor any of its `-wal`, `-shm`, `-journal` or `-lane` files,
     /// the import is one transaction (no `--commit-every`, no `--resume`),
     /// and its profile keeps a WAL (`safe`, `balanced`: `fast` writes each
@@ -61,7 +62,12 @@ impl Aside {
     /// lock, so no running import owns it.
     pub(super) fn for_import(args: &FileArgs, table: &str) -> Result<Option<Aside>, Error> {
         let one_transaction = args.commit_every.is_none() && !args.resume;
-        if !one_transaction
+        // Names the engine does not open as a file (`Database::open`): an
+        // in-memory database, SQLite's temporary one, a URI.
+        let name = args.db.to_string_lossy();
+        let a_file = !(name.is_empty() || name == ":memory:" || name.starts_with("file:"));
+        if !a_file
+            || !one_transaction
             || args.profile == Profile::Fast
             || std::env::var_os(NO_ASIDE_HOOK).is_some()
             || SIDECARS
