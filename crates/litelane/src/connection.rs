@@ -392,6 +392,35 @@ fn vfs_for<'o>(
     }
 }
 
+/// Pause between two tries of a journal mode switch another connection
+/// was in the way of: 1 ms (such a switch takes about that long).
+const JOURNAL_MODE_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// `PRAGMA journal_mode = want` on `conn`: what SQLite answers. Switching
+/// a file to WAL needs it alone for an instant, and SQLite answers "database
+/// is locked" at once, without the busy handler, to a connection that finds
+/// another one doing the same (two engines opening one new database at
+/// once): the switch is tried again every [`JOURNAL_MODE_RETRY`] until
+/// `patience` (the busy timeout) has passed.
+fn set_journal_mode(
+    conn: &Connection,
+    want: &str,
+    patience: std::time::Duration,
+) -> rusqlite::Result<String> {
+    let until = std::time::Instant::now() + patience;
+    loop {
+        match conn.query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(JOURNAL_MODE_RETRY);
+            }
+            answer => return answer,
+        }
+    }
+}
+
 /// The writer's journal mode (the plan's, refused as [`Error::ReadOnly`]
 /// when the file cannot be written), `synchronous`, the journal's size
 /// limit and, in WAL mode, no automatic checkpoints when litelane runs them.
@@ -418,9 +447,7 @@ fn configure_writer(
         ),
     };
     let want = settings.journal_mode.as_sql();
-    let got: String = conn
-        .query_row(&format!("PRAGMA journal_mode = {want}"), [], |r| r.get(0))
-        .context(|| ctx("journal_mode"))?;
+    let got = set_journal_mode(conn, want, opts.busy_timeout).context(|| ctx("journal_mode"))?;
     if !got.eq_ignore_ascii_case(want) {
         return Err(Error::Sqlite {
             code: rusqlite::ffi::SQLITE_ERROR,

@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 
 use common::{exec, query_i64, temp_db, wait_for_queue_depth};
-use litelane::{Options, Profile};
+use litelane::{Database, Options, Profile};
 
 const WRITERS: i64 = 8;
 const TXNS_PER_WRITER: i64 = 150;
@@ -368,5 +368,36 @@ fn a_read_on_the_writer_after_a_write_does_not_keep_the_turn_from_other_processe
             start.elapsed()
         );
         assert_eq!(query_i64(&other, "SELECT count(*) FROM t"), 2);
+    }
+}
+
+/// Engines that open one new database at the same moment all open it:
+/// each sets WAL mode, which needs the file to itself for an instant, and
+/// SQLite answers a connection that finds another one switching with
+/// "database is locked" at once, without its busy handler. Each open waits
+/// for its turn within its busy timeout instead.
+#[test]
+fn engines_opening_one_new_database_at_once_all_open_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 6;
+    for round in 0..40 {
+        let path = dir.path().join(format!("new-{round}.db"));
+        let barrier = std::sync::Barrier::new(n);
+        let opened: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        Database::open(&path, Options::default())
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in opened {
+            assert_eq!(r, Ok(()), "round {round}");
+        }
     }
 }
