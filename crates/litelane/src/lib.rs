@@ -86,6 +86,13 @@ pub use tx::{Executed, Tx};
 pub use writer::HeldWrite;
 pub use writer::{with_process_wait, KeepWaiting};
 
+/// The suffixes of a database's files, for a program that moves or removes
+/// one whole: the database itself (`""`), and the files SQLite and
+/// litelane keep beside it (`-wal`, `-shm`, `-journal`, and the
+/// cross-process queue's lock file, [`xproc::LOCK_FILE_SUFFIX`]).
+pub const DATABASE_FILE_SUFFIXES: [&str; 5] =
+    ["", "-wal", "-shm", "-journal", xproc::LOCK_FILE_SUFFIX];
+
 use configure::Registry;
 use connection::{Role, Target, Tracer};
 use durability_plan::DurabilityPlan;

@@ -39,9 +39,6 @@ use crate::unpoisoned::lock;
 /// name in the URI, the file and how many engines have it open.
 static OPEN: LazyLock<Mutex<HashMap<String, (PathBuf, usize)>>> = LazyLock::new(Default::default);
 
-/// The files SQLite and litelane keep beside a database.
-const BESIDE: [&str; 5] = ["", "-wal", "-shm", "-journal", "-lane"];
-
 /// One engine's hold on the file of a shared in-memory database: the last
 /// one dropped removes it.
 pub(crate) struct SharedMemoryFile {
@@ -122,7 +119,7 @@ pub(crate) fn remove_open_files() {
 
 /// Removes the database file at `path` and the files beside it.
 fn remove_with_beside(path: &Path) {
-    for suffix in BESIDE {
+    for suffix in crate::DATABASE_FILE_SUFFIXES {
         let mut name = path.to_path_buf().into_os_string();
         name.push(suffix);
         let _ = std::fs::remove_file(name);

@@ -22,13 +22,41 @@ fn import_with(env: &[(&str, &str)], args: &[&str]) -> Output {
         .expect("run litelane")
 }
 
-/// The names in `d`'s directory that end with `suffix`.
-fn names_ending(d: &Dir, suffix: &str) -> Vec<String> {
-    std::fs::read_dir(d.path("."))
+/// `litelane import SRC --db DB --table t`, with "another program"
+/// creating a table named `theirs` in `DB` just before the import puts a
+/// database written aside in place (a test hook; it runs at no other time).
+fn import_while_they_create(theirs: &str, src: &str, db: &str) -> Output {
+    import_with(
+        &[("LITELANE_TEST_CREATE_BEFORE_PUBLISH", theirs)],
+        &[src, "--db", db, "--table", "t", "--quiet"],
+    )
+}
+
+/// The names in `d`'s directory, sorted.
+fn names(d: &Dir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(d.path("."))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The files aside (`DB.litelane-import-HASH.importing`) in `d`.
+fn asides(d: &Dir) -> Vec<String> {
+    names(d)
+        .into_iter()
+        .filter(|n| n.ends_with(".importing"))
         .collect()
+}
+
+/// Asserts that no file aside is left in `d`.
+fn assert_no_aside(d: &Dir, when: &str) {
+    assert_eq!(
+        asides(d),
+        Vec::<String>::new(),
+        "{when}: a file aside was left behind"
+    );
 }
 
 #[test]
@@ -90,11 +118,7 @@ fn a_new_database_written_aside_is_the_one_the_wal_would_have_made() {
             "{what}: the database written aside differs from the one written through the WAL"
         );
     }
-    assert_eq!(
-        names_ending(&d, ".importing"),
-        Vec::<String>::new(),
-        "a file aside was left behind"
-    );
+    assert_no_aside(&d, "after the table of cases");
 }
 
 #[test]
@@ -102,10 +126,7 @@ fn a_database_created_meanwhile_by_another_program_gets_the_import_beside_its_ta
     let d = Dir::new();
     let src = d.write("in.csv", "id,v\n1,a\n2,b\n");
     let db = d.db();
-    let o = import_with(
-        &[("LITELANE_TEST_CREATE_BEFORE_PUBLISH", "theirs")],
-        &[&src, "--db", &db, "--table", "t", "--quiet"],
-    );
+    let o = import_while_they_create("theirs", &src, &db);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         query(&db, "SELECT name FROM sqlite_schema ORDER BY name"),
@@ -115,16 +136,13 @@ fn a_database_created_meanwhile_by_another_program_gets_the_import_beside_its_ta
         query(&db, "SELECT id, v FROM t ORDER BY id"),
         vec![vec![i(1), t("a")], vec![i(2), t("b")]]
     );
-    assert_eq!(names_ending(&d, ".importing"), Vec::<String>::new());
+    assert_no_aside(&d, "copied beside their table");
 
     // Their database has a table of the import's name: nothing is
     // imported, and theirs is left as it is.
     let db2 = d.path("two.db");
     let db2 = db2.to_str().unwrap();
-    let o = import_with(
-        &[("LITELANE_TEST_CREATE_BEFORE_PUBLISH", "t")],
-        &[&src, "--db", db2, "--table", "t", "--quiet"],
-    );
+    let o = import_while_they_create("t", &src, db2);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -140,7 +158,7 @@ fn a_database_created_meanwhile_by_another_program_gets_the_import_beside_its_ta
         query(db2, "SELECT count(*) FROM t"),
         vec![vec![Value::Integer(0)]]
     );
-    assert_eq!(names_ending(&d, ".importing"), Vec::<String>::new());
+    assert_no_aside(&d, "refused beside their table of its name");
 }
 
 #[test]
@@ -150,10 +168,7 @@ fn an_existing_database_is_written_in_place() {
     let src = d.write("in.csv", "id\n1\n");
     let db = d.db();
     // The hook runs only when a database written aside is put in place.
-    let o = import_with(
-        &[("LITELANE_TEST_CREATE_BEFORE_PUBLISH", "theirs")],
-        &[&src, "--db", &db, "--table", "t", "--quiet"],
-    );
+    let o = import_while_they_create("theirs", &src, &db);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         query(&db, "SELECT name FROM sqlite_schema"),
@@ -179,12 +194,7 @@ fn an_in_memory_database_is_no_file() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let mut names: Vec<String> = std::fs::read_dir(d.path("."))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, vec!["in.csv".to_string()]);
+    assert_eq!(names(&d), vec!["in.csv".to_string()]);
 }
 
 #[test]
@@ -208,7 +218,7 @@ fn a_killed_import_leaves_no_database_and_the_next_import_removes_its_file_aside
     input.write_all(csv.as_bytes()).unwrap();
     // The input stays open: the import is still writing when it is killed.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while names_ending(&d, ".importing").is_empty() {
+    while asides(&d).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the import never wrote its database aside"
@@ -219,7 +229,7 @@ fn a_killed_import_leaves_no_database_and_the_next_import_removes_its_file_aside
     child.wait().unwrap();
     drop(input);
     assert!(!Path::new(&db).exists(), "a half-made database is visible");
-    let orphan = names_ending(&d, ".importing");
+    let orphan = asides(&d);
     assert_eq!(orphan.len(), 1);
     // What a killed import that had written pages leaves there, which the
     // next import must not open as its own.
@@ -236,11 +246,7 @@ fn a_killed_import_leaves_no_database_and_the_next_import_removes_its_file_aside
         query(&db, "SELECT count(*) FROM t"),
         vec![vec![Value::Integer(1)]]
     );
-    assert_eq!(
-        names_ending(&d, ".importing"),
-        Vec::<String>::new(),
-        "the killed import's file aside was not removed"
-    );
+    assert_no_aside(&d, "after the import that followed the killed one");
 }
 
 #[test]
@@ -284,6 +290,6 @@ fn imports_of_two_tables_into_one_new_database_at_once_both_land() {
                 "round {round}"
             );
         }
-        assert_eq!(names_ending(&d, ".importing"), Vec::<String>::new());
+        assert_no_aside(&d, &format!("round {round}"));
     }
 }

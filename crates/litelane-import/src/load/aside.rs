@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use litelane::{quote_ident, Profile};
+use litelane::{quote_ident, Profile, DATABASE_FILE_SUFFIXES};
 
 use crate::error::Error;
 use crate::plan::options::FileArgs;
@@ -34,10 +34,6 @@ pub(super) struct Aside {
     path: PathBuf,
 }
 
-/// The suffixes of the files SQLite and the engine may keep beside a
-/// database.
-const SIDECARS: [&str; 5] = ["", "-journal", "-wal", "-shm", "-lane"];
-
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
@@ -45,7 +41,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn remove_files(path: &Path) {
-    for suffix in SIDECARS {
+    for suffix in DATABASE_FILE_SUFFIXES {
         let _ = std::fs::remove_file(with_suffix(path, suffix));
     }
 }
@@ -70,7 +66,7 @@ impl Aside {
             || !one_transaction
             || args.profile == Profile::Fast
             || std::env::var_os(NO_ASIDE_HOOK).is_some()
-            || SIDECARS
+            || DATABASE_FILE_SUFFIXES
                 .iter()
                 .any(|s| std::fs::symlink_metadata(with_suffix(&args.db, s)).is_ok())
         {

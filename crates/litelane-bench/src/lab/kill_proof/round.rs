@@ -224,7 +224,7 @@ fn check(
 
 /// Removes the database at `path` and its companion files.
 fn remove(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lane"] {
+    for suffix in litelane::DATABASE_FILE_SUFFIXES {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(p));

@@ -62,7 +62,7 @@ pub fn profile(
 /// A fresh database at `path` (what an earlier run left is removed) with
 /// the soak's tables.
 fn create(path: &Path, profile: Profile, over_limit: OverLimit) -> Result<Database, String> {
-    for suffix in ["", "-wal", "-shm", "-lane"] {
+    for suffix in litelane::DATABASE_FILE_SUFFIXES {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(p));
